@@ -1,0 +1,18 @@
+//! The logic that cudacheck's compile-time macro, its launch-time runtime and its offline CLI
+//! share, so that they can never disagree about a limit because each wrote it down:
+//!
+//! - [`arch`]: architecture names (`sm_90`) and the set cudacheck supports;
+//! - [`limits`]: the hardware limits of each compute capability;
+//! - [`validate`]: the pure launch validator and occupancy calculator;
+//! - [`cubin`]: reading a kernel's resources out of a CUBIN's `.nv.info` records;
+//! - [`source`]: the CUDA source model (kernels, parameters, types), from a real parser.
+//!
+//! Nothing here needs a GPU, NVRTC or the CUDA driver.
+
+pub mod arch;
+pub mod dim;
+pub mod resources;
+
+pub use arch::Arch;
+pub use dim::{Axis, Dim3};
+pub use resources::{KernelResources, ParamSlot};
