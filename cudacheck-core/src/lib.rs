@@ -10,8 +10,12 @@
 //! Nothing here needs a GPU, NVRTC or the CUDA driver.
 
 pub mod arch;
+pub mod cubin;
 pub mod dim;
+pub mod limits;
 pub mod resources;
+pub mod source;
+pub mod validate;
 
 pub use arch::Arch;
 pub use dim::{Axis, Dim3};
