@@ -1,1 +1,33 @@
-fn main() {}
+//! `cudacheck`: check CUDA kernels against a target architecture, with no GPU.
+//!
+//! ```text
+//! cudacheck check kernels/ --arch sm_90 --block 256
+//! cudacheck doctor
+//! cudacheck instrument --report kernels/saxpy.cu
+//! ```
+//!
+//! Exit status: 0 when every kernel is clean, 1 when a launch configuration violates a limit,
+//! 2 on compile errors or bad usage.
+
+mod args;
+mod check;
+mod collect;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Doctor => {
+            println!("{}", cudacheck::nvrtc::doctor_report());
+            ExitCode::SUCCESS
+        }
+        Command::Instrument(args) => check::run_instrument(&args),
+    }
+}

@@ -1,0 +1,111 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use cudacheck_core::{Arch, Dim3};
+
+/// Check CUDA kernels against a GPU architecture's limits, with no GPU present.
+#[derive(Debug, Parser)]
+#[command(name = "cudacheck", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Compile kernels with NVRTC, report their resources and check a launch configuration.
+    Check(CheckArgs),
+    /// Print where NVRTC, the CUDA headers and the driver were found.
+    Doctor,
+    /// Print a kernel file rewritten with bounds checks, and what could not be instrumented.
+    Instrument(InstrumentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// `.cu` files, or directories searched (recursively) for them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Target architecture: sm_70 ... sm_121 (also `90`, `9.0`, `compute_90`).
+    #[arg(long, default_value = "sm_90", value_parser = parse_arch)]
+    pub arch: Arch,
+    /// Block size to check, `X[,Y[,Z]]`.
+    #[arg(long, value_parser = parse_dim)]
+    pub block: Option<Dim3>,
+    /// Grid size to check, `X[,Y[,Z]]` (default 1 when --block is given).
+    #[arg(long, value_parser = parse_dim)]
+    pub grid: Option<Dim3>,
+    /// Dynamic shared memory per block, bytes.
+    #[arg(long = "dynamic-smem", default_value_t = 0)]
+    pub dynamic_smem: u32,
+    /// Extra include directory (repeatable).
+    #[arg(short = 'I', value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// Preprocessor definition `NAME` or `NAME=VALUE` (repeatable).
+    #[arg(short = 'D', value_name = "NAME[=VALUE]")]
+    pub define: Vec<String>,
+    /// Cap registers per thread (NVRTC --maxrregcount).
+    #[arg(long)]
+    pub max_registers: Option<u32>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InstrumentArgs {
+    /// The `.cu` file to instrument.
+    pub file: PathBuf,
+    /// Print only the coverage report, not the rewritten source.
+    #[arg(long)]
+    pub report: bool,
+}
+
+fn parse_arch(s: &str) -> Result<Arch, String> {
+    s.parse::<Arch>().map_err(|e| e.to_string())
+}
+
+/// `256`, `16,16`, `32,8,1` (also with `x` or spaces as separators). Zero and overflowing
+/// products are accepted here on purpose: they are limit violations the checker reports
+/// with its full explanation, not usage errors.
+pub fn parse_dim(s: &str) -> Result<Dim3, String> {
+    let parts: Vec<&str> = s
+        .split(|c: char| c == ',' || c == 'x' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!(
+            "`{s}` is not a dimension: write X, X,Y or X,Y,Z (e.g. 256 or 16,16)"
+        ));
+    }
+    let mut v = [1u32; 3];
+    for (slot, p) in v.iter_mut().zip(&parts) {
+        *slot = p.parse().map_err(|_| {
+            format!("`{p}` in `{s}` is not a whole number from 0 to {}", u32::MAX)
+        })?;
+    }
+    Ok(Dim3::from(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_parse_in_every_spelling() {
+        assert_eq!(parse_dim("256").unwrap(), Dim3::new(256, 1, 1));
+        assert_eq!(parse_dim("16,16").unwrap(), Dim3::new(16, 16, 1));
+        assert_eq!(parse_dim("32x8x2").unwrap(), Dim3::new(32, 8, 2));
+        assert_eq!(parse_dim("0").unwrap(), Dim3::new(0, 1, 1));
+    }
+
+    #[test]
+    fn bad_dims_say_how_to_write_them() {
+        assert!(parse_dim("").unwrap_err().contains("X,Y,Z"));
+        assert!(parse_dim("1,2,3,4").unwrap_err().contains("X,Y,Z"));
+        assert!(parse_dim("-1").unwrap_err().contains("whole number"));
+        assert!(parse_dim("99999999999").unwrap_err().contains("whole number"));
+    }
+}

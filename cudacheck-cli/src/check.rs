@@ -1,0 +1,283 @@
+//! `cudacheck check`: compile each file for the target, read every kernel's resources from the
+//! CUBIN and check the launch configuration against the target's limits.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cudacheck::nvrtc::{self, CompileOptions, CudaSource};
+use cudacheck_core::cubin::{parse_ptxas_info, read_cubin};
+use cudacheck_core::limits::ArchLimits;
+use cudacheck_core::validate::{
+    kernel_max_threads, max_threads_for_registers, occupancy, validate, LaunchConfig,
+    Occupancy, ValidateOptions,
+};
+use cudacheck_core::{Dim3, KernelResources};
+use serde::Serialize;
+
+use crate::args::{CheckArgs, InstrumentArgs};
+use crate::collect::collect;
+use crate::render;
+
+/// What `check` found for one kernel.
+#[derive(Debug, Serialize)]
+pub struct KernelReport {
+    /// The name a person wrote (`scale<float>`), demangled from the CUBIN symbol.
+    pub name: String,
+    pub resources: KernelResources,
+    /// The largest block this kernel can launch with on the target.
+    pub max_threads_per_block: u32,
+    /// The largest block its registers alone allow.
+    pub max_threads_by_registers: u32,
+    /// The block the occupancy below is for, and why that one.
+    pub occupancy_block: Dim3,
+    pub occupancy: Occupancy,
+    /// Every limit the checked configuration breaks, as a person reads it.
+    pub violations: Vec<String>,
+}
+
+/// What `check` found for one file.
+#[derive(Debug, Serialize)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub kernels: Vec<KernelReport>,
+    /// Set when the file could not be read or compiled, or holds no kernel.
+    pub error: Option<String>,
+}
+
+/// The whole run, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub arch: String,
+    pub nvrtc: String,
+    pub config: Option<LaunchConfig>,
+    pub files: Vec<FileReport>,
+    pub kernels_checked: usize,
+    pub kernels_with_violations: usize,
+    pub files_with_errors: usize,
+}
+
+pub fn run(args: &CheckArgs) -> ExitCode {
+    let files = match collect(&args.paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let nvrtc = match nvrtc::nvrtc() {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let limits = ArchLimits::for_arch(args.arch);
+    let config = args.block.map(|block| LaunchConfig {
+        grid: args.grid.unwrap_or(Dim3::new(1, 1, 1)),
+        block,
+        dynamic_shared_bytes: args.dynamic_smem,
+        cluster: None,
+    });
+
+    let progress = files.len() > 1 && std::io::stderr().is_terminal() && !args.json;
+    let mut reports = Vec::with_capacity(files.len());
+    for (i, path) in files.iter().enumerate() {
+        if progress {
+            eprint!("\r\x1b[2K[{}/{}] compiling {}", i + 1, files.len(), path.display());
+        }
+        reports.push(check_file(path, args, &limits, config.as_ref()));
+    }
+    if progress {
+        eprint!("\r\x1b[2K");
+    }
+
+    let kernels_checked = reports.iter().map(|f| f.kernels.len()).sum();
+    let kernels_with_violations = reports
+        .iter()
+        .flat_map(|f| &f.kernels)
+        .filter(|k| !k.violations.is_empty())
+        .count();
+    let files_with_errors = reports.iter().filter(|f| f.error.is_some()).count();
+    let report = Report {
+        arch: args.arch.sm_name(),
+        nvrtc: format!("{}.{}", nvrtc.version.0, nvrtc.version.1),
+        config,
+        files: reports,
+        kernels_checked,
+        kernels_with_violations,
+        files_with_errors,
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("error: cannot write the report as JSON: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        print!("{}", render::text(&report, &limits));
+    }
+    if files_with_errors > 0 {
+        ExitCode::from(2)
+    } else if kernels_with_violations > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn check_file(
+    path: &Path,
+    args: &CheckArgs,
+    limits: &ArchLimits,
+    config: Option<&LaunchConfig>,
+) -> FileReport {
+    let fail = |error: String| FileReport {
+        path: path.to_path_buf(),
+        kernels: Vec::new(),
+        error: Some(error),
+    };
+    let source = match CudaSource::from_file(path) {
+        Ok(s) => s,
+        Err(e) => return fail(e.to_string()),
+    };
+    let opts = CompileOptions {
+        include_dirs: args.include.clone(),
+        defines: args
+            .define
+            .iter()
+            .map(|d| match d.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (d.clone(), None),
+            })
+            .collect(),
+        max_registers: args.max_registers,
+        ptxas_verbose: true,
+        ..CompileOptions::new(args.arch)
+    };
+    let compiled = match nvrtc::compile(&source, &opts) {
+        Ok(c) => c,
+        Err(e) => return fail(e.to_string()),
+    };
+    let info = match read_cubin(&compiled.cubin) {
+        Ok(i) => i,
+        Err(e) => return fail(format!("cannot read the CUBIN NVRTC produced: {e}")),
+    };
+    if info.kernels.is_empty() {
+        return fail(
+            "no kernels: the file defines no `__global__` function that NVRTC emitted \
+             (templates need an explicit instantiation to be checked)"
+                .to_string(),
+        );
+    }
+    // The CUBIN does not record spills; NVRTC's ptxas report does (see cubin::parse_ptxas_info).
+    let ptxas = parse_ptxas_info(&compiled.log).unwrap_or_default();
+    let kernels = info
+        .kernels
+        .into_iter()
+        .map(|mut res| {
+            if let Some(p) = ptxas.iter().find(|p| p.name == res.symbol) {
+                res.spill_store_bytes = p.spill_store_bytes;
+                res.spill_load_bytes = p.spill_load_bytes;
+            }
+            kernel_report(res, limits, config)
+        })
+        .collect();
+    FileReport {
+        path: path.to_path_buf(),
+        kernels,
+        error: None,
+    }
+}
+
+fn kernel_report(
+    res: KernelResources,
+    limits: &ArchLimits,
+    config: Option<&LaunchConfig>,
+) -> KernelReport {
+    let max_threads = kernel_max_threads(&res, limits);
+    let by_regs = max_threads_for_registers(res.registers, limits);
+    let (occupancy_block, dynamic) = match config {
+        Some(c) => (c.block, c.dynamic_shared_bytes),
+        None => (Dim3::x(max_threads), 0),
+    };
+    let block_threads = u32::try_from(occupancy_block.volume()).unwrap_or(u32::MAX);
+    let occ = occupancy(&res, block_threads, dynamic, limits);
+    let violations = match config {
+        Some(c) => match validate(&res, c, limits, &ValidateOptions::default()) {
+            Ok(_) => Vec::new(),
+            Err(vs) => vs.iter().map(|v| v.to_string()).collect(),
+        },
+        None => Vec::new(),
+    };
+    KernelReport {
+        name: demangle(&res.symbol),
+        resources: res,
+        max_threads_per_block: max_threads,
+        max_threads_by_registers: by_regs,
+        occupancy_block,
+        occupancy: occ,
+        violations,
+    }
+}
+
+/// `_Z5scaleIfEvPT_PKS0_fi` -> `scale<float>`: the name without its parameter list, as a
+/// person writes it in a name expression. `extern "C"` symbols come back unchanged.
+fn demangle(symbol: &str) -> String {
+    match cpp_demangle::Symbol::new(symbol) {
+        Ok(sym) => {
+            let full = sym.to_string();
+            // Drop the return type and the parameter list: `void scale<float>(float*, ...)`.
+            let without_params = match full.rfind('(') {
+                Some(i) if full.ends_with(')') => &full[..i],
+                _ => &full,
+            };
+            without_params
+                .strip_prefix("void ")
+                .unwrap_or(without_params)
+                .to_string()
+        }
+        Err(_) => symbol.to_string(),
+    }
+}
+
+pub fn run_instrument(args: &InstrumentArgs) -> ExitCode {
+    let source = match CudaSource::from_file(&args.file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let name = args.file.display().to_string();
+    match cudacheck_core::instrument::instrument(
+        &source.text,
+        &name,
+        &cudacheck_core::instrument::InstrumentOptions::default(),
+    ) {
+        Ok(out) => {
+            if !args.report {
+                println!("{}", out.source);
+            }
+            print!("{}", cudacheck_core::instrument::render_report(&out));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangles_template_kernels_to_name_expressions() {
+        assert_eq!(demangle("_Z5scaleIfEvPT_PKS0_fi"), "scale<float>");
+        assert_eq!(demangle("saxpy"), "saxpy");
+    }
+}

@@ -1,0 +1,3 @@
+//! (in progress)
+mod occupancy;
+pub use occupancy::*;

@@ -1,0 +1,16 @@
+// A templated kernel, instantiated by name expression (`scale<float>`, `scale<__half>`): the C++
+// kernels cudacheck reaches through NVRTC's name expressions rather than `extern "C"`.
+#include <cuda_fp16.h>
+
+template <typename T>
+__global__ void scale(T* __restrict__ out, const T* __restrict__ in, float factor, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = T(float(in[i]) * factor);
+    }
+}
+
+// Instantiate the two versions the tests and examples use.
+template __global__ void scale<float>(float*, const float*, float, int);
+template __global__ void scale<__half>(__half*, const __half*, float, int);

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The whole test suite, in its three tiers, each announced in the output:
+#   1. pure tests: unit tests, doc tests, the trybuild UI suite (no NVRTC, no GPU);
+#   2. NVRTC tests: compile real kernels with NVRTC (installed into .cuda/ by setup-cuda.sh);
+#      a missing NVRTC here is a failure, never a skip (CUDACHECK_REQUIRE_NVRTC=1);
+#   3. GPU tests: run where a CUDA driver and GPU exist; elsewhere each prints why it skipped.
+# Ends with one summary line "cudacheck tests: N passed, N failed, N skipped".
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+eval "$(scripts/setup-cuda.sh)" || { echo "setup-cuda.sh failed: cannot install NVRTC" >&2; exit 2; }
+export CUDACHECK_REQUIRE_NVRTC=1
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+
+tests_matching() { # prints "--test NAME" for each tests/tests/PREFIX*.rs
+  for f in tests/tests/"$1"*.rs; do
+    [ -e "$f" ] && printf -- '--test %s ' "$(basename "$f" .rs)"
+  done
+}
+
+run_tier() { # title, then the cargo arguments
+  local title="$1"; shift
+  printf '\n===== %s =====\n' "$title" | tee -a "$log"
+  cargo test "$@" 2>&1 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || status=1
+}
+
+run_tier "tier 1/3: pure tests (no NVRTC, no GPU)" \
+  --workspace --exclude cudacheck-tests --exclude cudacheck-examples
+# shellcheck disable=SC2046
+run_tier "tier 1/3: pure tests (integration, trybuild UI)" -p cudacheck-tests $(tests_matching pure_)
+# shellcheck disable=SC2046
+run_tier "tier 2/3: NVRTC tests (NVRTC required)" -p cudacheck-tests $(tests_matching nvrtc_)
+# shellcheck disable=SC2046
+run_tier "tier 3/3: GPU tests (skipped with a reason where no GPU is present)" \
+  -p cudacheck-tests $(tests_matching gpu_) -- --nocapture --test-threads=1
+
+passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+# A skipped test returns early and cargo counts it as passed: count it once, as skipped.
+skipped=$(grep -c '^skipped (' "$log")
+passed=$((passed - skipped))
+gpu_skips=$(grep -c '^skipped (GPU tier)' "$log")
+printf '\nGPU tier: %s test(s) skipped for want of a GPU (see the reasons above).\n' "$gpu_skips"
+[ "$failed" -eq 0 ] || status=1
+printf 'cudacheck tests: %s passed, %s failed, %s skipped\n' "$passed" "$failed" "$skipped"
+exit "$status"
