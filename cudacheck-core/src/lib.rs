@@ -12,6 +12,7 @@
 pub mod arch;
 pub mod cubin;
 pub mod dim;
+pub mod instrument;
 pub mod limits;
 pub mod resources;
 pub mod source;
@@ -20,3 +21,8 @@ pub mod validate;
 pub use arch::Arch;
 pub use dim::{Axis, Dim3};
 pub use resources::{KernelResources, ParamSlot};
+pub use limits::{ArchLimits, LimitsOrigin, PortableLimits, PORTABLE};
+pub use validate::{
+    occupancy, validate, LaunchConfig, Limiter, Occupancy, ValidateOptions, Violation,
+};
+pub use source::{parse_source, CudaType, KernelDecl, Scalar, SourceError, SourceModel};

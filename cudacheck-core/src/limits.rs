@@ -410,6 +410,24 @@ mod tests {
     }
 
     #[test]
+    fn sm_90_table_equals_a_real_h100() {
+        // cuDeviceGetAttribute on an NVIDIA H100 80GB HBM3, driver 580.159.04.
+        let l = limits("sm_90");
+        assert_eq!(l.max_threads_per_block, 1024);
+        assert_eq!(l.max_block_dim, Dim3::new(1024, 1024, 64));
+        assert_eq!(l.max_grid_dim, Dim3::new(2_147_483_647, 65535, 65535));
+        assert_eq!(l.shared_per_block_default, 49152);
+        assert_eq!(l.warp_size, 32);
+        assert_eq!(l.max_registers_per_block, 65536);
+        assert_eq!(l.max_threads_per_sm, 2048);
+        assert_eq!(l.shared_per_sm, 233_472);
+        assert_eq!(l.registers_per_sm, 65536);
+        assert_eq!(l.shared_per_block_opt_in, 232_448);
+        assert_eq!(l.max_blocks_per_sm, 32);
+        assert_eq!(l.reserved_shared_per_block, 1024);
+    }
+
+    #[test]
     fn unknown_arches_fall_back_to_the_nearest_older_table() {
         let future = ArchLimits::for_arch(Arch::new(13, 0));
         assert_eq!(future.arch, Arch::new(13, 0));

@@ -1,6 +1,64 @@
 //! cudacheck: CUDA kernel launches that fail early, loudly and precisely.
+//!
+//! ```no_run
+//! use cudacheck::{nvrtc::CudaSource, Kernel};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let stream = cudacheck::default_stream(0)?;
+//! let saxpy = Kernel::new(CudaSource::from_file("kernels/saxpy.cu")?, "saxpy").build();
+//! let n = 1 << 20;
+//! let x = cudacheck::alloc_copy(&stream, &vec![1.0f32; n])?;
+//! let mut y = cudacheck::alloc_zeros::<f32>(&stream, n)?;
+//! // SAFETY: saxpy touches y[i] and x[i] for i < n only.
+//! unsafe {
+//!     saxpy.launch(&stream)
+//!         .grid((n as u32).div_ceil(256))
+//!         .block(256)
+//!         .arg_mut(&mut y).arg(&x).arg(&2.0f32).arg(&(n as i32))
+//!         .run()?;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! A wrong block size, too much shared memory, a missing argument or a buffer of another
+//! device is an [`Error`] naming the kernel, the Rust launch site, the limit, the value asked
+//! for, the value allowed and the fix, before anything reaches the GPU. A fault on the device
+//! names the launch that caused it (debug builds synchronize after each launch) or the recent
+//! launches that may have (release builds keep a ring of them per context).
+//!
+//! Works with the cudarc `CudaContext`/`CudaStream` you already have: per-context state is
+//! created on first use. See [`recover`] for going on after a sticky device fault.
 #![warn(unsafe_op_in_unsafe_fn)]
+
+mod alloc;
+mod args;
+mod block;
+mod context;
+mod driver;
+mod error;
+mod kernel;
+mod launch;
+mod ring;
 
 pub mod nvrtc;
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use alloc::{alloc_copy, alloc_zeros};
+pub use args::{ByValue, KernelArg, KernelArgMut, MAX_ARGS};
+pub use block::Block;
+pub use context::{
+    check, default_stream, device_count, device_limits, is_poisoned, recover, synchronize,
+};
+pub use driver::codes;
+pub use driver::FunctionAttributes;
+pub use error::{DriverError, Error, LaunchError, LaunchErrorKind, LaunchRecord};
+pub use kernel::{InstrumentMode, Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
+pub use launch::{Grid, Launch, LaunchDims, SyncMode};
+pub use ring::RING_CAPACITY;
+
 pub use cudacheck_core as core;
+pub use cudacheck_macros::checked_kernel;
+pub use cudarc;

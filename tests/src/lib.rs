@@ -1,1 +1,104 @@
 //! Shared helpers for the integration tests.
+//!
+//! The GPU tier starts each test with [`gpu_or_skip`]: without a driver or a device it prints
+//! a line starting `skipped (GPU tier): ` and the test passes, unless `CUDACHECK_REQUIRE_GPU=1`
+//! (set where a GPU is expected), where the missing GPU is a failure.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cudacheck::cudarc::driver::CudaStream;
+use cudacheck::nvrtc::CudaSource;
+
+/// The prefix every GPU-tier skip line starts with.
+pub const GPU_SKIP_PREFIX: &str = "skipped (GPU tier): ";
+
+/// A stream on device 0, or `None` (after printing why) when there is no driver or no device.
+///
+/// The driver is looked for with `libloading` before any cudarc call (cudarc panics when
+/// `libcuda.so.1` is missing); see `cudacheck::device_count`.
+///
+/// # Panics
+///
+/// When `CUDACHECK_REQUIRE_GPU=1` and no GPU is usable.
+pub fn gpu_or_skip() -> Option<Arc<CudaStream>> {
+    let reason = match cudacheck::device_count() {
+        Err(e) => e.to_string(),
+        Ok(0) => "no CUDA device: the driver reports 0 devices".to_string(),
+        Ok(_) => match cudacheck::default_stream(0) {
+            Ok(s) => return Some(s),
+            Err(e) => format!("device 0 is not usable: {e}"),
+        },
+    };
+    if std::env::var("CUDACHECK_REQUIRE_GPU").as_deref() == Ok("1") {
+        panic!("CUDACHECK_REQUIRE_GPU=1 but no GPU is usable: {reason}");
+    }
+    println!("{GPU_SKIP_PREFIX}{reason}");
+    None
+}
+
+/// The repository's root (the workspace directory).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(".."))
+}
+
+/// `kernels/<file>` of the repository, as a source.
+///
+/// # Panics
+///
+/// When the file cannot be read (a broken checkout, not a test outcome).
+pub fn kernel_source(file: &str) -> CudaSource {
+    let path = repo_root().join("kernels").join(file);
+    CudaSource::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every `kernels/*.cu` file name, sorted.
+pub fn kernel_files() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(repo_root().join("kernels"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".cu"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Runs the current test binary again in a child process with only `test` selected and
+/// `vars` set, and returns its exit success and combined output. Used by tests whose subject
+/// (a poisoned context, a once-per-process setting) must not leak into other tests.
+///
+/// # Panics
+///
+/// When the test binary cannot be started.
+pub fn run_in_child(test: &str, vars: &[(&str, &str)]) -> (bool, String) {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("could not run the test binary: {e}"));
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_are_found() {
+        let files = kernel_files();
+        assert!(files.contains(&"saxpy.cu".to_string()), "{files:?}");
+        assert!(kernel_source("saxpy.cu").text.contains("saxpy"));
+    }
+}

@@ -387,7 +387,10 @@ mod tests {
         assert_eq!(Scalar::from_words(&["unsigned", "int"]), Some(UnsignedInt));
         assert_eq!(Scalar::from_words(&["long", "int"]), Some(Long));
         assert_eq!(Scalar::from_words(&["signed"]), Some(Int));
-        assert_eq!(Scalar::from_words(&["long", "unsigned", "long"]), Some(UnsignedLongLong));
+        assert_eq!(
+            Scalar::from_words(&["long", "unsigned", "long"]),
+            Some(UnsignedLongLong)
+        );
         assert_eq!(Scalar::from_words(&["signed", "char"]), Some(SignedChar));
         assert_eq!(Scalar::from_words(&["short", "int"]), Some(Short));
         assert_eq!(Scalar::from_words(&["long", "double"]), None);

@@ -41,7 +41,7 @@ impl fmt::Display for Limiter {
             Limiter::Warps => "warp slots",
             Limiter::Registers => "registers",
             Limiter::SharedMemory => "shared memory",
-            Limiter::BlocksPerSm => "the resident-blocks-per-SM cap",
+            Limiter::BlocksPerSm => "resident-block slots",
         })
     }
 }
@@ -266,7 +266,10 @@ fn blocks_by_shared(
     if allocated == 0 {
         return (u32::MAX, 0);
     }
-    ((per_sm / allocated).try_into().unwrap_or(u32::MAX), allocated)
+    (
+        (per_sm / allocated).try_into().unwrap_or(u32::MAX),
+        allocated,
+    )
 }
 
 /// The largest block (a multiple of the warp size, at most `max_threads_per_block`) whose

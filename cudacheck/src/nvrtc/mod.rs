@@ -1,1 +1,62 @@
-//! (in progress)
+//! NVRTC, found without panicking, compiling to CUBINs with rustc-style diagnostics.
+//!
+//! ```no_run
+//! use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
+//!
+//! // 1. A source, from a file (`CudaSource::from_file`) or from memory.
+//! let src = CudaSource::from_str(
+//!     "saxpy.cu",
+//!     "extern \"C\" __global__ void saxpy(float a, const float* x, float* y, int n) {\n\
+//!          int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+//!          if (i < n) y[i] = a * x[i] + y[i];\n\
+//!      }\n",
+//! );
+//! // 2. Compile for a real architecture: the result holds an ELF CUBIN.
+//! let out = compile(&src, &CompileOptions::new("sm_90".parse().unwrap()))?;
+//! assert!(out.cubin.starts_with(b"\x7fELF"));
+//! # Ok::<(), cudacheck::nvrtc::CompileError>(())
+//! ```
+//!
+//! # Finding NVRTC
+//! cudarc's own loader panics when it cannot dlopen NVRTC. [`nvrtc()`] searches instead, loads
+//! the library by full path (its `libnvrtc-builtins` first, from the same directory), keeps it
+//! loaded for the process, and only then lets cudarc's bindings run: glibc answers cudarc's
+//! `dlopen("libnvrtc.so.13")` with the object already loaded under that soname. The search
+//! order is exactly:
+//!
+//! 1. `CUDACHECK_NVRTC`: a path to a `libnvrtc.so*` file, or a directory holding one. When set,
+//!    it is the only place looked at; `CUDACHECK_NVRTC=none` makes NVRTC absent (for tests).
+//! 2. A libnvrtc already loaded in the process (`dlopen` with `RTLD_NOLOAD` of
+//!    `libnvrtc.so.13`, `.12`, `libnvrtc.so`).
+//! 3. `$CUDA_PATH`, then `$CUDA_HOME`: `lib64`, `lib`, `targets/x86_64-linux/lib`.
+//! 4. pip wheels: `nvidia/cu13/lib`, `nvidia/cu12/lib`, `nvidia/cuda_nvrtc/lib` under
+//!    `$VIRTUAL_ENV/lib/python3*/site-packages`, every `$PYTHONPATH` entry,
+//!    `~/.local/lib/python3*/site-packages`, `/usr/local/lib/python3*/{site,dist}-packages`,
+//!    `/usr/lib/python3/dist-packages`, and `.cuda/py` in the current directory or any ancestor
+//!    (where `scripts/setup-cuda.sh` installs it).
+//! 5. conda: `$CONDA_PREFIX/lib`.
+//! 6. `/usr/local/cuda/lib64`, then `/usr/local/cuda-*/lib64`, newest version first.
+//! 7. The system loader (`LD_LIBRARY_PATH`, `ld.so.cache`): `libnvrtc.so.13`, `.12`,
+//!    `libnvrtc.so`.
+//!
+//! A candidate is taken only if cudarc's loader will bind to that same library (checked by
+//! dlopening cudarc's candidate names in its order) and it exports every function cudacheck
+//! calls; otherwise the search goes on, and the reason is kept for [`NvrtcNotFound`].
+//!
+//! # Headers
+//! See [`headers`]: CUDA include directories are found automatically, and small compatibility
+//! headers make `<stdint.h>`, `<cmath>`, `<cfloat>`, `<climits>`, ... resolve under NVRTC.
+
+mod compile;
+mod diagnostic;
+mod discover;
+mod doctor;
+mod ffi;
+pub mod headers;
+mod search;
+
+pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};
+pub use diagnostic::{parse_log, Diagnostic, Severity};
+pub use discover::{nvrtc, Nvrtc, NvrtcNotFound, SearchAttempt, ENV_VAR};
+pub use doctor::{doctor_report, DoctorReport, DriverStatus};
+pub use search::SearchStep;

@@ -1,0 +1,162 @@
+// ---- cudacheck bounds-checking prelude (injected by `cudacheck instrument`; do not edit) ----
+// The `#line` directive after this block points diagnostics and __LINE__ back at the user's file.
+#ifndef CUDACHECK_PRELUDE_CUH
+#define CUDACHECK_PRELUDE_CUH
+
+#define __CC_READ 1u
+#define __CC_WRITE 2u
+#define __CC_READ_WRITE 3u
+#define __CC_ATOMIC 4u
+#define __CC_ASSERT 5u
+// Or'ed into a kind when the checked element's address goes to an instruction that needs global
+// memory (`__ldg`, atomics): a miss then lands in the global sink, not the per-thread slot.
+#define __CC_GLOBAL 0x100u
+
+// Mirrors cudacheck_core::instrument::FaultRecord field for field (little-endian, no padding).
+struct __cc_record {
+    unsigned int faulted;
+    unsigned int count;
+    unsigned int site;
+    unsigned int kind;
+    long long index;
+    unsigned long long len;
+    unsigned int block[3];
+    unsigned int thread[3];
+    unsigned int assert_line;
+    unsigned int dim;
+    char msg[64];
+};
+static_assert(sizeof(__cc_record) == @CC_RECORD_BYTES@,
+              "cudacheck: __cc_record no longer matches cudacheck_core::instrument::FaultRecord");
+
+// Where an out-of-bounds read or write lands instead of the buffer: one per thread, declared at
+// the top of each instrumented kernel, so a dropped write never races with another thread's
+// read of a zero.
+struct alignas(16) __cc_slot_t {
+    unsigned char bytes[128];
+};
+
+// Out-of-bounds atomics land here instead: atomics on a thread's local memory are undefined, so
+// they need a global address. Its contents are garbage; the value an atomic returns from it is
+// meaningless (the fault is recorded).
+__device__ unsigned long long __cc_sink[16];
+
+__device__ __noinline__ void __cc_record_thread(__cc_record* rec)
+{
+    rec->block[0] = blockIdx.x;
+    rec->block[1] = blockIdx.y;
+    rec->block[2] = blockIdx.z;
+    rec->thread[0] = threadIdx.x;
+    rec->thread[1] = threadIdx.y;
+    rec->thread[2] = threadIdx.z;
+}
+
+// Counts every fault; only the first (atomicCAS on `faulted`) fills in the details, so the
+// fields all describe the same fault. Never traps: a trap would poison the CUDA context.
+__device__ __noinline__ void __cc_fault(__cc_record* rec, unsigned site, unsigned kind,
+                                        long long index, unsigned long long len, unsigned dim)
+{
+    if (rec == 0) return;
+    atomicAdd(&rec->count, 1u);
+    if (atomicCAS(&rec->faulted, 0u, 1u) != 0u) return;
+    rec->site = site;
+    rec->kind = kind & 0xffu;
+    rec->index = index;
+    rec->len = len;
+    rec->assert_line = 0u;
+    rec->dim = dim;
+    __cc_record_thread(rec);
+    __threadfence();
+}
+
+__device__ __noinline__ void __cc_assert_fail(__cc_record* rec, unsigned site, const char* msg,
+                                              unsigned line)
+{
+    if (rec == 0) return;
+    atomicAdd(&rec->count, 1u);
+    if (atomicCAS(&rec->faulted, 0u, 1u) != 0u) return;
+    rec->site = site;
+    rec->kind = __CC_ASSERT;
+    rec->index = 0;
+    rec->len = 0;
+    rec->assert_line = line;
+    rec->dim = 0u;
+    unsigned i = 0;
+    for (; i < 63u && msg != 0 && msg[i] != 0; ++i) rec->msg[i] = msg[i];
+    rec->msg[i] = 0;
+    __cc_record_thread(rec);
+    __threadfence();
+}
+
+template <typename T>
+__device__ __forceinline__ T& __cc_miss(__cc_slot_t& slot, unsigned kind)
+{
+    static_assert(sizeof(T) <= sizeof(__cc_slot_t),
+                  "cudacheck: element types larger than 128 bytes cannot be bounds-checked");
+    if ((kind & 0xffu) == __CC_ATOMIC || (kind & __CC_GLOBAL) != 0u)
+        return *reinterpret_cast<T*>(__cc_sink);
+    // Zeroed on every miss, so an out-of-bounds read returns 0 even after a dropped write.
+    for (unsigned i = 0; i < sizeof(T); ++i) slot.bytes[i] = 0;
+    return *reinterpret_cast<T*>(slot.bytes);
+}
+
+// `base[i]` when 0 <= i < len, else the fault is recorded and the thread gets the slot.
+template <typename T>
+__device__ __forceinline__ T& __cc_at(T* base, __cc_record* rec, unsigned site, unsigned kind,
+                                      __cc_slot_t& slot, long long i, unsigned long long len)
+{
+    if (i < 0 || (unsigned long long)i >= len) {
+        __cc_fault(rec, site, kind, i, len, 0u);
+        return __cc_miss<T>(slot, kind);
+    }
+    return base[i];
+}
+
+// `ptr[i]` for a pointer `ptr = param + base`: the check is on `base + i` against the
+// parameter's length, so an alias declared as `T* row = p + r * n` is checked like `p` itself.
+template <typename T>
+__device__ __forceinline__ T& __cc_at_off(T* ptr, __cc_record* rec, unsigned site, unsigned kind,
+                                          __cc_slot_t& slot, long long base, long long i,
+                                          unsigned long long len)
+{
+    const long long at = base + i;
+    if (at < 0 || (unsigned long long)at >= len) {
+        __cc_fault(rec, site, kind, at, len, 0u);
+        return __cc_miss<T>(slot, kind);
+    }
+    return ptr[i];
+}
+
+// A fixed-size array `a[i0][i1]...` checked per dimension: `ie` is (index, extent) pairs and
+// `base` is `&a[0][0]...`; a miss records the first dimension out of range.
+template <typename T, typename... I>
+__device__ __forceinline__ T& __cc_at_md(T* base, __cc_record* rec, unsigned site, unsigned kind,
+                                         __cc_slot_t& slot, I... ie)
+{
+    const long long v[] = {(long long)ie...};
+    long long flat = 0;
+    for (unsigned d = 0; d < sizeof...(I) / 2; ++d) {
+        const long long i = v[2 * d];
+        const long long e = v[2 * d + 1];
+        if (i < 0 || i >= e) {
+            __cc_fault(rec, site, kind, i, (unsigned long long)e, d);
+            return __cc_miss<T>(slot, kind);
+        }
+        flat = flat * e + i;
+    }
+    return base[flat];
+}
+
+// An assertion records the condition text, the line and the thread, then the thread goes on:
+// it does not return or trap, so later faults of the same launch are still counted.
+#define __cc_assert(cond, site, msg, line, rec) \
+    ((cond) ? (void)0 : __cc_assert_fail((rec), (site), (msg), (line)))
+
+// Usable inside instrumented kernels (the instrumenter rewrites it with a site id); elsewhere
+// `__cc_rec` is not in scope.
+#ifndef CUDACHECK_ASSERT
+#define CUDACHECK_ASSERT(cond, msg) __cc_assert((cond), 0xFFFFFFFFu, (msg), __LINE__, __cc_rec)
+#endif
+
+#endif // CUDACHECK_PRELUDE_CUH
+// ---- end of cudacheck prelude ----

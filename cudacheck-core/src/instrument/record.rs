@@ -1,0 +1,241 @@
+//! The fault record: the one block of device memory an instrumented kernel writes when an access
+//! goes out of bounds or an assertion fails.
+//!
+//! The layout is written down twice, here and as `struct __cc_record` in the CUDA prelude
+//! (`prelude.cuh`); the prelude carries a `static_assert` on the size this module computes, so
+//! the two cannot drift apart without NVRTC refusing the instrumented source.
+
+use std::fmt;
+
+/// Bytes of the fault message (an assertion's condition text), NUL-terminated when shorter.
+pub const MSG_BYTES: usize = 64;
+
+/// What went wrong at the recorded site; the `kind` field of [`FaultRecord`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FaultKind {
+    /// An out-of-bounds read: the kernel got 0 instead of the element.
+    Read,
+    /// An out-of-bounds write: the value went to a per-thread dummy slot and was dropped.
+    Write,
+    /// An out-of-bounds read-modify-write (`+=`, `++`): neither read nor written.
+    ReadWrite,
+    /// An out-of-bounds atomic: it went to a global sink instead of the buffer.
+    Atomic,
+    /// A failed `assert(cond)` or `CUDACHECK_ASSERT(cond, msg)`.
+    Assert,
+}
+
+impl FaultKind {
+    /// The number the device code stores (the `__CC_*` constants of the prelude).
+    pub const fn code(self) -> u32 {
+        match self {
+            FaultKind::Read => 1,
+            FaultKind::Write => 2,
+            FaultKind::ReadWrite => 3,
+            FaultKind::Atomic => 4,
+            FaultKind::Assert => 5,
+        }
+    }
+
+    /// The kind a stored code stands for, if any.
+    pub const fn from_code(code: u32) -> Option<Self> {
+        Some(match code {
+            1 => FaultKind::Read,
+            2 => FaultKind::Write,
+            3 => FaultKind::ReadWrite,
+            4 => FaultKind::Atomic,
+            5 => FaultKind::Assert,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FaultKind::Read => "out-of-bounds read",
+            FaultKind::Write => "out-of-bounds write",
+            FaultKind::ReadWrite => "out-of-bounds read-modify-write",
+            FaultKind::Atomic => "out-of-bounds atomic",
+            FaultKind::Assert => "assertion failed",
+        })
+    }
+}
+
+/// The first fault of a launch, as the device wrote it; identical in layout to the prelude's
+/// `struct __cc_record` (128 bytes, little-endian, no padding).
+///
+/// `faulted` is the first-wins flag: the first faulting thread sets it with `atomicCAS` and only
+/// that thread fills the other fields, so they all describe the same fault. `count` counts every
+/// fault of the launch, including those that lost the race.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultRecord {
+    /// 1 when a fault was recorded, else 0.
+    pub faulted: u32,
+    /// How many faults the launch had in all.
+    pub count: u32,
+    /// The site id: an index into the kernel's [`Site`](super::Site) table.
+    pub site: u32,
+    /// A [`FaultKind`] code.
+    pub kind: u32,
+    /// The offending index (in elements; for a multi-dimensional array, along dimension `dim`).
+    pub index: i64,
+    /// The extent it was checked against (elements).
+    pub len: u64,
+    /// `blockIdx` of the faulting thread.
+    pub block: [u32; 3],
+    /// `threadIdx` of the faulting thread.
+    pub thread: [u32; 3],
+    /// `__LINE__` of a failed assertion (0 for access faults).
+    pub assert_line: u32,
+    /// Which dimension of a multi-dimensional array was out of range (0 for pointers).
+    pub dim: u32,
+    /// An assertion's message, NUL-terminated if shorter than 64 bytes.
+    pub msg: [u8; MSG_BYTES],
+}
+
+/// The size of [`FaultRecord`] in bytes, which the prelude's `static_assert` checks.
+pub const RECORD_BYTES: usize = std::mem::size_of::<FaultRecord>();
+
+// The layout has no padding: every field is at its natural alignment.
+const _: () = assert!(RECORD_BYTES == 128);
+
+impl FaultRecord {
+    /// A record with nothing recorded: what the runtime uploads before a launch.
+    pub const fn empty() -> Self {
+        Self {
+            faulted: 0,
+            count: 0,
+            site: 0,
+            kind: 0,
+            index: 0,
+            len: 0,
+            block: [0; 3],
+            thread: [0; 3],
+            assert_line: 0,
+            dim: 0,
+            msg: [0; MSG_BYTES],
+        }
+    }
+
+    /// The record's [`FaultKind`], if the stored code is one.
+    pub fn fault_kind(&self) -> Option<FaultKind> {
+        FaultKind::from_code(self.kind)
+    }
+
+    /// The assertion message, up to its first NUL, with invalid UTF-8 replaced.
+    pub fn message(&self) -> String {
+        let end = self.msg.iter().position(|&b| b == 0).unwrap_or(MSG_BYTES);
+        String::from_utf8_lossy(&self.msg[..end]).into_owned()
+    }
+
+    /// The record as the device lays it out, for uploading.
+    pub fn to_bytes(&self) -> [u8; RECORD_BYTES] {
+        let mut out = [0u8; RECORD_BYTES];
+        let mut w = Writer { buf: &mut out, at: 0 };
+        w.u32(self.faulted);
+        w.u32(self.count);
+        w.u32(self.site);
+        w.u32(self.kind);
+        w.bytes(&self.index.to_le_bytes());
+        w.bytes(&self.len.to_le_bytes());
+        for v in self.block.iter().chain(self.thread.iter()) {
+            w.u32(*v);
+        }
+        w.u32(self.assert_line);
+        w.u32(self.dim);
+        w.bytes(&self.msg);
+        out
+    }
+}
+
+impl Default for FaultRecord {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+struct Writer<'a> {
+    buf: &'a mut [u8; RECORD_BYTES],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn bytes(&mut self, b: &[u8]) {
+        // Only called with the fixed field sizes above, which sum to RECORD_BYTES.
+        if let Some(dst) = self.buf.get_mut(self.at..self.at + b.len()) {
+            dst.copy_from_slice(b);
+        }
+        self.at += b.len();
+    }
+    fn u32(&mut self, v: u32) {
+        self.bytes(&v.to_le_bytes());
+    }
+}
+
+/// Reads a [`FaultRecord`] from the bytes copied back from the device.
+///
+/// Returns `None` when `bytes` is shorter than [`RECORD_BYTES`]; longer input is read from its
+/// start. The fields are decoded as stored; check [`FaultRecord::faulted`] to see whether
+/// anything happened.
+pub fn decode(bytes: &[u8]) -> Option<FaultRecord> {
+    let b = bytes.get(..RECORD_BYTES)?;
+    let word = |i: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?))
+    };
+    let faulted = word(0)?;
+    let count = word(4)?;
+    let site = word(8)?;
+    let kind = word(12)?;
+    let index = i64::from_le_bytes(b.get(16..24)?.try_into().ok()?);
+    let len = u64::from_le_bytes(b.get(24..32)?.try_into().ok()?);
+    let block = [word(32)?, word(36)?, word(40)?];
+    let thread = [word(44)?, word(48)?, word(52)?];
+    let assert_line = word(56)?;
+    let dim = word(60)?;
+    let msg: [u8; MSG_BYTES] = b.get(64..64 + MSG_BYTES)?.try_into().ok()?;
+    Some(FaultRecord {
+        faulted,
+        count,
+        site,
+        kind,
+        index,
+        len,
+        block,
+        thread,
+        assert_line,
+        dim,
+        msg,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_bytes() {
+        let mut r = FaultRecord::empty();
+        r.faulted = 1;
+        r.count = 7;
+        r.site = 3;
+        r.kind = FaultKind::Write.code();
+        r.index = -2;
+        r.len = 1 << 40;
+        r.block = [1, 2, 3];
+        r.thread = [4, 5, 6];
+        r.msg[..5].copy_from_slice(b"i < n");
+        let bytes = r.to_bytes();
+        assert_eq!(&bytes[16..24], &(-2i64).to_le_bytes());
+        assert_eq!(decode(&bytes), Some(r));
+        assert_eq!(r.message(), "i < n");
+        assert_eq!(r.fault_kind(), Some(FaultKind::Write));
+    }
+
+    #[test]
+    fn short_input_is_none() {
+        assert_eq!(decode(&[0u8; RECORD_BYTES - 1]), None);
+    }
+}

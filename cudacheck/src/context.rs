@@ -1,0 +1,328 @@
+//! Per-context state, created lazily for any cudarc context the user already has: the device's
+//! limits (queried once), the ring of recent launches, and the context's health.
+//!
+//! No wrapper types are forced on users: state is found by the context's `CUcontext` handle.
+//! A handle can be reused by the driver after its context is destroyed, so each entry also
+//! keeps a `Weak` to the `CudaContext` it was made for; while any `CudaContext` of that handle
+//! lives, the handle cannot have been reused, and an entry whose `Weak` is dead is rebuilt.
+//!
+//! # Poisoned contexts and [`recover`]
+//!
+//! Some device faults (an out-of-bounds access, a failed `assert`, ...; see
+//! [`codes::CODES`](crate::driver::codes::CODES)'s `poisons`) are *sticky*: the context can no
+//! longer run anything, and every later call returns the same error. cudacheck marks the context
+//! poisoned at the first one and answers every later call with [`Error::ContextPoisoned`], naming
+//! the first fault and the launch that raised it. [`recover`] resets the context so that a
+//! long-running program can go on.
+
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use cudacheck_core::limits::ArchLimits;
+use cudacheck_core::validate::LaunchConfig;
+use cudarc::driver::{CudaContext, CudaStream};
+
+use crate::driver::{self, DeviceInfo};
+use crate::error::{DriverError, Error, LaunchRecord};
+use crate::ring::LaunchRing;
+
+/// What cudacheck knows about one context.
+#[derive(Debug)]
+pub(crate) struct ContextState {
+    key: usize,
+    ctx: Weak<CudaContext>,
+    pub(crate) device: DeviceInfo,
+    pub(crate) limits: ArchLimits,
+    poisoned: AtomicBool,
+    poison: Mutex<Option<Poison>>,
+    ring: Mutex<LaunchRing>,
+    /// Set by [`recover`]: the context was reset, every module loaded in it is dead.
+    reset: AtomicBool,
+}
+
+#[derive(Debug, Clone)]
+struct Poison {
+    first_fault: DriverError,
+    launch: Option<LaunchRecord>,
+    suspects: Vec<LaunchRecord>,
+}
+
+/// A poisoned mutex only means another thread panicked while recording a launch; the data
+/// (a ring, a poison record) is still consistent, so keep using it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+static REGISTRY: Mutex<Vec<Arc<ContextState>>> = Mutex::new(Vec::new());
+
+fn key_of(ctx: &CudaContext) -> usize {
+    ctx.cu_ctx() as usize
+}
+
+/// The state of `ctx`, created on first use (one round of `cuDeviceGetAttribute` queries).
+///
+/// # Errors
+///
+/// The driver's, when the device cannot be queried.
+pub(crate) fn state_of(ctx: &Arc<CudaContext>) -> Result<Arc<ContextState>, Error> {
+    let key = key_of(ctx);
+    let mut reg = lock(&REGISTRY);
+    reg.retain(|s| s.is_alive());
+    if let Some(s) = reg.iter().find(|s| s.key == key) {
+        return Ok(Arc::clone(s));
+    }
+    ctx.bind_to_thread()
+        .map_err(|e| DriverError::from_cudarc("cuCtxSetCurrent", e))?;
+    let device = driver::device_info(ctx.cu_device(), ctx.ordinal())?;
+    let limits =
+        driver::limits_from_attributes(device.arch, device.ordinal, &device.name, &device.attrs);
+    let state = Arc::new(ContextState {
+        key,
+        ctx: Arc::downgrade(ctx),
+        device,
+        limits,
+        poisoned: AtomicBool::new(false),
+        poison: Mutex::new(None),
+        ring: Mutex::new(LaunchRing::default()),
+        reset: AtomicBool::new(false),
+    });
+    reg.push(Arc::clone(&state));
+    Ok(state)
+}
+
+impl ContextState {
+    /// Whether this state still describes a live context (not reset, its handle not reusable).
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.reset.load(Ordering::Acquire) && self.ctx.strong_count() > 0
+    }
+
+    /// Whether this is the state of `ctx` and still alive: the hot path's check, two loads.
+    #[inline]
+    pub(crate) fn is_state_of(&self, ctx: &CudaContext) -> bool {
+        self.key == key_of(ctx) && self.is_alive()
+    }
+
+    /// Whether [`recover`] reset this context (its modules died with it).
+    pub(crate) fn was_reset(&self) -> bool {
+        self.reset.load(Ordering::Acquire)
+    }
+
+    /// `Err(ContextPoisoned)` once a sticky fault was seen in this context.
+    #[inline]
+    pub(crate) fn check_health(&self) -> Result<(), Error> {
+        if !self.poisoned.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        Err(self.poisoned_error())
+    }
+
+    #[cold]
+    fn poisoned_error(&self) -> Error {
+        let p = lock(&self.poison).clone();
+        match p {
+            Some(p) => Error::ContextPoisoned {
+                device: self.device.ordinal,
+                first_fault: p.first_fault,
+                launch: p.launch,
+                suspects: p.suspects,
+            },
+            // The flag is set after the record is written; this arm cannot be reached, but a
+            // generic answer beats a panic.
+            None => Error::ContextPoisoned {
+                device: self.device.ordinal,
+                first_fault: DriverError::new("(unknown)", 999),
+                launch: None,
+                suspects: Vec::new(),
+            },
+        }
+    }
+
+    /// Records a launch in the ring; returns its sequence number.
+    #[inline]
+    pub(crate) fn record(
+        &self,
+        kernel: &Arc<str>,
+        config: LaunchConfig,
+        site: &'static Location<'static>,
+    ) -> u64 {
+        lock(&self.ring).record(kernel, config, site)
+    }
+
+    /// The launch `seq`, if the ring still holds it.
+    pub(crate) fn launch_record(&self, seq: u64) -> Option<LaunchRecord> {
+        lock(&self.ring).get(seq)
+    }
+
+    /// Turns a driver error seen at `site` into the error to return, marking the context
+    /// poisoned when the error is sticky. `culprit` is the launch known to have caused it (a
+    /// synchronizing check right after that launch), if any.
+    #[cold]
+    pub(crate) fn fault(
+        &self,
+        fault: DriverError,
+        site: &'static Location<'static>,
+        culprit: Option<LaunchRecord>,
+    ) -> Error {
+        let suspects = if culprit.is_some() {
+            Vec::new()
+        } else {
+            lock(&self.ring).snapshot()
+        };
+        if fault.poisons() {
+            let mut p = lock(&self.poison);
+            if p.is_none() {
+                *p = Some(Poison {
+                    first_fault: fault.clone(),
+                    launch: culprit.clone(),
+                    suspects: suspects.clone(),
+                });
+                self.poisoned.store(true, Ordering::Release);
+            }
+        }
+        match culprit {
+            Some(l) => Error::Fault {
+                kernel: l.kernel.to_string(),
+                site: l.site,
+                config: l.config,
+                fault,
+            },
+            None if fault.poisons() => Error::AsyncFault {
+                fault,
+                detected_at: site,
+                suspects,
+            },
+            None => Error::Driver(fault),
+        }
+    }
+
+    fn mark_reset(&self) {
+        self.reset.store(true, Ordering::Release);
+    }
+}
+
+/// Checks the stream's context for faults without waiting (`cuStreamQuery`): a fault raised
+/// by an earlier launch surfaces here, naming the launches that may have caused it.
+///
+/// # Errors
+///
+/// [`Error::ContextPoisoned`] if an earlier fault poisoned the context; [`Error::AsyncFault`]
+/// for a fault first seen now; [`Error::Driver`] for other driver errors.
+#[track_caller]
+pub fn check(stream: &Arc<CudaStream>) -> Result<(), Error> {
+    let site = Location::caller();
+    let state = state_of(stream.context())?;
+    state.check_health()?;
+    bind(stream.context())?;
+    match driver::stream_query(stream.cu_stream()) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(state.fault(e, site, None)),
+    }
+}
+
+/// Waits for all work on `stream` and checks it like [`check`].
+///
+/// # Errors
+///
+/// As [`check`].
+#[track_caller]
+pub fn synchronize(stream: &Arc<CudaStream>) -> Result<(), Error> {
+    let site = Location::caller();
+    let state = state_of(stream.context())?;
+    state.check_health()?;
+    bind(stream.context())?;
+    driver::stream_synchronize(stream.cu_stream()).map_err(|e| state.fault(e, site, None))
+}
+
+/// Whether cudacheck has seen a sticky fault in the stream's context.
+pub fn is_poisoned(stream: &Arc<CudaStream>) -> bool {
+    let key = key_of(stream.context());
+    lock(&REGISTRY)
+        .iter()
+        .any(|s| s.key == key && s.is_alive() && s.poisoned.load(Ordering::Acquire))
+}
+
+/// The limits of the stream's device as cudacheck validates launches against them.
+///
+/// # Errors
+///
+/// The driver's, when the device cannot be queried.
+pub fn device_limits(stream: &Arc<CudaStream>) -> Result<ArchLimits, Error> {
+    Ok(state_of(stream.context())?.limits.clone())
+}
+
+pub(crate) fn bind(ctx: &CudaContext) -> Result<(), DriverError> {
+    ctx.bind_to_thread()
+        .map_err(|e| DriverError::from_cudarc("cuCtxSetCurrent", e))
+}
+
+/// Resets the stream's context after a sticky fault and returns a fresh stream (the new
+/// context's default stream) on the same device, so that a long-running program can go on.
+///
+/// For a primary context (what `CudaContext::new` gives) this calls
+/// [`cuDevicePrimaryCtxReset`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html)
+/// and retains the primary context again; for another context it creates a new one (drop the
+/// old one yourself). cudacheck forgets the old context's state: kernels are loaded again on
+/// their next launch (compiled code is cached, so this costs a module load, not a compile).
+///
+/// # Everything of the old context is invalid
+///
+/// The reset frees every buffer, stream, event and module of the old context. **Drop the old
+/// buffers and streams before calling `recover`** (in a poisoned context their frees fail
+/// harmlessly): one dropped afterwards would free its old address, which a new allocation may
+/// have reused. Do not use anything of the old context afterwards. Other libraries sharing the
+/// primary context in this process lose their state too.
+///
+/// # Errors
+///
+/// [`Error::DriverNotFound`], or the driver's error if the reset or the new context fails.
+pub fn recover(stream: &Arc<CudaStream>) -> Result<Arc<CudaStream>, Error> {
+    driver::ensure_loaded()?;
+    let ctx = stream.context();
+    let key = key_of(ctx);
+    {
+        let mut reg = lock(&REGISTRY);
+        for s in reg.iter().filter(|s| s.key == key) {
+            s.mark_reset();
+        }
+        reg.retain(|s| s.key != key);
+    }
+    let ordinal = ctx.ordinal();
+    let fresh = if ctx.is_primary() {
+        // SAFETY: the old context's state is marked reset, so cudacheck neither uses nor
+        // unloads its modules again; the user's old handles are covered by this function's
+        // documented contract.
+        unsafe { driver::primary_ctx_reset(ctx.cu_device()) }?;
+        CudaContext::new(ordinal)
+            .map_err(|e| DriverError::from_cudarc("cuDevicePrimaryCtxRetain", e))?
+    } else {
+        CudaContext::new_non_primary(ordinal, 0)
+            .map_err(|e| DriverError::from_cudarc("cuCtxCreate", e))?
+    };
+    Ok(fresh.default_stream())
+}
+
+/// A stream on device `ordinal` (its primary context's default stream), checking first that a
+/// driver and the device exist, so that a machine without a GPU gets an error, not a panic.
+///
+/// # Errors
+///
+/// [`Error::DriverNotFound`] without a driver; the driver's error when the device is missing.
+pub fn default_stream(ordinal: usize) -> Result<Arc<CudaStream>, Error> {
+    driver::ensure_loaded()?;
+    let ctx = CudaContext::new(ordinal)
+        .map_err(|e| DriverError::from_cudarc("cuDevicePrimaryCtxRetain", e))?;
+    Ok(ctx.default_stream())
+}
+
+/// The number of CUDA devices, checking for a driver first.
+///
+/// # Errors
+///
+/// [`Error::DriverNotFound`] without a driver, else the driver's error from `cuInit`.
+pub fn device_count() -> Result<usize, Error> {
+    driver::ensure_loaded()?;
+    let n =
+        CudaContext::device_count().map_err(|e| DriverError::from_cudarc("cuDeviceGetCount", e))?;
+    Ok(n.max(0) as usize)
+}

@@ -1,0 +1,499 @@
+//! The one error type of the runtime, and the records it carries.
+//!
+//! Context is added by wrapping, never by pasting strings: a rejected launch is an
+//! [`Error::Launch`] holding a [`LaunchError`] (kernel, Rust launch site, configuration) whose
+//! `source` is the [`LaunchErrorKind`] saying what was wrong; a driver failure is a
+//! [`DriverError`] naming the call, the code, its name and what usually causes it.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::panic::Location;
+use std::sync::Arc;
+
+use cudacheck_core::validate::{LaunchConfig, Violation};
+use thiserror::Error;
+
+use crate::driver::codes;
+use crate::nvrtc::{CompileError, NvrtcNotFound};
+
+/// Everything a cudacheck call can fail with.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The launch was rejected before reaching the GPU (bad configuration, arguments, ...), or
+    /// the driver refused it. The context stays healthy.
+    #[error(transparent)]
+    Launch(Box<LaunchError>),
+
+    /// NVRTC could not compile the kernel's source.
+    #[error("could not compile kernel `{kernel}` for {arch}")]
+    Compile {
+        kernel: String,
+        arch: String,
+        #[source]
+        source: CompileError,
+    },
+
+    /// NVRTC, which cudacheck compiles kernels with, is not installed or not found.
+    #[error(transparent)]
+    NvrtcNotFound(NvrtcNotFound),
+
+    /// `libcuda.so.1` could not be loaded: no NVIDIA driver on this machine.
+    #[error(
+        "no CUDA driver: {reason}. Install the NVIDIA driver (nvidia-smi must work), or run on \
+         a machine with a GPU"
+    )]
+    DriverNotFound { reason: String },
+
+    /// A driver call failed outside a launch (module load, attribute query, allocation...).
+    #[error(transparent)]
+    Driver(DriverError),
+
+    /// An earlier fault made the context unusable; every later call in it fails until
+    /// [`recover`](crate::recover) resets it.
+    #[error(
+        "the CUDA context of device {device} is poisoned by an earlier fault, {first_fault}{}; \
+         every later call in this context fails. Call cudacheck::recover(&stream) to reset it \
+         (all buffers of the old context are lost), or restart the process",
+        culprit_text(.launch, .suspects)
+    )]
+    ContextPoisoned {
+        device: usize,
+        first_fault: DriverError,
+        /// The launch known to have faulted (found by a synchronizing check right after it).
+        launch: Option<LaunchRecord>,
+        /// When the fault surfaced later: the recent launches that may have caused it, oldest
+        /// first.
+        suspects: Vec<LaunchRecord>,
+    },
+
+    /// An allocation did not fit in the device's memory.
+    #[error(
+        "out of device memory on device {device}: asked for {} but only {} of {} are free. {hint}",
+        bytes(*.requested), bytes(*.free), bytes(*.total)
+    )]
+    OutOfMemory {
+        device: usize,
+        requested: u64,
+        free: u64,
+        total: u64,
+        hint: String,
+    },
+
+    /// The Rust-side parameter list given with [`KernelBuilder::params`] does not match the
+    /// compiled kernel's parameter table.
+    ///
+    /// [`KernelBuilder::params`]: crate::KernelBuilder::params
+    #[error("kernel `{kernel}`: the Rust signature does not match the compiled kernel: {detail}")]
+    SignatureMismatch { kernel: String, detail: String },
+
+    /// A `requires(...)` clause of the kernel was false; nothing was launched.
+    #[error(
+        "kernel `{kernel}` launched at {site}: requirement `{clause}` does not hold; the \
+         launch was not made"
+    )]
+    RequirementFailed {
+        kernel: String,
+        clause: &'static str,
+        site: &'static Location<'static>,
+    },
+
+    /// A launch faulted on the device, found by the synchronizing check right after it.
+    #[error(
+        "kernel `{kernel}` launched at {site} with grid {}, block {}, {} bytes of dynamic shared \
+         memory faulted on the device",
+        .config.grid, .config.block, .config.dynamic_shared_bytes
+    )]
+    Fault {
+        kernel: String,
+        site: &'static Location<'static>,
+        config: LaunchConfig,
+        #[source]
+        fault: DriverError,
+    },
+
+    /// A fault surfaced at a later call (release mode does not synchronize after launches);
+    /// `suspects` are the recent launches in this context that may have caused it.
+    #[error(
+        "a device fault surfaced at {detected_at}, after the launch that caused it: {fault}. \
+         {}Rerun with CUDACHECK_SYNC=1 to find the launch exactly",
+        suspects_text(.suspects)
+    )]
+    AsyncFault {
+        fault: DriverError,
+        detected_at: &'static Location<'static>,
+        suspects: Vec<LaunchRecord>,
+    },
+
+    /// The compiled module has no kernel of this name.
+    #[error(
+        "kernel `{kernel}` (symbol `{symbol}`) is not in the compiled module; it has: {}. \
+         Check the spelling, and mark the kernel `extern \"C\"` or give its C++ name",
+        list_or_none(.available)
+    )]
+    KernelNotFound {
+        kernel: String,
+        symbol: String,
+        available: Vec<String>,
+    },
+
+    /// The CUBIN NVRTC produced could not be read for the kernel's resources.
+    #[error("kernel `{kernel}`: could not read the compiled CUBIN")]
+    Cubin {
+        kernel: String,
+        #[source]
+        source: cudacheck_core::cubin::CubinError,
+    },
+}
+
+impl From<LaunchError> for Error {
+    fn from(e: LaunchError) -> Self {
+        Error::Launch(Box::new(e))
+    }
+}
+
+impl From<DriverError> for Error {
+    fn from(e: DriverError) -> Self {
+        Error::Driver(e)
+    }
+}
+
+impl Error {
+    /// The driver error inside, if this error came from the driver.
+    pub fn driver_error(&self) -> Option<&DriverError> {
+        match self {
+            Error::Driver(d) => Some(d),
+            Error::Fault { fault, .. } | Error::AsyncFault { fault, .. } => Some(fault),
+            Error::ContextPoisoned { first_fault, .. } => Some(first_fault),
+            Error::Launch(l) => match &l.kind {
+                LaunchErrorKind::Driver { error } => Some(error),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// A driver call that failed: which call, the `CUresult`, its name and its usual causes.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{call} failed with {name} ({code}): {explanation}")]
+pub struct DriverError {
+    /// The driver API function, e.g. `cuLaunchKernel`.
+    pub call: &'static str,
+    /// The raw `CUresult`.
+    pub code: u32,
+    /// `CUDA_ERROR_...`, or `CUresult N` for a code this version does not know.
+    pub name: Cow<'static, str>,
+    /// What usually causes it.
+    pub explanation: &'static str,
+}
+
+impl DriverError {
+    /// The error `code` returned by `call`.
+    pub fn new(call: &'static str, code: u32) -> Self {
+        let (name, explanation) = codes::describe(code);
+        Self {
+            call,
+            code,
+            name,
+            explanation,
+        }
+    }
+
+    /// From cudarc's error type.
+    pub fn from_cudarc(call: &'static str, e: cudarc::driver::DriverError) -> Self {
+        Self::new(call, e.0 as u32)
+    }
+
+    /// Whether this error leaves the context unusable (a "sticky" error).
+    pub fn poisons(&self) -> bool {
+        codes::poisons(self.code)
+    }
+
+    /// Whether this is `CUDA_ERROR_OUT_OF_MEMORY`.
+    pub fn is_out_of_memory(&self) -> bool {
+        self.code == codes::OUT_OF_MEMORY
+    }
+}
+
+/// One launch as the per-context ring remembers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchRecord {
+    /// The launch's number in its context, from 1.
+    pub seq: u64,
+    pub kernel: Arc<str>,
+    pub config: LaunchConfig,
+    /// Where in the Rust program the launch was made.
+    pub site: &'static Location<'static>,
+}
+
+impl fmt::Display for LaunchRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "launch #{} of `{}` at {} (grid {}, block {}, {} bytes dynamic shared",
+            self.seq,
+            self.kernel,
+            self.site,
+            self.config.grid,
+            self.config.block,
+            self.config.dynamic_shared_bytes
+        )?;
+        if let Some(c) = self.config.cluster {
+            write!(f, ", cluster {c}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// A launch that was refused: which kernel, where, with what configuration, and why
+/// (`kind`, also the error's `source`).
+#[derive(Debug, Error)]
+#[error(
+    "kernel `{kernel}` launched at {site} with grid {}, block {}, {} bytes of dynamic shared \
+     memory: {kind}",
+    .config.grid, .config.block, .config.dynamic_shared_bytes
+)]
+pub struct LaunchError {
+    pub kernel: String,
+    pub site: &'static Location<'static>,
+    pub config: LaunchConfig,
+    pub kind: LaunchErrorKind,
+}
+
+/// Why a launch was refused.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum LaunchErrorKind {
+    /// The configuration breaks the device's or the kernel's limits (every broken rule).
+    #[error("{}", violations_text(.violations))]
+    InvalidConfig { violations: Vec<Violation> },
+
+    /// `grid`/`block` were never given.
+    #[error("the {part} was not set; call .{part}(...) or .config(...) before .run()")]
+    MissingDims { part: &'static str },
+
+    /// A different number of arguments than the kernel's parameters.
+    #[error(
+        "{given} arguments were passed but the kernel takes {expected} parameters ({params}); \
+         pass exactly one argument per parameter, in order"
+    )]
+    ArgCount {
+        expected: usize,
+        given: usize,
+        params: String,
+    },
+
+    /// More arguments than a launch can hold.
+    #[error(
+        "{given} arguments were passed; cudacheck launches take at most {max}. Group \
+         parameters into a struct passed by value"
+    )]
+    TooManyArgs { given: usize, max: usize },
+
+    /// An argument's size differs from the kernel parameter's.
+    #[error(
+        "argument {index} is {given_bytes} bytes ({given_type}) but the kernel's parameter \
+         {index} is {expected_bytes} bytes; pass a value of the parameter's C type"
+    )]
+    ArgSize {
+        index: usize,
+        given_bytes: u32,
+        given_type: &'static str,
+        expected_bytes: u32,
+    },
+
+    /// A buffer belongs to another context or device than the launch's stream.
+    #[error(
+        "argument {index} is a buffer of device {buffer_device}{}, but the stream runs on \
+         device {stream_device}; copy the data to the stream's device first (or launch on a \
+         stream of the buffer's context)",
+        if *.same_device { " in a different context" } else { "" }
+    )]
+    ForeignBuffer {
+        index: usize,
+        buffer_device: usize,
+        stream_device: usize,
+        same_device: bool,
+    },
+
+    /// The driver refused the launch (a cause cudacheck does not check for itself).
+    #[error("the driver refused the launch: {error}")]
+    Driver { error: DriverError },
+}
+
+fn violations_text(v: &[Violation]) -> String {
+    match v {
+        [one] => one.to_string(),
+        many => {
+            let mut s = format!("{} problems:", many.len());
+            for (i, x) in many.iter().enumerate() {
+                s.push_str(&format!("\n  {}. {x}", i + 1));
+            }
+            s
+        }
+    }
+}
+
+fn culprit_text(launch: &Option<LaunchRecord>, suspects: &[LaunchRecord]) -> String {
+    match launch {
+        Some(l) => format!(" raised by {l}"),
+        None if suspects.is_empty() => String::new(),
+        None => format!(" (one of: {})", join(suspects)),
+    }
+}
+
+fn suspects_text(suspects: &[LaunchRecord]) -> String {
+    if suspects.is_empty() {
+        return "No cudacheck launch in this context is on record. ".into();
+    }
+    format!(
+        "The most recent launches in this context, oldest first: {}. ",
+        join(suspects)
+    )
+}
+
+fn join(records: &[LaunchRecord]) -> String {
+    records
+        .iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "no kernels".into()
+    } else {
+        v.iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `1536 bytes (1.5 KiB)`: exact bytes for the arithmetic, a unit for the eye.
+pub(crate) fn bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{n} bytes ({v:.1} {})", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudacheck_core::Dim3;
+
+    fn record(seq: u64) -> LaunchRecord {
+        LaunchRecord {
+            seq,
+            kernel: "saxpy".into(),
+            config: LaunchConfig::new(Dim3::x(4), Dim3::x(256)),
+            site: Location::caller(),
+        }
+    }
+
+    #[test]
+    fn driver_errors_name_the_call_the_code_and_the_cause() {
+        let e = DriverError::new("cuStreamSynchronize", 700);
+        assert!(e.poisons());
+        assert_eq!(
+            e.to_string(),
+            "cuStreamSynchronize failed with CUDA_ERROR_ILLEGAL_ADDRESS (700): a kernel read or \
+             wrote memory outside any allocation: an index past a buffer's end, a wrong length \
+             or grid bound check, or a freed/foreign pointer"
+        );
+        let unknown = DriverError::new("cuLaunchKernel", 77_777);
+        assert_eq!(unknown.name, "CUresult 77777");
+        assert!(!unknown.poisons());
+    }
+
+    #[test]
+    fn poisoned_context_names_the_first_fault_and_its_launch() {
+        let e = Error::ContextPoisoned {
+            device: 0,
+            first_fault: DriverError::new("cuStreamSynchronize", 710),
+            launch: Some(record(3)),
+            suspects: vec![],
+        };
+        let s = e.to_string();
+        assert!(s.contains("device 0 is poisoned"), "{s}");
+        assert!(s.contains("CUDA_ERROR_ASSERT"), "{s}");
+        assert!(s.contains("launch #3 of `saxpy`"), "{s}");
+        assert!(s.contains("cudacheck::recover"), "{s}");
+        assert_eq!(e.driver_error().map(|d| d.code), Some(710));
+    }
+
+    #[test]
+    fn async_faults_list_the_suspects() {
+        let e = Error::AsyncFault {
+            fault: DriverError::new("cuLaunchKernel", 700),
+            detected_at: Location::caller(),
+            suspects: vec![record(1), record(2)],
+        };
+        let s = e.to_string();
+        assert!(s.contains("launch #1 of `saxpy`"), "{s}");
+        assert!(s.contains("launch #2 of `saxpy`"), "{s}");
+        assert!(s.contains("CUDACHECK_SYNC=1"), "{s}");
+    }
+
+    #[test]
+    fn launch_errors_wrap_kernel_site_and_config() {
+        let e: Error = LaunchError {
+            kernel: "saxpy".into(),
+            site: Location::caller(),
+            config: LaunchConfig::new(Dim3::x(4), Dim3::x(256)),
+            kind: LaunchErrorKind::ArgCount {
+                expected: 4,
+                given: 3,
+                params: "float* y, const float* x, float a, int n".into(),
+            },
+        }
+        .into();
+        let s = e.to_string();
+        assert!(s.starts_with("kernel `saxpy` launched at "), "{s}");
+        assert!(s.contains("error.rs"), "{s}");
+        assert!(s.contains("grid (4, 1, 1), block (256, 1, 1)"), "{s}");
+        assert!(
+            s.contains("3 arguments were passed but the kernel takes 4 parameters"),
+            "{s}"
+        );
+        let Error::Launch(l) = &e else {
+            panic!("not a launch error: {e:?}")
+        };
+        assert!(matches!(
+            l.kind,
+            LaunchErrorKind::ArgCount {
+                expected: 4,
+                given: 3,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn out_of_memory_shows_exact_and_readable_sizes() {
+        let e = Error::OutOfMemory {
+            device: 0,
+            requested: 1 << 50,
+            free: 80 << 30,
+            total: 81 << 30,
+            hint: "Split the data.".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "out of device memory on device 0: asked for 1125899906842624 bytes (1.0 PiB) but \
+             only 85899345920 bytes (80.0 GiB) of 86973087744 bytes (81.0 GiB) are free. Split \
+             the data."
+        );
+        assert_eq!(bytes(1000), "1000 bytes");
+    }
+}

@@ -1,0 +1,498 @@
+//! [`Launch`]: one checked kernel launch, built up and then [`run`](Launch::run).
+//!
+//! The hot path allocates nothing: arguments go into a fixed-capacity inline array, the
+//! validation of a configuration is memoized per kernel and context, and the ring of recent
+//! launches is written in place.
+
+use std::ffi::c_void;
+use std::panic::Location;
+use std::sync::{Arc, OnceLock};
+
+use cudacheck_core::validate::LaunchConfig;
+use cudacheck_core::Dim3;
+use cudarc::driver::{CudaStream, SyncOnDrop};
+
+use crate::args::{ArgSlot, KernelArg, KernelArgMut, MAX_ARGS};
+use crate::block::Block;
+use crate::context::bind;
+use crate::driver::{self, RawConfig};
+use crate::error::{Error, LaunchError, LaunchErrorKind};
+use crate::kernel::{Kernel, PrepareError};
+
+/// Whether a launch waits for the kernel and checks for faults right after launching.
+///
+/// Resolution, first match wins: the launch's own [`Launch::sync`] (`Always`/`Never`), the
+/// kernel's [`KernelBuilder::sync`](crate::KernelBuilder::sync), the `CUDACHECK_SYNC`
+/// environment variable (`1`/`0`, read once per process), then the build profile: debug
+/// builds synchronize, release builds do not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncMode {
+    /// Synchronize and check after every launch: faults name their launch exactly.
+    Always,
+    /// Do not synchronize: faults surface at a later call, naming the recent launches.
+    Never,
+    /// Defer to `CUDACHECK_SYNC`, then the build profile.
+    #[default]
+    FromEnv,
+}
+
+/// `CUDACHECK_SYNC`, read once: `Some(true)` for 1/true/always, `Some(false)` for
+/// 0/false/never, `None` when unset or unrecognized.
+fn env_sync() -> Option<bool> {
+    static ENV: OnceLock<Option<bool>> = OnceLock::new();
+    *ENV.get_or_init(|| parse_sync(std::env::var("CUDACHECK_SYNC").ok().as_deref()))
+}
+
+fn parse_sync(v: Option<&str>) -> Option<bool> {
+    match v?.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "always" | "on" => Some(true),
+        "0" | "false" | "no" | "never" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// The resolution order documented on [`SyncMode`].
+fn resolve_sync(launch: SyncMode, kernel: SyncMode, env: Option<bool>, debug: bool) -> bool {
+    match (launch, kernel) {
+        (SyncMode::Always, _) => true,
+        (SyncMode::Never, _) => false,
+        (_, SyncMode::Always) => true,
+        (_, SyncMode::Never) => false,
+        _ => env.unwrap_or(debug),
+    }
+}
+
+/// A grid, a block and dynamic shared memory, as one value: what macro-generated wrappers take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchDims {
+    pub grid: Dim3,
+    /// `None` when the kernel's block is fixed at compile time.
+    pub block: Option<Dim3>,
+    pub shared_bytes: u32,
+}
+
+impl<G: Into<Dim3>, B: Into<Dim3>> From<(G, B)> for LaunchDims {
+    fn from((g, b): (G, B)) -> Self {
+        LaunchDims {
+            grid: g.into(),
+            block: Some(b.into()),
+            shared_bytes: 0,
+        }
+    }
+}
+
+impl<G: Into<Dim3>, B: Into<Dim3>> From<(G, B, u32)> for LaunchDims {
+    fn from((g, b, s): (G, B, u32)) -> Self {
+        LaunchDims {
+            grid: g.into(),
+            block: Some(b.into()),
+            shared_bytes: s,
+        }
+    }
+}
+
+impl From<Grid> for LaunchDims {
+    fn from(g: Grid) -> Self {
+        LaunchDims {
+            grid: g.0,
+            block: None,
+            shared_bytes: 0,
+        }
+    }
+}
+
+/// A grid alone, for kernels whose block is fixed at compile time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grid(pub Dim3);
+
+impl From<u32> for Grid {
+    fn from(x: u32) -> Self {
+        Grid(Dim3::x(x))
+    }
+}
+
+impl From<(u32, u32, u32)> for Grid {
+    fn from(d: (u32, u32, u32)) -> Self {
+        Grid(d.into())
+    }
+}
+
+impl From<Dim3> for Grid {
+    fn from(d: Dim3) -> Self {
+        Grid(d)
+    }
+}
+
+impl<const X: u32, const Y: u32, const Z: u32> From<Block<X, Y, Z>> for Grid {
+    fn from(b: Block<X, Y, Z>) -> Self {
+        Grid(b.into())
+    }
+}
+
+/// One launch of a [`Kernel`] on a stream. Build it with [`Kernel::launch`], then `.grid()`,
+/// `.block()`, `.arg()`..., and finish with [`run`](Launch::run).
+#[must_use = "a Launch does nothing until .run()"]
+pub struct Launch<'a> {
+    kernel: &'a Kernel,
+    stream: &'a Arc<CudaStream>,
+    cfg: LaunchConfig,
+    grid_set: bool,
+    block_set: bool,
+    sync: SyncMode,
+    profile_debug: bool,
+    shared_opt_in: Option<bool>,
+    failed_requirement: Option<&'static str>,
+    nargs: usize,
+    args: [ArgSlot; MAX_ARGS],
+    /// cudarc's stream-ordering records for buffer arguments; dropped after the launch is
+    /// queued, which is when cudarc wants them recorded.
+    guards: [Option<SyncOnDrop<'a>>; MAX_ARGS],
+}
+
+impl<'a> Launch<'a> {
+    pub(crate) fn new(kernel: &'a Kernel, stream: &'a Arc<CudaStream>) -> Self {
+        Launch {
+            kernel,
+            stream,
+            cfg: LaunchConfig::new(Dim3::x(0), Dim3::x(0)),
+            grid_set: false,
+            block_set: false,
+            sync: SyncMode::FromEnv,
+            profile_debug: cfg!(debug_assertions),
+            shared_opt_in: None,
+            failed_requirement: None,
+            nargs: 0,
+            args: [ArgSlot::EMPTY; MAX_ARGS],
+            guards: [const { None }; MAX_ARGS],
+        }
+    }
+
+    pub fn grid(mut self, g: impl Into<Dim3>) -> Self {
+        self.cfg.grid = g.into();
+        self.grid_set = true;
+        self
+    }
+
+    pub fn block(mut self, b: impl Into<Dim3>) -> Self {
+        self.cfg.block = b.into();
+        self.block_set = true;
+        self
+    }
+
+    /// Dynamic (`extern __shared__`) shared memory per block, in bytes.
+    pub fn shared_bytes(mut self, bytes: u32) -> Self {
+        self.cfg.dynamic_shared_bytes = bytes;
+        self
+    }
+
+    /// Blocks per thread block cluster (sm_90 and later).
+    pub fn cluster(mut self, c: impl Into<Dim3>) -> Self {
+        self.cfg.cluster = Some(c.into());
+        self
+    }
+
+    /// Grid, optional block and shared memory in one value (what macro wrappers take).
+    pub fn dims(mut self, d: impl Into<LaunchDims>) -> Self {
+        let d = d.into();
+        self = self.grid(d.grid).shared_bytes(d.shared_bytes);
+        if let Some(b) = d.block {
+            self = self.block(b);
+        }
+        self
+    }
+
+    /// The whole configuration at once.
+    pub fn config(mut self, cfg: LaunchConfig) -> Self {
+        self.cfg = cfg;
+        self.grid_set = true;
+        self.block_set = true;
+        self
+    }
+
+    /// Overrides the sync mode for this launch (see [`SyncMode`]).
+    pub fn sync(mut self, mode: SyncMode) -> Self {
+        self.sync = mode;
+        self
+    }
+
+    /// The build profile to fall back on when no sync mode and no `CUDACHECK_SYNC` is given:
+    /// macro-generated code passes `cfg!(debug_assertions)` of the user's crate.
+    pub fn profile_default(mut self, debug: bool) -> Self {
+        self.profile_debug = debug;
+        self
+    }
+
+    /// Whether this launch may opt the kernel in to more than 48 KiB of shared memory.
+    pub fn shared_opt_in(mut self, allow: bool) -> Self {
+        self.shared_opt_in = Some(allow);
+        self
+    }
+
+    /// A `requires(...)` clause: when `holds` is false the launch returns
+    /// [`Error::RequirementFailed`] naming `clause`, without launching.
+    pub fn require(mut self, holds: bool, clause: &'static str) -> Self {
+        if !holds && self.failed_requirement.is_none() {
+            self.failed_requirement = Some(clause);
+        }
+        self
+    }
+
+    /// Pushes an argument the kernel reads: `&CudaSlice<T>`, `&CudaView<T>`, or a scalar.
+    pub fn arg<T: KernelArg + ?Sized>(mut self, arg: &'a T) -> Self {
+        let (slot, guard) = arg.slot(self.stream);
+        self.push(slot, guard);
+        self
+    }
+
+    /// Pushes a buffer the kernel writes: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
+    pub fn arg_mut<T: KernelArgMut + ?Sized>(mut self, arg: &'a mut T) -> Self {
+        let (slot, guard) = arg.slot_mut(self.stream);
+        self.push(slot, guard);
+        self
+    }
+
+    #[inline]
+    fn push(&mut self, slot: ArgSlot, guard: Option<SyncOnDrop<'a>>) {
+        if self.nargs < MAX_ARGS {
+            self.args[self.nargs] = slot;
+            self.guards[self.nargs] = guard;
+        }
+        // Counted even past capacity, so that the error can say how many were given.
+        self.nargs += 1;
+    }
+
+    fn refuse(&self, site: &'static Location<'static>, kind: LaunchErrorKind) -> Error {
+        LaunchError {
+            kernel: self.kernel.name().to_string(),
+            site,
+            config: self.cfg,
+            kind,
+        }
+        .into()
+    }
+
+    /// Validates against the device and the kernel (memoized per kernel, context and
+    /// configuration), launches, and, when the [`SyncMode`] says so, waits and checks for
+    /// faults. Errors carry the Rust launch site.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RequirementFailed`], [`Error::Launch`] (configuration, arguments, or the
+    /// driver's refusal; the context stays healthy), [`Error::Fault`] (a fault seen by the
+    /// synchronizing check), [`Error::AsyncFault`] (an earlier launch's fault surfacing now),
+    /// [`Error::ContextPoisoned`], and the compile/load errors of [`Kernel::load`] on the first
+    /// launch in a context.
+    ///
+    /// # Safety
+    ///
+    /// The kernel's memory accesses must stay inside the buffers passed (cudacheck checks the
+    /// configuration, the argument count and sizes, and the buffers' contexts, not the indices
+    /// the kernel computes), exactly as cudarc's launch asks. Pointer parameters must be passed
+    /// buffers of the element type the kernel expects.
+    #[track_caller]
+    pub unsafe fn run(self) -> Result<(), Error> {
+        let site = Location::caller();
+        if let Some(clause) = self.failed_requirement {
+            return Err(Error::RequirementFailed {
+                kernel: self.kernel.name().to_string(),
+                clause,
+                site,
+            });
+        }
+        if !self.grid_set || !self.block_set {
+            let part = if self.grid_set { "block" } else { "grid" };
+            return Err(self.refuse(site, LaunchErrorKind::MissingDims { part }));
+        }
+        if self.nargs > MAX_ARGS {
+            return Err(self.refuse(
+                site,
+                LaunchErrorKind::TooManyArgs {
+                    given: self.nargs,
+                    max: MAX_ARGS,
+                },
+            ));
+        }
+        let ctx = self.stream.context();
+        let loaded = self.kernel.loaded(ctx)?;
+        let state = &loaded.state;
+        state.check_health()?;
+
+        let opt_in = self
+            .shared_opt_in
+            .unwrap_or_else(|| self.kernel.default_shared_opt_in());
+        bind(ctx)?;
+        match loaded.prepare(&self.cfg, opt_in) {
+            Ok(()) => {}
+            Err(PrepareError::Invalid(violations)) => {
+                return Err(self.refuse(site, LaunchErrorKind::InvalidConfig { violations }))
+            }
+            Err(PrepareError::Driver(error)) => {
+                return Err(self.refuse(site, LaunchErrorKind::Driver { error }))
+            }
+        }
+        self.check_args(&loaded.resources.params, site)?;
+
+        // The parameter array points into `self.args`, which stays put until `run` returns.
+        let mut params = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
+        for (p, slot) in params.iter_mut().zip(&self.args[..self.nargs]) {
+            *p = match slot.buffer {
+                Some(_) => &slot.device_ptr as *const u64 as *mut c_void,
+                None => slot.value as *mut c_void,
+            };
+        }
+        let raw = RawConfig {
+            grid: self.cfg.grid,
+            block: self.cfg.block,
+            shared_bytes: self.cfg.dynamic_shared_bytes,
+            cluster: self.cfg.cluster,
+        };
+        // SAFETY: the function belongs to a module loaded in this stream's context (the
+        // loaded entry is this context's), which `bind` made current; there is one pointer per
+        // parameter (count checked), each to a live value of the parameter's size (sizes
+        // checked against the CUBIN); the memory promise is this function's `# Safety`.
+        let launched = unsafe {
+            driver::launch(
+                &loaded.function,
+                &raw,
+                self.stream.cu_stream(),
+                &mut params[..self.nargs],
+            )
+        };
+        if let Err(error) = launched {
+            if error.poisons() {
+                // An earlier launch faulted; the driver reports it at this one.
+                return Err(state.fault(error, site, None));
+            }
+            return Err(self.refuse(site, LaunchErrorKind::Driver { error }));
+        }
+        let seq = state.record(self.kernel.name_arc(), self.cfg, site);
+
+        let sync = resolve_sync(
+            self.sync,
+            self.kernel.default_sync(),
+            env_sync(),
+            self.profile_debug,
+        );
+        if !sync {
+            return Ok(());
+        }
+        let state = Arc::clone(state);
+        // Do not hold the kernel's table while the GPU runs.
+        drop(loaded);
+        match driver::stream_synchronize(self.stream.cu_stream()) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let culprit = state.launch_record(seq);
+                Err(state.fault(e, site, culprit))
+            }
+        }
+    }
+
+    /// Argument count and sizes against the CUBIN's parameter table, and buffers against the
+    /// stream's context.
+    #[inline]
+    fn check_args(
+        &self,
+        params: &[cudacheck_core::ParamSlot],
+        site: &'static Location<'static>,
+    ) -> Result<(), Error> {
+        if self.nargs != params.len() {
+            return Err(self.refuse(
+                site,
+                LaunchErrorKind::ArgCount {
+                    expected: params.len(),
+                    given: self.nargs,
+                    params: self.describe_params(params.len()),
+                },
+            ));
+        }
+        let ctx = self.stream.context();
+        let stream_key = ctx.cu_ctx() as usize;
+        for (index, (slot, param)) in self.args[..self.nargs].iter().zip(params).enumerate() {
+            if slot.size != param.size {
+                return Err(self.refuse(
+                    site,
+                    LaunchErrorKind::ArgSize {
+                        index,
+                        given_bytes: slot.size,
+                        given_type: slot.ty,
+                        expected_bytes: param.size,
+                    },
+                ));
+            }
+            if let Some(b) = slot.buffer {
+                if b.ctx_key != stream_key {
+                    return Err(self.refuse(
+                        site,
+                        LaunchErrorKind::ForeignBuffer {
+                            index,
+                            buffer_device: b.ordinal,
+                            stream_device: ctx.ordinal(),
+                            same_device: b.ordinal == ctx.ordinal(),
+                        },
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The parameters for an error message: the Rust declaration when there is one, else the
+    /// count.
+    #[cold]
+    fn describe_params(&self, n: usize) -> String {
+        match self.kernel.params() {
+            Some(p) => p
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            None => format!("{n} in the compiled kernel"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_resolution_order() {
+        use SyncMode::*;
+        // The launch wins over everything.
+        assert!(resolve_sync(Always, Never, Some(false), false));
+        assert!(!resolve_sync(Never, Always, Some(true), true));
+        // Then the kernel's builder, over the environment.
+        assert!(resolve_sync(FromEnv, Always, Some(false), false));
+        assert!(!resolve_sync(FromEnv, Never, Some(true), true));
+        // Then the environment, over the profile.
+        assert!(resolve_sync(FromEnv, FromEnv, Some(true), false));
+        assert!(!resolve_sync(FromEnv, FromEnv, Some(false), true));
+        // Then the profile.
+        assert!(resolve_sync(FromEnv, FromEnv, None, true));
+        assert!(!resolve_sync(FromEnv, FromEnv, None, false));
+    }
+
+    #[test]
+    fn env_values() {
+        assert_eq!(parse_sync(Some("1")), Some(true));
+        assert_eq!(parse_sync(Some(" Always ")), Some(true));
+        assert_eq!(parse_sync(Some("0")), Some(false));
+        assert_eq!(parse_sync(Some("never")), Some(false));
+        assert_eq!(parse_sync(Some("maybe")), None);
+        assert_eq!(parse_sync(None), None);
+    }
+
+    #[test]
+    fn launch_dims_from_tuples() {
+        let d: LaunchDims = (4u32, 256u32).into();
+        assert_eq!(d.grid, Dim3::x(4));
+        assert_eq!(d.block, Some(Dim3::x(256)));
+        let d: LaunchDims = ((2, 2, 1), (16, 16, 1), 1024u32).into();
+        assert_eq!(d.block, Some(Dim3::new(16, 16, 1)));
+        assert_eq!(d.shared_bytes, 1024);
+        let d: LaunchDims = Grid::from(7).into();
+        assert_eq!(d.block, None);
+        assert_eq!(d.grid, Dim3::x(7));
+    }
+}

@@ -1,0 +1,130 @@
+//! `cudacheck doctor`: what cudacheck found on this machine, for a person to read.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::discover::{nvrtc, Nvrtc, NvrtcNotFound};
+use super::ffi;
+use super::headers::{cuda_include_dirs, HeaderDir};
+use super::search::SearchEnv;
+
+/// The CUDA driver, if this machine has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DriverStatus {
+    /// `cuDriverGetVersion`, e.g. 13000 for CUDA 13.0.
+    Present { version: i32 },
+    /// No usable driver; the string says why (`libcuda.so.1 does not load: ...`).
+    Absent { reason: String },
+}
+
+/// NVRTC, CUDA headers and the CUDA driver as found here. Never panics to build.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct DoctorReport {
+    pub nvrtc: Result<&'static Nvrtc, NvrtcNotFound>,
+    pub header_dirs: Vec<HeaderDir>,
+    pub driver: DriverStatus,
+}
+
+/// Looks at NVRTC (loading it if not yet loaded), the CUDA header directories and the driver.
+pub fn doctor_report() -> DoctorReport {
+    let nvrtc = nvrtc();
+    let header_dirs: Vec<PathBuf> = match &nvrtc {
+        Ok(n) => n.include_dirs.clone(),
+        Err(_) => cuda_include_dirs(None, &SearchEnv::from_process()),
+    };
+    let driver = match ffi::driver_version() {
+        // The handle is dropped: the report only needs the number.
+        Ok((_lib, version)) => DriverStatus::Present { version },
+        Err(reason) => DriverStatus::Absent { reason },
+    };
+    DoctorReport {
+        nvrtc,
+        header_dirs: header_dirs.iter().map(|d| HeaderDir::inspect(d)).collect(),
+        driver,
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "NO"
+    }
+}
+
+impl fmt::Display for DoctorReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.nvrtc {
+            Ok(n) => {
+                writeln!(
+                    f,
+                    "NVRTC: {}.{} at {}",
+                    n.version.0,
+                    n.version.1,
+                    n.path.display()
+                )?;
+                writeln!(f, "  found by: {}", n.found_by)?;
+                match &n.builtins {
+                    Some(b) => writeln!(f, "  builtins: {}", b.display())?,
+                    None => writeln!(
+                        f,
+                        "  builtins: not found beside it (compiles will fail unless the loader \
+                         finds libnvrtc-builtins)"
+                    )?,
+                }
+                writeln!(f, "  architectures: {}", n.supported_arches.join(", "))?;
+            }
+            Err(e) => {
+                writeln!(f, "NVRTC: not found")?;
+                for line in e.to_string().lines() {
+                    writeln!(f, "  {line}")?;
+                }
+            }
+        }
+        if self.header_dirs.is_empty() {
+            writeln!(
+                f,
+                "CUDA headers: none found (cuda_fp16.h, cuda/std/* will not resolve); install \
+                 nvidia-cuda-runtime and nvidia-cuda-cccl, or the CUDA toolkit"
+            )?;
+        } else {
+            let any = |pick: fn(&HeaderDir) -> bool| yes_no(self.header_dirs.iter().any(pick));
+            writeln!(
+                f,
+                "CUDA headers: cuda_fp16.h: {}, cuda_bf16.h: {}, cuda/std/: {}",
+                any(|d| d.has_cuda_fp16),
+                any(|d| d.has_cuda_bf16),
+                any(|d| d.has_cuda_std)
+            )?;
+            for d in &self.header_dirs {
+                let held: Vec<&str> = [
+                    (d.has_cuda_fp16, "cuda_fp16.h"),
+                    (d.has_cuda_bf16, "cuda_bf16.h"),
+                    (d.has_cuda_std, "cuda/std/"),
+                ]
+                .iter()
+                .filter(|(has, _)| *has)
+                .map(|(_, name)| *name)
+                .collect();
+                if held.is_empty() {
+                    writeln!(f, "  {}", d.path.display())?;
+                } else {
+                    writeln!(f, "  {} ({})", d.path.display(), held.join(", "))?;
+                }
+            }
+        }
+        match &self.driver {
+            DriverStatus::Present { version } => write!(
+                f,
+                "CUDA driver: {}.{} (launch-time checks available)",
+                version / 1000,
+                (version % 1000) / 10
+            ),
+            DriverStatus::Absent { reason } => {
+                write!(f, "CUDA driver: none ({reason}); offline checks only")
+            }
+        }
+    }
+}

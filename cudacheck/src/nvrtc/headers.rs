@@ -1,0 +1,190 @@
+//! CUDA header directories, and the C library headers NVRTC lacks.
+//!
+//! # CUDA headers
+//! NVRTC knows no include path of its own. [`cuda_include_dirs`] finds the toolkit's `include`
+//! (and `include/cccl`, where CUDA 13 keeps `cuda/std/*`) next to the NVRTC library, in a pip
+//! wheel, under `$CUDA_PATH` or `/usr/local/cuda`. A directory counts only if it holds a CUDA
+//! header: `/usr/include` beside a distribution's libnvrtc would otherwise pull glibc's headers,
+//! which NVRTC cannot compile, into every program.
+//!
+//! # Compatibility headers
+//! NVRTC 13 ships no C or C++ library headers at all (`#include <cstdint>` fails with "could not
+//! open source file"), although it predefines `size_t`, `ptrdiff_t`, `NULL`, `assert`,
+//! `printf` and the whole CUDA math library. The small headers in `compat/` fill the gap for
+//! `<stdint.h>`, `<cstdint>`, `<math.h>`, `<cmath>`, `<float.h>`, `<cfloat>`, `<limits.h>`,
+//! `<climits>`, `<assert.h>`, `<cassert>`, `<stddef.h>`, `<cstddef>`, `<stdio.h>`, `<cstdio>`;
+//! their definitions match CCCL's own NVRTC definitions token for token where both define a
+//! name, so mixing them with `<cuda/std/...>` headers is silent.
+//!
+//! They are handed to NVRTC in memory (nvrtcCreateProgram's `headers`/`includeNames`) rather
+//! than written to a temporary directory: nothing touches the file system, so there is no
+//! directory to create, race on or clean up, and read-only or `noexec` temp dirs do not matter.
+//! In-memory headers win over every `-I` directory, though, so [`compat_headers`] leaves out any
+//! header the user's own include directories provide: a project's own `stdint.h` still wins.
+
+use std::path::{Path, PathBuf};
+
+use super::search::SearchEnv;
+
+/// The compatibility headers: (include name, contents).
+pub const COMPAT_HEADERS: &[(&str, &str)] = &[
+    ("stdint.h", include_str!("compat/stdint.h")),
+    ("cstdint", include_str!("compat/cstdint")),
+    ("math.h", include_str!("compat/math.h")),
+    ("cmath", include_str!("compat/cmath")),
+    ("float.h", include_str!("compat/float.h")),
+    ("cfloat", include_str!("compat/cfloat")),
+    ("limits.h", include_str!("compat/limits.h")),
+    ("climits", include_str!("compat/climits")),
+    ("assert.h", include_str!("compat/assert.h")),
+    ("cassert", include_str!("compat/cassert")),
+    ("stddef.h", include_str!("compat/stddef.h")),
+    ("cstddef", include_str!("compat/cstddef")),
+    ("stdio.h", include_str!("compat/stdio.h")),
+    ("cstdio", include_str!("compat/cstdio")),
+];
+
+/// The compatibility headers to hand NVRTC: all of them except those that a file in one of
+/// `user_dirs` shadows.
+pub fn compat_headers(user_dirs: &[PathBuf]) -> Vec<(&'static str, &'static str)> {
+    COMPAT_HEADERS
+        .iter()
+        .filter(|(name, _)| !user_dirs.iter().any(|d| d.join(name).is_file()))
+        .copied()
+        .collect()
+}
+
+/// A header directory, and which of the headers kernels commonly need it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeaderDir {
+    pub path: PathBuf,
+    pub has_cuda_fp16: bool,
+    pub has_cuda_bf16: bool,
+    /// `cuda/std/` (libcu++), in `include/cccl` since CUDA 13.
+    pub has_cuda_std: bool,
+}
+
+impl HeaderDir {
+    pub fn inspect(path: &Path) -> Self {
+        HeaderDir {
+            path: path.to_path_buf(),
+            has_cuda_fp16: path.join("cuda_fp16.h").is_file(),
+            has_cuda_bf16: path.join("cuda_bf16.h").is_file(),
+            has_cuda_std: path.join("cuda/std/version").is_file(),
+        }
+    }
+
+    /// Holds something a CUDA kernel includes.
+    fn is_cuda(&self) -> bool {
+        self.has_cuda_fp16
+            || self.has_cuda_bf16
+            || self.has_cuda_std
+            || self.path.join("cuda_runtime.h").is_file()
+    }
+}
+
+/// CUDA include directories, in search order, deduplicated, only those holding CUDA headers.
+/// `nvrtc_lib` is the loaded libnvrtc, when there is one.
+pub(crate) fn cuda_include_dirs(nvrtc_lib: Option<&Path>, env: &SearchEnv) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Some(lib_dir) = nvrtc_lib.and_then(Path::parent) {
+        // Toolkit: lib64/../include; targets/x86_64-linux/lib/../include; pip wheel:
+        // nvidia/cu13/lib/../include. CUDA 12 wheels split the headers into sibling packages.
+        roots.push(lib_dir.join("../include"));
+        roots.push(lib_dir.join("../../include"));
+        roots.push(lib_dir.join("../../cuda_runtime/include"));
+        roots.push(lib_dir.join("../../cuda_cccl/include"));
+    }
+    if let Some(cwd) = &env.cwd {
+        if let Some(py) = cwd
+            .ancestors()
+            .map(|a| a.join(".cuda/py"))
+            .find(|p| p.is_dir())
+        {
+            roots.push(py.join("nvidia/cu13/include"));
+        }
+    }
+    if let Some(cuda_path) = env.var("CUDA_PATH") {
+        roots.push(PathBuf::from(cuda_path).join("include"));
+    }
+    roots.push(env.system("/usr/local/cuda/include"));
+
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        for dir in [root.clone(), root.join("cccl")] {
+            let Ok(canonical) = dir.canonicalize() else {
+                continue;
+            };
+            if seen.contains(&canonical) || !HeaderDir::inspect(&canonical).is_cuda() {
+                continue;
+            }
+            seen.push(canonical.clone());
+            out.push(canonical);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn every_compat_header_is_guarded_or_deliberately_not() {
+        for (name, text) in COMPAT_HEADERS {
+            // assert.h must re-apply NDEBUG at each inclusion, as the C standard says.
+            let guarded = text.contains("#ifndef CUDACHECK_COMPAT_");
+            assert_eq!(guarded, !name.contains("assert"), "{name}");
+            assert!(
+                text.starts_with("// cudacheck compatibility header"),
+                "{name}"
+            );
+        }
+        assert_eq!(COMPAT_HEADERS.len(), 14);
+    }
+
+    #[test]
+    fn a_users_own_header_shadows_ours() {
+        let dir = std::env::temp_dir().join(format!("cudacheck-headers-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("stdint.h"), "// mine").unwrap();
+        let names: Vec<&str> = compat_headers(std::slice::from_ref(&dir))
+            .iter()
+            .map(|h| h.0)
+            .collect();
+        let _ = fs::remove_dir_all(&dir);
+        assert!(!names.contains(&"stdint.h"));
+        assert!(names.contains(&"cstdint"));
+        assert_eq!(names.len(), COMPAT_HEADERS.len() - 1);
+    }
+
+    #[test]
+    fn include_dirs_next_to_a_wheel_lib_and_not_plain_usr_include() {
+        let t = std::env::temp_dir().join(format!("cudacheck-incdirs-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&t);
+        let lib = t.join("site/nvidia/cu13/lib");
+        fs::create_dir_all(&lib).unwrap();
+        fs::create_dir_all(t.join("site/nvidia/cu13/include/cccl/cuda/std")).unwrap();
+        fs::write(t.join("site/nvidia/cu13/include/cuda_fp16.h"), "").unwrap();
+        fs::write(t.join("site/nvidia/cu13/include/cccl/cuda/std/version"), "").unwrap();
+        // A distribution layout: /usr/lib/x86_64-linux-gnu/../../include is /usr/include.
+        fs::create_dir_all(t.join("usr/lib/x86_64-linux-gnu")).unwrap();
+        fs::create_dir_all(t.join("usr/include")).unwrap();
+        fs::write(t.join("usr/include/stdint.h"), "").unwrap();
+        let env = SearchEnv {
+            root: t.join("root"),
+            ..SearchEnv::default()
+        };
+        let dirs = cuda_include_dirs(Some(&lib.join("libnvrtc.so.13")), &env);
+        let inc = t.join("site/nvidia/cu13/include").canonicalize().unwrap();
+        assert_eq!(dirs, vec![inc.clone(), inc.join("cccl")]);
+        let distro = cuda_include_dirs(
+            Some(&t.join("usr/lib/x86_64-linux-gnu/libnvrtc.so.13")),
+            &env,
+        );
+        let _ = fs::remove_dir_all(&t);
+        assert!(distro.is_empty(), "{distro:?}");
+    }
+}

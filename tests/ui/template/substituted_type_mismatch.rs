@@ -1,0 +1,7 @@
+use cudacheck::checked_kernel;
+use cudacheck::cudarc::driver::CudaSlice;
+
+#[checked_kernel(file = "ui/cuda/scale.cu", name = "scale<__half>")]
+pub fn scale(out: &mut CudaSlice<f32>, input: &CudaSlice<f32>, factor: f32, n: i32);
+
+fn main() {}
