@@ -14,29 +14,19 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
 
-tests_matching() { # prints "--test NAME" for each tests/tests/PREFIX*.rs
-  for f in tests/tests/"$1"*.rs; do
-    [ -e "$f" ] && printf -- '--test %s ' "$(basename "$f" .rs)"
-  done
-}
-
-run_tier() { # title, then the cargo arguments
+run_tier() { # title, then the cargo test arguments
   local title="$1"; shift
   printf '\n===== %s =====\n' "$title" | tee -a "$log"
-  cargo test "$@" 2>&1 | tee -a "$log"
+  cargo test --workspace "$@" 2>&1 | tee -a "$log"
   local rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || status=1
 }
 
-run_tier "tier 1/3: pure tests (no NVRTC, no GPU)" \
-  --workspace --exclude cudacheck-tests --exclude cudacheck-examples
-# shellcheck disable=SC2046
-run_tier "tier 1/3: pure tests (integration, trybuild UI)" -p cudacheck-tests $(tests_matching pure_)
-# shellcheck disable=SC2046
-run_tier "tier 2/3: NVRTC tests (NVRTC required)" -p cudacheck-tests $(tests_matching nvrtc_)
-# shellcheck disable=SC2046
+# Tiers are chosen by test name: NVRTC tests are named nvrtc_*, GPU tests gpu_*, in every crate.
+run_tier "tier 1/3: pure tests (no NVRTC, no GPU)" -- --skip nvrtc_ --skip gpu_
+run_tier "tier 2/3: NVRTC tests (NVRTC required)" nvrtc_
 run_tier "tier 3/3: GPU tests (skipped with a reason where no GPU is present)" \
-  -p cudacheck-tests $(tests_matching gpu_) -- --nocapture --test-threads=1
+  gpu_ -- --nocapture --test-threads=1
 
 passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')

@@ -18,7 +18,7 @@ pub fn text(report: &Report, limits: &ArchLimits) -> String {
     };
     let _ = writeln!(
         out,
-        "cudacheck: {} target {} (NVRTC {}){cfg}",
+        "cudacheck: checking {} file(s) for {} (NVRTC {}){cfg}",
         report.files.len(),
         report.arch,
         report.nvrtc

@@ -26,9 +26,11 @@ impl Dim3 {
         Self { x, y: 1, z: 1 }
     }
 
-    /// `x * y * z`, computed in 64 bits so it never overflows.
+    /// `x * y * z` in 64 bits. Two components always fit; the product of three saturates at
+    /// `u64::MAX`, which only absurd extents (all three near `u32::MAX`) reach, and which every
+    /// limit check still rejects.
     pub const fn volume(self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
+        (self.x as u64 * self.y as u64).saturating_mul(self.z as u64)
     }
 
     /// The components as an array, in x, y, z order.
@@ -95,6 +97,11 @@ impl fmt::Display for Axis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn volume_saturates_instead_of_overflowing() {
+        assert_eq!(Dim3::new(u32::MAX, u32::MAX, u32::MAX).volume(), u64::MAX);
+    }
 
     #[test]
     fn volume_does_not_overflow_u32() {

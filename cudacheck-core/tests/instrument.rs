@@ -16,7 +16,10 @@ fn inst(src: &str) -> Instrumented {
 
 /// The rewritten user part (after the `#line 1` directive).
 fn body(i: &Instrumented) -> &str {
-    let at = i.source.find("#line 1 \"t.cu\"\n").expect("#line directive");
+    let at = i
+        .source
+        .find("#line 1 \"t.cu\"\n")
+        .expect("#line directive");
     &i.source[at + "#line 1 \"t.cu\"\n".len()..]
 }
 
@@ -47,11 +50,13 @@ fn project_kernels_instrument_and_are_written_out() {
             assert!(k.coverage.instrumented > 0, "{file}: {}", k.name);
         }
         std::fs::write(out_dir.join(&file), &out.source).expect("write");
-        std::fs::write(out_dir.join(format!("{file}.report.txt")), render_report(&out))
-            .expect("write report");
+        std::fs::write(
+            out_dir.join(format!("{file}.report.txt")),
+            render_report(&out),
+        )
+        .expect("write report");
     }
 }
-
 
 /// The line `n` (1-based) of the rewritten user part.
 fn line(i: &Instrumented, n: usize) -> &str {
@@ -59,7 +64,12 @@ fn line(i: &Instrumented, n: usize) -> &str {
 }
 
 fn skipped(i: &Instrumented, k: usize) -> Vec<SkipReason> {
-    i.kernels[k].coverage.skipped.iter().map(|s| s.reason.clone()).collect()
+    i.kernels[k]
+        .coverage
+        .skipped
+        .iter()
+        .map(|s| s.reason.clone())
+        .collect()
 }
 
 #[test]
@@ -76,8 +86,15 @@ fn pointer_params_reads_and_writes() {
     assert_eq!(k.name, "saxpy");
     assert_eq!(k.num_params, 4);
     assert_eq!(k.len_slots(), 5);
-    assert_eq!(k.pointer_params, vec![(0, "y".to_string()), (1, "x".to_string())]);
-    let kinds: Vec<_> = k.sites.iter().map(|s| (s.buffer.as_str(), s.kind, s.line, s.column)).collect();
+    assert_eq!(
+        k.pointer_params,
+        vec![(0, "y".to_string()), (1, "x".to_string())]
+    );
+    let kinds: Vec<_> = k
+        .sites
+        .iter()
+        .map(|s| (s.buffer.as_str(), s.kind, s.line, s.column))
+        .collect();
     assert_eq!(
         kinds,
         vec![
@@ -97,13 +114,22 @@ fn hidden_params_are_appended_to_definitions_declarations_and_instantiations() {
     let src = "__global__ void a(float* p, int n);\n__global__ void a(float* p, int n) { p[0] = n; }\n__global__ void b(void) { }\n__global__ void c() { }\ntemplate <typename T> __global__ void t(T* p) { p[1] = 0; }\ntemplate __global__ void t<float>(float*);\n__device__ void helper(float* p) { p[0] = 1; }\n";
     let i = inst(src);
     let h = "const unsigned long long* __restrict__ __cc_len, __cc_record* __cc_rec";
-    assert_eq!(line(&i, 1), format!("__global__ void a(float* p, int n, {h});"));
+    assert_eq!(
+        line(&i, 1),
+        format!("__global__ void a(float* p, int n, {h});")
+    );
     assert!(line(&i, 2).starts_with(&format!("__global__ void a(float* p, int n, {h}) {{")));
     assert_eq!(line(&i, 3), format!("__global__ void b({h}) {{ }}"));
     assert_eq!(line(&i, 4), format!("__global__ void c({h}) {{ }}"));
-    assert_eq!(line(&i, 6), format!("template __global__ void t<float>(float*, {h});"));
+    assert_eq!(
+        line(&i, 6),
+        format!("template __global__ void t<float>(float*, {h});")
+    );
     // Device functions are not kernels: untouched.
-    assert_eq!(line(&i, 7), "__device__ void helper(float* p) { p[0] = 1; }");
+    assert_eq!(
+        line(&i, 7),
+        "__device__ void helper(float* p) { p[0] = 1; }"
+    );
     let names: Vec<_> = i.kernels.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(names, ["a", "b", "c", "t"]);
     assert_eq!(i.kernels[1].num_params, 0);
@@ -115,7 +141,10 @@ fn hidden_params_are_appended_to_definitions_declarations_and_instantiations() {
 fn line_numbers_are_kept_and_line_directive_follows_prelude() {
     let src = std::fs::read_to_string(workspace().join("kernels/stencil2d.cu")).unwrap();
     let out = instrument(&src, "stencil2d.cu", &InstrumentOptions::default()).unwrap();
-    let (pre, user) = out.source.split_once("#line 1 \"stencil2d.cu\"\n").expect("#line");
+    let (pre, user) = out
+        .source
+        .split_once("#line 1 \"stencil2d.cu\"\n")
+        .expect("#line");
     assert!(pre.contains("struct __cc_record"));
     assert_eq!(user.lines().count(), src.lines().count());
     for (a, b) in src.lines().zip(user.lines()) {
@@ -124,7 +153,11 @@ fn line_numbers_are_kept_and_line_directive_follows_prelude() {
             assert_eq!(a, b);
         }
     }
-    let s = out.kernels[0].sites.iter().find(|s| s.buffer == "out").unwrap();
+    let s = out.kernels[0]
+        .sites
+        .iter()
+        .find(|s| s.buffer == "out")
+        .unwrap();
     assert_eq!((s.line, s.column, s.kind), (26, 9, SiteKind::Write));
 }
 
@@ -134,10 +167,12 @@ fn compound_assignment_increment_member_and_arrow_are_classified() {
     let i = inst(src);
     let kinds: Vec<_> = i.kernels[0].sites.iter().map(|s| s.kind).collect();
     use SiteKind::*;
-    assert_eq!(kinds, [ReadWrite, ReadWrite, ReadWrite, Write, Write, Write, Read]);
-    assert!(line(&i, 3).contains(
-        "(&__cc_at(ps, __cc_rec, 5u, __CC_WRITE, __cc_slot, (0), __cc_len[1]))->x = 5;"
-    ));
+    assert_eq!(
+        kinds,
+        [ReadWrite, ReadWrite, ReadWrite, Write, Write, Write, Read]
+    );
+    assert!(line(&i, 3)
+        .contains("(&__cc_at(ps, __cc_rec, 5u, __CC_WRITE, __cc_slot, (0), __cc_len[1]))->x = 5;"));
 }
 
 #[test]
@@ -159,10 +194,22 @@ fn dereference_forms_are_checked() {
     let src = "__global__ void k(const float* in, float* out) {\n  out[0] = *(in + 7) + *in + *(8 + in) + *(in - 1);\n}\n";
     let i = inst(src);
     let l = line(&i, 2);
-    assert!(l.contains("__cc_at(in, __cc_rec, 1u, __CC_READ, __cc_slot, (7), __cc_len[0])"), "{l}");
-    assert!(l.contains("__cc_at(in, __cc_rec, 2u, __CC_READ, __cc_slot, (0), __cc_len[0])"), "{l}");
-    assert!(l.contains("__cc_at(in, __cc_rec, 3u, __CC_READ, __cc_slot, (8), __cc_len[0])"), "{l}");
-    assert!(l.contains("__cc_at(in, __cc_rec, 4u, __CC_READ, __cc_slot, (-(1)), __cc_len[0])"), "{l}");
+    assert!(
+        l.contains("__cc_at(in, __cc_rec, 1u, __CC_READ, __cc_slot, (7), __cc_len[0])"),
+        "{l}"
+    );
+    assert!(
+        l.contains("__cc_at(in, __cc_rec, 2u, __CC_READ, __cc_slot, (0), __cc_len[0])"),
+        "{l}"
+    );
+    assert!(
+        l.contains("__cc_at(in, __cc_rec, 3u, __CC_READ, __cc_slot, (8), __cc_len[0])"),
+        "{l}"
+    );
+    assert!(
+        l.contains("__cc_at(in, __cc_rec, 4u, __CC_READ, __cc_slot, (-(1)), __cc_len[0])"),
+        "{l}"
+    );
     assert_eq!(i.kernels[0].coverage.instrumented, 5);
 }
 
@@ -188,7 +235,11 @@ fn rewrites_spanning_lines_keep_the_line_count() {
     let src = "__global__ void k(float* p, int n) {\n  float* row = p +\n      n;\n  float v = *(p +\n 2);\n  row[0] = v;\n}\n";
     let i = inst(src);
     assert_eq!(body(&i).lines().count(), src.lines().count());
-    assert!(line(&i, 6).starts_with("  __cc_at_off(row, __cc_rec, 1u, __CC_WRITE"), "{}", body(&i));
+    assert!(
+        line(&i, 6).starts_with("  __cc_at_off(row, __cc_rec, 1u, __CC_WRITE"),
+        "{}",
+        body(&i)
+    );
 }
 
 #[test]
@@ -200,7 +251,10 @@ fn static_shared_arrays_are_checked_per_dimension() {
     ));
     assert_eq!(
         skipped(&i, 0),
-        [SkipReason::PartialIndex { dims: 2, indexed: 1 }]
+        [SkipReason::PartialIndex {
+            dims: 2,
+            indexed: 1
+        }]
     );
     assert_eq!(
         i.kernels[0].coverage.skipped[0].reason.to_string(),
@@ -221,7 +275,8 @@ fn extern_shared_is_checked_against_dynamic_bytes() {
 
 #[test]
 fn local_arrays_follow_the_option() {
-    let src = "__global__ void k(float* out) {\n  float w[8]; w[threadIdx.x] = 0; out[0] = w[1];\n}\n";
+    let src =
+        "__global__ void k(float* out) {\n  float w[8]; w[threadIdx.x] = 0; out[0] = w[1];\n}\n";
     assert_eq!(inst(src).kernels[0].coverage.instrumented, 3);
     let mut opts = InstrumentOptions::default();
     opts.check_local_arrays = false;
@@ -255,9 +310,13 @@ fn casts_unknown_pointers_asm_macros_and_calls_are_reported() {
             SkipReason::PointerCast,
             SkipReason::PointerCast,
             SkipReason::UnknownAlias { name: "q".into() },
-            SkipReason::PassedToFunction { function: "foo".into() },
+            SkipReason::PassedToFunction {
+                function: "foo".into()
+            },
             SkipReason::AddressEscapes,
-            SkipReason::MacroBody { macro_name: "AT".into() },
+            SkipReason::MacroBody {
+                macro_name: "AT".into()
+            },
             SkipReason::InlineAsm,
         ]
     );
@@ -265,15 +324,24 @@ fn casts_unknown_pointers_asm_macros_and_calls_are_reported() {
     // `&p[n]` may point one past the end: not rewritten.
     assert!(line(&i, 6).contains("foo(&p[n], 0)"));
     let report = render_report(&i);
-    assert!(report.contains("t.cu:6:7: `p`: the buffer is passed to `foo`, whose accesses are not checked"), "{report}");
-    assert!(report.contains("kernel `k` (line 3): 0 accesses checked, 8 left unchecked:"), "{report}");
+    assert!(
+        report.contains(
+            "t.cu:6:7: `p`: the buffer is passed to `foo`, whose accesses are not checked"
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains("kernel `k` (line 3): 0 accesses checked, 8 left unchecked:"),
+        "{report}"
+    );
 }
 
 #[test]
 fn pointer_to_pointer_checks_the_outer_level_only() {
     let src = "__global__ void k(float** pp, float* out) {\n  out[0] = pp[1][2];\n}\n";
     let i = inst(src);
-    assert!(line(&i, 2).contains("__cc_at(pp, __cc_rec, 1u, __CC_READ, __cc_slot, (1), __cc_len[0])[2]"));
+    assert!(line(&i, 2)
+        .contains("__cc_at(pp, __cc_rec, 1u, __CC_READ, __cc_slot, (1), __cc_len[0])[2]"));
     assert_eq!(skipped(&i, 0), [SkipReason::NestedPointer]);
 }
 
@@ -285,7 +353,10 @@ fn assertions_record_condition_text() {
         line(&i, 2),
         "  __cc_assert((n > 0 && \"positive\"), 0u, \"n > 0 && \\\"positive\\\"\", __LINE__, __cc_rec);"
     );
-    assert_eq!(line(&i, 3), "  __cc_assert((v == v), 1u, (\"nan\"), __LINE__, __cc_rec);");
+    assert_eq!(
+        line(&i, 3),
+        "  __cc_assert((v == v), 1u, (\"nan\"), __LINE__, __cc_rec);"
+    );
     let k = &i.kernels[0];
     assert_eq!(k.sites[0].kind, SiteKind::Assert);
     assert_eq!(k.sites[0].buffer, "n > 0 && \"positive\"");
@@ -295,7 +366,9 @@ fn assertions_record_condition_text() {
     let mut opts = InstrumentOptions::default();
     opts.file_name_in_records = true;
     let i = instrument(src, "dir/t.cu", &opts).unwrap();
-    assert!(i.source.contains("\"dir/t.cu:2: n > 0 && \\\"positive\\\"\""));
+    assert!(i
+        .source
+        .contains("\"dir/t.cu:2: n > 0 && \\\"positive\\\"\""));
     opts.rewrite_asserts = false;
     let i = instrument(src, "t.cu", &opts).unwrap();
     assert!(i.source.contains("  assert(n > 0 && \"positive\");"));
@@ -325,14 +398,22 @@ fn sites_are_unique_across_kernels_and_found_by_id() {
 fn shadowing_local_is_not_the_parameter() {
     let src = "__global__ void k(float* p) {\n  { float p[2]; p[1] = 0; }\n  p[3] = 1;\n}\n";
     let i = inst(src);
-    assert!(line(&i, 2).contains("__cc_at_md(&(p)[0], __cc_rec, 0u, __CC_WRITE, __cc_slot, (1), (2))"));
-    assert!(line(&i, 3).contains("__cc_at(p, __cc_rec, 1u, __CC_WRITE, __cc_slot, (3), __cc_len[0])"));
+    assert!(
+        line(&i, 2).contains("__cc_at_md(&(p)[0], __cc_rec, 0u, __CC_WRITE, __cc_slot, (1), (2))")
+    );
+    assert!(
+        line(&i, 3).contains("__cc_at(p, __cc_rec, 1u, __CC_WRITE, __cc_slot, (3), __cc_len[0])")
+    );
 }
 
 #[test]
 fn nul_bytes_are_a_typed_error() {
-    let err = instrument("__global__ void k() {}\n\0", "bin.cu", &InstrumentOptions::default())
-        .unwrap_err();
+    let err = instrument(
+        "__global__ void k() {}\n\0",
+        "bin.cu",
+        &InstrumentOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(
         err,
         InstrumentError::NulByte {
@@ -360,9 +441,9 @@ fn syntax_errors_leave_the_other_kernels_instrumented() {
 #[test]
 fn prelude_record_size_matches_rust() {
     let i = inst("__global__ void k() {}\n");
-    assert!(i
-        .source
-        .contains(&format!("static_assert(sizeof(__cc_record) == {RECORD_BYTES},")));
+    assert!(i.source.contains(&format!(
+        "static_assert(sizeof(__cc_record) == {RECORD_BYTES},"
+    )));
     assert_eq!(RECORD_BYTES, 128);
     let mut r = FaultRecord::empty();
     r.faulted = 1;
@@ -380,8 +461,15 @@ fn no_panic_on_mutated_sources() {
         corpus.push(std::fs::read_to_string(entry.unwrap().path()).unwrap());
     }
     corpus.push("__global__ void k(float* p) { float* r = p + 1; r[(p[0]]) = *(p - ; }".into());
-    corpus.push(format!("__global__ void k(float* p) {{ p[{}0{}] = 1; }}", "(".repeat(3000), ")".repeat(3000)));
-    corpus.push(format!("__global__ void k(float* p) {{ {} }}", "{ p[0] = 1; ".repeat(400)));
+    corpus.push(format!(
+        "__global__ void k(float* p) {{ p[{}0{}] = 1; }}",
+        "(".repeat(3000),
+        ")".repeat(3000)
+    ));
+    corpus.push(format!(
+        "__global__ void k(float* p) {{ {} }}",
+        "{ p[0] = 1; ".repeat(400)
+    ));
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut rnd = move || {
         seed ^= seed << 13;
@@ -389,7 +477,28 @@ fn no_panic_on_mutated_sources() {
         seed ^= seed << 17;
         seed
     };
-    let pieces = ["[", "]", "(", ")", "*", "&", "+", "p", "__global__", "{", "}", ";", "=", "\u{e9}", "\"", "#define X in[i]\n", "extern __shared__", "assert(", "->", "atomicAdd(&"];
+    let pieces = [
+        "[",
+        "]",
+        "(",
+        ")",
+        "*",
+        "&",
+        "+",
+        "p",
+        "__global__",
+        "{",
+        "}",
+        ";",
+        "=",
+        "\u{e9}",
+        "\"",
+        "#define X in[i]\n",
+        "extern __shared__",
+        "assert(",
+        "->",
+        "atomicAdd(&",
+    ];
     let mut runs = 0;
     for n in 0..10_000 {
         let base = &corpus[n % corpus.len()];
@@ -414,7 +523,17 @@ fn no_panic_on_mutated_sources() {
             }
         }
         let text: String = bytes.into_iter().collect();
-        let _ = instrument(&text, "fuzz.cu", &InstrumentOptions::default());
+        if let Ok(out) = instrument(&text, "fuzz.cu", &InstrumentOptions::default()) {
+            let (_, user) = out
+                .source
+                .split_once("#line 1 \"fuzz.cu\"\n")
+                .expect("#line");
+            assert_eq!(
+                user.matches('\n').count(),
+                text.matches('\n').count(),
+                "{text}"
+            );
+        }
         runs += 1;
     }
     assert_eq!(runs, 10_000);

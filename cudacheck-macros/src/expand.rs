@@ -9,7 +9,7 @@ use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 use crate::check::Checked;
-use crate::model::{tidy, Model, SourceSpec};
+use crate::model::{type_text, Model, SourceSpec};
 use crate::typemap::RustTy;
 
 /// How the wrapper takes the launch configuration that the attribute did not fix.
@@ -85,8 +85,19 @@ pub fn stub(m: &Model, error: syn::Error) -> TokenStream {
     let cfg = config_param(m);
     let sig = signature(m, &stream, &cfg);
     let error = error.to_compile_error();
+    let ident = &m.sig.ident;
+    let vis = &m.vis;
     quote! {
         #error
+        #[allow(non_camel_case_types)]
+        #vis struct #ident {}
+
+        impl #ident {
+            #vis fn kernel() -> &'static ::cudacheck::Kernel {
+                ::core::unreachable!("this kernel declaration did not compile")
+            }
+        }
+
         #[allow(unused_variables)]
         #sig {
             ::core::unreachable!("this kernel declaration did not compile")
@@ -124,10 +135,14 @@ pub fn wrapper(m: &Model, checked: &Checked) -> TokenStream {
     });
     // A struct travels as `ByValue`, whose `DeviceRepr` bound asks the user's type for
     // cudarc's promise that its bytes mean the same on the device.
-    let by_value = m.params.iter().filter(|p| matches!(p.kind, RustTy::Struct)).map(|p| {
-        let ident = &p.ident;
-        quote_spanned!(p.ty.span()=> let #ident = ::cudacheck::ByValue(#ident);)
-    });
+    let by_value = m
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, RustTy::Struct))
+        .map(|p| {
+            let ident = &p.ident;
+            quote_spanned!(p.ty.span()=> let #ident = ::cudacheck::ByValue(#ident);)
+        });
     let layouts = checked.layouts.iter().map(|l| {
         let (ty, size, align, msg) = (&l.ty, l.size as usize, l.align as usize, &l.message);
         quote_spanned! {ty.span()=>
@@ -137,18 +152,37 @@ pub fn wrapper(m: &Model, checked: &Checked) -> TokenStream {
             );
         }
     });
+    let ident = &m.sig.ident;
+    let vis = &m.vis;
+    let doc = format!(
+        "The [`cudacheck::Kernel`] behind [`{ident}()`], for what a launch does not do: \
+         `{ident}::kernel().load(&stream)` (resources, occupancy) or \
+         `{ident}::kernel().check_offline(arch)` (the declaration against the compiled kernel, \
+         with no GPU).\n\nA braced struct lives in the type namespace only, so it shares the \
+         function's name without clashing with it."
+    );
     quote! {
         #(#layouts)*
+        #[doc = #doc]
+        #[allow(non_camel_case_types)]
+        #vis struct #ident {}
+
+        impl #ident {
+            /// The kernel, built on first use; compiled on first launch.
+            #vis fn kernel() -> &'static ::cudacheck::Kernel {
+                static KERNEL: ::cudacheck::__private::LazyKernel =
+                    ::cudacheck::__private::LazyKernel::new(|| #kernel);
+                KERNEL.get()
+            }
+        }
+
         #sig {
             // Evaluated before any buffer is borrowed for the launch.
             #(#requires)*
             #(#by_value)*
-            static KERNEL: ::cudacheck::__private::LazyKernel =
-                ::cudacheck::__private::LazyKernel::new(|| #kernel);
             // The profile of the crate that declares the kernel decides whether launches
             // synchronize by default, not cudacheck's own.
-            let launch = KERNEL
-                .get()
+            let launch = #ident::kernel()
                 .launch(#stream)
                 .profile_default(::core::cfg!(debug_assertions));
             #dims
@@ -221,7 +255,7 @@ fn kernel_builder(m: &Model, checked: &Checked) -> TokenStream {
 }
 
 fn param_spec(name: &str, kind: &RustTy, ty: &syn::Type, c_type: Option<String>) -> TokenStream {
-    let rust_text = |t: &dyn ToTokens| tidy(t.to_token_stream());
+    let rust_text = |t: &dyn ToTokens| type_text(&t.to_token_stream());
     match kind {
         RustTy::Pointer { mutable, elem, .. } => {
             let elem_text = c_type.unwrap_or_else(|| rust_text(elem));

@@ -153,6 +153,9 @@ pub struct Model {
     pub grid_given: bool,
     /// The Rust parameters that are plain `name: Type` (others are reported and left out).
     pub params: Vec<Param>,
+    /// Whether every Rust parameter made it into `params`; when not, comparing the list with
+    /// the CUDA one would only repeat the error already reported.
+    pub params_complete: bool,
 }
 
 impl Model {
@@ -186,8 +189,10 @@ pub fn manifest_dir() -> PathBuf {
 
 /// Builds the model, collecting every shape error into `errors`.
 pub fn build(args: RawArgs, item: KernelItem, errors: &mut Errors) -> Model {
+    let params = params(&item.sig, errors);
     let mut m = Model {
-        params: params(&item.sig, errors),
+        params_complete: params.len() == item.sig.inputs.len(),
+        params,
         attrs: item.attrs,
         vis: item.vis,
         sig: item.sig,
@@ -425,17 +430,12 @@ fn strings(arg: &RawArg, errors: &mut Errors) -> Vec<LitStr> {
     }
 }
 
-fn list<T: syn::parse::Parse>(
-    arg: &RawArg,
-    example: &str,
-    errors: &mut Errors,
-) -> Option<Vec<T>> {
+fn list<T: syn::parse::Parse>(arg: &RawArg, example: &str, errors: &mut Errors) -> Option<Vec<T>> {
     let RawValue::List(tokens, _) = &arg.value else {
         malformed(arg, &format!("a list such as {example}"), errors);
         return None;
     };
-    match syn::parse::Parser::parse2(Punctuated::<T, Token![,]>::parse_terminated, tokens.clone())
-    {
+    match syn::parse::Parser::parse2(Punctuated::<T, Token![,]>::parse_terminated, tokens.clone()) {
         Ok(items) => Some(items.into_iter().collect()),
         Err(e) => {
             errors.push(syn::Error::new(
@@ -549,14 +549,18 @@ fn const_int(e: &Expr) -> Result<u64, String> {
                     .ok_or_else(|| "the subtraction goes below zero".to_string()),
                 syn::BinOp::Mul(_) => l.checked_mul(r).ok_or(too_big),
                 syn::BinOp::Shl(_) if r < 64 => l.checked_mul(1u64 << r).ok_or(too_big),
-                _ => Err("only `+`, `-`, `*` and `<<` of integer literals are evaluated \
+                _ => Err(
+                    "only `+`, `-`, `*` and `<<` of integer literals are evaluated \
                           at compile time"
-                    .to_string()),
+                        .to_string(),
+                ),
             }
         }
-        _ => Err("expected an integer literal (constants and variables cannot be checked at \
+        _ => Err(
+            "expected an integer literal (constants and variables cannot be checked at \
                   compile time; pass them to the launch instead)"
-            .to_string()),
+                .to_string(),
+        ),
     }
 }
 
@@ -589,6 +593,22 @@ fn is_c_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// A type as the user wrote it, for messages: `&mut CudaSlice<f32>`, not the token stream's
+/// `& mut CudaSlice < f32 >`.
+pub fn type_text(ty: &impl ToTokens) -> String {
+    let mut s = tidy(ty.to_token_stream());
+    for (from, to) in [
+        (" < ", "<"),
+        (" <", "<"),
+        ("< ", "<"),
+        (" >", ">"),
+        ("' ", "'"),
+    ] {
+        s = s.replace(from, to);
+    }
+    s
 }
 
 /// Token text with the spaces `TokenStream`'s `Display` puts around `.`, `::`, `(` and `,`
@@ -636,9 +656,12 @@ mod tests {
         let m = build(args, item, &mut errors);
         (
             m,
-            errors
-                .into_error()
-                .map(|e| e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n")),
+            errors.into_error().map(|e| {
+                e.into_iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }),
         )
     }
 

@@ -235,12 +235,12 @@ mod tests {
     #[test]
     fn scalars_structs_and_the_rest() {
         assert!(matches!(classify("i32"), RustTy::Scalar(RustScalar::I32)));
-        assert!(matches!(classify("half::f16"), RustTy::Scalar(RustScalar::F16)));
-        assert!(matches!(classify("Particle"), RustTy::Struct));
         assert!(matches!(
-            classify("CudaSlice<f32>"),
-RustTy::BufferByValue
+            classify("half::f16"),
+            RustTy::Scalar(RustScalar::F16)
         ));
+        assert!(matches!(classify("Particle"), RustTy::Struct));
+        assert!(matches!(classify("CudaSlice<f32>"), RustTy::BufferByValue));
         assert!(matches!(classify("&[f32]"), RustTy::Unsupported));
         assert!(matches!(classify("*const f32"), RustTy::Unsupported));
     }

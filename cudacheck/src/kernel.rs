@@ -198,11 +198,11 @@ struct KernelInner {
 
 /// The CUBIN of one kernel for one architecture, with its resources.
 #[derive(Debug)]
-struct Compiled {
-    arch: Arch,
+pub(crate) struct Compiled {
+    pub(crate) arch: Arch,
     cubin: Vec<u8>,
-    symbol: String,
-    resources: KernelResources,
+    pub(crate) symbol: String,
+    pub(crate) resources: KernelResources,
     log: String,
 }
 
@@ -464,7 +464,7 @@ impl Kernel {
     }
 
     /// The CUBIN for `arch`, compiled on first use.
-    fn compiled_for(&self, arch: Arch) -> Result<Arc<Compiled>, Error> {
+    pub(crate) fn compiled_for(&self, arch: Arch) -> Result<Arc<Compiled>, Error> {
         // Held while compiling: two threads asking for the same arch compile once.
         let mut cache = self
             .inner

@@ -38,6 +38,7 @@ mod driver;
 mod error;
 mod kernel;
 mod launch;
+mod offline;
 mod ring;
 
 pub mod nvrtc;
@@ -57,6 +58,7 @@ pub use driver::FunctionAttributes;
 pub use error::{DriverError, Error, LaunchError, LaunchErrorKind, LaunchRecord};
 pub use kernel::{InstrumentMode, Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
 pub use launch::{Grid, Launch, LaunchDims, SyncMode};
+pub use offline::OfflineCheck;
 pub use ring::RING_CAPACITY;
 
 pub use cudacheck_core as core;

@@ -1,1 +1,37 @@
 //! Helpers shared by the examples.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cudacheck::cudarc::driver::CudaStream;
+use cudacheck::nvrtc::CudaSource;
+
+/// A stream on device 0; without a GPU, says why and exits successfully (the examples are
+/// built and run in CI machines that have none).
+pub fn stream_or_exit() -> Arc<CudaStream> {
+    match cudacheck::default_stream(0) {
+        Ok(s) => s,
+        Err(e) => {
+            println!("this example needs a GPU: {e}");
+            std::process::exit(0);
+        }
+    }
+}
+
+/// `kernels/<file>` of the repository.
+pub fn kernel(file: &str) -> Result<CudaSource, cudacheck::nvrtc::SourceReadError> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    CudaSource::from_file(root.join("..").join("kernels").join(file))
+}
+
+/// The error and its sources, one per line, as a person should see it.
+pub fn report(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s.push_str("\n  caused by: ");
+        s.push_str(&x.to_string());
+        src = x.source();
+    }
+    s
+}

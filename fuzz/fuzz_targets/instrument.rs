@@ -11,7 +11,10 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(out) = instrument(text, "fuzz.cu", &InstrumentOptions::default()) {
         let marker = "#line 1 \"fuzz.cu\"\n";
-        let at = out.source.find(marker).expect("#line directive after the prelude");
+        let at = out
+            .source
+            .find(marker)
+            .expect("#line directive after the prelude");
         let user = &out.source[at + marker.len()..];
         assert_eq!(
             user.matches('\n').count(),

@@ -102,3 +102,26 @@ mod tests {
         assert!(kernel_source("saxpy.cu").text.contains("saxpy"));
     }
 }
+
+/// Whether NVRTC is available; when it is not, prints a line starting `skipped (NVRTC tier): `
+/// and returns `false`, unless `CUDACHECK_REQUIRE_NVRTC=1` (as `scripts/test.sh` and CI set),
+/// where a missing NVRTC is a failure.
+///
+/// # Panics
+///
+/// When `CUDACHECK_REQUIRE_NVRTC=1` and NVRTC cannot be loaded.
+pub fn nvrtc_or_skip() -> bool {
+    match cudacheck::nvrtc::nvrtc() {
+        Ok(_) => true,
+        Err(e) => {
+            if std::env::var("CUDACHECK_REQUIRE_NVRTC").as_deref() == Ok("1") {
+                panic!("CUDACHECK_REQUIRE_NVRTC=1 but NVRTC was not found:\n{e}");
+            }
+            println!(
+                "skipped (NVRTC tier): NVRTC not found ({} places searched); run scripts/setup-cuda.sh",
+                e.searched.len()
+            );
+            false
+        }
+    }
+}

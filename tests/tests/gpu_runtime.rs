@@ -20,7 +20,7 @@ use std::error::Error as _;
 use std::sync::Arc;
 
 use cudacheck::core::validate::{occupancy, Violation};
-use cudacheck::core::{Axis, Dim3};
+use cudacheck::core::Axis;
 use cudacheck::cudarc::driver::{CudaContext, CudaStream};
 use cudacheck::nvrtc::CudaSource;
 use cudacheck::{Error, Kernel, LaunchErrorKind, SyncMode};
@@ -116,7 +116,9 @@ fn gpu_saxpy_matches_the_cpu() {
     let n = 100_003usize;
     let pad = 77;
     let x: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.5).collect();
-    let y0: Vec<f32> = (0..n + pad).map(|i| if i < n { (i % 13) as f32 } else { -12345.0 }).collect();
+    let y0: Vec<f32> = (0..n + pad)
+        .map(|i| if i < n { (i % 13) as f32 } else { -12345.0 })
+        .collect();
     let a = 2.5f32;
     let dx = cudacheck::alloc_copy(&stream, &x).unwrap();
     let mut dy = cudacheck::alloc_copy(&stream, &y0).unwrap();
@@ -142,7 +144,10 @@ fn gpu_saxpy_matches_the_cpu() {
     let info = saxpy.load(&stream).unwrap();
     assert_eq!(info.symbol, "saxpy");
     assert_eq!(info.resources.params.len(), 4);
-    assert_eq!(info.arch.major as i32, stream.context().compute_capability().unwrap().0);
+    assert_eq!(
+        info.arch.major as i32,
+        stream.context().compute_capability().unwrap().0
+    );
 }
 
 #[test]
@@ -203,8 +208,14 @@ fn gpu_grid_y_too_big() {
         "{v:?}"
     );
     let text = e.to_string();
-    assert!(text.contains("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y"), "{text}");
-    assert!(text.contains("device 0 ("), "limits name the device: {text}");
+    assert!(
+        text.contains("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y"),
+        "{text}"
+    );
+    assert!(
+        text.contains("device 0 ("),
+        "limits name the device: {text}"
+    );
     cudacheck::check(&stream).unwrap();
 }
 
@@ -240,7 +251,10 @@ fn gpu_2048_threads_per_block() {
         text.contains("block (32, 64, 1) has 2048 threads"),
         "{text}"
     );
-    assert!(text.contains("Use fewer threads per block and more blocks"), "{text}");
+    assert!(
+        text.contains("Use fewer threads per block and more blocks"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -268,7 +282,8 @@ fn gpu_registers_times_threads_too_many() {
         let e = r.unwrap_err();
         let v = violations(&e);
         assert!(
-            v.iter().any(|x| matches!(x, Violation::TooManyRegistersPerBlock { threads: 1024, .. })),
+            v.iter()
+                .any(|x| matches!(x, Violation::TooManyRegistersPerBlock { threads: 1024, .. })),
             "{v:?}"
         );
         let text = e.to_string();
@@ -276,9 +291,15 @@ fn gpu_registers_times_threads_too_many() {
             text.contains(&format!("{regs} registers per thread x 1024 threads")),
             "{text}"
         );
-        assert!(text.contains("CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK"), "{text}");
         assert!(
-            text.contains(&format!("The largest block that fits is {} threads", info.attributes.max_threads_per_block)),
+            text.contains("CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "The largest block that fits is {} threads",
+                info.attributes.max_threads_per_block
+            )),
             "the offline maximum equals the driver's: {text}"
         );
     } else {
@@ -320,7 +341,8 @@ fn gpu_dynamic_shared_64k_needs_opt_in() {
         "{v:?}"
     );
     assert!(
-        e.to_string().contains("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"),
+        e.to_string()
+            .contains("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"),
         "{e}"
     );
     // Works once cudacheck may opt in (the default).
@@ -509,11 +531,18 @@ fn gpu_requires_violated() {
     }
     .unwrap_err();
     assert!(
-        matches!(e, Error::RequirementFailed { clause: "out.len() >= n as usize", .. }),
+        matches!(
+            e,
+            Error::RequirementFailed {
+                clause: "out.len() >= n as usize",
+                ..
+            }
+        ),
         "{e:?}"
     );
     assert!(
-        e.to_string().contains("requirement `out.len() >= n as usize` does not hold"),
+        e.to_string()
+            .contains("requirement `out.len() >= n as usize` does not hold"),
         "{e}"
     );
     // Nothing ran: the buffer keeps its poison.
@@ -537,8 +566,14 @@ fn gpu_out_of_memory_says_how_much() {
     assert_eq!(*requested, 1 << 50);
     assert!(*free <= *total && *total > 0);
     let text = e.to_string();
-    assert!(text.contains("asked for 1125899906842624 bytes (1.0 PiB)"), "{text}");
-    assert!(text.contains("more than the device's entire memory"), "{text}");
+    assert!(
+        text.contains("asked for 1125899906842624 bytes (1.0 PiB)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("more than the device's entire memory"),
+        "{text}"
+    );
     fill_and_check(&stream, 7.0);
 }
 
@@ -561,7 +596,10 @@ fn gpu_clusters_on_sm90() {
     };
     if major < 9 {
         let e = r.unwrap_err();
-        assert!(matches!(violations(&e)[0], Violation::ClustersUnsupported { .. }));
+        assert!(matches!(
+            violations(&e)[0],
+            Violation::ClustersUnsupported { .. }
+        ));
         return;
     }
     r.unwrap_or_else(|e| panic!("{}", chain(&e)));
@@ -579,7 +617,10 @@ fn gpu_clusters_on_sm90() {
     }
     .unwrap_err();
     assert!(
-        matches!(violations(&e)[0], Violation::GridNotClusterMultiple { axis: Axis::X, .. }),
+        matches!(
+            violations(&e)[0],
+            Violation::GridNotClusterMultiple { axis: Axis::X, .. }
+        ),
         "{e}"
     );
 }
@@ -617,7 +658,10 @@ fn gpu_offline_numbers_equal_the_drivers() {
         let r = &info.resources;
         let a = &info.attributes;
         assert_eq!(r.registers, a.num_regs, "{name}: registers");
-        assert_eq!(r.static_shared_bytes, a.shared_size_bytes, "{name}: static shared");
+        assert_eq!(
+            r.static_shared_bytes, a.shared_size_bytes,
+            "{name}: static shared"
+        );
         assert_eq!(r.local_bytes, a.local_size_bytes, "{name}: local bytes");
         assert_eq!(
             info.max_threads_per_block, a.max_threads_per_block,
@@ -664,17 +708,22 @@ fn child_out_of_bounds_debug() {
     let stream = gpu_or_skip().expect("the parent checked for a GPU");
     let k = planted("oob_write");
     let mut out = cudacheck::alloc_zeros::<f32>(&stream, 256).unwrap();
-    let line = line!() + 2;
-    let e = unsafe {
-        k.launch(&stream)
-            .grid(1)
-            .block(256)
-            .arg_mut(&mut out)
-            .arg(&256i32)
-            .run()
-    }
-    .unwrap_err();
-    let Error::Fault { kernel, site, fault, .. } = &e else {
+    let launch = k
+        .launch(&stream)
+        .grid(1)
+        .block(256)
+        .arg_mut(&mut out)
+        .arg(&256i32);
+    #[rustfmt::skip]
+    let (result, line) = (unsafe { launch.run() }, line!());
+    let e = result.unwrap_err();
+    let Error::Fault {
+        kernel,
+        site,
+        fault,
+        ..
+    } = &e
+    else {
         panic!("{}", chain(&e))
     };
     assert_eq!(kernel, "oob_write");
@@ -685,7 +734,12 @@ fn child_out_of_bounds_debug() {
     assert!(text.contains("outside any allocation"), "{text}");
     // Every later call names the first fault and its launch.
     let e = cudacheck::check(&stream).unwrap_err();
-    let Error::ContextPoisoned { first_fault, launch, .. } = &e else {
+    let Error::ContextPoisoned {
+        first_fault,
+        launch,
+        ..
+    } = &e
+    else {
         panic!("{}", chain(&e))
     };
     assert_eq!(first_fault.code, 700);
@@ -737,7 +791,10 @@ fn child_out_of_bounds_release() {
         Err(e) => e,
         Ok(()) => cudacheck::synchronize(&stream).unwrap_err(),
     };
-    let Error::AsyncFault { fault, suspects, .. } = &e else {
+    let Error::AsyncFault {
+        fault, suspects, ..
+    } = &e
+    else {
         panic!("{}", chain(&e))
     };
     assert_eq!(fault.code, 700);
@@ -770,33 +827,33 @@ fn child_device_assert_and_recover() {
     };
     assert_eq!(kernel, "boom");
     assert_eq!(fault.name, "CUDA_ERROR_ASSERT");
-    assert!(chain(&e).contains("device-side assert() failed"), "{}", chain(&e));
+    assert!(
+        chain(&e).contains("device-side assert() failed"),
+        "{}",
+        chain(&e)
+    );
 
-    // The next call on the context is refused, naming the first fault.
-    let fill = planted("fill");
-    let mut out = cudacheck::alloc_zeros::<f32>(&stream, 16);
-    let e = match &mut out {
-        Ok(buf) => unsafe {
-            fill.launch(&stream)
-                .grid(1)
-                .block(16)
-                .arg_mut(buf)
-                .arg(&1.0f32)
-                .arg(&16i32)
-                .run()
-        }
-        .unwrap_err(),
-        Err(e) => panic!("alloc in a poisoned context: {}", chain(e)),
-    };
-    let Error::ContextPoisoned { first_fault, launch, .. } = &e else {
+    // The next call on the context is refused, naming the first fault: here an allocation.
+    let e = cudacheck::alloc_zeros::<f32>(&stream, 16).unwrap_err();
+    let Error::ContextPoisoned {
+        first_fault,
+        launch,
+        ..
+    } = &e
+    else {
         panic!("{}", chain(&e))
     };
     assert_eq!(first_fault.code, 710);
     assert_eq!(launch.as_ref().map(|l| &*l.kernel), Some("boom"));
-    assert!(e.to_string().contains("cudacheck::recover"), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("raised by launch #1 of `boom`"), "{text}");
+    assert!(text.contains("cudacheck::recover"), "{text}");
+    // A launch is refused the same way, before reaching the driver.
+    let fill = planted("fill");
+    let e = unsafe { fill.launch(&stream).grid(1).block(16).arg(&1.0f32).run() }.unwrap_err();
+    assert!(matches!(e, Error::ContextPoisoned { .. }), "{}", chain(&e));
 
-    // Drop the old buffers, reset, and go on.
-    drop(out);
+    // No buffers of the old context are left; reset and go on.
     let fresh = cudacheck::recover(&stream).unwrap_or_else(|e| panic!("{}", chain(&e)));
     assert!(!cudacheck::is_poisoned(&fresh));
     fill_and_check(&fresh, 11.0);

@@ -6,13 +6,24 @@
 //! pure_ui`, then read every changed `.stderr`: the caret must sit under the offending token.
 
 /// The categories of compile-fail cases, one directory each under `ui/`.
-const COMPILE_FAIL: &[&str] = &["attr", "item", "source", "template", "signature", "layout", "limits"];
+const COMPILE_FAIL: &[&str] = &[
+    "attr",
+    "item",
+    "source",
+    "template",
+    "signature",
+    "layout",
+    "limits",
+];
 
 #[test]
 fn ui() {
     // trybuild builds each case in a crate under `target/tests/`, so CARGO_MANIFEST_DIR there is
     // not this crate's; the macro resolves `file = "ui/cuda/..."` against this instead.
-    std::env::set_var("CUDACHECK_MANIFEST_DIR_OVERRIDE", env!("CARGO_MANIFEST_DIR"));
+    std::env::set_var(
+        "CUDACHECK_MANIFEST_DIR_OVERRIDE",
+        env!("CARGO_MANIFEST_DIR"),
+    );
     let t = trybuild::TestCases::new();
     for category in COMPILE_FAIL {
         t.compile_fail(format!("ui/{category}/*.rs"));

@@ -35,6 +35,8 @@ mod coverage;
 mod prelude;
 mod record;
 mod rewrite;
+mod scan;
+mod syntax;
 
 use std::fmt::Write as _;
 
@@ -153,9 +155,7 @@ impl Instrumented {
 
     /// The kernel and site a fault record's `site` refers to.
     pub fn site(&self, id: u32) -> Option<(&InstrumentedKernel, &Site)> {
-        self.kernels
-            .iter()
-            .find_map(|k| k.site(id).map(|s| (k, s)))
+        self.kernels.iter().find_map(|k| k.site(id).map(|s| (k, s)))
     }
 }
 
@@ -212,7 +212,11 @@ pub fn render_report(inst: &Instrumented) -> String {
     );
     for k in &inst.kernels {
         let c = &k.coverage;
-        let asserts = k.sites.iter().filter(|s| s.kind == SiteKind::Assert).count();
+        let asserts = k
+            .sites
+            .iter()
+            .filter(|s| s.kind == SiteKind::Assert)
+            .count();
         let _ = write!(
             out,
             "  kernel `{}` (line {}): {} access{} checked",

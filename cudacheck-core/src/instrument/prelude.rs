@@ -25,7 +25,10 @@ mod tests {
     #[test]
     fn record_size_is_filled_in() {
         let p = prelude();
-        assert!(p.contains("static_assert(sizeof(__cc_record) == 128,"), "{p}");
+        assert!(
+            p.contains("static_assert(sizeof(__cc_record) == 128,"),
+            "{p}"
+        );
         assert!(!p.contains('@'));
     }
 }

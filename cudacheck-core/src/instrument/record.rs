@@ -134,7 +134,10 @@ impl FaultRecord {
     /// The record as the device lays it out, for uploading.
     pub fn to_bytes(&self) -> [u8; RECORD_BYTES] {
         let mut out = [0u8; RECORD_BYTES];
-        let mut w = Writer { buf: &mut out, at: 0 };
+        let mut w = Writer {
+            buf: &mut out,
+            at: 0,
+        };
         w.u32(self.faulted);
         w.u32(self.count);
         w.u32(self.site);
@@ -182,9 +185,8 @@ impl Writer<'_> {
 /// anything happened.
 pub fn decode(bytes: &[u8]) -> Option<FaultRecord> {
     let b = bytes.get(..RECORD_BYTES)?;
-    let word = |i: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?))
-    };
+    let word =
+        |i: usize| -> Option<u32> { Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?)) };
     let faulted = word(0)?;
     let count = word(4)?;
     let site = word(8)?;

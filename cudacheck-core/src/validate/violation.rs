@@ -68,9 +68,10 @@ pub enum Violation {
     },
 
     #[error(
-        "block {block} has {requested} threads; {target} allows at most {allowed} per block \
+        "block {block} has {} threads; {target} allows at most {allowed} per block \
          (CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK). Use fewer threads per block and more \
-         blocks."
+         blocks.",
+        thread_count(*requested)
     )]
     TooManyThreadsPerBlock {
         block: Dim3,
@@ -228,4 +229,14 @@ pub enum Violation {
         limiter: Limiter,
         target: LimitsOrigin,
     },
+}
+
+/// A block's thread count for messages. [`Dim3::volume`] saturates at `u64::MAX` for absurd
+/// extents, and a saturated count must not be printed as if it were exact.
+fn thread_count(n: u64) -> String {
+    if n == u64::MAX {
+        format!("more than {}", u64::MAX - 1)
+    } else {
+        n.to_string()
+    }
 }

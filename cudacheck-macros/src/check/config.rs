@@ -214,7 +214,11 @@ fn check_max_registers(m: &Model, errors: &mut Errors) {
 // the runtime validator's own.
 fn check_zero(m: &Model, part: LaunchPart, d: Dim3, errors: &mut Errors) {
     if let Some(axis) = Axis::ALL.into_iter().find(|a| a.of(d) == 0) {
-        let v = Violation::ZeroExtent { part, dims: d, axis };
+        let v = Violation::ZeroExtent {
+            part,
+            dims: d,
+            axis,
+        };
         errors.push(syn::Error::new_spanned(tokens_for(m, &v), v));
     }
 }
@@ -242,7 +246,10 @@ fn check_threads_per_block(m: &Model, b: Dim3, errors: &mut Errors) {
     let allowed = PORTABLE.max_threads_per_block;
     if b.volume() > u64::from(allowed) {
         errors.spanned(
-            m.block.as_ref().map(|d| d.tokens.clone()).unwrap_or_default(),
+            m.block
+                .as_ref()
+                .map(|d| d.tokens.clone())
+                .unwrap_or_default(),
             format!(
                 "block {b} has {} threads; every GPU allows at most {allowed} per block \
                  (CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK). Use fewer threads per block and \
@@ -306,7 +313,14 @@ fn check_static_shared(m: &Model, r: &KernelResources, errors: &mut Errors) {
 // Shared memory beyond the largest opt-in maximum of any supported GPU cannot run anywhere.
 // (Anything below it may run on some GPUs: the runtime checks against the real device.)
 fn check_shared_anywhere(m: &Model, r: &KernelResources, dynamic: u32, errors: &mut Errors) {
-    let Some(best) = ArchLimits::all().max_by_key(|l| l.shared_per_block_opt_in) else {
+    // The oldest architecture with the largest maximum names it (`max_by_key` keeps the last).
+    let Some(best) = ArchLimits::all().reduce(|best, l| {
+        if l.shared_per_block_opt_in > best.shared_per_block_opt_in {
+            l
+        } else {
+            best
+        }
+    }) else {
         return;
     };
     let requested = u64::from(r.static_shared_bytes) + u64::from(dynamic);

@@ -2,11 +2,10 @@
 //! and the layout of structs passed by value.
 
 use cudacheck_core::source::{vector_layout, CudaType, KernelDecl, ParamDecl, Scalar, SourceModel};
-use quote::ToTokens;
 use syn::Type;
 
 use super::{Checked, LayoutAssert, Loaded};
-use crate::model::{tidy, Errors, Model, Param};
+use crate::model::{type_text, Errors, Model, Param};
 use crate::typemap::{accepted_buffers, scalar_matches, Buffer, RustTy};
 
 const ACCEPTED: &str = "a kernel parameter is a device buffer (`&CudaSlice<T>`, `&CudaView<T>`, \
@@ -25,7 +24,7 @@ pub fn check_rust_types(m: &Model, errors: &mut Errors) {
 }
 
 fn rust_type_problem(p: &Param) -> Option<String> {
-    let found = tidy(p.ty.to_token_stream());
+    let found = type_text(&p.ty);
     match &p.kind {
         RustTy::Unsupported => {
             let hint = match &*p.ty {
@@ -39,7 +38,9 @@ fn rust_type_problem(p: &Param) -> Option<String> {
                 }
                 _ => "",
             };
-            Some(format!("unsupported kernel parameter type `{found}`: {ACCEPTED}{hint}"))
+            Some(format!(
+                "unsupported kernel parameter type `{found}`: {ACCEPTED}{hint}"
+            ))
         }
         RustTy::BufferByValue => Some(format!(
             "`{found}` is taken by value, which would move the buffer into the launch: take a \
@@ -107,7 +108,7 @@ pub fn check_signature(
                     "`{}` must have the layout of the CUDA type `{}` ({} bytes, aligned to {}) that \
                      the kernel parameter `{}` has; make it `#[repr(C)]` with the same fields in \
                      the same order ({}:{})",
-                    tidy(layout.0.to_token_stream()),
+                    type_text(&layout.0),
                     layout.3,
                     layout.1,
                     layout.2,
@@ -188,7 +189,7 @@ fn check_param_type(
     cuda: &CudaType,
     model: &SourceModel,
 ) -> Result<Option<(Type, u32, u32, String)>, String> {
-    let found = tidy(rust.ty.to_token_stream());
+    let found = type_text(&rust.ty);
     let mismatch = |expected: String, why: &str| {
         Err(format!(
             "mismatched kernel parameter type: expected {expected}, found `{found}`{why}"
@@ -200,9 +201,14 @@ fn check_param_type(
             format!("`{}`", s.rust_equivalent()),
             &scalar_reason(s, &rust.kind),
         ),
-        (CudaType::Pointer { pointee, pointee_const, .. }, kind) => {
-            check_pointer(pointee, *pointee_const, kind, model, &found)
-        }
+        (
+            CudaType::Pointer {
+                pointee,
+                pointee_const,
+                ..
+            },
+            kind,
+        ) => check_pointer(pointee, *pointee_const, kind, model, &found),
         (CudaType::Array { elem, .. }, kind) => {
             // An array parameter decays to a pointer to its element, as in C.
             check_pointer(elem, false, kind, model, &found)
@@ -252,7 +258,11 @@ fn check_pointer(
         return Err(format!(
             "mismatched kernel parameter type: expected {expected}, found `{found}`\n  note: \
              the kernel takes a pointer{}",
-            if pointee_const { " it only reads through" } else { " it writes through" }
+            if pointee_const {
+                " it only reads through"
+            } else {
+                " it writes through"
+            }
         ));
     };
     if *mutable && pointee_const {
@@ -276,8 +286,9 @@ fn check_pointer(
             s.c_name(),
             s.rust_equivalent()
         )),
-        (CudaType::Named(n), None) => Ok(layout_of(n, model)
-            .map(|(size, align)| ((**elem).clone(), size, align, n.clone()))),
+        (CudaType::Named(n), None) => {
+            Ok(layout_of(n, model).map(|(size, align)| ((**elem).clone(), size, align, n.clone())))
+        }
         (CudaType::Named(n), Some(_)) => Err(format!(
             "mismatched element type: expected a buffer of a `#[repr(C)]` Rust type laid out \
              like `{n}`, found `{found}`"
@@ -435,6 +446,9 @@ mod tests {
             const_pointer: false,
         };
         let subs = [("T".to_string(), CudaType::Scalar(Scalar::Half))];
-        assert_eq!(substitute(&t, &subs).to_string(), "const __half* __restrict__");
+        assert_eq!(
+            substitute(&t, &subs).to_string(),
+            "const __half* __restrict__"
+        );
     }
 }

@@ -1,5 +1,5 @@
 use cudacheck::checked_kernel;
-use cudacheck::cudarc::driver::CudaSlice;
+use cudacheck::cudarc::driver::{CudaSlice, DeviceRepr};
 
 #[repr(C)]
 pub struct Particle {
@@ -15,6 +15,9 @@ pub struct Params {
     pub dt: f32,
     pub steps: i32,
 }
+
+// SAFETY: plain `#[repr(C)]` data.
+unsafe impl DeviceRepr for Params {}
 
 #[checked_kernel(file = "ui/cuda/particles.cu")]
 pub fn integrate(particles: &mut CudaSlice<Particle>, p: Params, n: i32);

@@ -31,7 +31,11 @@ use cudacheck::cudarc::driver::{CudaSlice, CudaStream};
 pub fn tile_sum(out: &mut CudaSlice<f32>, input: &CudaSlice<f32>, n: u32);
 
 #[allow(dead_code)]
-fn launch(stream: &Arc<CudaStream>, out: &mut CudaSlice<f32>, input: &CudaSlice<f32>) -> Result<(), cudacheck::Error> {
+fn launch(
+    stream: &Arc<CudaStream>,
+    out: &mut CudaSlice<f32>,
+    input: &CudaSlice<f32>,
+) -> Result<(), cudacheck::Error> {
     let n = input.len() as u32;
     // SAFETY: tile_sum reads in[i] for i < n and writes out[blockIdx.x] for 8 blocks.
     unsafe { tile_sum(stream, out, input, n) }

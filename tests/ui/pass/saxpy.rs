@@ -28,7 +28,16 @@ fn launch(
     unsafe { saxpy(stream, (n as u32).div_ceil(256), y, x, 2.0, n)? };
     let view = x.slice(..);
     // SAFETY: as above.
-    unsafe { saxpy_view(stream, ((n as u32).div_ceil(128), cudacheck::block!(128)), y, &view, 2.0, n) }
+    unsafe {
+        saxpy_view(
+            stream,
+            ((n as u32).div_ceil(128), cudacheck::block!(128)),
+            y,
+            &view,
+            2.0,
+            n,
+        )
+    }
 }
 
 fn main() {}

@@ -28,9 +28,16 @@ unsafe impl DeviceRepr for Params {}
 pub fn integrate(particles: &mut CudaSlice<Particle>, p: Params, n: i32);
 
 #[allow(dead_code)]
-fn launch(stream: &Arc<CudaStream>, particles: &mut CudaSlice<Particle>) -> Result<(), cudacheck::Error> {
+fn launch(
+    stream: &Arc<CudaStream>,
+    particles: &mut CudaSlice<Particle>,
+) -> Result<(), cudacheck::Error> {
     let n = particles.len() as i32;
-    let p = Params { dt: 0.01, steps: 1, damping: 0.5 };
+    let p = Params {
+        dt: 0.01,
+        steps: 1,
+        damping: 0.5,
+    };
     // SAFETY: integrate touches particles[i] for i < n only.
     unsafe { integrate(stream, (n as u32).div_ceil(128), particles, p, n) }
 }

@@ -1,8 +1,8 @@
 // cudacheck compatibility header: <math.h> for NVRTC, which ships no C library headers.
 // The math functions themselves (sqrtf, sin, fabs, isnan, ...) are declared by NVRTC without any
 // include, so this header only adds the macros a C library's <math.h> has: the POSIX M_*
-// constants (double, as glibc writes them) and INFINITY/NAN/HUGE_VAL. No CUDA or CCCL header
-// defines these names under NVRTC; each is still guarded so a user's own definition wins.
+// constants (double, as glibc writes them) and INFINITY/NAN/HUGE_VAL. Of CUDA's headers only
+// <cuda/std/cmath> defines any of them (see below); each is guarded, so an earlier one wins.
 #ifndef CUDACHECK_COMPAT_MATH_H
 #define CUDACHECK_COMPAT_MATH_H
 

@@ -1,0 +1,76 @@
+//! What a device fault looks like in each sync mode.
+//!
+//! - `SyncMode::Never` (release builds): the launch returns at once; the fault surfaces at a
+//!   later call, which names the recent launches that may have caused it.
+//! - `SyncMode::Always` (debug builds, or `CUDACHECK_SYNC=1`): cudacheck waits after each
+//!   launch, so the fault names its launch exactly, with the Rust line that made it.
+//!
+//! `cargo run -p cudacheck-examples --example 02_debug_vs_release`
+
+use cudacheck::nvrtc::CudaSource;
+use cudacheck::{Kernel, SyncMode};
+use cudacheck_examples::{report, stream_or_exit};
+
+const SRC: &str = r#"
+extern "C" __global__ void fill(float* out, float v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = v;
+}
+// The bug: no bound check, and an index far past the buffer.
+extern "C" __global__ void buggy(float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i + (1ll << 38)] = 1.0f;
+}
+"#;
+
+fn run(mode: SyncMode) -> Result<(), Box<dyn std::error::Error>> {
+    let stream = stream_or_exit();
+    let src = CudaSource::from_str("example.cu", SRC);
+    let fill = Kernel::new(src.clone(), "fill").sync(mode).build();
+    let buggy = Kernel::new(src, "buggy").sync(mode).build();
+    let mut out = cudacheck::alloc_zeros::<f32>(&stream, 256)?;
+
+    let mut attempt = || -> Result<(), cudacheck::Error> {
+        // SAFETY: `fill` stays inside `out`; `buggy` does not, on purpose: its write faults
+        // on the device, which is what this example shows cudacheck reporting.
+        unsafe {
+            fill.launch(&stream)
+                .grid(1)
+                .block(256)
+                .arg_mut(&mut out)
+                .arg(&1.0f32)
+                .arg(&256i32)
+                .run()?;
+            buggy
+                .launch(&stream)
+                .grid(1)
+                .block(256)
+                .arg_mut(&mut out)
+                .arg(&256i32)
+                .run()?;
+            fill.launch(&stream)
+                .grid(1)
+                .block(256)
+                .arg_mut(&mut out)
+                .arg(&2.0f32)
+                .arg(&256i32)
+                .run()?;
+        }
+        cudacheck::synchronize(&stream)
+    };
+    let result = attempt();
+    match result {
+        Ok(()) => println!("{mode:?}: no fault?"),
+        Err(e) => println!("{mode:?}:\n{}\n", report(&e)),
+    }
+    // The context is poisoned now; reset it for the next part (old buffers dropped first).
+    drop(out);
+    cudacheck::recover(&stream)?;
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    run(SyncMode::Never)?;
+    run(SyncMode::Always)?;
+    Ok(())
+}
