@@ -38,7 +38,13 @@ pub fn gpu_or_skip() -> Option<Arc<CudaStream>> {
 }
 
 /// The repository's root (the workspace directory).
+///
+/// `CUDACHECK_REPO` wins when set: test binaries carried to the GPU machine run from another
+/// directory than the one they were built in (scripts/gpu-run.sh sets it).
 pub fn repo_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CUDACHECK_REPO") {
+        return PathBuf::from(dir);
+    }
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(PathBuf::from)
