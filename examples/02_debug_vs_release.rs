@@ -5,6 +5,9 @@
 //! - `SyncMode::Always` (debug builds, or `CUDACHECK_SYNC=1`): cudacheck waits after each
 //!   launch, so the fault names its launch exactly, with the Rust line that made it.
 //!
+//! Each mode runs in a child process: a device fault leaves CUDA unusable for the rest of the
+//! process that raised it.
+//!
 //! `cargo run -p cudacheck-examples --example 02_debug_vs_release`
 
 use cudacheck::nvrtc::CudaSource;
@@ -63,14 +66,24 @@ fn run(mode: SyncMode) -> Result<(), Box<dyn std::error::Error>> {
         Ok(()) => println!("{mode:?}: no fault?"),
         Err(e) => println!("{mode:?}:\n{}\n", report(&e)),
     }
-    // The context is poisoned now; reset it for the next part (old buffers dropped first).
-    drop(out);
-    cudacheck::recover(&stream)?;
     Ok(())
 }
 
+/// A device fault poisons the process for CUDA, so each mode runs in its own child process.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    run(SyncMode::Never)?;
-    run(SyncMode::Always)?;
-    Ok(())
+    match std::env::args().nth(1).as_deref() {
+        Some("never") => run(SyncMode::Never),
+        Some("always") => run(SyncMode::Always),
+        _ => {
+            for mode in ["never", "always"] {
+                let status = std::process::Command::new(std::env::current_exe()?)
+                    .arg(mode)
+                    .status()?;
+                if !status.success() {
+                    return Err(format!("the {mode} run failed: {status}").into());
+                }
+            }
+            Ok(())
+        }
+    }
 }

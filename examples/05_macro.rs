@@ -44,10 +44,22 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let dx = cudacheck::alloc_copy(&stream, &x)?;
     let mut dy = cudacheck::alloc_copy(&stream, &y0)?;
     // SAFETY: saxpy touches x[i], y[i] for i < n only; `requires` checked both lengths.
-    unsafe { saxpy(&stream, (n as u32).div_ceil(256), &mut dy, &dx, 3.0, n as i32)? };
+    unsafe {
+        saxpy(
+            &stream,
+            (n as u32).div_ceil(256),
+            &mut dy,
+            &dx,
+            3.0,
+            n as i32,
+        )?
+    };
     let y = stream.clone_dtoh(&dy)?;
     let bad = (0..n).filter(|&i| y[i] != 3.0 * x[i] + y0[i]).count();
-    assert_eq!(bad, 0, "saxpy differs from the CPU reference at {bad} elements");
+    assert_eq!(
+        bad, 0,
+        "saxpy differs from the CPU reference at {bad} elements"
+    );
     println!("saxpy: {n} elements equal the CPU reference");
 
     // matmul, with sizes that are not multiples of the tile to exercise the edges.
@@ -60,7 +72,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut dc = cudacheck::alloc_copy(&stream, &vec![f32::NAN; m * nn])?;
     let grid = ((nn as u32).div_ceil(16), (m as u32).div_ceil(16), 1);
     // SAFETY: the kernel guards row < m, col < n and the k loop; `requires` checked the lengths.
-    unsafe { matmul(&stream, grid, &mut dc, &da, &db, m as i32, nn as i32, k as i32)? };
+    unsafe {
+        matmul(
+            &stream, grid, &mut dc, &da, &db, m as i32, nn as i32, k as i32,
+        )?
+    };
     let c = stream.clone_dtoh(&dc)?;
     let mut worst = 0.0f32;
     for i in 0..m {
@@ -70,7 +86,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     // Small integers: every product and partial sum is exact in f32.
-    assert_eq!(worst, 0.0, "matmul differs from the CPU reference by {worst}");
+    assert_eq!(
+        worst, 0.0,
+        "matmul differs from the CPU reference by {worst}"
+    );
     println!("matmul: {m} x {k} times {k} x {nn} equals the CPU reference exactly");
     Ok(())
 }

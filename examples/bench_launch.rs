@@ -2,9 +2,11 @@
 //! (`SyncMode::Never`, configuration memoized) vs a debug-mode launch (synchronize each), side
 //! by side, on an empty kernel and on a two-argument kernel.
 //!
-//! Each mode runs `ROUNDS` rounds of `LAUNCHES` launches (the stream is synchronized at the end
-//! of each round, inside the timing); the reported figure is the median over rounds of the
-//! per-launch time. A counting global allocator reports heap allocations per launch.
+//! Each mode runs `ROUNDS` rounds of `LAUNCHES` launches, the modes' rounds interleaved; only
+//! the launch calls are timed, in batches of `BATCH` with the stream synchronized between
+//! batches outside the clock, so the figure is the host-side cost of a launch, not the GPU's
+//! throughput. The reported figure is the median over rounds of the per-launch time. A
+//! counting global allocator reports heap allocations per launch.
 //!
 //! `cargo run --release -p cudacheck-examples --example bench_launch -- out.json out.md`
 //! (each path ending in `.json` gets JSON, any other gets a markdown table).
@@ -66,28 +68,66 @@ struct Row {
     allocs_per_launch: f64,
 }
 
-/// Runs `f` (one launch) `ROUNDS x n` times; returns (median ns, min ns, allocs per launch).
-fn measure(n: usize, sync: &dyn Fn(), mut f: impl FnMut()) -> (f64, f64, f64) {
-    for _ in 0..n.min(1000) {
-        f(); // warm-up: compile, load, memoize
-    }
-    sync();
-    let mut per_launch = Vec::with_capacity(ROUNDS);
-    let mut allocs = 0u64;
-    for _ in 0..ROUNDS {
-        let a0 = ALLOCS.load(Ordering::Relaxed);
+/// Launches between two synchronizations: well under the driver's queue depth, so that a
+/// launch never waits for the GPU and the timing is the host-side cost of enqueuing.
+const BATCH: usize = 200;
+
+/// One benchmarked way of launching.
+struct Mode<'f> {
+    kernel: &'static str,
+    name: &'static str,
+    launches: usize,
+    /// Whether each launch waits for the GPU itself (debug mode): then the batch is timed
+    /// whole, GPU time included.
+    launch: Box<dyn FnMut() + 'f>,
+    per_launch_ns: Vec<f64>,
+    allocs: u64,
+}
+
+/// One round of `m`: `m.launches` launches in batches of [`BATCH`], timing only the launch
+/// calls (the synchronization between batches is outside the clock).
+fn round(m: &mut Mode<'_>, sync: &dyn Fn()) {
+    let mut ns = 0u128;
+    let a0 = ALLOCS.load(Ordering::Relaxed);
+    let mut done = 0;
+    while done < m.launches {
+        let k = BATCH.min(m.launches - done);
         let t = Instant::now();
-        for _ in 0..n {
-            f();
+        for _ in 0..k {
+            (m.launch)();
         }
+        ns += t.elapsed().as_nanos();
         sync();
-        let ns = t.elapsed().as_nanos() as f64 / n as f64;
-        allocs += ALLOCS.load(Ordering::Relaxed) - a0;
-        per_launch.push(ns);
+        done += k;
     }
-    per_launch.sort_by(|a, b| a.total_cmp(b));
-    let median = (per_launch[ROUNDS / 2 - 1] + per_launch[ROUNDS / 2]) / 2.0;
-    (median, per_launch[0], allocs as f64 / (ROUNDS * n) as f64)
+    m.allocs += ALLOCS.load(Ordering::Relaxed) - a0;
+    m.per_launch_ns.push(ns as f64 / m.launches as f64);
+}
+
+fn mode<'f>(
+    kernel: &'static str,
+    name: &'static str,
+    launches: usize,
+    launch: Box<dyn FnMut() + 'f>,
+) -> Mode<'f> {
+    Mode {
+        kernel,
+        name,
+        launches,
+        launch,
+        per_launch_ns: Vec::with_capacity(ROUNDS),
+        allocs: 0,
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n.is_multiple_of(2) {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    } else {
+        v[n / 2]
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -115,7 +155,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build();
     let debug_touch = Kernel::new(source, "touch").sync(SyncMode::Always).build();
 
-    let mut buf = cudacheck::alloc_zeros::<f32>(&stream, 256)?;
+    let mut buf_raw = cudacheck::alloc_zeros::<f32>(&stream, 256)?;
+    let mut buf_release = cudacheck::alloc_zeros::<f32>(&stream, 256)?;
+    let mut buf_debug = cudacheck::alloc_zeros::<f32>(&stream, 256)?;
     let n = 256i32;
     let cfg = RawLaunchConfig {
         grid_dim: (1, 1, 1),
@@ -123,106 +165,125 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         shared_mem_bytes: 0,
     };
     let sync = || stream.synchronize().expect("synchronize");
-    let mut rows = Vec::new();
-    let mut row =
-        |kernel, mode, launches, (median_ns, min_ns, allocs_per_launch): (f64, f64, f64)| {
-            rows.push(Row {
-                kernel,
-                mode,
-                launches,
-                median_ns,
-                min_ns,
-                allocs_per_launch,
-            })
-        };
-
     // SAFETY (every launch below): `empty` touches no memory; `touch` writes p[0] only when
-    // n < 0, and n is 256; `buf` holds 256 floats.
-    row(
-        "empty",
-        "raw cudarc",
-        LAUNCHES,
-        measure(LAUNCHES, &sync, || unsafe {
-            stream
-                .launch_builder(&raw_empty)
-                .launch(cfg)
-                .expect("launch");
-        }),
-    );
-    row(
-        "empty",
-        "cudacheck release",
-        LAUNCHES,
-        measure(LAUNCHES, &sync, || unsafe {
-            release_empty
-                .launch(&stream)
-                .grid(1)
-                .block(32)
-                .run()
-                .expect("launch");
-        }),
-    );
-    row(
-        "empty",
-        "cudacheck debug (sync each)",
-        DEBUG_LAUNCHES,
-        measure(DEBUG_LAUNCHES, &sync, || unsafe {
-            debug_empty
-                .launch(&stream)
-                .grid(1)
-                .block(32)
-                .run()
-                .expect("launch");
-        }),
-    );
-    row(
-        "touch(p, n)",
-        "raw cudarc",
-        LAUNCHES,
-        measure(LAUNCHES, &sync, || unsafe {
-            stream
-                .launch_builder(&raw_touch)
-                .arg(&mut buf)
-                .arg(&n)
-                .launch(cfg)
-                .expect("launch");
-        }),
-    );
-    row(
-        "touch(p, n)",
-        "cudacheck release",
-        LAUNCHES,
-        measure(LAUNCHES, &sync, || unsafe {
-            release_touch
-                .launch(&stream)
-                .grid(1)
-                .block(32)
-                .arg_mut(&mut buf)
-                .arg(&n)
-                .run()
-                .expect("launch");
-        }),
-    );
-    row(
-        "touch(p, n)",
-        "cudacheck debug (sync each)",
-        DEBUG_LAUNCHES,
-        measure(DEBUG_LAUNCHES, &sync, || unsafe {
-            debug_touch
-                .launch(&stream)
-                .grid(1)
-                .block(32)
-                .arg_mut(&mut buf)
-                .arg(&n)
-                .run()
-                .expect("launch");
-        }),
-    );
+    // n < 0, and n is 256; each buffer holds 256 floats.
+    let mut modes = vec![
+        mode(
+            "empty",
+            "raw cudarc",
+            LAUNCHES,
+            Box::new(|| unsafe {
+                stream
+                    .launch_builder(&raw_empty)
+                    .launch(cfg)
+                    .expect("launch");
+            }),
+        ),
+        mode(
+            "empty",
+            "cudacheck release",
+            LAUNCHES,
+            Box::new(|| unsafe {
+                release_empty
+                    .launch(&stream)
+                    .grid(1)
+                    .block(32)
+                    .run()
+                    .expect("launch");
+            }),
+        ),
+        mode(
+            "empty",
+            "cudacheck debug (sync each)",
+            DEBUG_LAUNCHES,
+            Box::new(|| unsafe {
+                debug_empty
+                    .launch(&stream)
+                    .grid(1)
+                    .block(32)
+                    .run()
+                    .expect("launch");
+            }),
+        ),
+        mode(
+            "touch(p, n)",
+            "raw cudarc",
+            LAUNCHES,
+            Box::new(|| unsafe {
+                stream
+                    .launch_builder(&raw_touch)
+                    .arg(&mut buf_raw)
+                    .arg(&n)
+                    .launch(cfg)
+                    .expect("launch");
+            }),
+        ),
+        mode(
+            "touch(p, n)",
+            "cudacheck release",
+            LAUNCHES,
+            Box::new(|| unsafe {
+                release_touch
+                    .launch(&stream)
+                    .grid(1)
+                    .block(32)
+                    .arg_mut(&mut buf_release)
+                    .arg(&n)
+                    .run()
+                    .expect("launch");
+            }),
+        ),
+        mode(
+            "touch(p, n)",
+            "cudacheck debug (sync each)",
+            DEBUG_LAUNCHES,
+            Box::new(|| unsafe {
+                debug_touch
+                    .launch(&stream)
+                    .grid(1)
+                    .block(32)
+                    .arg_mut(&mut buf_debug)
+                    .arg(&n)
+                    .run()
+                    .expect("launch");
+            }),
+        ),
+    ];
+    // Warm-up (compile, load, memoize), then the rounds, interleaved so that drift in clocks
+    // or driver state spreads over all modes alike.
+    for m in modes.iter_mut() {
+        for _ in 0..1000 {
+            (m.launch)();
+        }
+        sync();
+    }
+    for _ in 0..ROUNDS {
+        for m in modes.iter_mut() {
+            round(m, &sync);
+        }
+    }
+    let rows: Vec<Row> = modes
+        .iter_mut()
+        .map(|m| Row {
+            kernel: m.kernel,
+            mode: m.name,
+            launches: m.launches,
+            min_ns: m
+                .per_launch_ns
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min),
+            median_ns: median(&mut m.per_launch_ns),
+            allocs_per_launch: m.allocs as f64 / (ROUNDS * m.launches) as f64,
+        })
+        .collect();
+    drop(modes);
 
     let device = ctx.name()?;
     let mut md = format!(
-        "Launch overhead on {device} ({arch}), median of {ROUNDS} rounds, per launch \
-         (stream synchronized at the end of each round)\n\n\
+        "Host-side launch cost on {device} ({arch}): median over {ROUNDS} interleaved rounds of \
+         the per-launch time, launches timed in batches of {BATCH} with the stream synchronized \
+         between batches, outside the clock (debug mode includes its own wait for the GPU)\n\n\
          | kernel | mode | launches/round | median ns | min ns | vs raw | heap allocs/launch |\n\
          |---|---|---:|---:|---:|---:|---:|\n"
     );

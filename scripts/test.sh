@@ -31,9 +31,10 @@ run_tier "tier 3/3: GPU tests (skipped with a reason where no GPU is present)" \
 passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 # A skipped test returns early and cargo counts it as passed: count it once, as skipped.
-skipped=$(grep -c '^skipped (' "$log")
+# (Tiers 2 and 3 run with --nocapture --test-threads=1, so a skip line follows "test NAME ... ".)
+skipped=$(grep -Eo '^test [^ ]+ \.\.\. skipped \(' "$log" | sort -u | wc -l)
 passed=$((passed - skipped))
-gpu_skips=$(grep -c '^skipped (GPU tier)' "$log")
+gpu_skips=$(grep -Eo '^test [^ ]+ \.\.\. skipped \(GPU tier\)' "$log" | sort -u | wc -l)
 printf '\nGPU tier: %s test(s) skipped for want of a GPU (see the reasons above).\n' "$gpu_skips"
 [ "$failed" -eq 0 ] || status=1
 printf 'cudacheck tests: %s passed, %s failed, %s skipped\n' "$passed" "$failed" "$skipped"

@@ -17,67 +17,93 @@ use cudarc::driver::{
 /// more than a few dozen parameters pass structs).
 pub const MAX_ARGS: usize = 32;
 
-/// One recorded argument. Built only by the [`KernelArg`]/[`KernelArgMut`] impls of this
-/// crate, which is what keeps the pointers in it honest.
+/// One recorded argument, 24 bytes: launches carry [`MAX_ARGS`] of them inline, and the
+/// builder moves the launch by value, so every byte here is copied several times per launch.
+/// Built only by the [`KernelArg`]/[`KernelArgMut`] impls of this crate, which is what keeps
+/// the pointers in it honest.
 #[derive(Clone, Copy, Debug)]
 pub struct ArgSlot {
-    /// For a scalar: the value's address (alive for the launch's lifetime).
-    pub(crate) value: *const c_void,
-    /// For a buffer: the device pointer, passed by address like any other parameter.
-    pub(crate) device_ptr: u64,
+    /// A scalar: the value's address (alive for the launch's lifetime). A buffer: the device
+    /// pointer itself, which the kernel receives by address like any other parameter.
+    pub(crate) word: u64,
     /// Bytes the kernel parameter must have: 8 for a buffer, `size_of::<T>()` for a scalar.
     pub(crate) size: u32,
-    /// The Rust type, for messages.
-    pub(crate) ty: &'static str,
-    /// For a buffer: which context it belongs to.
-    pub(crate) buffer: Option<BufferInfo>,
+    /// What kind of argument this is, and for a buffer, how it relates to the launch's stream.
+    pub(crate) kind: SlotKind,
+    /// The Rust type's name, for messages (a function pointer: half the size of a `&str`).
+    pub(crate) ty: fn() -> &'static str,
 }
 
-/// Where a buffer argument lives.
+/// Scalar, or a buffer of the launch's context, or a buffer of another context (with the
+/// device it lives on). Decided when the argument is pushed, where the stream is at hand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct BufferInfo {
-    pub(crate) ctx_key: usize,
-    pub(crate) ordinal: usize,
-    pub(crate) len: usize,
+pub(crate) enum SlotKind {
+    Scalar,
+    Buffer,
+    ForeignBuffer { ordinal: u16 },
+}
+
+fn no_type() -> &'static str {
+    ""
 }
 
 impl ArgSlot {
     pub(crate) const EMPTY: ArgSlot = ArgSlot {
-        value: std::ptr::null(),
-        device_ptr: 0,
+        word: 0,
         size: 0,
-        ty: "",
-        buffer: None,
+        kind: SlotKind::Scalar,
+        ty: no_type,
     };
 
     fn scalar<T>(v: &T) -> Self {
         ArgSlot {
-            value: v as *const T as *const c_void,
-            device_ptr: 0,
+            word: v as *const T as usize as u64,
             size: size_of::<T>() as u32,
-            ty: std::any::type_name::<T>(),
-            buffer: None,
+            kind: SlotKind::Scalar,
+            ty: std::any::type_name::<T>,
         }
     }
 
-    fn buffer<T>(ptr: u64, info: BufferInfo) -> Self {
+    /// How a buffer owned by `owner`'s context relates to a launch on `stream`.
+    fn kind_of(owner: &CudaStream, stream: &CudaStream) -> SlotKind {
+        if owner.context().cu_ctx() == stream.context().cu_ctx() {
+            SlotKind::Buffer
+        } else {
+            SlotKind::ForeignBuffer {
+                ordinal: owner.context().ordinal().min(u16::MAX as usize) as u16,
+            }
+        }
+    }
+
+    fn buffer<T: ?Sized>(ptr: u64, kind: SlotKind) -> Self {
         ArgSlot {
-            value: std::ptr::null(),
-            device_ptr: ptr,
+            word: ptr,
             size: size_of::<u64>() as u32,
-            ty: std::any::type_name::<T>(),
-            buffer: Some(info),
+            kind,
+            ty: std::any::type_name::<T>,
+        }
+    }
+
+    /// The pointer cuLaunchKernel's parameter array holds for this argument. For a buffer it
+    /// points at `self.word`, so the slot must not move until the launch is queued.
+    #[inline]
+    pub(crate) fn param_ptr(&self) -> *mut c_void {
+        match self.kind {
+            SlotKind::Scalar => self.word as usize as *mut c_void,
+            _ => &self.word as *const u64 as *mut c_void,
         }
     }
 }
 
-impl BufferInfo {
-    fn of(len: usize, owner: &CudaStream) -> Self {
-        BufferInfo {
-            ctx_key: owner.context().cu_ctx() as usize,
-            ordinal: owner.context().ordinal(),
-            len,
-        }
+/// cudarc's ordering guard for a buffer argument, kept only when it will do something: like
+/// cudarc's own launch builder, which decides at push time whether the context manages
+/// multi-stream ordering, a guard of a context that does not is dropped (a no-op) at once.
+#[inline]
+fn keep<'a>(stream: &CudaStream, guard: SyncOnDrop<'a>) -> Option<SyncOnDrop<'a>> {
+    if stream.context().is_managing_stream_synchronization() {
+        Some(guard)
+    } else {
+        None
     }
 }
 
@@ -142,7 +168,7 @@ impl<T: DeviceRepr> KernelArg for ByValue<T> {
     #[inline]
     fn slot<'a>(&'a self, _: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let mut s = ArgSlot::scalar(&self.0);
-        s.ty = std::any::type_name::<T>();
+        s.ty = std::any::type_name::<T>;
         (s, None)
     }
 }
@@ -150,29 +176,35 @@ impl<T: DeviceRepr> KernelArg for ByValue<T> {
 impl<T> KernelArg for CudaSlice<T> {
     #[inline]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
+        let kind = ArgSlot::kind_of(self.stream(), stream);
         let (ptr, guard) = self.device_ptr(stream);
-        let info = BufferInfo::of(self.len(), self.stream());
-        (ArgSlot::buffer::<CudaSlice<T>>(ptr, info), Some(guard))
+        (
+            ArgSlot::buffer::<CudaSlice<T>>(ptr, kind),
+            keep(stream, guard),
+        )
     }
 }
 
 impl<T> KernelArg for CudaView<'_, T> {
     #[inline]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
+        let kind = ArgSlot::kind_of(self.stream(), stream);
         let (ptr, guard) = self.device_ptr(stream);
-        let info = BufferInfo::of(self.len(), self.stream());
-        (ArgSlot::buffer::<CudaView<'_, T>>(ptr, info), Some(guard))
+        (
+            ArgSlot::buffer::<CudaView<'_, T>>(ptr, kind),
+            keep(stream, guard),
+        )
     }
 }
 
 impl<T> KernelArg for CudaViewMut<'_, T> {
     #[inline]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
+        let kind = ArgSlot::kind_of(self.stream(), stream);
         let (ptr, guard) = self.device_ptr(stream);
-        let info = BufferInfo::of(self.len(), self.stream());
         (
-            ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, info),
-            Some(guard),
+            ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, kind),
+            keep(stream, guard),
         )
     }
 }
@@ -180,20 +212,23 @@ impl<T> KernelArg for CudaViewMut<'_, T> {
 impl<T> KernelArgMut for CudaSlice<T> {
     #[inline]
     fn slot_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
-        let info = BufferInfo::of(self.len(), self.stream());
+        let kind = ArgSlot::kind_of(self.stream(), stream);
         let (ptr, guard) = self.device_ptr_mut(stream);
-        (ArgSlot::buffer::<CudaSlice<T>>(ptr, info), Some(guard))
+        (
+            ArgSlot::buffer::<CudaSlice<T>>(ptr, kind),
+            keep(stream, guard),
+        )
     }
 }
 
 impl<T> KernelArgMut for CudaViewMut<'_, T> {
     #[inline]
     fn slot_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
-        let info = BufferInfo::of(self.len(), self.stream());
+        let kind = ArgSlot::kind_of(self.stream(), stream);
         let (ptr, guard) = self.device_ptr_mut(stream);
         (
-            ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, info),
-            Some(guard),
+            ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, kind),
+            keep(stream, guard),
         )
     }
 }
@@ -204,10 +239,21 @@ mod tests {
 
     #[test]
     fn scalars_record_their_size_and_type() {
-        let s = ArgSlot::scalar(&3.0f64);
+        assert_eq!(
+            size_of::<ArgSlot>(),
+            24,
+            "keep slots small: launches copy them"
+        );
+        let v = 3.0f64;
+        let s = ArgSlot::scalar(&v);
         assert_eq!(s.size, 8);
-        assert_eq!(s.ty, "f64");
-        assert!(s.buffer.is_none());
+        assert_eq!((s.ty)(), "f64");
+        assert_eq!(s.kind, SlotKind::Scalar);
+        assert_eq!(
+            s.param_ptr() as usize,
+            &v as *const f64 as usize,
+            "points at the value"
+        );
         let a = ArgSlot::scalar(&[1u16; 3]);
         assert_eq!(a.size, 6);
     }

@@ -12,8 +12,8 @@
 //! [`codes::CODES`](crate::driver::codes::CODES)'s `poisons`) are *sticky*: the context can no
 //! longer run anything, and every later call returns the same error. cudacheck marks the context
 //! poisoned at the first one and answers every later call with [`Error::ContextPoisoned`], naming
-//! the first fault and the launch that raised it. [`recover`] resets the context so that a
-//! long-running program can go on.
+//! the first fault and the launch that raised it. [`recover`] attempts a reset; NVIDIA's driver
+//! usually keeps such faults for the life of the process (see [`recover`]).
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +44,7 @@ pub(crate) struct ContextState {
 #[derive(Debug, Clone)]
 struct Poison {
     first_fault: DriverError,
-    launch: Option<LaunchRecord>,
+    launch: Option<Box<LaunchRecord>>,
     suspects: Vec<LaunchRecord>,
 }
 
@@ -101,11 +101,6 @@ impl ContextState {
     #[inline]
     pub(crate) fn is_state_of(&self, ctx: &CudaContext) -> bool {
         self.key == key_of(ctx) && self.is_alive()
-    }
-
-    /// Whether [`recover`] reset this context (its modules died with it).
-    pub(crate) fn was_reset(&self) -> bool {
-        self.reset.load(Ordering::Acquire)
     }
 
     /// `Err(ContextPoisoned)` once a sticky fault was seen in this context.
@@ -174,7 +169,7 @@ impl ContextState {
             if p.is_none() {
                 *p = Some(Poison {
                     first_fault: fault.clone(),
-                    launch: culprit.clone(),
+                    launch: culprit.clone().map(Box::new),
                     suspects: suspects.clone(),
                 });
                 self.poisoned.store(true, Ordering::Release);
@@ -182,7 +177,7 @@ impl ContextState {
         }
         match culprit {
             Some(l) => Error::Fault {
-                kernel: l.kernel.to_string(),
+                kernel: l.kernel,
                 site: l.site,
                 config: l.config,
                 fault,
@@ -256,14 +251,25 @@ pub(crate) fn bind(ctx: &CudaContext) -> Result<(), DriverError> {
         .map_err(|e| DriverError::from_cudarc("cuCtxSetCurrent", e))
 }
 
-/// Resets the stream's context after a sticky fault and returns a fresh stream (the new
-/// context's default stream) on the same device, so that a long-running program can go on.
+/// Tries to reset the stream's context after a sticky fault, and returns a fresh stream (the
+/// new context's default stream) on the same device when the driver allows it.
 ///
 /// For a primary context (what `CudaContext::new` gives) this calls
 /// [`cuDevicePrimaryCtxReset`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html)
 /// and retains the primary context again; for another context it creates a new one (drop the
 /// old one yourself). cudacheck forgets the old context's state: kernels are loaded again on
 /// their next launch (compiled code is cached, so this costs a module load, not a compile).
+///
+/// # Whether it can work
+///
+/// NVIDIA documents the sticky errors (`CUDA_ERROR_ILLEGAL_ADDRESS`, `CUDA_ERROR_ASSERT`,
+/// `CUDA_ERROR_LAUNCH_FAILED`, ...) as leaving *the process* in an inconsistent state: "to
+/// continue using CUDA, the process must be terminated and relaunched". On the drivers tested
+/// (580.x, CUDA 13, H100) that is what happens: after the reset, even a brand-new context
+/// reports the same fault, and this function returns [`Error::Unrecoverable`]. A program that
+/// must survive device faults should run the risky work in a child process. The reset is still
+/// attempted because it is the documented way out for a context whose error is not
+/// process-wide, and it costs nothing once the process is lost.
 ///
 /// # Everything of the old context is invalid
 ///
@@ -275,7 +281,8 @@ pub(crate) fn bind(ctx: &CudaContext) -> Result<(), DriverError> {
 ///
 /// # Errors
 ///
-/// [`Error::DriverNotFound`], or the driver's error if the reset or the new context fails.
+/// [`Error::Unrecoverable`] when the driver still refuses the device after the reset;
+/// [`Error::DriverNotFound`]; or the driver's error if the reset itself fails.
 pub fn recover(stream: &Arc<CudaStream>) -> Result<Arc<CudaStream>, Error> {
     driver::ensure_loaded()?;
     let ctx = stream.context();
@@ -294,11 +301,20 @@ pub fn recover(stream: &Arc<CudaStream>) -> Result<Arc<CudaStream>, Error> {
         // documented contract.
         unsafe { driver::primary_ctx_reset(ctx.cu_device()) }?;
         CudaContext::new(ordinal)
-            .map_err(|e| DriverError::from_cudarc("cuDevicePrimaryCtxRetain", e))?
     } else {
         CudaContext::new_non_primary(ordinal, 0)
-            .map_err(|e| DriverError::from_cudarc("cuCtxCreate", e))?
     };
+    let fresh = fresh.map_err(|e| {
+        let still = DriverError::from_cudarc("cuDevicePrimaryCtxRetain", e);
+        if still.poisons() {
+            Error::Unrecoverable {
+                device: ordinal,
+                still,
+            }
+        } else {
+            Error::Driver(still)
+        }
+    })?;
     Ok(fresh.default_stream())
 }
 

@@ -5,7 +5,6 @@
 //! `source` is the [`LaunchErrorKind`] saying what was wrong; a driver failure is a
 //! [`DriverError`] naming the call, the code, its name and what usually causes it.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
@@ -31,12 +30,12 @@ pub enum Error {
         kernel: String,
         arch: String,
         #[source]
-        source: CompileError,
+        source: Box<CompileError>,
     },
 
     /// NVRTC, which cudacheck compiles kernels with, is not installed or not found.
     #[error(transparent)]
-    NvrtcNotFound(NvrtcNotFound),
+    NvrtcNotFound(Box<NvrtcNotFound>),
 
     /// `libcuda.so.1` could not be loaded: no NVIDIA driver on this machine.
     #[error(
@@ -49,23 +48,33 @@ pub enum Error {
     #[error(transparent)]
     Driver(DriverError),
 
-    /// An earlier fault made the context unusable; every later call in it fails until
-    /// [`recover`](crate::recover) resets it.
+    /// An earlier fault made the context unusable; every later call in it fails.
     #[error(
         "the CUDA context of device {device} is poisoned by an earlier fault, {first_fault}{}; \
-         every later call in this context fails. Call cudacheck::recover(&stream) to reset it \
-         (all buffers of the old context are lost), or restart the process",
+         every later CUDA call on this device in this process fails. The process must be \
+         restarted to use the device again (NVIDIA's driver keeps such faults for the life of \
+         the process); run work that may fault in a child process to survive it",
         culprit_text(.launch, .suspects)
     )]
     ContextPoisoned {
         device: usize,
         first_fault: DriverError,
         /// The launch known to have faulted (found by a synchronizing check right after it).
-        launch: Option<LaunchRecord>,
+        launch: Option<Box<LaunchRecord>>,
         /// When the fault surfaced later: the recent launches that may have caused it, oldest
         /// first.
         suspects: Vec<LaunchRecord>,
     },
+
+    /// [`recover`](crate::recover) reset the context, but the driver still refuses the device:
+    /// the fault outlives any context in this process.
+    #[error(
+        "device {device} cannot be recovered in this process: after resetting its context the \
+         driver still answers {still}. NVIDIA's driver keeps this fault for the life of the \
+         process (\"to continue using CUDA, the process must be terminated and relaunched\"); \
+         restart the process, or run work that may fault in a child process"
+    )]
+    Unrecoverable { device: usize, still: DriverError },
 
     /// An allocation did not fit in the device's memory.
     #[error(
@@ -105,7 +114,8 @@ pub enum Error {
         .config.grid, .config.block, .config.dynamic_shared_bytes
     )]
     Fault {
-        kernel: String,
+        /// The kernel's name (shared with the kernel: no copy).
+        kernel: Arc<str>,
         site: &'static Location<'static>,
         config: LaunchConfig,
         #[source]
@@ -165,6 +175,7 @@ impl Error {
             Error::Driver(d) => Some(d),
             Error::Fault { fault, .. } | Error::AsyncFault { fault, .. } => Some(fault),
             Error::ContextPoisoned { first_fault, .. } => Some(first_fault),
+            Error::Unrecoverable { still, .. } => Some(still),
             Error::Launch(l) => match &l.kind {
                 LaunchErrorKind::Driver { error } => Some(error),
                 _ => None,
@@ -174,30 +185,36 @@ impl Error {
     }
 }
 
-/// A driver call that failed: which call, the `CUresult`, its name and its usual causes.
+/// A driver call that failed: which call, the `CUresult`, its name and (through
+/// [`explanation`](Self::explanation)) its usual causes.
+///
+/// The explanation is looked up from `code` rather than stored, which keeps this (and so
+/// [`Error`]) small enough to return cheaply from users' own functions.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("{call} failed with {name} ({code}): {explanation}")]
+#[error("{call} failed with {name} ({code}): {}", self.explanation())]
 pub struct DriverError {
     /// The driver API function, e.g. `cuLaunchKernel`.
     pub call: &'static str,
     /// The raw `CUresult`.
     pub code: u32,
-    /// `CUDA_ERROR_...`, or `CUresult N` for a code this version does not know.
-    pub name: Cow<'static, str>,
-    /// What usually causes it.
-    pub explanation: &'static str,
+    /// `CUDA_ERROR_...`, or "an unknown CUresult" for a code this version does not know (the
+    /// message shows `code` beside it).
+    pub name: &'static str,
 }
 
 impl DriverError {
     /// The error `code` returned by `call`.
     pub fn new(call: &'static str, code: u32) -> Self {
-        let (name, explanation) = codes::describe(code);
         Self {
             call,
             code,
-            name,
-            explanation,
+            name: codes::describe(code).0,
         }
+    }
+
+    /// What usually causes this error, written for a person.
+    pub fn explanation(&self) -> &'static str {
+        codes::describe(self.code).1
     }
 
     /// From cudarc's error type.
@@ -335,7 +352,7 @@ fn violations_text(v: &[Violation]) -> String {
     }
 }
 
-fn culprit_text(launch: &Option<LaunchRecord>, suspects: &[LaunchRecord]) -> String {
+fn culprit_text(launch: &Option<Box<LaunchRecord>>, suspects: &[LaunchRecord]) -> String {
     match launch {
         Some(l) => format!(" raised by {l}"),
         None if suspects.is_empty() => String::new(),
@@ -412,7 +429,11 @@ mod tests {
              or grid bound check, or a freed/foreign pointer"
         );
         let unknown = DriverError::new("cuLaunchKernel", 77_777);
-        assert_eq!(unknown.name, "CUresult 77777");
+        assert_eq!(unknown.name, "an unknown CUresult");
+        assert!(
+            unknown.to_string().contains("an unknown CUresult (77777)"),
+            "{unknown}"
+        );
         assert!(!unknown.poisons());
     }
 
@@ -421,14 +442,14 @@ mod tests {
         let e = Error::ContextPoisoned {
             device: 0,
             first_fault: DriverError::new("cuStreamSynchronize", 710),
-            launch: Some(record(3)),
+            launch: Some(Box::new(record(3))),
             suspects: vec![],
         };
         let s = e.to_string();
         assert!(s.contains("device 0 is poisoned"), "{s}");
         assert!(s.contains("CUDA_ERROR_ASSERT"), "{s}");
         assert!(s.contains("launch #3 of `saxpy`"), "{s}");
-        assert!(s.contains("cudacheck::recover"), "{s}");
+        assert!(s.contains("must be restarted"), "{s}");
         assert_eq!(e.driver_error().map(|d| d.code), Some(710));
     }
 
@@ -477,6 +498,17 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// Users return `Result<_, Error>` from their own closures and functions; an error larger
+    /// than clippy's `result_large_err` threshold (128 bytes) would warn in their code.
+    #[test]
+    fn error_stays_small() {
+        assert!(
+            std::mem::size_of::<Error>() < 128,
+            "{}",
+            std::mem::size_of::<Error>()
+        );
     }
 
     #[test]

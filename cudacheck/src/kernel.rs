@@ -7,8 +7,8 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use cudacheck_core::cubin::read_cubin;
 use cudacheck_core::limits::ArchLimits;
@@ -175,6 +175,7 @@ impl KernelBuilder {
                 builder: self,
                 compiled: Mutex::new(Vec::new()),
                 loaded: RwLock::new(Vec::new()),
+                last: AtomicPtr::new(std::ptr::null_mut()),
             }),
         }
     }
@@ -192,8 +193,12 @@ struct KernelInner {
     builder: KernelBuilder,
     /// One compiled CUBIN per architecture, shared by every context of that architecture.
     compiled: Mutex<Vec<Arc<Compiled>>>,
-    /// One loaded module per context.
+    /// One loaded module per context. Entries are never removed while the kernel lives, so
+    /// a pointer to one stays valid for the kernel's lifetime (see `last`); entries of dead
+    /// contexts are few (one per context ever used) and inert.
     loaded: RwLock<Vec<Arc<Loaded>>>,
+    /// The entry of the last launch: the hot path checks it with two loads and no lock.
+    last: AtomicPtr<Loaded>,
 }
 
 /// The CUBIN of one kernel for one architecture, with its resources.
@@ -220,14 +225,16 @@ pub(crate) struct Loaded {
     pub(crate) resources: KernelResources,
     /// The kernel's current `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
     opted_in: AtomicU32,
-    memo: Mutex<Memo>,
+    memo: Memo,
+    opt_in_lock: Mutex<()>,
 }
 
 impl Drop for Loaded {
     fn drop(&mut self) {
-        // After a reset the module died with its context; unloading the stale handle could
-        // hit a module of the new context.
-        if self.state.was_reset() {
+        // A destroyed or reset context took its modules with it; unloading the stale handle
+        // could hit a module of a newer context. (A context kept alive by another
+        // `CudaContext` of the same primary context only leaks the module.)
+        if !self.state.is_alive() {
             self.module.forget();
         }
     }
@@ -236,22 +243,52 @@ impl Drop for Loaded {
 /// The last few configurations that passed validation, so repeated launches skip it.
 const MEMO_SIZE: usize = 8;
 
+/// Validated configurations as 64-bit keys in atomics: the hot path reads them without a lock.
+/// Two different configurations sharing a key (odds 2^-64 per pair) would only let the driver,
+/// not cudacheck, reject an invalid one.
 #[derive(Debug, Default)]
 struct Memo {
-    entries: [Option<(LaunchConfig, bool)>; MEMO_SIZE],
-    next: usize,
+    keys: [AtomicU64; MEMO_SIZE],
+    next: AtomicUsize,
 }
 
 impl Memo {
-    fn contains(&self, cfg: &LaunchConfig, opt_in: bool) -> bool {
-        self.entries
-            .iter()
-            .any(|e| matches!(e, Some((c, o)) if c == cfg && *o == opt_in))
+    /// A well-mixed, never-zero key of a configuration and the opt-in choice.
+    fn key(cfg: &LaunchConfig, opt_in: bool) -> u64 {
+        let c = cfg.cluster;
+        let words = [
+            cfg.grid.x,
+            cfg.grid.y,
+            cfg.grid.z,
+            cfg.block.x,
+            cfg.block.y,
+            cfg.block.z,
+            cfg.dynamic_shared_bytes,
+            c.map_or(0, |c| c.x),
+            c.map_or(0, |c| c.y),
+            c.map_or(0, |c| c.z),
+            u32::from(c.is_some()) | u32::from(opt_in) << 1,
+        ];
+        let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+        for w in words {
+            // splitmix64's finalizer on each word folded in: every input bit reaches every
+            // output bit.
+            h = (h ^ u64::from(w)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            h ^= h >> 31;
+            h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+            h ^= h >> 29;
+        }
+        h | 1
     }
 
-    fn insert(&mut self, cfg: LaunchConfig, opt_in: bool) {
-        self.entries[self.next] = Some((cfg, opt_in));
-        self.next = (self.next + 1) % MEMO_SIZE;
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.keys.iter().any(|k| k.load(Ordering::Relaxed) == key)
+    }
+
+    fn insert(&self, key: u64) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % MEMO_SIZE;
+        self.keys[i].store(key, Ordering::Relaxed);
     }
 }
 
@@ -259,10 +296,17 @@ impl Loaded {
     /// Validates `cfg` (memoized) and opts in to the dynamic shared memory it needs.
     #[inline]
     pub(crate) fn prepare(&self, cfg: &LaunchConfig, opt_in: bool) -> Result<(), PrepareError> {
-        let mut memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
-        if memo.contains(cfg, opt_in) {
+        let key = Memo::key(cfg, opt_in);
+        if self.memo.contains(key) {
             return Ok(());
         }
+        self.validate_and_opt_in(cfg, opt_in)?;
+        self.memo.insert(key);
+        Ok(())
+    }
+
+    #[cold]
+    fn validate_and_opt_in(&self, cfg: &LaunchConfig, opt_in: bool) -> Result<(), PrepareError> {
         validate(
             &self.resources,
             cfg,
@@ -273,14 +317,15 @@ impl Loaded {
         )
         .map_err(PrepareError::Invalid)?;
         // A launch may use at most MAX_DYNAMIC_SHARED_SIZE_BYTES of dynamic shared memory; the
-        // default is what fits beside the static part in 48 KiB.
+        // default is what fits beside the static part in 48 KiB. Serialized so that two threads
+        // never lower each other's setting.
+        let _serial = self.opt_in_lock.lock().unwrap_or_else(|p| p.into_inner());
         if cfg.dynamic_shared_bytes > self.opted_in.load(Ordering::Relaxed) {
             driver::set_max_dynamic_shared(&self.function, cfg.dynamic_shared_bytes)
                 .map_err(PrepareError::Driver)?;
             self.opted_in
                 .store(cfg.dynamic_shared_bytes, Ordering::Relaxed);
         }
-        memo.insert(*cfg, opt_in);
         Ok(())
     }
 }
@@ -313,24 +358,12 @@ pub struct LoadedKernelInfo {
     pub compile_log: String,
 }
 
-/// A read guard on the kernel's table of loaded contexts, pointing at one entry.
-pub(crate) struct LoadedGuard<'k> {
-    guard: RwLockReadGuard<'k, Vec<Arc<Loaded>>>,
-    index: usize,
-}
-
-impl std::ops::Deref for LoadedGuard<'_> {
-    type Target = Loaded;
-    #[inline]
-    fn deref(&self) -> &Loaded {
-        &self.guard[self.index]
-    }
-}
-
 impl Kernel {
     /// A kernel `name` (an `extern "C"` symbol, a C++ name such as `ns::f`, or a template
     /// name expression such as `scale<float>`) in `source`. Nothing is compiled until the
     /// first launch on a context.
+    // `Kernel::new(..)...build()` reads as what it makes, like `std::thread::Builder`.
+    #[allow(clippy::new_ret_no_self)]
     pub fn new(source: CudaSource, name: impl Into<String>) -> KernelBuilder {
         KernelBuilder {
             source,
@@ -369,6 +402,7 @@ impl Kernel {
     }
 
     /// Starts a launch of this kernel on `stream`.
+    #[inline]
     pub fn launch<'a>(&'a self, stream: &'a Arc<CudaStream>) -> Launch<'a> {
         Launch::new(self, stream)
     }
@@ -419,12 +453,31 @@ impl Kernel {
     /// The kernel loaded in `ctx`: found under a read lock on the hot path, loaded (and
     /// compiled if needed) the first time.
     #[inline]
-    pub(crate) fn loaded(&self, ctx: &Arc<CudaContext>) -> Result<LoadedGuard<'_>, Error> {
+    pub(crate) fn loaded(&self, ctx: &Arc<CudaContext>) -> Result<&Loaded, Error> {
+        let last = self.inner.last.load(Ordering::Acquire);
+        if !last.is_null() {
+            // SAFETY: `last` points into an `Arc<Loaded>` of `self.inner.loaded`, whose entries
+            // are never removed while the kernel lives (it is only pushed to), and `&self`
+            // keeps the kernel alive for the returned borrow.
+            let l = unsafe { &*last };
+            if l.state.is_state_of(ctx) {
+                return Ok(l);
+            }
+        }
+        self.loaded_slow(ctx)
+    }
+
+    #[cold]
+    fn loaded_slow(&self, ctx: &Arc<CudaContext>) -> Result<&Loaded, Error> {
         loop {
             {
-                let guard = self.inner.loaded.read().unwrap_or_else(|p| p.into_inner());
-                if let Some(index) = guard.iter().position(|l| l.state.is_state_of(ctx)) {
-                    return Ok(LoadedGuard { guard, index });
+                let table = self.inner.loaded.read().unwrap_or_else(|p| p.into_inner());
+                if let Some(l) = table.iter().find(|l| l.state.is_state_of(ctx)) {
+                    let p = Arc::as_ptr(l);
+                    self.inner.last.store(p as *mut Loaded, Ordering::Release);
+                    // SAFETY: as in `loaded`: the entry outlives the table lock because entries
+                    // are never removed while the kernel (borrowed by `&self`) lives.
+                    return Ok(unsafe { &*p });
                 }
             }
             self.load_into(ctx)?;
@@ -453,10 +506,10 @@ impl Kernel {
             opted_in: AtomicU32::new(attrs.max_dynamic_shared_size_bytes),
             attrs,
             resources,
-            memo: Mutex::new(Memo::default()),
+            memo: Memo::default(),
+            opt_in_lock: Mutex::new(()),
         });
         let mut table = self.inner.loaded.write().unwrap_or_else(|p| p.into_inner());
-        table.retain(|l| l.state.is_alive());
         if !table.iter().any(|l| l.state.is_state_of(ctx)) {
             table.push(loaded);
         }
@@ -488,11 +541,11 @@ impl Kernel {
         opts.max_registers = b.max_registers;
         opts.name_expressions = vec![b.name.clone()];
         let out = nvrtc::compile(&b.source, &opts).map_err(|e| match e {
-            CompileError::NvrtcNotFound(n) => Error::NvrtcNotFound(n),
+            CompileError::NvrtcNotFound(n) => Error::NvrtcNotFound(Box::new(n)),
             other => Error::Compile {
                 kernel: b.name.clone(),
                 arch: arch.sm_name(),
-                source: other,
+                source: Box::new(other),
             },
         })?;
         let symbol = out
@@ -653,18 +706,53 @@ mod tests {
 
     #[test]
     fn memo_remembers_the_last_configs() {
-        let mut m = Memo::default();
+        let m = Memo::default();
         let cfg = |g| LaunchConfig::new(cudacheck_core::Dim3::x(g), cudacheck_core::Dim3::x(256));
         for g in 1..=MEMO_SIZE as u32 {
-            m.insert(cfg(g), true);
+            m.insert(Memo::key(&cfg(g), true));
         }
-        assert!(m.contains(&cfg(1), true));
+        assert!(m.contains(Memo::key(&cfg(1), true)));
         assert!(
-            !m.contains(&cfg(1), false),
+            !m.contains(Memo::key(&cfg(1), false)),
             "the opt-in choice is part of the key"
         );
-        m.insert(cfg(100), true);
-        assert!(!m.contains(&cfg(1), true), "the oldest is evicted");
-        assert!(m.contains(&cfg(100), true));
+        m.insert(Memo::key(&cfg(100), true));
+        assert!(
+            !m.contains(Memo::key(&cfg(1), true)),
+            "the oldest is evicted"
+        );
+        assert!(m.contains(Memo::key(&cfg(100), true)));
+    }
+
+    #[test]
+    fn memo_keys_differ_for_nearby_configs() {
+        use cudacheck_core::Dim3;
+        use std::collections::HashSet;
+        let mut configs = HashSet::new();
+        for g in 0..48u32 {
+            for b in [0u32, 1, 2, 32, 64, 256, 1024] {
+                for s in [0u32, 1, 1024] {
+                    for (grid, block) in [
+                        (Dim3::new(g, 1, 1), Dim3::new(b, 1, 1)),
+                        (Dim3::new(1, g, 1), Dim3::new(1, b, 1)),
+                        (Dim3::new(1, 1, g), Dim3::new(b, 1, 1)),
+                    ] {
+                        let mut c = LaunchConfig::new(grid, block);
+                        c.dynamic_shared_bytes = s;
+                        configs.insert((c, true));
+                        configs.insert((c, false));
+                        c.cluster = Some(Dim3::x(1));
+                        configs.insert((c, true));
+                    }
+                }
+            }
+        }
+        let keys: HashSet<u64> = configs.iter().map(|(c, o)| Memo::key(c, *o)).collect();
+        assert!(configs.len() > 5000);
+        assert_eq!(
+            keys.len(),
+            configs.len(),
+            "no two configurations share a key"
+        );
     }
 }

@@ -12,8 +12,7 @@ use cudacheck_core::validate::LaunchConfig;
 use cudacheck_core::Dim3;
 use cudarc::driver::{CudaStream, SyncOnDrop};
 
-use crate::args::{ArgSlot, KernelArg, KernelArgMut, MAX_ARGS};
-use crate::block::Block;
+use crate::args::{ArgSlot, KernelArg, KernelArgMut, SlotKind, MAX_ARGS};
 use crate::context::bind;
 use crate::driver::{self, RawConfig};
 use crate::error::{Error, LaunchError, LaunchErrorKind};
@@ -123,12 +122,6 @@ impl From<Dim3> for Grid {
     }
 }
 
-impl<const X: u32, const Y: u32, const Z: u32> From<Block<X, Y, Z>> for Grid {
-    fn from(b: Block<X, Y, Z>) -> Self {
-        Grid(b.into())
-    }
-}
-
 /// One launch of a [`Kernel`] on a stream. Build it with [`Kernel::launch`], then `.grid()`,
 /// `.block()`, `.arg()`..., and finish with [`run`](Launch::run).
 #[must_use = "a Launch does nothing until .run()"]
@@ -144,12 +137,22 @@ pub struct Launch<'a> {
     failed_requirement: Option<&'static str>,
     nargs: usize,
     args: [ArgSlot; MAX_ARGS],
-    /// cudarc's stream-ordering records for buffer arguments; dropped after the launch is
-    /// queued, which is when cudarc wants them recorded.
-    guards: [Option<SyncOnDrop<'a>>; MAX_ARGS],
+    /// cudarc's stream-ordering records for buffer arguments, kept only when the context
+    /// orders several streams (see `args::keep`); dropped after the launch is queued, which is
+    /// when cudarc wants them recorded. Few slots keep the launch small (the builder moves it
+    /// by value); past them, see `guard_overflow`.
+    guards: [Option<SyncOnDrop<'a>>; GUARDS],
+    nguards: usize,
+    /// More buffers needed ordering than `guards` holds: the extra guards recorded before the
+    /// launch, so the launch synchronizes instead, which orders everything after it.
+    guard_overflow: bool,
 }
 
+/// Ordering guards a launch keeps inline (multi-stream contexts only).
+const GUARDS: usize = 8;
+
 impl<'a> Launch<'a> {
+    #[inline]
     pub(crate) fn new(kernel: &'a Kernel, stream: &'a Arc<CudaStream>) -> Self {
         Launch {
             kernel,
@@ -163,16 +166,20 @@ impl<'a> Launch<'a> {
             failed_requirement: None,
             nargs: 0,
             args: [ArgSlot::EMPTY; MAX_ARGS],
-            guards: [const { None }; MAX_ARGS],
+            guards: [const { None }; GUARDS],
+            nguards: 0,
+            guard_overflow: false,
         }
     }
 
+    #[inline]
     pub fn grid(mut self, g: impl Into<Dim3>) -> Self {
         self.cfg.grid = g.into();
         self.grid_set = true;
         self
     }
 
+    #[inline]
     pub fn block(mut self, b: impl Into<Dim3>) -> Self {
         self.cfg.block = b.into();
         self.block_set = true;
@@ -180,18 +187,21 @@ impl<'a> Launch<'a> {
     }
 
     /// Dynamic (`extern __shared__`) shared memory per block, in bytes.
+    #[inline]
     pub fn shared_bytes(mut self, bytes: u32) -> Self {
         self.cfg.dynamic_shared_bytes = bytes;
         self
     }
 
     /// Blocks per thread block cluster (sm_90 and later).
+    #[inline]
     pub fn cluster(mut self, c: impl Into<Dim3>) -> Self {
         self.cfg.cluster = Some(c.into());
         self
     }
 
     /// Grid, optional block and shared memory in one value (what macro wrappers take).
+    #[inline]
     pub fn dims(mut self, d: impl Into<LaunchDims>) -> Self {
         let d = d.into();
         self = self.grid(d.grid).shared_bytes(d.shared_bytes);
@@ -202,6 +212,7 @@ impl<'a> Launch<'a> {
     }
 
     /// The whole configuration at once.
+    #[inline]
     pub fn config(mut self, cfg: LaunchConfig) -> Self {
         self.cfg = cfg;
         self.grid_set = true;
@@ -210,6 +221,7 @@ impl<'a> Launch<'a> {
     }
 
     /// Overrides the sync mode for this launch (see [`SyncMode`]).
+    #[inline]
     pub fn sync(mut self, mode: SyncMode) -> Self {
         self.sync = mode;
         self
@@ -217,12 +229,14 @@ impl<'a> Launch<'a> {
 
     /// The build profile to fall back on when no sync mode and no `CUDACHECK_SYNC` is given:
     /// macro-generated code passes `cfg!(debug_assertions)` of the user's crate.
+    #[inline]
     pub fn profile_default(mut self, debug: bool) -> Self {
         self.profile_debug = debug;
         self
     }
 
     /// Whether this launch may opt the kernel in to more than 48 KiB of shared memory.
+    #[inline]
     pub fn shared_opt_in(mut self, allow: bool) -> Self {
         self.shared_opt_in = Some(allow);
         self
@@ -230,6 +244,7 @@ impl<'a> Launch<'a> {
 
     /// A `requires(...)` clause: when `holds` is false the launch returns
     /// [`Error::RequirementFailed`] naming `clause`, without launching.
+    #[inline]
     pub fn require(mut self, holds: bool, clause: &'static str) -> Self {
         if !holds && self.failed_requirement.is_none() {
             self.failed_requirement = Some(clause);
@@ -238,6 +253,7 @@ impl<'a> Launch<'a> {
     }
 
     /// Pushes an argument the kernel reads: `&CudaSlice<T>`, `&CudaView<T>`, or a scalar.
+    #[inline]
     pub fn arg<T: KernelArg + ?Sized>(mut self, arg: &'a T) -> Self {
         let (slot, guard) = arg.slot(self.stream);
         self.push(slot, guard);
@@ -245,6 +261,7 @@ impl<'a> Launch<'a> {
     }
 
     /// Pushes a buffer the kernel writes: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
+    #[inline]
     pub fn arg_mut<T: KernelArgMut + ?Sized>(mut self, arg: &'a mut T) -> Self {
         let (slot, guard) = arg.slot_mut(self.stream);
         self.push(slot, guard);
@@ -255,7 +272,15 @@ impl<'a> Launch<'a> {
     fn push(&mut self, slot: ArgSlot, guard: Option<SyncOnDrop<'a>>) {
         if self.nargs < MAX_ARGS {
             self.args[self.nargs] = slot;
-            self.guards[self.nargs] = guard;
+        }
+        if let Some(g) = guard {
+            if self.nguards < GUARDS {
+                self.guards[self.nguards] = Some(g);
+                self.nguards += 1;
+            } else {
+                drop(g);
+                self.guard_overflow = true;
+            }
         }
         // Counted even past capacity, so that the error can say how many were given.
         self.nargs += 1;
@@ -290,8 +315,20 @@ impl<'a> Launch<'a> {
     /// the kernel computes), exactly as cudarc's launch asks. Pointer parameters must be passed
     /// buffers of the element type the kernel expects.
     #[track_caller]
-    pub unsafe fn run(self) -> Result<(), Error> {
+    #[inline]
+    pub unsafe fn run(mut self) -> Result<(), Error> {
         let site = Location::caller();
+        // SAFETY: this function's contract, forwarded.
+        unsafe { self.run_at(site) }
+        // `self` drops here, after the launch is queued: cudarc's ordering guards record then.
+    }
+
+    /// [`run`](Self::run) by reference, so that the launch is not copied once more.
+    ///
+    /// # Safety
+    ///
+    /// As [`run`](Self::run).
+    unsafe fn run_at(&mut self, site: &'static Location<'static>) -> Result<(), Error> {
         if let Some(clause) = self.failed_requirement {
             return Err(Error::RequirementFailed {
                 kernel: self.kernel.name().to_string(),
@@ -335,10 +372,7 @@ impl<'a> Launch<'a> {
         // The parameter array points into `self.args`, which stays put until `run` returns.
         let mut params = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
         for (p, slot) in params.iter_mut().zip(&self.args[..self.nargs]) {
-            *p = match slot.buffer {
-                Some(_) => &slot.device_ptr as *const u64 as *mut c_void,
-                None => slot.value as *mut c_void,
-            };
+            *p = slot.param_ptr();
         }
         let raw = RawConfig {
             grid: self.cfg.grid,
@@ -367,18 +401,16 @@ impl<'a> Launch<'a> {
         }
         let seq = state.record(self.kernel.name_arc(), self.cfg, site);
 
-        let sync = resolve_sync(
-            self.sync,
-            self.kernel.default_sync(),
-            env_sync(),
-            self.profile_debug,
-        );
+        let sync = self.guard_overflow
+            || resolve_sync(
+                self.sync,
+                self.kernel.default_sync(),
+                env_sync(),
+                self.profile_debug,
+            );
         if !sync {
             return Ok(());
         }
-        let state = Arc::clone(state);
-        // Do not hold the kernel's table while the GPU runs.
-        drop(loaded);
         match driver::stream_synchronize(self.stream.cu_stream()) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -406,8 +438,6 @@ impl<'a> Launch<'a> {
                 },
             ));
         }
-        let ctx = self.stream.context();
-        let stream_key = ctx.cu_ctx() as usize;
         for (index, (slot, param)) in self.args[..self.nargs].iter().zip(params).enumerate() {
             if slot.size != param.size {
                 return Err(self.refuse(
@@ -415,23 +445,22 @@ impl<'a> Launch<'a> {
                     LaunchErrorKind::ArgSize {
                         index,
                         given_bytes: slot.size,
-                        given_type: slot.ty,
+                        given_type: (slot.ty)(),
                         expected_bytes: param.size,
                     },
                 ));
             }
-            if let Some(b) = slot.buffer {
-                if b.ctx_key != stream_key {
-                    return Err(self.refuse(
-                        site,
-                        LaunchErrorKind::ForeignBuffer {
-                            index,
-                            buffer_device: b.ordinal,
-                            stream_device: ctx.ordinal(),
-                            same_device: b.ordinal == ctx.ordinal(),
-                        },
-                    ));
-                }
+            if let SlotKind::ForeignBuffer { ordinal } = slot.kind {
+                let stream_device = self.stream.context().ordinal();
+                return Err(self.refuse(
+                    site,
+                    LaunchErrorKind::ForeignBuffer {
+                        index,
+                        buffer_device: ordinal as usize,
+                        stream_device,
+                        same_device: ordinal as usize == stream_device,
+                    },
+                ));
             }
         }
         Ok(())

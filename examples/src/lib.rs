@@ -18,10 +18,14 @@ pub fn stream_or_exit() -> Arc<CudaStream> {
     }
 }
 
-/// `kernels/<file>` of the repository.
+/// `kernels/<file>` of the repository (`CUDACHECK_REPO` names the repository when the example
+/// binary runs away from the checkout it was built in, as on the GPU machine).
 pub fn kernel(file: &str) -> Result<CudaSource, cudacheck::nvrtc::SourceReadError> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    CudaSource::from_file(root.join("..").join("kernels").join(file))
+    let root = match std::env::var_os("CUDACHECK_REPO") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
+    };
+    CudaSource::from_file(root.join("kernels").join(file))
 }
 
 /// The error and its sources, one per line, as a person should see it.

@@ -97,18 +97,6 @@ pub fn run_in_child(test: &str, vars: &[(&str, &str)]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kernels_are_found() {
-        let files = kernel_files();
-        assert!(files.contains(&"saxpy.cu".to_string()), "{files:?}");
-        assert!(kernel_source("saxpy.cu").text.contains("saxpy"));
-    }
-}
-
 /// Whether NVRTC is available; when it is not, prints a line starting `skipped (NVRTC tier): `
 /// and returns `false`, unless `CUDACHECK_REQUIRE_NVRTC=1` (as `scripts/test.sh` and CI set),
 /// where a missing NVRTC is a failure.
@@ -129,5 +117,17 @@ pub fn nvrtc_or_skip() -> bool {
             );
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_are_found() {
+        let files = kernel_files();
+        assert!(files.contains(&"saxpy.cu".to_string()), "{files:?}");
+        assert!(kernel_source("saxpy.cu").text.contains("saxpy"));
     }
 }

@@ -12,6 +12,10 @@
 //! `child_<name>` does the real work and assertions, and returns at once when the variable is
 //! not set (so a normal run does not execute it in-process).
 //!
+//! Child processes are also the only recovery that works on the drivers tested: NVIDIA keeps a
+//! sticky fault for the life of the process, and `cudacheck::recover` reports that as
+//! `Error::Unrecoverable` (its test accepts a working reset too, and then launches on it).
+//!
 //! Every kernel writes into outputs poisoned beforehand (NaN or a sentinel) and is compared
 //! with a CPU reference; every planted mistake asserts the error variant and the words a
 //! person reads.
@@ -726,7 +730,7 @@ fn child_out_of_bounds_debug() {
     else {
         panic!("{}", chain(&e))
     };
-    assert_eq!(kernel, "oob_write");
+    assert_eq!(&**kernel, "oob_write");
     assert_eq!(site.line(), line, "the Rust launch site");
     assert_eq!(fault.name, "CUDA_ERROR_ILLEGAL_ADDRESS");
     let text = chain(&e);
@@ -812,6 +816,10 @@ fn child_out_of_bounds_release() {
 #[test]
 fn gpu_device_assert_poisons_and_recover_works() {
     in_child("child_device_assert_and_recover");
+    // The fault died with the child: this process's context, and the device, work.
+    if let Some(stream) = gpu_or_skip() {
+        fill_and_check(&stream, 13.0);
+    }
 }
 
 #[test]
@@ -825,7 +833,7 @@ fn child_device_assert_and_recover() {
     let Error::Fault { kernel, fault, .. } = &e else {
         panic!("{}", chain(&e))
     };
-    assert_eq!(kernel, "boom");
+    assert_eq!(&**kernel, "boom");
     assert_eq!(fault.name, "CUDA_ERROR_ASSERT");
     assert!(
         chain(&e).contains("device-side assert() failed"),
@@ -847,15 +855,28 @@ fn child_device_assert_and_recover() {
     assert_eq!(launch.as_ref().map(|l| &*l.kernel), Some("boom"));
     let text = e.to_string();
     assert!(text.contains("raised by launch #1 of `boom`"), "{text}");
-    assert!(text.contains("cudacheck::recover"), "{text}");
+    assert!(text.contains("must be restarted"), "{text}");
     // A launch is refused the same way, before reaching the driver.
     let fill = planted("fill");
     let e = unsafe { fill.launch(&stream).grid(1).block(16).arg(&1.0f32).run() }.unwrap_err();
     assert!(matches!(e, Error::ContextPoisoned { .. }), "{}", chain(&e));
 
-    // No buffers of the old context are left; reset and go on.
-    let fresh = cudacheck::recover(&stream).unwrap_or_else(|e| panic!("{}", chain(&e)));
-    assert!(!cudacheck::is_poisoned(&fresh));
-    fill_and_check(&fresh, 11.0);
-    cudacheck::check(&fresh).unwrap();
+    // No buffers of the old context are left: try the reset. NVIDIA documents these faults
+    // as lasting for the process; the drivers tested (580.x) keep them even in a new context.
+    match cudacheck::recover(&stream) {
+        Ok(fresh) => {
+            assert!(!cudacheck::is_poisoned(&fresh));
+            fill_and_check(&fresh, 11.0);
+            cudacheck::check(&fresh).unwrap();
+        }
+        Err(e) => {
+            let Error::Unrecoverable { still, device: 0 } = &e else {
+                panic!("{}", chain(&e))
+            };
+            assert_eq!(still.code, 710);
+            let text = e.to_string();
+            assert!(text.contains("terminated and relaunched"), "{text}");
+            assert!(text.contains("child process"), "{text}");
+        }
+    }
 }

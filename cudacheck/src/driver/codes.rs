@@ -185,13 +185,13 @@ pub fn poisons(code: u32) -> bool {
     lookup(code).is_some_and(|r| r.poisons)
 }
 
-/// Name and explanation for `code`: from the table, or a generic text for codes it lacks (a
-/// newer driver than this table), keeping the raw number in the name.
-pub fn describe(code: u32) -> (std::borrow::Cow<'static, str>, &'static str) {
+/// Name and explanation for `code`: from the table, or generic texts for codes it lacks (a
+/// newer driver than this table); the raw number is always kept beside the name.
+pub fn describe(code: u32) -> (&'static str, &'static str) {
     match lookup(code) {
-        Some(r) => (r.name.into(), r.explanation),
+        Some(r) => (r.name, r.explanation),
         None => (
-            format!("CUresult {code}").into(),
+            "an unknown CUresult",
             "a driver error this version of cudacheck does not know; see cuda.h's cudaError_enum",
         ),
     }
@@ -358,7 +358,7 @@ mod tests {
     #[test]
     fn unknown_codes_keep_their_number() {
         let (name, why) = describe(4242);
-        assert_eq!(name, "CUresult 4242");
+        assert_eq!(name, "an unknown CUresult");
         assert!(why.contains("does not know"));
         let (name, why) = describe(700);
         assert_eq!(name, "CUDA_ERROR_ILLEGAL_ADDRESS");
