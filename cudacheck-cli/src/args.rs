@@ -83,7 +83,10 @@ pub fn parse_dim(s: &str) -> Result<Dim3, String> {
     let mut v = [1u32; 3];
     for (slot, p) in v.iter_mut().zip(&parts) {
         *slot = p.parse().map_err(|_| {
-            format!("`{p}` in `{s}` is not a whole number from 0 to {}", u32::MAX)
+            format!(
+                "`{p}` in `{s}` is not a whole number from 0 to {}",
+                u32::MAX
+            )
         })?;
     }
     Ok(Dim3::from(v))
@@ -106,6 +109,8 @@ mod tests {
         assert!(parse_dim("").unwrap_err().contains("X,Y,Z"));
         assert!(parse_dim("1,2,3,4").unwrap_err().contains("X,Y,Z"));
         assert!(parse_dim("-1").unwrap_err().contains("whole number"));
-        assert!(parse_dim("99999999999").unwrap_err().contains("whole number"));
+        assert!(parse_dim("99999999999")
+            .unwrap_err()
+            .contains("whole number"));
     }
 }

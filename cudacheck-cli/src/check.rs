@@ -9,8 +9,8 @@ use cudacheck::nvrtc::{self, CompileOptions, CudaSource};
 use cudacheck_core::cubin::{parse_ptxas_info, read_cubin};
 use cudacheck_core::limits::ArchLimits;
 use cudacheck_core::validate::{
-    kernel_max_threads, max_threads_for_registers, occupancy, validate, LaunchConfig,
-    Occupancy, ValidateOptions,
+    kernel_max_threads, max_threads_for_registers, occupancy, validate, LaunchConfig, Occupancy,
+    ValidateOptions,
 };
 use cudacheck_core::{Dim3, KernelResources};
 use serde::Serialize;
@@ -84,7 +84,12 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     let mut reports = Vec::with_capacity(files.len());
     for (i, path) in files.iter().enumerate() {
         if progress {
-            eprint!("\r\x1b[2K[{}/{}] compiling {}", i + 1, files.len(), path.display());
+            eprint!(
+                "\r\x1b[2K[{}/{}] compiling {}",
+                i + 1,
+                files.len(),
+                path.display()
+            );
         }
         reports.push(check_file(path, args, &limits, config.as_ref()));
     }

@@ -79,7 +79,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cudacheck-empty-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("notes.txt"), "x").unwrap();
-        let e = collect(&[dir.clone()]).unwrap_err();
+        let e = collect(std::slice::from_ref(&dir)).unwrap_err();
         assert!(e.to_string().contains("no `.cu` files"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -91,7 +91,7 @@ mod tests {
         std::fs::write(dir.join("b.cu"), "").unwrap();
         std::fs::write(dir.join("sub/a.cu"), "").unwrap();
         std::fs::write(dir.join("c.cuh"), "").unwrap();
-        let files = collect(&[dir.clone()]).unwrap();
+        let files = collect(std::slice::from_ref(&dir)).unwrap();
         assert_eq!(files, vec![dir.join("b.cu"), dir.join("sub/a.cu")]);
         std::fs::remove_dir_all(&dir).unwrap();
     }

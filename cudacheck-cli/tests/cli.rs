@@ -5,11 +5,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 /// Whether NVRTC can be found; prints the skip line otherwise (unless CI requires it).
@@ -56,8 +61,14 @@ fn nvrtc_cli_checks_every_kernel_in_kernels_dir_cleanly() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("kernel `matmul_tiled`"), "{out}");
     assert!(out.contains("kernel `scale<float>`"), "{out}");
-    assert!(out.contains("registers        79 per thread"), "nbody: {out}");
-    assert!(out.contains("max block        768 threads (set by its 79 registers per thread)"), "{out}");
+    assert!(
+        out.contains("registers        79 per thread"),
+        "nbody: {out}"
+    );
+    assert!(
+        out.contains("max block        768 threads (set by its 79 registers per thread)"),
+        "{out}"
+    );
     assert!(out.contains("104 B stack frame"), "window_median: {out}");
     assert!(
         out.contains("summary: 11 kernel(s) in 10 file(s) checked for sm_90: 0 with violations, 0 file(s) with errors"),
@@ -70,11 +81,21 @@ fn nvrtc_cli_reports_a_block_too_large_with_limit_and_fix_and_exits_1() {
     if !nvrtc_or_skip() {
         return;
     }
-    let (code, out, _) = cudacheck(&["check", "kernels/saxpy.cu", "--arch", "sm_80", "--block", "2048"]);
+    let (code, out, _) = cudacheck(&[
+        "check",
+        "kernels/saxpy.cu",
+        "--arch",
+        "sm_80",
+        "--block",
+        "2048",
+    ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("2048 threads"), "{out}");
     assert!(out.contains("sm_80 allows at most 1024"), "{out}");
-    assert!(out.contains("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK"), "{out}");
+    assert!(
+        out.contains("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK"),
+        "{out}"
+    );
     assert!(out.contains("1 with violations"), "{out}");
 }
 
@@ -84,10 +105,19 @@ fn nvrtc_cli_reports_launch_bounds_and_register_limits() {
         return;
     }
     // matmul_tiled has __launch_bounds__(256); nbody's 79 registers allow at most 768 threads.
-    let (code, out, _) = cudacheck(&["check", "kernels/matmul.cu", "kernels/nbody.cu", "--block", "1024"]);
+    let (code, out, _) = cudacheck(&[
+        "check",
+        "kernels/matmul.cu",
+        "kernels/nbody.cu",
+        "--block",
+        "1024",
+    ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("__launch_bounds__"), "{out}");
-    assert!(out.contains("79 registers per thread x 1024 threads"), "{out}");
+    assert!(
+        out.contains("79 registers per thread x 1024 threads"),
+        "{out}"
+    );
     assert!(out.contains("2 with violations"), "{out}");
 }
 
@@ -98,13 +128,27 @@ fn nvrtc_cli_zero_and_overflowing_blocks_are_violations_not_crashes() {
     }
     let (code, out, err) = cudacheck(&["check", "kernels/saxpy.cu", "--block", "0"]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.to_lowercase().contains("zero") || out.contains(" 0"), "{out}");
-    let (code, out, err) =
-        cudacheck(&["check", "kernels/saxpy.cu", "--block", "4294967295,4294967295,4294967295"]);
+    assert!(
+        out.to_lowercase().contains("zero") || out.contains(" 0"),
+        "{out}"
+    );
+    let (code, out, err) = cudacheck(&[
+        "check",
+        "kernels/saxpy.cu",
+        "--block",
+        "4294967295,4294967295,4294967295",
+    ]);
     assert_eq!(code, 1, "{out}{err}");
     // x*y*z is computed in 64 bits (and beyond): the message names the real product's size.
     assert!(out.contains("at most 1024"), "{out}");
-    let (code, out, err) = cudacheck(&["check", "kernels/saxpy.cu", "--grid", "1,70000,1", "--block", "256"]);
+    let (code, out, err) = cudacheck(&[
+        "check",
+        "kernels/saxpy.cu",
+        "--grid",
+        "1,70000,1",
+        "--block",
+        "256",
+    ]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("70000") && out.contains("65535"), "{out}");
 }
@@ -116,9 +160,15 @@ fn nvrtc_cli_bad_input_is_a_clear_error_with_exit_2() {
     }
     let (code, _, err) = cudacheck(&["check", "no/such/file.cu"]);
     assert_eq!(code, 2);
-    assert!(err.contains("no/such/file.cu: no such file or directory"), "{err}");
+    assert!(
+        err.contains("no/such/file.cu: no such file or directory"),
+        "{err}"
+    );
 
-    let empty_dir = temp_file("placeholder.txt", b"x").parent().unwrap().to_path_buf();
+    let empty_dir = temp_file("placeholder.txt", b"x")
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let (code, _, err) = cudacheck(&["check", empty_dir.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("no `.cu` files"), "{err}");
@@ -128,19 +178,28 @@ fn nvrtc_cli_bad_input_is_a_clear_error_with_exit_2() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("no kernels"), "{out}");
 
-    let garbage = temp_file("garbage.cu", &[0x7f, b'E', b'L', b'F', 0xff, 0xfe, 0x00, 0x80, 0x81]);
+    let garbage = temp_file(
+        "garbage.cu",
+        &[0x7f, b'E', b'L', b'F', 0xff, 0xfe, 0x00, 0x80, 0x81],
+    );
     let (code, out, _) = cudacheck(&["check", garbage.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("UTF-8"), "{out}");
 
-    let latin1 = temp_file("latin1.cu", b"// caf\xe9\nextern \"C\" __global__ void k() {}\n");
+    let latin1 = temp_file(
+        "latin1.cu",
+        b"// caf\xe9\nextern \"C\" __global__ void k() {}\n",
+    );
     let (code, out, _) = cudacheck(&["check", latin1.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("UTF-8"), "{out}");
 
     let (code, _, err) = cudacheck(&["check", "kernels", "--arch", "sm_35"]);
     assert_eq!(code, 2);
-    assert!(err.contains("sm_70") && err.contains("sm_90"), "lists supported arches: {err}");
+    assert!(
+        err.contains("sm_70") && err.contains("sm_90"),
+        "lists supported arches: {err}"
+    );
     let (code, _, err) = cudacheck(&["check", "kernels", "--arch", "hopper"]);
     assert_eq!(code, 2);
     assert!(err.contains("not an architecture name"), "{err}");
@@ -156,7 +215,10 @@ fn nvrtc_cli_sm_70_is_refused_by_nvrtc_13_with_the_supported_list() {
     }
     let (code, out, _) = cudacheck(&["check", "kernels/saxpy.cu", "--arch", "sm_70"]);
     assert_eq!(code, 2, "{out}");
-    assert!(out.contains("sm_75"), "names what this NVRTC supports: {out}");
+    assert!(
+        out.contains("sm_75"),
+        "names what this NVRTC supports: {out}"
+    );
 }
 
 #[test]
@@ -166,10 +228,19 @@ fn nvrtc_cli_syntax_errors_render_like_rustc() {
     }
     let (code, out, _) = cudacheck(&["check", data("syntax_error.cu").to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
-    assert!(out.contains("error: identifier \"undefined_name\" is undefined"), "{out}");
+    assert!(
+        out.contains("error: identifier \"undefined_name\" is undefined"),
+        "{out}"
+    );
     assert!(out.contains("syntax_error.cu:4:12"), "file:line:col: {out}");
-    assert!(out.contains("4 |     y[i] = undefined_name + 1;"), "source line: {out}");
-    assert!(out.contains("|            ^"), "caret under the name: {out}");
+    assert!(
+        out.contains("4 |     y[i] = undefined_name + 1;"),
+        "source line: {out}"
+    );
+    assert!(
+        out.contains("|            ^"),
+        "caret under the name: {out}"
+    );
 }
 
 #[test]
@@ -179,7 +250,10 @@ fn nvrtc_cli_third_party_style_sources_compile_unchanged() {
     }
     let (code, out, err) = cudacheck(&["check", data("third_party_style.cu").to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("kernel `gelu_half`") && out.contains("kernel `scale_bf16`"), "{out}");
+    assert!(
+        out.contains("kernel `gelu_half`") && out.contains("kernel `scale_bf16`"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -201,7 +275,10 @@ fn nvrtc_cli_defines_and_include_dirs_reach_nvrtc() {
         inc.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("shared (static)  256 B"), "TILE=64 floats: {out}");
+    assert!(
+        out.contains("shared (static)  256 B"),
+        "TILE=64 floats: {out}"
+    );
 }
 
 #[test]
@@ -232,5 +309,8 @@ fn nvrtc_cli_missing_nvrtc_is_explained_not_a_panic() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.contains("CUDACHECK_NVRTC"), "{err}");
-    assert!(err.to_lowercase().contains("pip install nvidia-cuda-nvrtc"), "says how to install: {err}");
+    assert!(
+        err.to_lowercase().contains("pip install nvidia-cuda-nvrtc"),
+        "says how to install: {err}"
+    );
 }
