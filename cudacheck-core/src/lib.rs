@@ -5,7 +5,8 @@
 //! - [`limits`]: the hardware limits of each compute capability;
 //! - [`validate`]: the pure launch validator and occupancy calculator;
 //! - [`cubin`]: reading a kernel's resources out of a CUBIN's `.nv.info` records;
-//! - [`source`]: the CUDA source model (kernels, parameters, types), from a real parser.
+//! - [`source`]: the CUDA source model (kernels, parameters, types), from a real parser;
+//! - [`instrument`]: the bounds-checking source-to-source rewriter.
 //!
 //! Nothing here needs a GPU, NVRTC or the CUDA driver.
 
@@ -20,9 +21,9 @@ pub mod validate;
 
 pub use arch::Arch;
 pub use dim::{Axis, Dim3};
-pub use resources::{KernelResources, ParamSlot};
 pub use limits::{ArchLimits, LimitsOrigin, PortableLimits, PORTABLE};
+pub use resources::{KernelResources, ParamSlot};
+pub use source::{parse_source, CudaType, KernelDecl, Scalar, SourceError, SourceModel};
 pub use validate::{
     occupancy, validate, LaunchConfig, Limiter, Occupancy, ValidateOptions, Violation,
 };
-pub use source::{parse_source, CudaType, KernelDecl, Scalar, SourceError, SourceModel};
