@@ -1,6 +1,8 @@
-//! NVRTC tier: for every kernel in `kernels/`, on every architecture NVRTC 13 can target that
-//! the issue names (sm_75 stands in for sm_70, which CUDA 13 dropped), the resources cudacheck
-//! reads from the CUBIN equal what ptxas itself reports with `-Xptxas -v` for the same compile.
+//! NVRTC tier: for every kernel in `kernels/`, on sm_70, sm_75, sm_80 and sm_90, the resources
+//! cudacheck reads from the CUBIN equal what ptxas itself reports with `-Xptxas -v` for the same
+//! compile. CUDA 13's NVRTC no longer targets sm_70, so that one is compiled by NVRTC 12.9
+//! (`CUDACHECK_NVRTC12`, installed by scripts/setup-cuda.sh) in a child process: NVRTC
+//! discovery is once per process.
 
 use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
 use cudacheck_core::cubin::{parse_ptxas_info, read_cubin};
@@ -19,15 +21,12 @@ fn kernel_files() -> Vec<std::path::PathBuf> {
     files
 }
 
-#[test]
-fn nvrtc_cubin_resources_equal_ptxas_report_for_every_kernel() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+/// Compiles every kernel file for each arch and compares; returns how many kernels it compared.
+fn compare_with_ptxas(arches: &[&str]) -> usize {
     let files = kernel_files();
     assert!(files.len() >= 8, "kernels/ should hold at least 8 kernels");
     let mut compared = 0;
-    for arch in ARCHES {
+    for arch in arches {
         let arch: Arch = arch.parse().unwrap();
         for path in &files {
             let source = CudaSource::from_file(path).unwrap();
@@ -62,8 +61,48 @@ fn nvrtc_cubin_resources_equal_ptxas_report_for_every_kernel() {
             }
         }
     }
+    compared
+}
+
+#[test]
+fn nvrtc_cubin_resources_equal_ptxas_report_for_every_kernel() {
+    if !nvrtc_or_skip() {
+        return;
+    }
     // 11 kernels (scale.cu instantiates two) on 3 arches.
-    assert_eq!(compared, 33, "every kernel on every arch was compared");
+    assert_eq!(compare_with_ptxas(&ARCHES), 33, "every kernel on every arch");
+}
+
+/// Runs in the child process that `nvrtc_sm_70_resources_with_nvrtc_12` starts.
+#[test]
+#[ignore = "run by nvrtc_sm_70_resources_with_nvrtc_12 in a child process with NVRTC 12"]
+fn nvrtc_child_sm_70_resources() {
+    let n = cudacheck::nvrtc::nvrtc().expect("NVRTC 12 loads");
+    assert_eq!(n.version.0, 12, "the child runs NVRTC 12, not {:?}", n.version);
+    assert_eq!(compare_with_ptxas(&["sm_70"]), 11, "every kernel on sm_70");
+}
+
+#[test]
+fn nvrtc_sm_70_resources_with_nvrtc_12() {
+    let Some(lib12) = std::env::var_os("CUDACHECK_NVRTC12") else {
+        if std::env::var("CUDACHECK_REQUIRE_NVRTC").as_deref() == Ok("1") {
+            panic!("CUDACHECK_NVRTC12 is not set; scripts/setup-cuda.sh exports it");
+        }
+        println!("skipped (NVRTC tier): CUDACHECK_NVRTC12 not set; sm_70 needs NVRTC 12");
+        return;
+    };
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "nvrtc_child_sm_70_resources", "--nocapture"])
+        .env("CUDACHECK_NVRTC", lib12)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "the child ran the comparison: {text}");
 }
 
 #[test]

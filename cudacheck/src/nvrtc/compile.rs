@@ -226,7 +226,8 @@ pub enum CompileError {
 
     #[error(
         "NVRTC {nvrtc_version} cannot generate code for {arch}; it supports {}. \
-         Pick one of those, or use an NVRTC that still supports {arch}",
+         Pick one of those, or point CUDACHECK_NVRTC at an NVRTC that still supports {arch} \
+         (CUDA 12.9's targets sm_50 to sm_90: `pip install nvidia-cuda-nvrtc-cu12==12.9.*`)",
         supported.join(", ")
     )]
     UnsupportedArch {
