@@ -215,10 +215,21 @@ fn nvrtc_cli_sm_70_is_refused_by_nvrtc_13_with_the_supported_list() {
     }
     let (code, out, _) = cudacheck(&["check", "kernels/saxpy.cu", "--arch", "sm_70"]);
     assert_eq!(code, 2, "{out}");
-    assert!(
-        out.contains("sm_75"),
-        "names what this NVRTC supports: {out}"
-    );
+    assert!(out.contains("sm_75"), "names what this NVRTC supports: {out}");
+    assert!(out.contains("nvidia-cuda-nvrtc-cu12"), "says where sm_70 is: {out}");
+    // ... and with NVRTC 12 it works (scripts/setup-cuda.sh installs it beside 13).
+    let Some(lib12) = std::env::var_os("CUDACHECK_NVRTC12") else {
+        return;
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_cudacheck"))
+        .args(["check", "kernels/saxpy.cu", "--arch", "sm_70"])
+        .current_dir(repo())
+        .env("CUDACHECK_NVRTC", lib12)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("(NVRTC 12.9)") && text.contains("kernel `saxpy`"), "{text}");
 }
 
 #[test]
