@@ -23,8 +23,31 @@ status=0
   for e in "$bundle"/release/[0-9]*; do echo "-- $e"; "$e" || echo "exit status $?"; done
   echo "== benchmarks"
   for b in "$bundle"/release/bench_*; do
-    echo "-- $b"; "$b" "$out/$(basename "$b").json" || status=1
+    echo "-- $b"; "$b" "$out/$(basename "$b").json" "$out/$(basename "$b").md" || status=1
   done
+  # compute-sanitizer's price, same program and same run: the plain kernels of the instrument
+  # benchmark, once without and once under memcheck (capped at 300 s).
+  if [ -x "$bundle/release/bench_instrument" ]; then
+    sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+    echo "-- compute-sanitizer comparison ($sanitizer)"
+    t0=$(date +%s.%N)
+    "$bundle/release/bench_instrument" --plain-only > "$out/plain-only.log" 2>&1 || status=1
+    t1=$(date +%s.%N)
+    timeout 300 "$sanitizer" --tool memcheck "$bundle/release/bench_instrument" --plain-only \
+      > "$out/memcheck.log" 2>&1
+    rc=$?
+    t2=$(date +%s.%N)
+    python3 - "$t0" "$t1" "$t2" "$rc" > "$out/sanitizer.json" <<'PY'
+import json, sys
+t0, t1, t2, rc = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+plain, memcheck = t1 - t0, t2 - t1
+print(json.dumps({"plain_s": round(plain, 3), "memcheck_s": round(memcheck, 3),
+                  "ratio": round(memcheck / plain, 2), "memcheck_timed_out": rc == 124,
+                  "memcheck_exit": rc}))
+PY
+    cat "$out/sanitizer.json"
+    tail -3 "$out/memcheck.log"
+  fi
   echo "gpu-run status: $status"
 } 2>&1 | tee "$out/gpu-run.log"
 exit "$status"
