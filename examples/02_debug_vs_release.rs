@@ -5,13 +5,17 @@
 //! - `SyncMode::Always` (debug builds, or `CUDACHECK_SYNC=1`): cudacheck waits after each
 //!   launch, so the fault names its launch exactly, with the Rust line that made it.
 //!
+//! - bounds checking (the default for debug builds, `InstrumentMode::On` here): the bad write
+//!   is skipped, the launch returns `Error::OutOfBounds` naming the buffer, index, thread and
+//!   source line, and the context stays usable: the next launch works.
+//!
 //! Each mode runs in a child process: a device fault leaves CUDA unusable for the rest of the
 //! process that raised it.
 //!
 //! `cargo run -p cudacheck-examples --example 02_debug_vs_release`
 
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Kernel, SyncMode};
+use cudacheck::{InstrumentMode, Kernel, SyncMode};
 use cudacheck_examples::{report, stream_or_exit};
 
 const SRC: &str = r#"
@@ -26,11 +30,20 @@ extern "C" __global__ void buggy(float* out, int n) {
 }
 "#;
 
-fn run(mode: SyncMode) -> Result<(), Box<dyn std::error::Error>> {
+fn run(mode: SyncMode, checked: bool) -> Result<(), Box<dyn std::error::Error>> {
     let stream = stream_or_exit();
     let src = CudaSource::from_str("example.cu", SRC);
+    // Without bounds checking the bad write reaches the device and faults there.
+    let instrument = if checked {
+        InstrumentMode::On
+    } else {
+        InstrumentMode::Off
+    };
     let fill = Kernel::new(src.clone(), "fill").sync(mode).build();
-    let buggy = Kernel::new(src, "buggy").sync(mode).build();
+    let buggy = Kernel::new(src, "buggy")
+        .sync(mode)
+        .instrument(instrument)
+        .build();
     let mut out = cudacheck::alloc_zeros::<f32>(&stream, 256)?;
 
     let mut attempt = || -> Result<(), cudacheck::Error> {
@@ -61,10 +74,33 @@ fn run(mode: SyncMode) -> Result<(), Box<dyn std::error::Error>> {
         }
         cudacheck::synchronize(&stream)
     };
-    let result = attempt();
-    match result {
-        Ok(()) => println!("{mode:?}: no fault?"),
-        Err(e) => println!("{mode:?}:\n{}\n", report(&e)),
+    let label = if checked {
+        "bounds-checked".to_string()
+    } else {
+        format!("{mode:?}")
+    };
+    match attempt() {
+        Ok(()) => println!("{label}: no fault?"),
+        Err(e) => println!("{label}:\n{}\n", report(&e)),
+    }
+    if checked {
+        // The write was dropped on the device: the context is healthy and work goes on.
+        // SAFETY: `fill` stays inside `out`.
+        unsafe {
+            fill.launch(&stream)
+                .grid(1)
+                .block(256)
+                .arg_mut(&mut out)
+                .arg(&3.0f32)
+                .arg(&256i32)
+                .run()?;
+        }
+        let host = stream.clone_dtoh(&out)?;
+        assert!(host.iter().all(|&v| v == 3.0));
+        println!(
+            "bounds-checked: the next launch on the same context worked (out[0] = {})\n",
+            host[0]
+        );
     }
     Ok(())
 }
@@ -72,10 +108,11 @@ fn run(mode: SyncMode) -> Result<(), Box<dyn std::error::Error>> {
 /// A device fault poisons the process for CUDA, so each mode runs in its own child process.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::args().nth(1).as_deref() {
-        Some("never") => run(SyncMode::Never),
-        Some("always") => run(SyncMode::Always),
+        Some("never") => run(SyncMode::Never, false),
+        Some("always") => run(SyncMode::Always, false),
+        Some("checked") => run(SyncMode::Always, true),
         _ => {
-            for mode in ["never", "always"] {
+            for mode in ["never", "always", "checked"] {
                 let status = std::process::Command::new(std::env::current_exe()?)
                     .arg(mode)
                     .status()?;

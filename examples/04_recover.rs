@@ -10,7 +10,7 @@
 //! `cargo run -p cudacheck-examples --example 04_recover`
 
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, Kernel, SyncMode};
+use cudacheck::{Error, InstrumentMode, Kernel, SyncMode};
 use cudacheck_examples::{report, stream_or_exit};
 
 const SRC: &str = r#"
@@ -27,8 +27,12 @@ const FAULTED: i32 = 3;
 /// One round of work; `bad` plants a negative value, which trips the kernel's assert.
 fn worker(round: usize, bad: bool) -> Result<(), Box<dyn std::error::Error>> {
     let stream = stream_or_exit();
+    // Plain (not bounds-checked) on purpose: this example is about a fault that does reach the
+    // driver. With bounds checking the assert would come back as Error::DeviceAssert instead,
+    // without poisoning anything.
     let k = Kernel::new(CudaSource::from_str("check.cu", SRC), "check_positive")
         .sync(SyncMode::Always)
+        .instrument(InstrumentMode::Off)
         .build();
     let data: Vec<f32> = (0..1024)
         .map(|i| if bad && i == 500 { -1.0 } else { 1.0 })

@@ -26,8 +26,11 @@ pub struct ArgSlot {
     /// A scalar: the value's address (alive for the launch's lifetime). A buffer: the device
     /// pointer itself, which the kernel receives by address like any other parameter.
     pub(crate) word: u64,
-    /// Bytes the kernel parameter must have: 8 for a buffer, `size_of::<T>()` for a scalar.
-    pub(crate) size: u32,
+    /// A scalar: the bytes the kernel parameter must have (`size_of::<T>()`). A buffer: the low
+    /// 32 bits of its length in elements (its parameter is always 8 bytes; see
+    /// [`param_size`](Self::param_size)). Shared so that the slot stays 24 bytes while still
+    /// carrying the length that bounds-checked launches pass to the kernel.
+    pub(crate) size_or_len: u32,
     /// What kind of argument this is, and for a buffer, how it relates to the launch's stream.
     pub(crate) kind: SlotKind,
     /// The Rust type's name, for messages (a function pointer: half the size of a `&str`).
@@ -39,9 +42,20 @@ pub struct ArgSlot {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SlotKind {
     Scalar,
-    Buffer,
-    ForeignBuffer { ordinal: u16 },
+    /// A buffer of the launch's context; `len_hi` holds bits 32..48 of its length in elements
+    /// (the low bits are in `size_or_len`).
+    Buffer {
+        len_hi: u16,
+    },
+    ForeignBuffer {
+        ordinal: u16,
+    },
 }
+
+/// The longest buffer length a slot records exactly: 2^48 - 1 elements (256 TiB of bytes, far
+/// past any device's memory). Longer lengths are recorded as this, which only makes a bounds
+/// check more lenient.
+pub(crate) const MAX_RECORDED_LEN: u64 = (1 << 48) - 1;
 
 fn no_type() -> &'static str {
     ""
@@ -50,7 +64,7 @@ fn no_type() -> &'static str {
 impl ArgSlot {
     pub(crate) const EMPTY: ArgSlot = ArgSlot {
         word: 0,
-        size: 0,
+        size_or_len: 0,
         kind: SlotKind::Scalar,
         ty: no_type,
     };
@@ -58,29 +72,58 @@ impl ArgSlot {
     fn scalar<T>(v: &T) -> Self {
         ArgSlot {
             word: v as *const T as usize as u64,
-            size: size_of::<T>() as u32,
+            size_or_len: size_of::<T>() as u32,
             kind: SlotKind::Scalar,
             ty: std::any::type_name::<T>,
         }
     }
 
-    /// How a buffer owned by `owner`'s context relates to a launch on `stream`.
-    fn kind_of(owner: &CudaStream, stream: &CudaStream) -> SlotKind {
+    /// How a buffer owned by `owner`'s context, `len` elements long, relates to a launch on
+    /// `stream`.
+    fn kind_of(owner: &CudaStream, stream: &CudaStream, len: usize) -> (SlotKind, u32) {
+        let len = (len as u64).min(MAX_RECORDED_LEN);
         if owner.context().cu_ctx() == stream.context().cu_ctx() {
-            SlotKind::Buffer
+            (
+                SlotKind::Buffer {
+                    len_hi: (len >> 32) as u16,
+                },
+                len as u32,
+            )
         } else {
-            SlotKind::ForeignBuffer {
-                ordinal: owner.context().ordinal().min(u16::MAX as usize) as u16,
-            }
+            (
+                SlotKind::ForeignBuffer {
+                    ordinal: owner.context().ordinal().min(u16::MAX as usize) as u16,
+                },
+                0,
+            )
         }
     }
 
-    fn buffer<T: ?Sized>(ptr: u64, kind: SlotKind) -> Self {
+    fn buffer<T: ?Sized>(ptr: u64, (kind, len_lo): (SlotKind, u32)) -> Self {
         ArgSlot {
             word: ptr,
-            size: size_of::<u64>() as u32,
+            size_or_len: len_lo,
             kind,
             ty: std::any::type_name::<T>,
+        }
+    }
+
+    /// Bytes the kernel parameter must have: `size_of::<T>()` for a scalar, 8 for a buffer.
+    #[inline]
+    pub(crate) fn param_size(&self) -> u32 {
+        match self.kind {
+            SlotKind::Scalar => self.size_or_len,
+            _ => size_of::<u64>() as u32,
+        }
+    }
+
+    /// A buffer of the launch's context: its length in elements of the Rust element type.
+    pub(crate) fn buffer_len(&self) -> Option<u64> {
+        match self.kind {
+            SlotKind::Buffer { len_hi } => {
+                Some(u64::from(len_hi) << 32 | u64::from(self.size_or_len))
+            }
+            _ => None,
         }
     }
 
@@ -176,7 +219,7 @@ impl<T: DeviceRepr> KernelArg for ByValue<T> {
 impl<T> KernelArg for CudaSlice<T> {
     #[inline]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
-        let kind = ArgSlot::kind_of(self.stream(), stream);
+        let kind = ArgSlot::kind_of(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr(stream);
         (
             ArgSlot::buffer::<CudaSlice<T>>(ptr, kind),
@@ -188,7 +231,7 @@ impl<T> KernelArg for CudaSlice<T> {
 impl<T> KernelArg for CudaView<'_, T> {
     #[inline]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
-        let kind = ArgSlot::kind_of(self.stream(), stream);
+        let kind = ArgSlot::kind_of(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr(stream);
         (
             ArgSlot::buffer::<CudaView<'_, T>>(ptr, kind),
@@ -200,7 +243,7 @@ impl<T> KernelArg for CudaView<'_, T> {
 impl<T> KernelArg for CudaViewMut<'_, T> {
     #[inline]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
-        let kind = ArgSlot::kind_of(self.stream(), stream);
+        let kind = ArgSlot::kind_of(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr(stream);
         (
             ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, kind),
@@ -212,7 +255,7 @@ impl<T> KernelArg for CudaViewMut<'_, T> {
 impl<T> KernelArgMut for CudaSlice<T> {
     #[inline]
     fn slot_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
-        let kind = ArgSlot::kind_of(self.stream(), stream);
+        let kind = ArgSlot::kind_of(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr_mut(stream);
         (
             ArgSlot::buffer::<CudaSlice<T>>(ptr, kind),
@@ -224,7 +267,7 @@ impl<T> KernelArgMut for CudaSlice<T> {
 impl<T> KernelArgMut for CudaViewMut<'_, T> {
     #[inline]
     fn slot_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
-        let kind = ArgSlot::kind_of(self.stream(), stream);
+        let kind = ArgSlot::kind_of(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr_mut(stream);
         (
             ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, kind),
@@ -246,7 +289,8 @@ mod tests {
         );
         let v = 3.0f64;
         let s = ArgSlot::scalar(&v);
-        assert_eq!(s.size, 8);
+        assert_eq!(s.param_size(), 8);
+        assert_eq!(s.buffer_len(), None);
         assert_eq!((s.ty)(), "f64");
         assert_eq!(s.kind, SlotKind::Scalar);
         assert_eq!(
@@ -255,6 +299,20 @@ mod tests {
             "points at the value"
         );
         let a = ArgSlot::scalar(&[1u16; 3]);
-        assert_eq!(a.size, 6);
+        assert_eq!(a.param_size(), 6);
+    }
+
+    #[test]
+    fn buffers_record_48_bits_of_length_and_8_parameter_bytes() {
+        let len = (5u64 << 32) + 7;
+        let kind = SlotKind::Buffer {
+            len_hi: (len >> 32) as u16,
+        };
+        let s = ArgSlot::buffer::<u8>(0x1000, (kind, len as u32));
+        assert_eq!(s.param_size(), 8);
+        assert_eq!(s.buffer_len(), Some(len));
+        let foreign = ArgSlot::buffer::<u8>(0x1000, (SlotKind::ForeignBuffer { ordinal: 1 }, 0));
+        assert_eq!(foreign.buffer_len(), None);
+        assert_eq!(foreign.param_size(), 8);
     }
 }

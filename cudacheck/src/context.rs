@@ -39,6 +39,8 @@ pub(crate) struct ContextState {
     ring: Mutex<LaunchRing>,
     /// Set by [`recover`]: the context was reset, every module loaded in it is dead.
     reset: AtomicBool,
+    /// The device memory bounds-checked launches pass their lengths and fault record in.
+    pub(crate) scratch: Mutex<crate::instrument::Scratch>,
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +88,7 @@ pub(crate) fn state_of(ctx: &Arc<CudaContext>) -> Result<Arc<ContextState>, Erro
         poison: Mutex::new(None),
         ring: Mutex::new(LaunchRing::default()),
         reset: AtomicBool::new(false),
+        scratch: Mutex::new(crate::instrument::Scratch::default()),
     });
     reg.push(Arc::clone(&state));
     Ok(state)

@@ -13,6 +13,7 @@ use cudacheck_core::validate::{LaunchConfig, Violation};
 use thiserror::Error;
 
 use crate::driver::codes;
+use crate::instrument::{DeviceAssert, OutOfBounds};
 use crate::nvrtc::{CompileError, NvrtcNotFound};
 
 /// Everything a cudacheck call can fail with.
@@ -145,6 +146,25 @@ pub enum Error {
         kernel: String,
         symbol: String,
         available: Vec<String>,
+    },
+
+    /// A bounds-checked launch accessed a buffer or array out of its bounds (the access was
+    /// dropped: an out-of-bounds read gave 0, a write went nowhere). The context stays usable.
+    #[error(transparent)]
+    OutOfBounds(Box<OutOfBounds>),
+
+    /// A bounds-checked launch failed an `assert(...)` in the kernel (recorded instead of
+    /// trapping, so the context stays usable).
+    #[error(transparent)]
+    DeviceAssert(Box<DeviceAssert>),
+
+    /// The kernel's source could not be instrumented for bounds checking at all.
+    #[error("kernel `{kernel}`: `{file}` could not be instrumented for bounds checking")]
+    Instrument {
+        kernel: String,
+        file: String,
+        #[source]
+        source: Box<cudacheck_core::instrument::InstrumentError>,
     },
 
     /// The CUBIN NVRTC produced could not be read for the kernel's resources.

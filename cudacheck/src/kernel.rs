@@ -81,13 +81,29 @@ impl fmt::Display for ParamSpec {
     }
 }
 
-/// Bounds-checking instrumentation (a later task; stored, not yet acted on).
+/// Whether launches of a kernel are bounds-checked ([`KernelBuilder::instrument`]).
+///
+/// An instrumented launch runs a rewritten copy of the kernel (see
+/// [`cudacheck_core::instrument`]) that checks every access through its pointer parameters and
+/// fixed-size arrays, synchronizes, and returns [`Error::OutOfBounds`] or
+/// [`Error::DeviceAssert`] for the first bad access or failed `assert`, naming the CUDA source
+/// line, instead of letting the kernel corrupt memory or poison the context.
+///
+/// Resolution, first match wins:
+/// 1. the launch's own [`Launch::instrument`](crate::Launch::instrument);
+/// 2. the kernel's mode, [`On`](Self::On) or [`Off`](Self::Off) (from
+///    [`KernelBuilder::instrument`] or the macro's `instrument = true/false`);
+/// 3. the `CUDACHECK_INSTRUMENT` environment variable (`1`/`0`, read once per process);
+/// 4. the build profile: on in debug builds, off in release builds (for macro-declared kernels,
+///    the profile of the crate that declares them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum InstrumentMode {
-    #[default]
+    /// Never bounds-check this kernel's launches (a launch may still ask for it).
     Off,
+    /// Bounds-check every launch of this kernel (unless a launch says otherwise).
     On,
-    /// On in debug builds, off in release builds.
+    /// Defer to `CUDACHECK_INSTRUMENT`, then the build profile.
+    #[default]
     Auto,
 }
 
@@ -147,7 +163,8 @@ impl KernelBuilder {
         self
     }
 
-    /// Bounds-checking instrumentation mode (not yet implemented; recorded only).
+    /// Whether launches are bounds-checked (see [`InstrumentMode`] for the order in which the
+    /// launch, this setting, `CUDACHECK_INSTRUMENT` and the build profile decide).
     pub fn instrument(mut self, mode: InstrumentMode) -> Self {
         self.instrument = mode;
         self
@@ -169,9 +186,16 @@ impl KernelBuilder {
     }
 
     pub fn build(self) -> Kernel {
+        let instrument_default = match self.instrument {
+            InstrumentMode::On => Some(true),
+            InstrumentMode::Off => Some(false),
+            InstrumentMode::Auto => crate::instrument::env_instrument(),
+        };
         Kernel {
             inner: Arc::new(KernelInner {
                 name: self.name.as_str().into(),
+                instrument_default,
+                instrumented: crate::instrument::InstCache::default(),
                 builder: self,
                 compiled: Mutex::new(Vec::new()),
                 loaded: RwLock::new(Vec::new()),
@@ -199,13 +223,19 @@ struct KernelInner {
     loaded: RwLock<Vec<Arc<Loaded>>>,
     /// The entry of the last launch: the hot path checks it with two loads and no lock.
     last: AtomicPtr<Loaded>,
+    /// Whether launches are instrumented when the launch does not say: the builder's mode, or
+    /// for `Auto` the environment; `None` leaves it to the launch's build profile. Resolved once
+    /// here so that a plain launch pays one test for it.
+    instrument_default: Option<bool>,
+    /// The bounds-checked build of the kernel, compiled and loaded apart from the plain one.
+    instrumented: crate::instrument::InstCache,
 }
 
 /// The CUBIN of one kernel for one architecture, with its resources.
 #[derive(Debug)]
 pub(crate) struct Compiled {
     pub(crate) arch: Arch,
-    cubin: Vec<u8>,
+    pub(crate) cubin: Vec<u8>,
     pub(crate) symbol: String,
     pub(crate) resources: KernelResources,
     log: String,
@@ -374,7 +404,7 @@ impl Kernel {
             max_registers: None,
             arch: None,
             params: None,
-            instrument: InstrumentMode::Off,
+            instrument: InstrumentMode::Auto,
             sync: SyncMode::FromEnv,
             shared_opt_in: true,
         }
@@ -386,6 +416,33 @@ impl Kernel {
 
     pub(crate) fn name_arc(&self) -> &Arc<str> {
         &self.inner.name
+    }
+
+    /// See `KernelInner::instrument_default`.
+    #[inline]
+    pub(crate) fn instrument_default(&self) -> Option<bool> {
+        self.inner.instrument_default
+    }
+
+    pub(crate) fn source(&self) -> &CudaSource {
+        &self.inner.builder.source
+    }
+
+    pub(crate) fn inst_cache(&self) -> &crate::instrument::InstCache {
+        &self.inner.instrumented
+    }
+
+    /// What bounds checking covers in this kernel: how many accesses are checked, and which are
+    /// not and why. `Ok(None)` when the instrumenter does not rewrite this kernel (its
+    /// definition comes from a macro, or the parser could not read it): its launches then run
+    /// unchecked even when instrumentation is on. Needs no GPU and no NVRTC.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Instrument`] when the source cannot be instrumented at all (a NUL byte, or the
+    /// parser gave up on the file).
+    pub fn coverage(&self) -> Result<Option<crate::instrument::Coverage>, Error> {
+        crate::instrument::coverage(self)
     }
 
     pub(crate) fn default_sync(&self) -> SyncMode {
@@ -488,8 +545,27 @@ impl Kernel {
     fn load_into(&self, ctx: &Arc<CudaContext>) -> Result<(), Error> {
         let state = state_of(ctx)?;
         state.check_health()?;
-        let arch = self.inner.builder.arch.unwrap_or(state.device.arch);
+        let arch = self.target_arch(&state);
         let compiled = self.compiled_for(arch)?;
+        let loaded = Self::load_compiled(ctx, state, compiled)?;
+        let mut table = self.inner.loaded.write().unwrap_or_else(|p| p.into_inner());
+        if !table.iter().any(|l| l.state.is_state_of(ctx)) {
+            table.push(loaded);
+        }
+        Ok(())
+    }
+
+    /// The architecture to compile for on the context of `state`.
+    pub(crate) fn target_arch(&self, state: &ContextState) -> Arch {
+        self.inner.builder.arch.unwrap_or(state.device.arch)
+    }
+
+    /// Loads `compiled` into `ctx` (whose state is `state`).
+    pub(crate) fn load_compiled(
+        ctx: &Arc<CudaContext>,
+        state: Arc<ContextState>,
+        compiled: Arc<Compiled>,
+    ) -> Result<Arc<Loaded>, Error> {
         bind(ctx)?;
         let module = driver::Module::load_cubin(&compiled.cubin)?;
         let function = module.function(&compiled.symbol)?;
@@ -509,11 +585,7 @@ impl Kernel {
             memo: Memo::default(),
             opt_in_lock: Mutex::new(()),
         });
-        let mut table = self.inner.loaded.write().unwrap_or_else(|p| p.into_inner());
-        if !table.iter().any(|l| l.state.is_state_of(ctx)) {
-            table.push(loaded);
-        }
-        Ok(())
+        Ok(loaded)
     }
 
     /// The CUBIN for `arch`, compiled on first use.
@@ -527,12 +599,20 @@ impl Kernel {
         if let Some(c) = cache.iter().find(|c| c.arch == arch) {
             return Ok(Arc::clone(c));
         }
-        let c = Arc::new(self.compile(arch)?);
+        let c = Arc::new(self.compile(&self.inner.builder.source, arch, 0)?);
         cache.push(Arc::clone(&c));
         Ok(c)
     }
 
-    fn compile(&self, arch: Arch) -> Result<Compiled, Error> {
+    /// Compiles `source` (the kernel's own, or its instrumented rewrite) with the kernel's
+    /// options for `arch`. `hidden` parameters trail the user's in the compiled kernel and are
+    /// left out of the signature check.
+    pub(crate) fn compile(
+        &self,
+        source: &CudaSource,
+        arch: Arch,
+        hidden: usize,
+    ) -> Result<Compiled, Error> {
         let b = &self.inner.builder;
         let mut opts = CompileOptions::new(arch);
         opts.include_dirs = b.include_dirs.clone();
@@ -540,7 +620,7 @@ impl Kernel {
         opts.extra_options = b.options.clone();
         opts.max_registers = b.max_registers;
         opts.name_expressions = vec![b.name.clone()];
-        let out = nvrtc::compile(&b.source, &opts).map_err(|e| match e {
+        let out = nvrtc::compile(source, &opts).map_err(|e| match e {
             CompileError::NvrtcNotFound(n) => Error::NvrtcNotFound(Box::new(n)),
             other => Error::Compile {
                 kernel: b.name.clone(),
@@ -566,7 +646,14 @@ impl Kernel {
             });
         };
         if let Some(params) = b.params {
-            check_signature(&b.name, params, &resources)?;
+            if hidden == 0 {
+                check_signature(&b.name, params, &resources)?;
+            } else {
+                let mut user = resources.clone();
+                let n = user.params.len().saturating_sub(hidden);
+                user.params.truncate(n);
+                check_signature(&b.name, params, &user)?;
+            }
         }
         Ok(Compiled {
             arch,

@@ -10,12 +10,12 @@ use std::sync::{Arc, OnceLock};
 
 use cudacheck_core::validate::LaunchConfig;
 use cudacheck_core::Dim3;
-use cudarc::driver::{CudaStream, SyncOnDrop};
+use cudarc::driver::{CudaEvent, CudaStream, SyncOnDrop};
 
 use crate::args::{ArgSlot, KernelArg, KernelArgMut, SlotKind, MAX_ARGS};
 use crate::context::bind;
 use crate::driver::{self, RawConfig};
-use crate::error::{Error, LaunchError, LaunchErrorKind};
+use crate::error::{DriverError, Error, LaunchError, LaunchErrorKind};
 use crate::kernel::{Kernel, PrepareError};
 
 /// Whether a launch waits for the kernel and checks for faults right after launching.
@@ -42,7 +42,9 @@ fn env_sync() -> Option<bool> {
     *ENV.get_or_init(|| parse_sync(std::env::var("CUDACHECK_SYNC").ok().as_deref()))
 }
 
-fn parse_sync(v: Option<&str>) -> Option<bool> {
+/// A yes/no environment value: `Some(true)` for 1/true/yes/always/on, `Some(false)` for
+/// 0/false/no/never/off, `None` otherwise.
+pub(crate) fn parse_sync(v: Option<&str>) -> Option<bool> {
     match v?.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "always" | "on" => Some(true),
         "0" | "false" | "no" | "never" | "off" => Some(false),
@@ -126,17 +128,21 @@ impl From<Dim3> for Grid {
 /// `.block()`, `.arg()`..., and finish with [`run`](Launch::run).
 #[must_use = "a Launch does nothing until .run()"]
 pub struct Launch<'a> {
-    kernel: &'a Kernel,
-    stream: &'a Arc<CudaStream>,
-    cfg: LaunchConfig,
+    pub(crate) kernel: &'a Kernel,
+    pub(crate) stream: &'a Arc<CudaStream>,
+    pub(crate) cfg: LaunchConfig,
     grid_set: bool,
     block_set: bool,
     sync: SyncMode,
     profile_debug: bool,
-    shared_opt_in: Option<bool>,
+    /// [`Launch::instrument`]: `None` leaves it to the kernel, the environment, the profile.
+    instrument: Option<bool>,
+    /// [`Launch::kernel_events`].
+    pub(crate) events: Option<(&'a CudaEvent, &'a CudaEvent)>,
+    pub(crate) shared_opt_in: Option<bool>,
     failed_requirement: Option<&'static str>,
-    nargs: usize,
-    args: [ArgSlot; MAX_ARGS],
+    pub(crate) nargs: usize,
+    pub(crate) args: [ArgSlot; MAX_ARGS],
     /// cudarc's stream-ordering records for buffer arguments, kept only when the context
     /// orders several streams (see `args::keep`); dropped after the launch is queued, which is
     /// when cudarc wants them recorded. Few slots keep the launch small (the builder moves it
@@ -162,6 +168,8 @@ impl<'a> Launch<'a> {
             block_set: false,
             sync: SyncMode::FromEnv,
             profile_debug: cfg!(debug_assertions),
+            instrument: None,
+            events: None,
             shared_opt_in: None,
             failed_requirement: None,
             nargs: 0,
@@ -227,8 +235,34 @@ impl<'a> Launch<'a> {
         self
     }
 
-    /// The build profile to fall back on when no sync mode and no `CUDACHECK_SYNC` is given:
-    /// macro-generated code passes `cfg!(debug_assertions)` of the user's crate.
+    /// Whether this launch is bounds-checked, over the kernel's [`InstrumentMode`], the
+    /// `CUDACHECK_INSTRUMENT` variable and the build profile.
+    ///
+    /// A bounds-checked launch runs the kernel's instrumented build, always synchronizes (the
+    /// fault record must be read), and returns [`Error::OutOfBounds`] or [`Error::DeviceAssert`]
+    /// for the first bad access or failed `assert`; the context stays usable. A kernel the
+    /// instrumenter does not rewrite (see [`Kernel::coverage`]) launches unchecked.
+    ///
+    /// [`InstrumentMode`]: crate::InstrumentMode
+    #[inline]
+    pub fn instrument(mut self, on: bool) -> Self {
+        self.instrument = Some(on);
+        self
+    }
+
+    /// Records `start` on the stream just before the kernel is queued and `end` just after, so
+    /// that `start.elapsed_ms(&end)` times the kernel alone: without a bounds-checked launch's
+    /// upload, synchronization and readback. Both events must belong to the stream's context
+    /// and be created with timing enabled.
+    #[inline]
+    pub fn kernel_events(mut self, start: &'a CudaEvent, end: &'a CudaEvent) -> Self {
+        self.events = Some((start, end));
+        self
+    }
+
+    /// The build profile to fall back on when no sync mode and no `CUDACHECK_SYNC` is given
+    /// (and, likewise, no instrumentation setting and no `CUDACHECK_INSTRUMENT`): macro-generated
+    /// code passes `cfg!(debug_assertions)` of the user's crate.
     #[inline]
     pub fn profile_default(mut self, debug: bool) -> Self {
         self.profile_debug = debug;
@@ -286,7 +320,7 @@ impl<'a> Launch<'a> {
         self.nargs += 1;
     }
 
-    fn refuse(&self, site: &'static Location<'static>, kind: LaunchErrorKind) -> Error {
+    pub(crate) fn refuse(&self, site: &'static Location<'static>, kind: LaunchErrorKind) -> Error {
         LaunchError {
             kernel: self.kernel.name().to_string(),
             site,
@@ -306,7 +340,8 @@ impl<'a> Launch<'a> {
     /// driver's refusal; the context stays healthy), [`Error::Fault`] (a fault seen by the
     /// synchronizing check), [`Error::AsyncFault`] (an earlier launch's fault surfacing now),
     /// [`Error::ContextPoisoned`], and the compile/load errors of [`Kernel::load`] on the first
-    /// launch in a context.
+    /// launch in a context. A bounds-checked launch (see [`Launch::instrument`]) also returns
+    /// [`Error::OutOfBounds`] and [`Error::DeviceAssert`].
     ///
     /// # Safety
     ///
@@ -349,6 +384,56 @@ impl<'a> Launch<'a> {
                 },
             ));
         }
+        // One test keeps bounds checking and kernel timing off the plain path.
+        if self.events.is_some() || self.instrumented() {
+            // SAFETY: this function's contract, forwarded.
+            return unsafe { self.run_slow(site) };
+        }
+        // SAFETY: this function's contract, forwarded.
+        unsafe { self.run_plain(site, None) }
+    }
+
+    /// Whether this launch is bounds-checked: the launch, then the kernel's mode or the
+    /// environment (resolved when the kernel was built), then the profile.
+    #[inline]
+    fn instrumented(&self) -> bool {
+        match self.instrument {
+            Some(on) => on,
+            None => match self.kernel.instrument_default() {
+                Some(on) => on,
+                None => self.profile_debug,
+            },
+        }
+    }
+
+    /// A bounds-checked launch, or a timed plain one.
+    ///
+    /// # Safety
+    ///
+    /// As [`run`](Self::run).
+    #[cold]
+    unsafe fn run_slow(&mut self, site: &'static Location<'static>) -> Result<(), Error> {
+        if self.instrumented() {
+            // SAFETY: this function's contract, forwarded.
+            unsafe { crate::instrument::run_checked(self, site) }
+        } else {
+            let events = self.events;
+            // SAFETY: this function's contract, forwarded.
+            unsafe { self.run_plain(site, events) }
+        }
+    }
+
+    /// The launch of the kernel as written: validate, check arguments, launch, maybe wait.
+    ///
+    /// # Safety
+    ///
+    /// As [`run`](Self::run).
+    #[inline(always)]
+    pub(crate) unsafe fn run_plain(
+        &mut self,
+        site: &'static Location<'static>,
+        events: Option<(&CudaEvent, &CudaEvent)>,
+    ) -> Result<(), Error> {
         let ctx = self.stream.context();
         let loaded = self.kernel.loaded(ctx)?;
         let state = &loaded.state;
@@ -380,6 +465,9 @@ impl<'a> Launch<'a> {
             shared_bytes: self.cfg.dynamic_shared_bytes,
             cluster: self.cfg.cluster,
         };
+        if let Some((start, _)) = events {
+            record_event(start, self.stream)?;
+        }
         // SAFETY: the function belongs to a module loaded in this stream's context (the
         // loaded entry is this context's), which `bind` made current; there is one pointer per
         // parameter (count checked), each to a live value of the parameter's size (sizes
@@ -398,6 +486,9 @@ impl<'a> Launch<'a> {
                 return Err(state.fault(error, site, None));
             }
             return Err(self.refuse(site, LaunchErrorKind::Driver { error }));
+        }
+        if let Some((_, end)) = events {
+            record_event(end, self.stream)?;
         }
         let seq = state.record(self.kernel.name_arc(), self.cfg, site);
 
@@ -423,7 +514,7 @@ impl<'a> Launch<'a> {
     /// Argument count and sizes against the CUBIN's parameter table, and buffers against the
     /// stream's context.
     #[inline]
-    fn check_args(
+    pub(crate) fn check_args(
         &self,
         params: &[cudacheck_core::ParamSlot],
         site: &'static Location<'static>,
@@ -439,12 +530,12 @@ impl<'a> Launch<'a> {
             ));
         }
         for (index, (slot, param)) in self.args[..self.nargs].iter().zip(params).enumerate() {
-            if slot.size != param.size {
+            if slot.param_size() != param.size {
                 return Err(self.refuse(
                     site,
                     LaunchErrorKind::ArgSize {
                         index,
-                        given_bytes: slot.size,
+                        given_bytes: slot.param_size(),
                         given_type: (slot.ty)(),
                         expected_bytes: param.size,
                     },
@@ -479,6 +570,13 @@ impl<'a> Launch<'a> {
             None => format!("{n} in the compiled kernel"),
         }
     }
+}
+
+/// `cuEventRecord` of `event` on `stream`.
+pub(crate) fn record_event(event: &CudaEvent, stream: &CudaStream) -> Result<(), Error> {
+    event
+        .record(stream)
+        .map_err(|e| Error::Driver(DriverError::from_cudarc("cuEventRecord", e)))
 }
 
 #[cfg(test)]

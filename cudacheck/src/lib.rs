@@ -36,6 +36,7 @@ mod block;
 mod context;
 mod driver;
 mod error;
+mod instrument;
 mod kernel;
 mod launch;
 mod offline;
@@ -56,6 +57,7 @@ pub use context::{
 pub use driver::codes;
 pub use driver::FunctionAttributes;
 pub use error::{DriverError, Error, LaunchError, LaunchErrorKind, LaunchRecord};
+pub use instrument::{Coverage, DeviceAssert, OutOfBounds};
 pub use kernel::{InstrumentMode, Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
 pub use launch::{Grid, Launch, LaunchDims, SyncMode};
 pub use offline::OfflineCheck;

@@ -27,7 +27,7 @@ use cudacheck::core::validate::{occupancy, Violation};
 use cudacheck::core::Axis;
 use cudacheck::cudarc::driver::{CudaContext, CudaStream};
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, Kernel, LaunchErrorKind, SyncMode};
+use cudacheck::{Error, InstrumentMode, Kernel, LaunchErrorKind, SyncMode};
 use cudacheck_tests::{gpu_or_skip, kernel_files, kernel_source, run_in_child};
 
 const CHILD_VAR: &str = "CUDACHECK_GPU_CHILD";
@@ -61,8 +61,12 @@ extern "C" __global__ void boom(int x) {
 }
 "#;
 
+// These tests are about plain launches (faults that reach the driver, exact resources), so
+// bounds checking, on by default in debug builds, is turned off (tests/tests/gpu_instrument.rs
+// covers it).
 fn planted(name: &str) -> Kernel {
     Kernel::new(CudaSource::from_str("planted.cu", PLANTED), name)
+        .instrument(InstrumentMode::Off)
         .sync(SyncMode::Always)
         .build()
 }
@@ -264,7 +268,9 @@ fn gpu_2048_threads_per_block() {
 #[test]
 fn gpu_registers_times_threads_too_many() {
     let Some(stream) = gpu_or_skip() else { return };
-    let nbody = Kernel::new(kernel_source("nbody.cu"), "nbody_accel").build();
+    let nbody = Kernel::new(kernel_source("nbody.cu"), "nbody_accel")
+        .instrument(InstrumentMode::Off)
+        .build();
     let info = nbody.load(&stream).unwrap();
     let regs = info.attributes.num_regs;
     let n = 1024usize;
@@ -764,9 +770,11 @@ fn child_out_of_bounds_release() {
     }
     let stream = gpu_or_skip().expect("the parent checked for a GPU");
     let fill = Kernel::new(CudaSource::from_str("planted.cu", PLANTED), "fill")
+        .instrument(InstrumentMode::Off)
         .sync(SyncMode::Never)
         .build();
     let oob = Kernel::new(CudaSource::from_str("planted.cu", PLANTED), "oob_write")
+        .instrument(InstrumentMode::Off)
         .sync(SyncMode::Never)
         .build();
     let mut out = cudacheck::alloc_zeros::<f32>(&stream, 256).unwrap();

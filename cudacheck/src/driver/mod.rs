@@ -478,6 +478,60 @@ pub fn mem_get_info() -> Result<(u64, u64), DriverError> {
     Ok((free as u64, total as u64))
 }
 
+/// `cuMemAlloc` in the current context: the address of `bytes` bytes of device memory, as a
+/// plain number, so that holding it keeps no context alive (bounds checking keeps one such
+/// block per context; it goes with its context).
+pub fn mem_alloc(bytes: usize) -> Result<u64, DriverError> {
+    let mut ptr: sys::CUdeviceptr = 0;
+    // SAFETY: `ptr` is a valid out-pointer; a context is current (the caller bound one).
+    check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+    Ok(ptr)
+}
+
+/// `cuMemFree`.
+///
+/// # Safety
+///
+/// `ptr` came from [`mem_alloc`] in the current context, is not freed yet, and no queued work
+/// uses it any more.
+pub unsafe fn mem_free(ptr: u64) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract.
+    check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr) })
+}
+
+/// `cuMemcpyHtoDAsync` of `src` to device address `dst` on `stream`. From pageable memory the
+/// driver copies `src` out before returning, so `src` may be reused at once.
+///
+/// # Safety
+///
+/// `dst` is device memory of the stream's context, current on this thread, with at least
+/// `src.len()` bytes that no running kernel uses.
+pub unsafe fn memcpy_htod_async(dst: u64, src: &[u8], stream: CUstream) -> Result<(), DriverError> {
+    // SAFETY: `src` is a live slice for the call; the rest is the caller's contract.
+    check("cuMemcpyHtoDAsync", unsafe {
+        sys::cuMemcpyHtoDAsync_v2(dst, src.as_ptr().cast(), src.len(), stream)
+    })
+}
+
+/// `cuMemcpyDtoHAsync` of `dst.len()` bytes at device address `src` into `dst`. To pageable
+/// memory the call returns only once the copy is done, so `dst` holds the bytes on `Ok`.
+///
+/// # Safety
+///
+/// `src` is device memory of the stream's context, current on this thread, with at least
+/// `dst.len()` bytes.
+pub unsafe fn memcpy_dtoh_async(
+    dst: &mut [u8],
+    src: u64,
+    stream: CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: `dst` is a live, exclusively borrowed slice for the call; the rest is the
+    // caller's contract.
+    check("cuMemcpyDtoHAsync", unsafe {
+        sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src, dst.len(), stream)
+    })
+}
+
 /// `cuDevicePrimaryCtxReset`: destroys every allocation, module and stream of the device's
 /// primary context in this process and clears its sticky error.
 ///

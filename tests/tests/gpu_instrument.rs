@@ -1,0 +1,923 @@
+//! GPU tier: bounds-checked launches on a real device.
+//!
+//! - Differential: every kernel of `kernels/`, bounds-checked and plain, on the same fresh
+//!   random inputs (the seed is printed), into outputs poisoned before each launch: the outputs
+//!   must be bit-identical.
+//! - Planted bugs (`tests/cuda/planted/bugs.cu`): each returns `Error::OutOfBounds` or
+//!   `Error::DeviceAssert` naming the exact buffer, index, length, thread and line, and the next
+//!   launch on the same context works.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use cudacheck::core::instrument::FaultKind;
+use cudacheck::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
+use cudacheck::nvrtc::CudaSource;
+use cudacheck::{Error, InstrumentMode, Kernel, SyncMode};
+use cudacheck_tests::{gpu_or_skip, kernel_files, kernel_source, repo_root};
+
+// ---- a small PRNG ----------------------------------------------------------------------------
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn from_time() -> Self {
+        let seed = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0x9e37_79b9, |d| d.as_nanos() as u64)
+            | 1;
+        println!("differential seed: {seed:#x}");
+        XorShift(seed)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [-1, 1).
+    fn f32(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+    fn floats(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.f32()).collect()
+    }
+}
+
+fn up<T: DeviceRepr + Clone>(s: &Arc<CudaStream>, v: &[T]) -> CudaSlice<T> {
+    cudacheck::alloc_copy(s, v).unwrap()
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn div(a: usize, b: usize) -> u32 {
+    a.div_ceil(b) as u32
+}
+
+/// Runs `launch(on)` for on = false (plain) and true (bounds-checked) and compares the bits.
+fn same_bits(name: &str, mut launch: impl FnMut(bool) -> Vec<u32>) {
+    let plain = launch(false);
+    let checked = launch(true);
+    assert_eq!(plain.len(), checked.len(), "{name}");
+    let diff = plain.iter().zip(&checked).position(|(a, b)| a != b);
+    assert!(
+        diff.is_none(),
+        "{name}: element {diff:?} differs between plain and bounds-checked launches"
+    );
+    // The kernel really wrote: a poisoned output would compare equal too.
+    assert!(
+        plain
+            .iter()
+            .any(|&b| b != f32::NAN.to_bits() && b != u32::MAX),
+        "{name}: nothing written"
+    );
+}
+
+fn k(file: &str, name: &str) -> Kernel {
+    Kernel::new(kernel_source(file), name)
+        .sync(SyncMode::Always)
+        .build()
+}
+
+#[test]
+fn gpu_differential_every_kernel_is_bit_identical_instrumented() {
+    let Some(s) = gpu_or_skip() else { return };
+    let mut rng = XorShift::from_time();
+    let covered = [
+        "histogram.cu",
+        "matmul.cu",
+        "nbody.cu",
+        "reduce.cu",
+        "saxpy.cu",
+        "scale.cu",
+        "softmax.cu",
+        "stencil2d.cu",
+        "transpose.cu",
+        "window_median.cu",
+    ];
+    for f in kernel_files() {
+        assert!(
+            covered.contains(&f.as_str()),
+            "kernels/{f} has no differential launch"
+        );
+    }
+    let nan = f32::NAN;
+
+    // saxpy: y is read and written; both runs start from the same y.
+    let n = 100_003;
+    let (x, y0) = (rng.floats(n), rng.floats(n));
+    let kern = k("saxpy.cu", "saxpy");
+    same_bits("saxpy", |on| {
+        let xd = up(&s, &x);
+        let mut y = up(&s, &y0);
+        unsafe {
+            kern.launch(&s)
+                .grid(div(n, 256))
+                .block(256)
+                .instrument(on)
+                .arg_mut(&mut y)
+                .arg(&xd)
+                .arg(&1.5f32)
+                .arg(&(n as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&y).unwrap())
+    });
+
+    // scale<float> and scale<__half>
+    let kern = k("scale.cu", "scale<float>");
+    same_bits("scale<float>", |on| {
+        let xd = up(&s, &x);
+        let mut out = up(&s, &vec![nan; n]);
+        unsafe {
+            kern.launch(&s)
+                .grid(div(n, 256))
+                .block(256)
+                .instrument(on)
+                .arg_mut(&mut out)
+                .arg(&xd)
+                .arg(&0.75f32)
+                .arg(&(n as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+    let xh: Vec<half::f16> = x.iter().map(|&v| half::f16::from_f32(v)).collect();
+    let kern = k("scale.cu", "scale<__half>");
+    same_bits("scale<__half>", |on| {
+        let xd = up(&s, &xh);
+        let mut out = up(&s, &vec![half::f16::NAN; n]);
+        unsafe {
+            kern.launch(&s)
+                .grid(div(n, 256))
+                .block(256)
+                .instrument(on)
+                .arg_mut(&mut out)
+                .arg(&xd)
+                .arg(&0.75f32)
+                .arg(&(n as i32))
+                .run()
+        }
+        .unwrap();
+        s.clone_dtoh(&out)
+            .unwrap()
+            .iter()
+            .map(|h| u32::from(h.to_bits()))
+            .collect()
+    });
+
+    // histogram256: bins start from the same random counts (atomics add to them).
+    let bytes: Vec<u8> = (0..1_000_001).map(|_| rng.next() as u8).collect();
+    let bins0: Vec<u32> = (0..256).map(|_| rng.next() as u32 % 1000).collect();
+    let kern = k("histogram.cu", "histogram256");
+    same_bits("histogram256", |on| {
+        let d = up(&s, &bytes);
+        let mut bins = up(&s, &bins0);
+        unsafe {
+            kern.launch(&s)
+                .grid(120)
+                .block(256)
+                .instrument(on)
+                .arg_mut(&mut bins)
+                .arg(&d)
+                .arg(&(bytes.len() as i32))
+                .run()
+        }
+        .unwrap();
+        s.clone_dtoh(&bins).unwrap()
+    });
+
+    // matmul_tiled with sizes that are not multiples of the tile.
+    let (m, nn, kk) = (100usize, 70usize, 50usize);
+    let (a, b) = (rng.floats(m * kk), rng.floats(kk * nn));
+    let kern = k("matmul.cu", "matmul_tiled");
+    same_bits("matmul_tiled", |on| {
+        let (ad, bd) = (up(&s, &a), up(&s, &b));
+        let mut c = up(&s, &vec![nan; m * nn]);
+        unsafe {
+            kern.launch(&s)
+                .grid((div(nn, 16), div(m, 16), 1))
+                .block((16, 16, 1))
+                .instrument(on)
+                .arg_mut(&mut c)
+                .arg(&ad)
+                .arg(&bd)
+                .arg(&(m as i32))
+                .arg(&(nn as i32))
+                .arg(&(kk as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&c).unwrap())
+    });
+
+    // nbody_accel on float4 bodies (masses positive).
+    let nb = 1000;
+    let pos: Vec<[f32; 4]> = (0..nb)
+        .map(|_| [rng.f32(), rng.f32(), rng.f32(), rng.f32().abs() + 0.1])
+        .collect();
+    let kern = k("nbody.cu", "nbody_accel");
+    same_bits("nbody_accel", |on| {
+        let pd = up(&s, &pos);
+        let mut acc = up(&s, &vec![[nan; 4]; nb]);
+        unsafe {
+            kern.launch(&s)
+                .grid(div(nb, 128))
+                .block(128)
+                .instrument(on)
+                .arg_mut(&mut acc)
+                .arg(&pd)
+                .arg(&(nb as i32))
+                .arg(&0.01f32)
+                .run()
+        }
+        .unwrap();
+        s.clone_dtoh(&acc)
+            .unwrap()
+            .iter()
+            .flatten()
+            .map(|v| v.to_bits())
+            .collect()
+    });
+
+    // reduce_sum with dynamic shared memory.
+    let nr = 100_000;
+    let xr = rng.floats(nr);
+    let kern = k("reduce.cu", "reduce_sum");
+    let blocks = nr.div_ceil(512);
+    same_bits("reduce_sum", |on| {
+        let xd = up(&s, &xr);
+        let mut partial = up(&s, &vec![nan; blocks]);
+        unsafe {
+            kern.launch(&s)
+                .grid(blocks as u32)
+                .block(256)
+                .shared_bytes(256 * 4)
+                .instrument(on)
+                .arg_mut(&mut partial)
+                .arg(&xd)
+                .arg(&(nr as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&partial).unwrap())
+    });
+
+    // softmax_rows
+    let (rows, cols) = (64usize, 1000usize);
+    let xs = rng.floats(rows * cols);
+    let kern = k("softmax.cu", "softmax_rows");
+    same_bits("softmax_rows", |on| {
+        let xd = up(&s, &xs);
+        let mut out = up(&s, &vec![nan; rows * cols]);
+        unsafe {
+            kern.launch(&s)
+                .grid(rows as u32)
+                .block(256)
+                .instrument(on)
+                .arg_mut(&mut out)
+                .arg(&xd)
+                .arg(&(rows as i32))
+                .arg(&(cols as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+
+    // stencil2d and transpose on sizes that are not multiples of the block.
+    let (w, h) = (100usize, 70usize);
+    let grid2 = rng.floats(w * h);
+    let kern = k("stencil2d.cu", "stencil2d");
+    same_bits("stencil2d", |on| {
+        let xd = up(&s, &grid2);
+        let mut out = up(&s, &vec![nan; w * h]);
+        unsafe {
+            kern.launch(&s)
+                .grid((div(w, 32), div(h, 8), 1))
+                .block((32, 8, 1))
+                .instrument(on)
+                .arg_mut(&mut out)
+                .arg(&xd)
+                .arg(&(w as i32))
+                .arg(&(h as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+    let kern = k("transpose.cu", "transpose");
+    same_bits("transpose", |on| {
+        let xd = up(&s, &grid2);
+        let mut out = up(&s, &vec![nan; w * h]);
+        // `in` is h rows x w cols.
+        unsafe {
+            kern.launch(&s)
+                .grid((div(w, 32), div(h, 32), 1))
+                .block((32, 8, 1))
+                .instrument(on)
+                .arg_mut(&mut out)
+                .arg(&xd)
+                .arg(&(h as i32))
+                .arg(&(w as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+
+    // window_median
+    let nw = 5000;
+    let xw = rng.floats(nw);
+    let kern = k("window_median.cu", "window_median");
+    same_bits("window_median", |on| {
+        let xd = up(&s, &xw);
+        let mut out = up(&s, &vec![nan; nw]);
+        unsafe {
+            kern.launch(&s)
+                .grid(div(nw, 128))
+                .block(128)
+                .instrument(on)
+                .arg_mut(&mut out)
+                .arg(&xd)
+                .arg(&(nw as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+}
+
+// ---- planted bugs ----------------------------------------------------------------------------
+
+fn bugs() -> CudaSource {
+    CudaSource::from_file(repo_root().join("tests/cuda/planted/bugs.cu")).unwrap()
+}
+
+/// The 1-based line of `BUG(name)` in the planted source.
+fn bug_line(name: &str) -> u32 {
+    let marker = format!("BUG({name})");
+    let src = bugs();
+    let i = src
+        .text
+        .lines()
+        .position(|l| l.contains(&marker))
+        .unwrap_or_else(|| panic!("no {marker} in bugs.cu"));
+    i as u32 + 1
+}
+
+fn planted(name: &str) -> Kernel {
+    Kernel::new(bugs(), name)
+        .instrument(InstrumentMode::On)
+        .build()
+}
+
+/// What a planted out-of-bounds bug must report.
+struct Expect {
+    buffer: &'static str,
+    index: i64,
+    len: u64,
+    dim: u32,
+    access: FaultKind,
+    block: (u32, u32, u32),
+    thread: (u32, u32, u32),
+}
+
+fn check_oob(name: &str, r: Result<(), Error>, x: Expect) {
+    let e = r.expect_err(name);
+    let Error::OutOfBounds(o) = &e else {
+        panic!("{name}: expected OutOfBounds, got {e}")
+    };
+    let text = e.to_string();
+    assert_eq!(&*o.kernel, name, "{text}");
+    assert_eq!(o.buffer, x.buffer, "{text}");
+    assert_eq!(o.index, x.index, "{text}");
+    assert_eq!(o.len, x.len, "{text}");
+    assert_eq!(o.dim, x.dim, "{text}");
+    assert_eq!(o.access, x.access, "{text}");
+    assert_eq!((o.block.x, o.block.y, o.block.z), x.block, "{text}");
+    assert_eq!((o.thread.x, o.thread.y, o.thread.z), x.thread, "{text}");
+    assert_eq!(o.line, bug_line(name), "{text}");
+    assert_eq!(o.count, 1, "{name}: exactly one thread faults: {text}");
+    assert!(o.file.ends_with("bugs.cu"), "{text}");
+    let src_line = o.source_line.as_deref().unwrap_or("");
+    assert!(src_line.contains(&format!("BUG({name})")), "{text}");
+    // The message a person reads: the buffer, the index, the line with a caret.
+    assert!(
+        text.contains(&format!("of `{}`: index {}", x.buffer, x.index)),
+        "{text}"
+    );
+    assert!(text.contains(&format!("bugs.cu:{}:", o.line)), "{text}");
+    assert!(text.contains("^"), "{text}");
+    assert!(text.contains("the context is still usable"), "{text}");
+    println!("{name}:\n{text}\n");
+}
+
+/// The context is healthy after the bug: a correct kernel runs and writes what it should.
+fn next_launch_works(s: &Arc<CudaStream>) {
+    assert!(!cudacheck::is_poisoned(s));
+    let fill = planted("fill");
+    let n = 1000usize;
+    let mut out = up(s, &vec![f32::NAN; n + 24]);
+    unsafe {
+        fill.launch(s)
+            .grid(4)
+            .block(256)
+            .arg_mut(&mut out)
+            .arg(&7.0f32)
+            .arg(&(n as i32))
+            .run()
+    }
+    .unwrap();
+    let host = s.clone_dtoh(&out).unwrap();
+    assert!(host[..n].iter().all(|&v| v == 7.0));
+    assert!(host[n..].iter().all(|v| v.is_nan()));
+}
+
+#[test]
+fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
+    let Some(s) = gpu_or_skip() else { return };
+    use FaultKind::*;
+    let ones = |n: usize| up(&s, &vec![1.0f32; n]);
+    let mut count = 0;
+
+    // 1. off-by-one guard (write): thread 1000 = block 3, thread 232.
+    let mut out = ones(1000);
+    let r = unsafe {
+        planted("off_by_one")
+            .launch(&s)
+            .grid(4)
+            .block(256)
+            .arg_mut(&mut out)
+            .arg(&1000i32)
+            .run()
+    };
+    check_oob(
+        "off_by_one",
+        r,
+        Expect {
+            buffer: "out",
+            index: 1000,
+            len: 1000,
+            dim: 0,
+            access: Write,
+            block: (3, 0, 0),
+            thread: (232, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 2. missing guard (read): `in` has 1023 elements, the grid 1024 threads.
+    let (mut out, inp) = (ones(1024), ones(1023));
+    let r = unsafe {
+        planted("missing_guard")
+            .launch(&s)
+            .grid(4)
+            .block(256)
+            .arg_mut(&mut out)
+            .arg(&inp)
+            .arg(&1023i32)
+            .run()
+    };
+    check_oob(
+        "missing_guard",
+        r,
+        Expect {
+            buffer: "in",
+            index: 1023,
+            len: 1023,
+            dim: 0,
+            access: Read,
+            block: (3, 0, 0),
+            thread: (255, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 3. negative index.
+    let (mut out, inp) = (ones(512), ones(512));
+    let r = unsafe {
+        planted("negative_index")
+            .launch(&s)
+            .grid(2)
+            .block(256)
+            .arg_mut(&mut out)
+            .arg(&inp)
+            .arg(&512i32)
+            .run()
+    };
+    check_oob(
+        "negative_index",
+        r,
+        Expect {
+            buffer: "in",
+            index: -1,
+            len: 512,
+            dim: 0,
+            access: Read,
+            block: (0, 0, 0),
+            thread: (0, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 4. row/column swap: 4 x 3 matrix, column 2: r = 3 reads m[3 * 4 + 2] = m[14].
+    let (mut out, m) = (ones(1), ones(12));
+    let r = unsafe {
+        planted("col_sum")
+            .launch(&s)
+            .grid(1)
+            .block(1)
+            .arg_mut(&mut out)
+            .arg(&m)
+            .arg(&4i32)
+            .arg(&3i32)
+            .arg(&2i32)
+            .run()
+    };
+    check_oob(
+        "col_sum",
+        r,
+        Expect {
+            buffer: "m",
+            index: 14,
+            len: 12,
+            dim: 0,
+            access: Read,
+            block: (0, 0, 0),
+            thread: (0, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 5. shared tile at tid + 1.
+    let (mut out, inp) = (ones(256), ones(256));
+    let r = unsafe {
+        planted("shared_shift")
+            .launch(&s)
+            .grid(1)
+            .block(256)
+            .arg_mut(&mut out)
+            .arg(&inp)
+            .arg(&256i32)
+            .run()
+    };
+    check_oob(
+        "shared_shift",
+        r,
+        Expect {
+            buffer: "tile",
+            index: 256,
+            len: 256,
+            dim: 0,
+            access: Read,
+            block: (0, 0, 0),
+            thread: (255, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 6. derived pointer `row = m + r * cols`: row[cols] of the last row.
+    let mut m = ones(400);
+    let r = unsafe {
+        planted("row_fill")
+            .launch(&s)
+            .grid(4)
+            .block(128)
+            .arg_mut(&mut m)
+            .arg(&4i32)
+            .arg(&100i32)
+            .arg(&2.0f32)
+            .run()
+    };
+    check_oob(
+        "row_fill",
+        r,
+        Expect {
+            buffer: "row",
+            index: 400,
+            len: 400,
+            dim: 0,
+            access: Write,
+            block: (3, 0, 0),
+            thread: (100, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 7. atomic out of range: the one 255 byte sits at index 700 (block 2, thread 188).
+    let mut data = vec![7u8; 1000];
+    data[700] = 255;
+    let (mut bins, d) = (up(&s, &vec![0u32; 256]), up(&s, &data));
+    let r = unsafe {
+        planted("histogram_bad")
+            .launch(&s)
+            .grid(4)
+            .block(256)
+            .arg_mut(&mut bins)
+            .arg(&d)
+            .arg(&1000i32)
+            .run()
+    };
+    check_oob(
+        "histogram_bad",
+        r,
+        Expect {
+            buffer: "bins",
+            index: 256,
+            len: 256,
+            dim: 0,
+            access: Atomic,
+            block: (2, 0, 0),
+            thread: (188, 0, 0),
+        },
+    );
+    // The in-range atomics landed, the bad one did not.
+    let host = s.clone_dtoh(&bins).unwrap();
+    assert_eq!(host[8], 999);
+    assert_eq!(host.iter().map(|&v| v as u64).sum::<u64>(), 999);
+    next_launch_works(&s);
+    count += 1;
+
+    // 8. dynamic shared overflow: 255 floats for 256 threads.
+    let mut out = ones(256);
+    let r = unsafe {
+        planted("dyn_overflow")
+            .launch(&s)
+            .grid(1)
+            .block(256)
+            .shared_bytes(255 * 4)
+            .arg_mut(&mut out)
+            .arg(&256i32)
+            .run()
+    };
+    check_oob(
+        "dyn_overflow",
+        r,
+        Expect {
+            buffer: "s",
+            index: 255,
+            len: 255,
+            dim: 0,
+            access: Write,
+            block: (0, 0, 0),
+            thread: (255, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 9. 2D grid, 40 x 30 image, blocks of 16 x 16: x = 40, y = 29.
+    let mut img = ones(40 * 30);
+    let r = unsafe {
+        planted("grid2d")
+            .launch(&s)
+            .grid((3, 2, 1))
+            .block((16, 16, 1))
+            .arg_mut(&mut img)
+            .arg(&40i32)
+            .arg(&30i32)
+            .run()
+    };
+    check_oob(
+        "grid2d",
+        r,
+        Expect {
+            buffer: "img",
+            index: 1200,
+            len: 1200,
+            dim: 0,
+            access: Write,
+            block: (2, 1, 0),
+            thread: (8, 13, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 10. 3D grid, 8 x 4 x 3 volume, blocks of 4 x 4 x 2: x = 8, y = 3, z = 2.
+    let mut vol = ones(96);
+    let r = unsafe {
+        planted("grid3d")
+            .launch(&s)
+            .grid((3, 1, 2))
+            .block((4, 4, 2))
+            .arg_mut(&mut vol)
+            .arg(&8i32)
+            .arg(&4i32)
+            .arg(&3i32)
+            .run()
+    };
+    check_oob(
+        "grid3d",
+        r,
+        Expect {
+            buffer: "vol",
+            index: 96,
+            len: 96,
+            dim: 0,
+            access: Write,
+            block: (2, 0, 1),
+            thread: (0, 3, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 11. `*(out + (i + 1))`: i = 499 is block 3, thread 115.
+    let (mut out, inp) = (ones(500), ones(500));
+    let r = unsafe {
+        planted("deref")
+            .launch(&s)
+            .grid(4)
+            .block(128)
+            .arg_mut(&mut out)
+            .arg(&inp)
+            .arg(&500i32)
+            .run()
+    };
+    check_oob(
+        "deref",
+        r,
+        Expect {
+            buffer: "out",
+            index: 500,
+            len: 500,
+            dim: 0,
+            access: Write,
+            block: (3, 0, 0),
+            thread: (115, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 12. compound assignment `acc[i + 1] += in[i]`: i = 299 is block 2, thread 43.
+    let (mut acc, inp) = (ones(300), ones(300));
+    let r = unsafe {
+        planted("accumulate")
+            .launch(&s)
+            .grid(3)
+            .block(128)
+            .arg_mut(&mut acc)
+            .arg(&inp)
+            .arg(&300i32)
+            .run()
+    };
+    check_oob(
+        "accumulate",
+        r,
+        Expect {
+            buffer: "acc",
+            index: 300,
+            len: 300,
+            dim: 0,
+            access: ReadWrite,
+            block: (2, 0, 0),
+            thread: (43, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 13. static shared 2D array: t[8][7] at thread (7, 7).
+    let mut out = ones(64);
+    let r = unsafe {
+        planted("tile2d")
+            .launch(&s)
+            .grid(1)
+            .block((8, 8, 1))
+            .arg_mut(&mut out)
+            .run()
+    };
+    check_oob(
+        "tile2d",
+        r,
+        Expect {
+            buffer: "t",
+            index: 8,
+            len: 8,
+            dim: 0,
+            access: Read,
+            block: (0, 0, 0),
+            thread: (7, 7, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    // 14. local array: w[4 % 5] of 4, thread 4.
+    let (mut out, inp) = (ones(5), ones(5));
+    let r = unsafe {
+        planted("local_window")
+            .launch(&s)
+            .grid(1)
+            .block(32)
+            .arg_mut(&mut out)
+            .arg(&inp)
+            .arg(&5i32)
+            .run()
+    };
+    check_oob(
+        "local_window",
+        r,
+        Expect {
+            buffer: "w",
+            index: 4,
+            len: 4,
+            dim: 0,
+            access: Read,
+            block: (0, 0, 0),
+            thread: (4, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    count += 1;
+
+    assert_eq!(count, 14);
+}
+
+#[test]
+fn gpu_planted_assert_is_a_device_assert_and_the_context_lives() {
+    let Some(s) = gpu_or_skip() else { return };
+    let (mut out, inp) = (up(&s, &vec![0.0f32; 1023]), up(&s, &vec![3.0f32; 1023]));
+    let r = unsafe {
+        planted("checked_copy")
+            .launch(&s)
+            .grid(4)
+            .block(256)
+            .arg_mut(&mut out)
+            .arg(&inp)
+            .arg(&1023i32)
+            .run()
+    };
+    let e = r.unwrap_err();
+    let Error::DeviceAssert(a) = &e else {
+        panic!("expected DeviceAssert, got {e}")
+    };
+    let text = e.to_string();
+    assert_eq!(&*a.kernel, "checked_copy");
+    assert_eq!(a.message, "i < n", "{text}");
+    assert_eq!(a.line, bug_line("checked_copy"), "{text}");
+    assert_eq!((a.block.x, a.thread.x), (3, 255), "{text}");
+    assert_eq!(a.count, 1, "{text}");
+    assert!(
+        text.contains("assertion `i < n` failed in thread (255, 0, 0) of block (3, 0, 0)"),
+        "{text}"
+    );
+    assert!(text.contains("assert(i < n);"), "{text}");
+    println!("checked_copy:\n{text}\n");
+    // The in-range threads still copied.
+    assert!(s.clone_dtoh(&out).unwrap().iter().all(|&v| v == 3.0));
+    next_launch_works(&s);
+}
+
+#[test]
+fn gpu_launch_setting_wins_over_the_kernel_and_coverage_is_reported() {
+    let Some(s) = gpu_or_skip() else { return };
+    // The kernel says On; the launch says no: the plain build runs.
+    let k = planted("fill");
+    let mut out = up(&s, &vec![f32::NAN; 256]);
+    unsafe {
+        k.launch(&s)
+            .grid(1)
+            .block(256)
+            .instrument(false)
+            .arg_mut(&mut out)
+            .arg(&2.0f32)
+            .arg(&256i32)
+            .run()
+    }
+    .unwrap();
+    assert!(s.clone_dtoh(&out).unwrap().iter().all(|&v| v == 2.0));
+    // An Off kernel launched with .instrument(true) is checked.
+    let off = Kernel::new(bugs(), "off_by_one")
+        .instrument(InstrumentMode::Off)
+        .build();
+    let mut out = up(&s, &vec![0.0f32; 100]);
+    let e = unsafe {
+        off.launch(&s)
+            .grid(1)
+            .block(128)
+            .instrument(true)
+            .arg_mut(&mut out)
+            .arg(&100i32)
+            .run()
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::OutOfBounds(_)), "{e}");
+    let cov = off.coverage().unwrap().unwrap();
+    assert_eq!(cov.instrumented, 1);
+    assert!(cov.is_complete());
+    next_launch_works(&s);
+}
