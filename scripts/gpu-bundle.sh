@@ -4,7 +4,7 @@
 # carries to the GPU machine. Step 2 runs scripts/gpu-run.sh there:
 #
 #   scripts/gpu-bundle.sh
-#   device run, carry ["target/gpu-bundle"], command "scripts/gpu-run.sh"
+#   device run, carry ["target/gpu-carry"], command "scripts/gpu-run.sh"
 #
 # The GPU machine has no Rust; it has CUDA 13.0 at /usr/local/cuda, where cudacheck's NVRTC
 # discovery finds libnvrtc by itself.
@@ -41,5 +41,9 @@ cargo build -p cudacheck-examples --examples --message-format=json-render-diagno
   | copy_executables "$bundle/debug"
 cargo build -p cudacheck-examples --examples --release --message-format=json-render-diagnostics \
   | copy_executables "$bundle/release"
-strip --strip-debug "$bundle"/*/* 2>/dev/null || true
-du -sh "$bundle"
+# What the GPU run does not use, then the size: the device tool carries at most 64 MiB.
+rm -f "$bundle"/debug/bench_* "$bundle"/release/0[1345]_*
+strip --strip-all "$bundle"/*/* 2>/dev/null || true
+mkdir -p target/gpu-carry
+tar -C target -cJf target/gpu-carry/bundle.tar.xz gpu-bundle
+du -sh "$bundle" target/gpu-carry/bundle.tar.xz

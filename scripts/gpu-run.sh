@@ -8,26 +8,38 @@ cd "$root"
 out="${OUT:-$root/results/gpu-run}"
 mkdir -p "$out"
 bundle=target/gpu-bundle
+if [ -f target/gpu-carry/bundle.tar.xz ]; then
+  tar -C target -xJf target/gpu-carry/bundle.tar.xz
+fi
 export CUDACHECK_REQUIRE_GPU=1 CUDACHECK_REQUIRE_NVRTC=1 CUDACHECK_REPO="$root"
 status=0
+parts="${*:-tests examples bench sanitizer}"   # any subset, e.g. `scripts/gpu-run.sh sanitizer`
+want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
+log="$out/gpu-run-${parts// /-}.log"
 {
   echo "== device"; date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  echo "== GPU-tier tests"
-  for t in "$bundle"/tests/*; do
-    echo "-- $t"
-    "$t" gpu_ --include-ignored --test-threads=1 --nocapture || status=1
-  done
-  echo "== examples (debug build)"
-  for e in "$bundle"/debug/[0-9]*; do echo "-- $e"; "$e" || echo "exit status $?"; done
-  echo "== examples (release build)"
-  for e in "$bundle"/release/[0-9]*; do echo "-- $e"; "$e" || echo "exit status $?"; done
-  echo "== benchmarks"
-  for b in "$bundle"/release/bench_*; do
-    echo "-- $b"; "$b" "$out/$(basename "$b").json" "$out/$(basename "$b").md" || status=1
-  done
+  if want tests; then
+    echo "== GPU-tier tests"
+    for t in "$bundle"/tests/*; do
+      echo "-- $t"
+      "$t" gpu_ --include-ignored --test-threads=1 --nocapture || status=1
+    done
+  fi
+  if want examples; then
+    echo "== examples (debug build)"
+    for e in "$bundle"/debug/[0-9]*; do echo "-- $e"; "$e" || { echo "exit status $?"; status=1; }; done
+    echo "== examples (release build)"
+    for e in "$bundle"/release/[0-9]*; do echo "-- $e"; "$e" || { echo "exit status $?"; status=1; }; done
+  fi
+  if want bench; then
+    echo "== benchmarks"
+    for b in "$bundle"/release/bench_*; do
+      echo "-- $b"; "$b" "$out/$(basename "$b").json" "$out/$(basename "$b").md" || status=1
+    done
+  fi
   # compute-sanitizer's price, same program and same run: the plain kernels of the instrument
   # benchmark, once without and once under memcheck (capped at 300 s).
-  if [ -x "$bundle/release/bench_instrument" ]; then
+  if want sanitizer && [ -x "$bundle/release/bench_instrument" ]; then
     sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
     echo "-- compute-sanitizer comparison ($sanitizer)"
     t0=$(date +%s.%N)
@@ -48,6 +60,6 @@ PY
     cat "$out/sanitizer.json"
     tail -3 "$out/memcheck.log"
   fi
-  echo "gpu-run status: $status"
-} 2>&1 | tee "$out/gpu-run.log"
-exit "$status"
+  echo "gpu-run status: $status" > "$out/.status"
+} 2>&1 | tee "$log"
+exit "$(sed -n 's/gpu-run status: //p' "$out/.status" 2>/dev/null || echo 1)"

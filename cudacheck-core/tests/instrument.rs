@@ -79,8 +79,8 @@ fn pointer_params_reads_and_writes() {
     assert_eq!(
         line(&i, 4),
         "    if (i < n) __cc_at(y, __cc_rec, 0u, __CC_WRITE, __cc_slot, (i), __cc_len[0]) = a * \
-         __cc_at(x, __cc_rec, 1u, __CC_READ, __cc_slot, (i), __cc_len[1]) + \
-         __cc_at(y, __cc_rec, 2u, __CC_READ, __cc_slot, (i), __cc_len[0]);"
+         __cc_rd(x, __cc_rec, 1u, __CC_READ, __cc_slot, (i), __cc_len[1]) + \
+         __cc_rd(y, __cc_rec, 2u, __CC_READ, __cc_slot, (i), __cc_len[0]);"
     );
     let k = &i.kernels[0];
     assert_eq!(k.name, "saxpy");
@@ -195,19 +195,19 @@ fn dereference_forms_are_checked() {
     let i = inst(src);
     let l = line(&i, 2);
     assert!(
-        l.contains("__cc_at(in, __cc_rec, 1u, __CC_READ, __cc_slot, (7), __cc_len[0])"),
+        l.contains("__cc_rd(in, __cc_rec, 1u, __CC_READ, __cc_slot, (7), __cc_len[0])"),
         "{l}"
     );
     assert!(
-        l.contains("__cc_at(in, __cc_rec, 2u, __CC_READ, __cc_slot, (0), __cc_len[0])"),
+        l.contains("__cc_rd(in, __cc_rec, 2u, __CC_READ, __cc_slot, (0), __cc_len[0])"),
         "{l}"
     );
     assert!(
-        l.contains("__cc_at(in, __cc_rec, 3u, __CC_READ, __cc_slot, (8), __cc_len[0])"),
+        l.contains("__cc_rd(in, __cc_rec, 3u, __CC_READ, __cc_slot, (8), __cc_len[0])"),
         "{l}"
     );
     assert!(
-        l.contains("__cc_at(in, __cc_rec, 4u, __CC_READ, __cc_slot, (-(1)), __cc_len[0])"),
+        l.contains("__cc_rd(in, __cc_rec, 4u, __CC_READ, __cc_slot, (-(1)), __cc_len[0])"),
         "{l}"
     );
     assert_eq!(i.kernels[0].coverage.instrumented, 5);
@@ -247,7 +247,7 @@ fn static_shared_arrays_are_checked_per_dimension() {
     let src = "#define N 4\n__global__ void k(const float* in) {\n  __shared__ float tile[N][N + 1];\n  tile[threadIdx.y][threadIdx.x] = in[0];\n  float* r = tile[1];\n}\n";
     let i = inst(src);
     assert!(line(&i, 4).starts_with(
-        "  __cc_at_md(&(tile)[0][0], __cc_rec, 0u, __CC_WRITE, __cc_slot, (threadIdx.y), (N), (threadIdx.x), (N + 1)) = "
+        "  __cc_at_md(&(tile)[0][0], __cc_rec, 0u, __CC_WRITE | __CC_SHARED, __cc_slot, (threadIdx.y), (N), (threadIdx.x), (N + 1)) = "
     ));
     assert_eq!(
         skipped(&i, 0),
@@ -268,9 +268,9 @@ fn extern_shared_is_checked_against_dynamic_bytes() {
     let i = inst(src);
     let l = line(&i, 4);
     assert!(l.starts_with(
-        "  __cc_at(&(s)[0], __cc_rec, 0u, __CC_WRITE, __cc_slot, (threadIdx.x), __cc_len[2] / sizeof((s)[0])) = 1.0;"
+        "  __cc_at(&(s)[0], __cc_rec, 0u, __CC_WRITE | __CC_SHARED, __cc_slot, (threadIdx.x), __cc_len[2] / sizeof((s)[0])) = 1.0;"
     ), "{l}");
-    assert!(l.contains("__cc_at(&(s_file)[0], __cc_rec, 2u, __CC_READ, __cc_slot, (2), __cc_len[2] / sizeof((s_file)[0]))"), "{l}");
+    assert!(l.contains("__cc_rd(&(s_file)[0], __cc_rec, 2u, __CC_READ | __CC_SHARED, __cc_slot, (2), __cc_len[2] / sizeof((s_file)[0]))"), "{l}");
 }
 
 #[test]
@@ -341,7 +341,7 @@ fn pointer_to_pointer_checks_the_outer_level_only() {
     let src = "__global__ void k(float** pp, float* out) {\n  out[0] = pp[1][2];\n}\n";
     let i = inst(src);
     assert!(line(&i, 2)
-        .contains("__cc_at(pp, __cc_rec, 1u, __CC_READ, __cc_slot, (1), __cc_len[0])[2]"));
+        .contains("__cc_rd(pp, __cc_rec, 1u, __CC_READ, __cc_slot, (1), __cc_len[0])[2]"));
     assert_eq!(skipped(&i, 0), [SkipReason::NestedPointer]);
 }
 
@@ -399,7 +399,7 @@ fn shadowing_local_is_not_the_parameter() {
     let src = "__global__ void k(float* p) {\n  { float p[2]; p[1] = 0; }\n  p[3] = 1;\n}\n";
     let i = inst(src);
     assert!(
-        line(&i, 2).contains("__cc_at_md(&(p)[0], __cc_rec, 0u, __CC_WRITE, __cc_slot, (1), (2))")
+        line(&i, 2).contains("__cc_at_md(&(p)[0], __cc_rec, 0u, __CC_WRITE | __CC_LOCAL, __cc_slot, (1), (2))")
     );
     assert!(
         line(&i, 3).contains("__cc_at(p, __cc_rec, 1u, __CC_WRITE, __cc_slot, (3), __cc_len[0])")
@@ -537,4 +537,21 @@ fn no_panic_on_mutated_sources() {
         runs += 1;
     }
     assert_eq!(runs, 10_000);
+}
+
+#[test]
+fn loop_counters_below_the_extent_are_not_checked_again() {
+    let src = "#define T 16\n__global__ void k(float* out) {\n  __shared__ float a[T][T];\n  float acc = 0.0f;\n  for (int kk = 0; kk < T; ++kk) acc += a[threadIdx.y][kk];\n  for (int kk = 0; kk <= T; ++kk) acc += a[threadIdx.y][kk];\n  for (int kk = 0; kk < T; ++kk) { acc += a[kk][0]; kk += 2; }\n  for (int kk = 0; kk < T + 1; kk++) acc += a[0][kk];\n  out[0] = acc;\n}\n";
+    let i = inst(src);
+    // Proven: the bound is the extent, the counter starts at 0 and only the loop steps it.
+    assert!(
+        line(&i, 5).contains("(threadIdx.y), (T), (kk), -(T))"),
+        "{}",
+        line(&i, 5)
+    );
+    // `<=` (the classic off-by-one), a counter the body changes, and another bound: checked.
+    assert!(line(&i, 6).contains("(kk), (T))"), "{}", line(&i, 6));
+    assert!(line(&i, 7).contains("(kk), (T), (0), (T))"), "{}", line(&i, 7));
+    assert!(line(&i, 8).contains("(0), (T), (kk), (T))"), "{}", line(&i, 8));
+    assert_eq!(i.kernels[0].coverage.instrumented, 5);
 }

@@ -8,9 +8,16 @@
 #define __CC_READ_WRITE 3u
 #define __CC_ATOMIC 4u
 #define __CC_ASSERT 5u
-// Or'ed into a kind when the checked element's address goes to an instruction that needs global
-// memory (`__ldg`, atomics): a miss then lands in the global sink, not the per-thread slot.
+// Or'ed into a kind to say which memory the checked element lives in, so that a miss lands in a
+// sink of the same address space. Keeping both sides of the choice in one space matters for
+// speed: a shared-memory access whose miss could land in local memory would have to use generic
+// addressing (LD instead of LDS), which costs more than the check itself.
+// __CC_GLOBAL: global memory (pointer parameters, `__ldg`, atomics); the default.
+// __CC_SHARED: `__shared__` arrays, static or `extern`.
+// __CC_LOCAL: arrays local to the thread.
 #define __CC_GLOBAL 0x100u
+#define __CC_SHARED 0x200u
+#define __CC_LOCAL 0x400u
 
 // Mirrors cudacheck_core::instrument::FaultRecord field for field (little-endian, no padding).
 struct __cc_record {
@@ -29,17 +36,18 @@ struct __cc_record {
 static_assert(sizeof(__cc_record) == @CC_RECORD_BYTES@,
               "cudacheck: __cc_record no longer matches cudacheck_core::instrument::FaultRecord");
 
-// Where an out-of-bounds read or write lands instead of the buffer: one per thread, declared at
-// the top of each instrumented kernel, so a dropped write never races with another thread's
-// read of a zero.
+// Where an out-of-bounds write to a thread-local array lands: one per thread, declared at the
+// top of each instrumented kernel (it costs nothing where no local array is checked).
 struct alignas(16) __cc_slot_t {
     unsigned char bytes[128];
 };
 
-// Out-of-bounds atomics land here instead: atomics on a thread's local memory are undefined, so
-// they need a global address. Its contents are garbage; the value an atomic returns from it is
-// meaningless (the fault is recorded).
+// Where out-of-bounds writes (and atomics) to global and shared memory land: the write is
+// dropped there. Threads may race on a sink; nothing reads it as data: out-of-bounds reads do
+// not go through the sinks (see __cc_rd), and the value an atomic or a compound assignment reads
+// from a sink only feeds the dropped write.
 __device__ unsigned long long __cc_sink[16];
+__shared__ unsigned long long __cc_shared_sink[16];
 
 __device__ __noinline__ void __cc_record_thread(__cc_record* rec)
 {
@@ -53,6 +61,9 @@ __device__ __noinline__ void __cc_record_thread(__cc_record* rec)
 
 // Counts every fault; only the first (atomicCAS on `faulted`) fills in the details, so the
 // fields all describe the same fault. Never traps: a trap would poison the CUDA context.
+// A call, not inlined: inlining it (with the loads predicated on the check) was measured slower
+// on our H200 (1.50x against 1.44x geometric mean over kernels/, results/README.md): the inlined
+// atomics raised register use (nbody: 132 registers against 76) more than it saved.
 __device__ __noinline__ void __cc_fault(__cc_record* rec, unsigned site, unsigned kind,
                                         long long index, unsigned long long len, unsigned dim)
 {
@@ -93,11 +104,23 @@ __device__ __forceinline__ T& __cc_miss(__cc_slot_t& slot, unsigned kind)
 {
     static_assert(sizeof(T) <= sizeof(__cc_slot_t),
                   "cudacheck: element types larger than 128 bytes cannot be bounds-checked");
-    if ((kind & 0xffu) == __CC_ATOMIC || (kind & __CC_GLOBAL) != 0u)
-        return *reinterpret_cast<T*>(__cc_sink);
-    // Zeroed on every miss, so an out-of-bounds read returns 0 even after a dropped write.
-    for (unsigned i = 0; i < sizeof(T); ++i) slot.bytes[i] = 0;
-    return *reinterpret_cast<T*>(slot.bytes);
+    if ((kind & __CC_SHARED) != 0u) return *reinterpret_cast<T*>(__cc_shared_sink);
+    if ((kind & __CC_LOCAL) != 0u) {
+        // Zeroed on every miss: a read through the reference form gives 0.
+        for (unsigned i = 0; i < sizeof(T); ++i) slot.bytes[i] = 0;
+        return *reinterpret_cast<T*>(slot.bytes);
+    }
+    return *reinterpret_cast<T*>(__cc_sink);
+}
+
+// Out-of-bounds reads in value contexts give a zero of the element type, with no load at all.
+template <typename T>
+__device__ __forceinline__ T __cc_zero()
+{
+    T v;
+    unsigned char* b = reinterpret_cast<unsigned char*>(&v);
+    for (unsigned i = 0; i < sizeof(T); ++i) b[i] = 0;
+    return v;
 }
 
 // `base[i]` when 0 <= i < len, else the fault is recorded and the thread gets the slot.
@@ -105,7 +128,7 @@ template <typename T>
 __device__ __forceinline__ T& __cc_at(T* base, __cc_record* rec, unsigned site, unsigned kind,
                                       __cc_slot_t& slot, long long i, unsigned long long len)
 {
-    if (i < 0 || (unsigned long long)i >= len) {
+    if (__builtin_expect(i < 0 || (unsigned long long)i >= len, 0)) {
         __cc_fault(rec, site, kind, i, len, 0u);
         return __cc_miss<T>(slot, kind);
     }
@@ -120,7 +143,7 @@ __device__ __forceinline__ T& __cc_at_off(T* ptr, __cc_record* rec, unsigned sit
                                           unsigned long long len)
 {
     const long long at = base + i;
-    if (at < 0 || (unsigned long long)at >= len) {
+    if (__builtin_expect(at < 0 || (unsigned long long)at >= len, 0)) {
         __cc_fault(rec, site, kind, at, len, 0u);
         return __cc_miss<T>(slot, kind);
     }
@@ -128,7 +151,8 @@ __device__ __forceinline__ T& __cc_at_off(T* ptr, __cc_record* rec, unsigned sit
 }
 
 // A fixed-size array `a[i0][i1]...` checked per dimension: `ie` is (index, extent) pairs and
-// `base` is `&a[0][0]...`; a miss records the first dimension out of range.
+// `base` is `&a[0][0]...`; a miss records the first dimension out of range. A negative extent
+// marks a dimension the instrumenter proved in range: it is not checked.
 template <typename T, typename... I>
 __device__ __forceinline__ T& __cc_at_md(T* base, __cc_record* rec, unsigned site, unsigned kind,
                                          __cc_slot_t& slot, I... ie)
@@ -138,9 +162,62 @@ __device__ __forceinline__ T& __cc_at_md(T* base, __cc_record* rec, unsigned sit
     for (unsigned d = 0; d < sizeof...(I) / 2; ++d) {
         const long long i = v[2 * d];
         const long long e = v[2 * d + 1];
-        if (i < 0 || i >= e) {
+        if (e < 0) { // proven in range by the instrumenter (a loop counter below the extent)
+            flat = flat * -e + i;
+            continue;
+        }
+        if (__builtin_expect(i < 0 || i >= e, 0)) {
             __cc_fault(rec, site, kind, i, (unsigned long long)e, d);
             return __cc_miss<T>(slot, kind);
+        }
+        flat = flat * e + i;
+    }
+    return base[flat];
+}
+
+// Value forms of the three accessors, for reads whose result is only used as a value (most of
+// them): a miss gives zero and no load is made, so the hit path is a plain predicated load of the
+// element in its own address space.
+template <typename T>
+__device__ __forceinline__ T __cc_rd(const T* base, __cc_record* rec, unsigned site, unsigned kind,
+                                     __cc_slot_t&, long long i, unsigned long long len)
+{
+    if (__builtin_expect(i < 0 || (unsigned long long)i >= len, 0)) {
+        __cc_fault(rec, site, kind, i, len, 0u);
+        return __cc_zero<T>();
+    }
+    return base[i];
+}
+
+template <typename T>
+__device__ __forceinline__ T __cc_rd_off(const T* ptr, __cc_record* rec, unsigned site,
+                                         unsigned kind, __cc_slot_t&, long long base, long long i,
+                                         unsigned long long len)
+{
+    const long long at = base + i;
+    if (__builtin_expect(at < 0 || (unsigned long long)at >= len, 0)) {
+        __cc_fault(rec, site, kind, at, len, 0u);
+        return __cc_zero<T>();
+    }
+    return ptr[i];
+}
+
+template <typename T, typename... I>
+__device__ __forceinline__ T __cc_rd_md(const T* base, __cc_record* rec, unsigned site,
+                                        unsigned kind, __cc_slot_t&, I... ie)
+{
+    const long long v[] = {(long long)ie...};
+    long long flat = 0;
+    for (unsigned d = 0; d < sizeof...(I) / 2; ++d) {
+        const long long i = v[2 * d];
+        const long long e = v[2 * d + 1];
+        if (e < 0) { // proven in range by the instrumenter (a loop counter below the extent)
+            flat = flat * -e + i;
+            continue;
+        }
+        if (__builtin_expect(i < 0 || i >= e, 0)) {
+            __cc_fault(rec, site, kind, i, (unsigned long long)e, d);
+            return __cc_zero<T>();
         }
         flat = flat * e + i;
     }

@@ -266,6 +266,7 @@ pub(super) fn declared_arrays(
                 Binding::Array {
                     dims,
                     local: !file_scope && !is_shared,
+                    shared: is_shared,
                 },
             ));
         }
@@ -297,7 +298,11 @@ pub(super) enum Binding {
     /// parameter with `ordinal`.
     Alias { ordinal: u32, base: String },
     /// A fixed-size array (shared, file scope or local) with its dimension expressions.
-    Array { dims: Vec<String>, local: bool },
+    Array {
+        dims: Vec<String>,
+        local: bool,
+        shared: bool,
+    },
     /// `extern __shared__ T s[]`: checked against the launch's dynamic shared bytes.
     ExternShared,
     /// A local pointer whose target is unknown (`cast` when it came from a cast of a buffer).

@@ -173,3 +173,131 @@ pub(super) fn c_escape(s: &str) -> String {
     }
     out
 }
+
+/// Math and conversion builtins whose arguments are plain values: an element read passed to one
+/// of them can use the by-value accessor. (A user's device function may take `T&`, so reads
+/// passed to other calls keep the reference form.)
+const VALUE_ARG_CALLS: &[&str] = &[
+    "abs", "fabs", "fabsf", "min", "max", "fminf", "fmaxf", "fmin", "fmax", "sqrtf", "sqrt",
+    "rsqrtf", "rsqrt", "cbrtf", "expf", "exp", "__expf", "exp2f", "logf", "log", "__logf",
+    "log2f", "powf", "pow", "__powf", "sinf", "cosf", "tanf", "__sinf", "__cosf", "tanhf", "tanh",
+    "erff", "floorf", "ceilf", "roundf", "truncf", "fmaf", "fma", "__fmaf_rn", "__fdividef",
+    "__saturatef", "copysignf", "__half2float", "__float2half", "__bfloat162float",
+    "__float2bfloat16", "__int2float_rn", "__float2int_rn", "make_float2", "make_float3",
+    "make_float4", "make_int2", "make_int4", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
+    "__shfl_xor_sync", "__popc", "__clz", "__ffs",
+];
+
+/// Whether the element read at `node` is only used as a value, so the checked access may return
+/// it by value (a miss then gives zero without touching memory). Not when the element is bound to
+/// a `T&`, has its address taken, or is passed to a function that might take a reference.
+pub(super) fn value_context(src: &str, node: Node<'_>) -> bool {
+    let mut cur = node;
+    for _ in 0..64 {
+        let Some(parent) = cur.parent() else {
+            return true;
+        };
+        match parent.kind() {
+            "parenthesized_expression" => cur = parent,
+            "pointer_expression" => return operator_text(src, parent) != "&",
+            "init_declarator" => {
+                return parent
+                    .child_by_field_name("declarator")
+                    .is_none_or(|d| d.kind() != "reference_declarator")
+            }
+            "argument_list" => {
+                let callee = parent
+                    .parent()
+                    .and_then(|call| call.child_by_field_name("function"))
+                    .map(|f| src.get(f.byte_range()).unwrap_or(""));
+                return callee.is_some_and(|c| VALUE_ARG_CALLS.contains(&c));
+            }
+            _ => return true,
+        }
+    }
+    false
+}
+
+/// Whether `index` is a loop counter that provably stays in `0..extent` where it is used: it is
+/// the variable of an enclosing `for (int v = <literal >= 0>; v < <extent>; ++v)` (also `v++`,
+/// `v += <literal > 0>`) whose bound is spelled like the array's extent, and the loop body never
+/// assigns it. The check of that dimension can then be left out: in a tiled kernel's inner loop
+/// (`as[ty][k]` for `k < TILE`) it is what keeps the loop unrolled and the accesses in shared
+/// memory instructions.
+pub(super) fn loop_counter_below(src: &str, index: Node<'_>, extent: &str) -> bool {
+    let index = strip_parens(index);
+    if index.kind() != "identifier" {
+        return false;
+    }
+    let var = src.get(index.byte_range()).unwrap_or("");
+    let text = |n: Node<'_>| src.get(n.byte_range()).unwrap_or("");
+    let mut cur = index;
+    for _ in 0..256 {
+        let Some(parent) = cur.parent() else {
+            return false;
+        };
+        cur = parent;
+        if cur.kind() != "for_statement" {
+            continue;
+        }
+        let (Some(init), Some(cond), Some(update)) = (
+            cur.child_by_field_name("initializer"),
+            cur.child_by_field_name("condition"),
+            cur.child_by_field_name("update"),
+        ) else {
+            continue;
+        };
+        let starts_non_negative = {
+            let t = squash(text(init));
+            let t = t.trim_end_matches(';').trim();
+            let value = t
+                .strip_prefix("int ")
+                .or_else(|| t.strip_prefix("unsigned "))
+                .unwrap_or(t)
+                .strip_prefix(var)
+                .and_then(|r| r.trim_start().strip_prefix('='))
+                .map(str::trim);
+            value.is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        };
+        if !starts_non_negative {
+            continue;
+        }
+        let bounded = cond.kind() == "binary_expression"
+            && operator_text(src, cond) == "<"
+            && cond.child_by_field_name("left").map(text) == Some(var)
+            && cond
+                .child_by_field_name("right")
+                .is_some_and(|r| squash(text(r)) == squash(extent));
+        let t = squash(text(update));
+        let steps_up = t == format!("++{var}")
+            || t == format!("{var}++")
+            || t.strip_prefix(&format!("{var} += "))
+                .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && v != "0");
+        if !(bounded && steps_up) {
+            continue;
+        }
+        let body = cur.child_by_field_name("body");
+        return body.is_some_and(|b| !assigns(src, b, var));
+    }
+    false
+}
+
+/// Whether anything under `node` assigns to, increments or takes the address of `var`.
+fn assigns(src: &str, node: Node<'_>, var: &str) -> bool {
+    let text = |n: Node<'_>| src.get(n.byte_range()).unwrap_or("");
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        let target = match n.kind() {
+            "assignment_expression" => n.child_by_field_name("left"),
+            "update_expression" => n.child_by_field_name("argument"),
+            "pointer_expression" if operator_text(src, n) == "&" => n.child_by_field_name("argument"),
+            _ => None,
+        };
+        if target.is_some_and(|t| text(strip_parens(t)) == var) {
+            return true;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    false
+}

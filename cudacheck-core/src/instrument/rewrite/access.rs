@@ -7,7 +7,7 @@ use super::super::coverage::{SiteKind, SkipReason};
 use super::super::scan::Binding;
 use super::super::syntax::{
     c_escape, callee_name, enclosing_call_name, is_cast_call, operator_text, single_index, squash,
-    strip_parens, subscript_chain, truncate,
+    strip_parens, subscript_chain, truncate, value_context, loop_counter_below,
 };
 use super::{kind_arg, KernelCx, Use, GLOBAL_LOADS};
 
@@ -57,7 +57,11 @@ impl<'t> KernelCx<'_, 't> {
                 let idx = self.emit(indices[0], depth + 1);
                 Some(self.checked_pointer(node, &name, ordinal, Some(&off), &idx, use_))
             }
-            Binding::Array { dims, local } => {
+            Binding::Array {
+                dims,
+                local,
+                shared,
+            } => {
                 if local && !self.opts.check_local_arrays {
                     return None;
                 }
@@ -82,14 +86,24 @@ impl<'t> KernelCx<'_, 't> {
                 let mut args = String::new();
                 for (i, d) in indices.iter().zip(&dims) {
                     let idx = self.emit(*i, depth + 1);
-                    args.push_str(&format!(", ({idx}), ({d})"));
+                    // A negated extent tells the prelude the index is proven in range.
+                    let sign = if loop_counter_below(self.src, *i, d) { "-" } else { "" };
+                    args.push_str(&format!(", ({idx}), {sign}({d})"));
                 }
                 let zeros = "[0]".repeat(dims.len());
                 let site = self.new_site(node, &name, use_.kind);
                 self.coverage.instrumented += 1;
                 self.used_slot = true;
+                let space = if shared {
+                    " | __CC_SHARED"
+                } else if local {
+                    " | __CC_LOCAL"
+                } else {
+                    ""
+                };
                 Some(format!(
-                    "__cc_at_md(&({name}){zeros}, __cc_rec, {site}u, {}, __cc_slot{args})",
+                    "{}_md(&({name}){zeros}, __cc_rec, {site}u, {}{space}, __cc_slot{args})",
+                    self.accessor(node, use_),
                     kind_arg(use_)
                 ))
             }
@@ -104,7 +118,8 @@ impl<'t> KernelCx<'_, 't> {
                 self.coverage.instrumented += 1;
                 self.used_slot = true;
                 Some(format!(
-                    "__cc_at(&({name})[0], __cc_rec, {site}u, {}, __cc_slot, ({idx}), __cc_len[{}] / sizeof(({name})[0]))",
+                    "{}(&({name})[0], __cc_rec, {site}u, {} | __CC_SHARED, __cc_slot, ({idx}), __cc_len[{}] / sizeof(({name})[0]))",
+                    self.accessor(node, use_),
                     kind_arg(use_),
                     self.num_params
                 ))
@@ -139,13 +154,23 @@ impl<'t> KernelCx<'_, 't> {
         self.coverage.instrumented += 1;
         self.used_slot = true;
         let kind = kind_arg(use_);
+        let f = self.accessor(node, use_);
         match base {
             None => format!(
-                "__cc_at({ptr}, __cc_rec, {site}u, {kind}, __cc_slot, ({idx}), __cc_len[{ordinal}])"
+                "{f}({ptr}, __cc_rec, {site}u, {kind}, __cc_slot, ({idx}), __cc_len[{ordinal}])"
             ),
             Some(b) => format!(
-                "__cc_at_off({ptr}, __cc_rec, {site}u, {kind}, __cc_slot, {b}, ({idx}), __cc_len[{ordinal}])"
+                "{f}_off({ptr}, __cc_rec, {site}u, {kind}, __cc_slot, {b}, ({idx}), __cc_len[{ordinal}])"
             ),
+        }
+    }
+
+    /// `__cc_rd` (by value) for reads used only as values, `__cc_at` (by reference) otherwise.
+    fn accessor(&self, node: Node<'t>, use_: Use) -> &'static str {
+        if use_.kind == SiteKind::Read && !use_.global && value_context(self.src, node) {
+            "__cc_rd"
+        } else {
+            "__cc_at"
         }
     }
 
