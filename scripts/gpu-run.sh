@@ -37,28 +37,18 @@ log="$out/gpu-run-${parts// /-}.log"
       echo "-- $b"; "$b" "$out/$(basename "$b").json" "$out/$(basename "$b").md" || status=1
     done
   fi
-  # compute-sanitizer's price, same program and same run: the plain kernels of the instrument
-  # benchmark, once without and once under memcheck (capped at 300 s).
+  # compute-sanitizer's price, same benchmark binary, same session: run under memcheck too
+  # (capped at 450 s), then the kernel times side by side (needs the `bench` part first).
   if want sanitizer && [ -x "$bundle/release/bench_instrument" ]; then
     sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-    echo "-- compute-sanitizer comparison ($sanitizer)"
-    t0=$(date +%s.%N)
-    "$bundle/release/bench_instrument" --plain-only > "$out/plain-only.log" 2>&1 || status=1
-    t1=$(date +%s.%N)
-    timeout 300 "$sanitizer" --tool memcheck "$bundle/release/bench_instrument" --plain-only \
-      > "$out/memcheck.log" 2>&1
-    rc=$?
-    t2=$(date +%s.%N)
-    python3 - "$t0" "$t1" "$t2" "$rc" > "$out/sanitizer.json" <<'PY'
-import json, sys
-t0, t1, t2, rc = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-plain, memcheck = t1 - t0, t2 - t1
-print(json.dumps({"plain_s": round(plain, 3), "memcheck_s": round(memcheck, 3),
-                  "ratio": round(memcheck / plain, 2), "memcheck_timed_out": rc == 124,
-                  "memcheck_exit": rc}))
-PY
-    cat "$out/sanitizer.json"
-    tail -3 "$out/memcheck.log"
+    echo "-- bench_instrument under $sanitizer --tool memcheck"
+    timeout 450 "$sanitizer" --tool memcheck "$bundle/release/bench_instrument" \
+      "$out/memcheck.json" /tmp/memcheck.md > /tmp/memcheck.log 2>&1 || status=1
+    tail -4 /tmp/memcheck.log
+    if [ -f "$out/bench_instrument.json" ] && [ -f "$out/memcheck.json" ]; then
+      python3 scripts/sanitizer-compare.py "$out/bench_instrument.json" "$out/memcheck.json" \
+        | tee "$out/sanitizer.md"
+    fi
   fi
   echo "gpu-run status: $status" > "$out/.status"
 } 2>&1 | tee "$log"
