@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use cudacheck_tests::nvrtc_or_skip;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -15,20 +17,6 @@ fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name)
-}
-
-/// Whether NVRTC can be found; prints the skip line otherwise (unless CI requires it).
-fn nvrtc_or_skip() -> bool {
-    match cudacheck::nvrtc::nvrtc() {
-        Ok(_) => true,
-        Err(e) => {
-            if std::env::var("CUDACHECK_REQUIRE_NVRTC").as_deref() == Ok("1") {
-                panic!("CUDACHECK_REQUIRE_NVRTC=1 but NVRTC was not found:\n{e}");
-            }
-            println!("skipped (NVRTC tier): NVRTC not found; run scripts/setup-cuda.sh");
-            false
-        }
-    }
 }
 
 fn cudacheck(args: &[&str]) -> (i32, String, String) {
@@ -215,8 +203,14 @@ fn nvrtc_cli_sm_70_is_refused_by_nvrtc_13_with_the_supported_list() {
     }
     let (code, out, _) = cudacheck(&["check", "kernels/saxpy.cu", "--arch", "sm_70"]);
     assert_eq!(code, 2, "{out}");
-    assert!(out.contains("sm_75"), "names what this NVRTC supports: {out}");
-    assert!(out.contains("nvidia-cuda-nvrtc-cu12"), "says where sm_70 is: {out}");
+    assert!(
+        out.contains("sm_75"),
+        "names what this NVRTC supports: {out}"
+    );
+    assert!(
+        out.contains("nvidia-cuda-nvrtc-cu12"),
+        "says where sm_70 is: {out}"
+    );
     // ... and with NVRTC 12 it works (scripts/setup-cuda.sh installs it beside 13).
     let Some(lib12) = std::env::var_os("CUDACHECK_NVRTC12") else {
         return;
@@ -229,7 +223,10 @@ fn nvrtc_cli_sm_70_is_refused_by_nvrtc_13_with_the_supported_list() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("(NVRTC 12.9)") && text.contains("kernel `saxpy`"), "{text}");
+    assert!(
+        text.contains("(NVRTC 12.9)") && text.contains("kernel `saxpy`"),
+        "{text}"
+    );
 }
 
 #[test]

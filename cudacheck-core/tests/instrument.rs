@@ -555,3 +555,12 @@ fn loop_counters_below_the_extent_are_not_checked_again() {
     assert!(line(&i, 8).contains("(0), (T), (kk), (T))"), "{}", line(&i, 8));
     assert_eq!(i.kernels[0].coverage.instrumented, 5);
 }
+
+#[test]
+fn an_extent_written_over_several_lines_does_not_add_lines() {
+    // Reduced from a fuzzer find: the extent was repeated at each access, newlines and all.
+    let src = "__global__ void k(float* out) {\n  float w[4\n    + 1];\n  w[1] = 2.0f;\n  out[0] = w[1];\n}\n";
+    let i = inst(src);
+    assert_eq!(body(&i).lines().count(), src.lines().count(), "{}", body(&i));
+    assert!(line(&i, 4).contains("w[1] = 2.0f;"), "left unchecked: {}", line(&i, 4));
+}

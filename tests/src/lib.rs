@@ -111,10 +111,19 @@ pub fn nvrtc_or_skip() -> bool {
             if std::env::var("CUDACHECK_REQUIRE_NVRTC").as_deref() == Ok("1") {
                 panic!("CUDACHECK_REQUIRE_NVRTC=1 but NVRTC was not found:\n{e}");
             }
-            println!(
-                "skipped (NVRTC tier): NVRTC not found ({} places searched); run scripts/setup-cuda.sh",
-                e.searched.len()
-            );
+            // Name the explicit setting when there is one: it is what the user got wrong.
+            let explicit = e
+                .searched
+                .iter()
+                .find(|a| a.step == cudacheck::nvrtc::SearchStep::EnvVar && a.why_not != "not set");
+            let reason = match explicit {
+                Some(a) => format!("{}: {}", a.place, a.why_not),
+                None => format!(
+                    "NVRTC not found in {} places; run scripts/setup-cuda.sh or set CUDACHECK_NVRTC",
+                    e.searched.len()
+                ),
+            };
+            println!("skipped (NVRTC tier): {reason}");
             false
         }
     }

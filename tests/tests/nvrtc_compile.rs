@@ -7,35 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cudacheck::nvrtc::{
-    compile, doctor_report, nvrtc, CompileError, CompileOptions, Compiled, CudaSource, SearchStep,
-    Severity,
+    compile, doctor_report, nvrtc, CompileError, CompileOptions, Compiled, CudaSource, Severity,
 };
 use cudacheck_core::Arch;
-
-/// Whether NVRTC is here; prints the skip reason when it is not (and panics under CI).
-fn nvrtc_or_skip() -> bool {
-    match nvrtc() {
-        Ok(_) => true,
-        Err(e) => {
-            if std::env::var("CUDACHECK_REQUIRE_NVRTC").as_deref() == Ok("1") {
-                panic!("CUDACHECK_REQUIRE_NVRTC=1 but NVRTC was not found:\n{e}");
-            }
-            let explicit = e
-                .searched
-                .iter()
-                .find(|a| a.step == SearchStep::EnvVar && a.why_not != "not set");
-            let reason = match explicit {
-                Some(a) => format!("{}: {}", a.place, a.why_not),
-                None => format!(
-                    "NVRTC not found in {} places; run scripts/setup-cuda.sh or set CUDACHECK_NVRTC",
-                    e.searched.len()
-                ),
-            };
-            println!("skipped (NVRTC tier): {reason}");
-            false
-        }
-    }
-}
+use cudacheck_tests::nvrtc_or_skip;
 
 fn arch(s: &str) -> Arch {
     s.parse().expect("a valid arch literal")

@@ -26,7 +26,10 @@ pub fn add_float_short(out: &mut CudaSlice<f32>, a: &CudaSlice<f32>, b: &CudaSli
 const SM_90: Arch = Arch::new(9, 0);
 
 #[test]
-fn a_correct_declaration_of_a_generated_kernel_passes() {
+fn nvrtc_a_correct_declaration_of_a_generated_kernel_passes() {
+    if !cudacheck_tests::nvrtc_or_skip() {
+        return;
+    }
     let report = add_double::kernel()
         .check_offline(SM_90)
         .expect("add_double compiles and matches its declaration");
@@ -37,7 +40,10 @@ fn a_correct_declaration_of_a_generated_kernel_passes() {
 }
 
 #[test]
-fn a_wrong_scalar_size_is_a_signature_mismatch() {
+fn nvrtc_a_wrong_scalar_size_is_a_signature_mismatch() {
+    if !cudacheck_tests::nvrtc_or_skip() {
+        return;
+    }
     let err = add_double_wide_n::kernel()
         .check_offline(SM_90)
         .expect_err("an i64 for `int n` must not pass");
@@ -54,7 +60,10 @@ fn a_wrong_scalar_size_is_a_signature_mismatch() {
 }
 
 #[test]
-fn a_missing_parameter_is_a_signature_mismatch() {
+fn nvrtc_a_missing_parameter_is_a_signature_mismatch() {
+    if !cudacheck_tests::nvrtc_or_skip() {
+        return;
+    }
     let err = add_float_short::kernel()
         .check_offline(SM_90)
         .expect_err("three parameters for a four-parameter kernel must not pass");

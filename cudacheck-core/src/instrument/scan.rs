@@ -259,6 +259,11 @@ pub(super) fn declared_arrays(
         }
         if is_shared && is_extern && dims.len() == 1 && dims[0].is_none() {
             out.push((name, Binding::ExternShared));
+        } else if dims.iter().flatten().any(|d| d.contains('\n')) {
+            // A size written over several lines (or a declaration the parser recovered from
+            // badly) would add lines wherever the extent is repeated, moving every later
+            // diagnostic and __LINE__: such an array is left unchecked. (Found by the fuzzer.)
+            continue;
         } else if dims.iter().all(Option::is_some) {
             let dims: Vec<String> = dims.into_iter().flatten().collect();
             out.push((
