@@ -187,7 +187,7 @@ fn cases(s: &Arc<CudaStream>) -> Result<Vec<Case<'_>>, Box<dyn std::error::Error
                 .block(256)
                 .arg_mut(&mut bins)
                 .arg(&d)
-                .arg(&(nh as i32)))
+                .arg(&nh))
         }),
     });
 

@@ -398,9 +398,9 @@ fn sites_are_unique_across_kernels_and_found_by_id() {
 fn shadowing_local_is_not_the_parameter() {
     let src = "__global__ void k(float* p) {\n  { float p[2]; p[1] = 0; }\n  p[3] = 1;\n}\n";
     let i = inst(src);
-    assert!(
-        line(&i, 2).contains("__cc_at_md(&(p)[0], __cc_rec, 0u, __CC_WRITE | __CC_LOCAL, __cc_slot, (1), (2))")
-    );
+    assert!(line(&i, 2).contains(
+        "__cc_at_md(&(p)[0], __cc_rec, 0u, __CC_WRITE | __CC_LOCAL, __cc_slot, (1), (2))"
+    ));
     assert!(
         line(&i, 3).contains("__cc_at(p, __cc_rec, 1u, __CC_WRITE, __cc_slot, (3), __cc_len[0])")
     );
@@ -551,8 +551,16 @@ fn loop_counters_below_the_extent_are_not_checked_again() {
     );
     // `<=` (the classic off-by-one), a counter the body changes, and another bound: checked.
     assert!(line(&i, 6).contains("(kk), (T))"), "{}", line(&i, 6));
-    assert!(line(&i, 7).contains("(kk), (T), (0), (T))"), "{}", line(&i, 7));
-    assert!(line(&i, 8).contains("(0), (T), (kk), (T))"), "{}", line(&i, 8));
+    assert!(
+        line(&i, 7).contains("(kk), (T), (0), (T))"),
+        "{}",
+        line(&i, 7)
+    );
+    assert!(
+        line(&i, 8).contains("(0), (T), (kk), (T))"),
+        "{}",
+        line(&i, 8)
+    );
     assert_eq!(i.kernels[0].coverage.instrumented, 5);
 }
 
@@ -561,6 +569,15 @@ fn an_extent_written_over_several_lines_does_not_add_lines() {
     // Reduced from a fuzzer find: the extent was repeated at each access, newlines and all.
     let src = "__global__ void k(float* out) {\n  float w[4\n    + 1];\n  w[1] = 2.0f;\n  out[0] = w[1];\n}\n";
     let i = inst(src);
-    assert_eq!(body(&i).lines().count(), src.lines().count(), "{}", body(&i));
-    assert!(line(&i, 4).contains("w[1] = 2.0f;"), "left unchecked: {}", line(&i, 4));
+    assert_eq!(
+        body(&i).lines().count(),
+        src.lines().count(),
+        "{}",
+        body(&i)
+    );
+    assert!(
+        line(&i, 4).contains("w[1] = 2.0f;"),
+        "left unchecked: {}",
+        line(&i, 4)
+    );
 }

@@ -70,7 +70,11 @@ fn nvrtc_cubin_resources_equal_ptxas_report_for_every_kernel() {
         return;
     }
     // 11 kernels (scale.cu instantiates two) on 3 arches.
-    assert_eq!(compare_with_ptxas(&ARCHES), 33, "every kernel on every arch");
+    assert_eq!(
+        compare_with_ptxas(&ARCHES),
+        33,
+        "every kernel on every arch"
+    );
 }
 
 /// Runs in the child process that `nvrtc_sm_70_resources_with_nvrtc_12` starts.
@@ -78,7 +82,11 @@ fn nvrtc_cubin_resources_equal_ptxas_report_for_every_kernel() {
 #[ignore = "run by nvrtc_sm_70_resources_with_nvrtc_12 in a child process with NVRTC 12"]
 fn nvrtc_child_sm_70_resources() {
     let n = cudacheck::nvrtc::nvrtc().expect("NVRTC 12 loads");
-    assert_eq!(n.version.0, 12, "the child runs NVRTC 12, not {:?}", n.version);
+    assert_eq!(
+        n.version.0, 12,
+        "the child runs NVRTC 12, not {:?}",
+        n.version
+    );
     assert_eq!(compare_with_ptxas(&["sm_70"]), 11, "every kernel on sm_70");
 }
 
@@ -92,7 +100,12 @@ fn nvrtc_sm_70_resources_with_nvrtc_12() {
         return;
     };
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "nvrtc_child_sm_70_resources", "--nocapture"])
+        .args([
+            "--ignored",
+            "--exact",
+            "nvrtc_child_sm_70_resources",
+            "--nocapture",
+        ])
         .env("CUDACHECK_NVRTC", lib12)
         .output()
         .unwrap();
@@ -102,7 +115,10 @@ fn nvrtc_sm_70_resources_with_nvrtc_12() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("1 passed"), "the child ran the comparison: {text}");
+    assert!(
+        text.contains("1 passed"),
+        "the child ran the comparison: {text}"
+    );
 }
 
 #[test]

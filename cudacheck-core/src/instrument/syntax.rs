@@ -178,14 +178,67 @@ pub(super) fn c_escape(s: &str) -> String {
 /// of them can use the by-value accessor. (A user's device function may take `T&`, so reads
 /// passed to other calls keep the reference form.)
 const VALUE_ARG_CALLS: &[&str] = &[
-    "abs", "fabs", "fabsf", "min", "max", "fminf", "fmaxf", "fmin", "fmax", "sqrtf", "sqrt",
-    "rsqrtf", "rsqrt", "cbrtf", "expf", "exp", "__expf", "exp2f", "logf", "log", "__logf",
-    "log2f", "powf", "pow", "__powf", "sinf", "cosf", "tanf", "__sinf", "__cosf", "tanhf", "tanh",
-    "erff", "floorf", "ceilf", "roundf", "truncf", "fmaf", "fma", "__fmaf_rn", "__fdividef",
-    "__saturatef", "copysignf", "__half2float", "__float2half", "__bfloat162float",
-    "__float2bfloat16", "__int2float_rn", "__float2int_rn", "make_float2", "make_float3",
-    "make_float4", "make_int2", "make_int4", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
-    "__shfl_xor_sync", "__popc", "__clz", "__ffs",
+    "abs",
+    "fabs",
+    "fabsf",
+    "min",
+    "max",
+    "fminf",
+    "fmaxf",
+    "fmin",
+    "fmax",
+    "sqrtf",
+    "sqrt",
+    "rsqrtf",
+    "rsqrt",
+    "cbrtf",
+    "expf",
+    "exp",
+    "__expf",
+    "exp2f",
+    "logf",
+    "log",
+    "__logf",
+    "log2f",
+    "powf",
+    "pow",
+    "__powf",
+    "sinf",
+    "cosf",
+    "tanf",
+    "__sinf",
+    "__cosf",
+    "tanhf",
+    "tanh",
+    "erff",
+    "floorf",
+    "ceilf",
+    "roundf",
+    "truncf",
+    "fmaf",
+    "fma",
+    "__fmaf_rn",
+    "__fdividef",
+    "__saturatef",
+    "copysignf",
+    "__half2float",
+    "__float2half",
+    "__bfloat162float",
+    "__float2bfloat16",
+    "__int2float_rn",
+    "__float2int_rn",
+    "make_float2",
+    "make_float3",
+    "make_float4",
+    "make_int2",
+    "make_int4",
+    "__shfl_sync",
+    "__shfl_up_sync",
+    "__shfl_down_sync",
+    "__shfl_xor_sync",
+    "__popc",
+    "__clz",
+    "__ffs",
 ];
 
 /// Whether the element read at `node` is only used as a value, so the checked access may return
@@ -203,7 +256,7 @@ pub(super) fn value_context(src: &str, node: Node<'_>) -> bool {
             "init_declarator" => {
                 return parent
                     .child_by_field_name("declarator")
-                    .is_none_or(|d| d.kind() != "reference_declarator")
+                    .map_or(true, |d| d.kind() != "reference_declarator")
             }
             "argument_list" => {
                 let callee = parent
@@ -271,8 +324,9 @@ pub(super) fn loop_counter_below(src: &str, index: Node<'_>, extent: &str) -> bo
         let t = squash(text(update));
         let steps_up = t == format!("++{var}")
             || t == format!("{var}++")
-            || t.strip_prefix(&format!("{var} += "))
-                .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && v != "0");
+            || t.strip_prefix(&format!("{var} += ")).is_some_and(|v| {
+                !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && v != "0"
+            });
         if !(bounded && steps_up) {
             continue;
         }
@@ -290,7 +344,9 @@ fn assigns(src: &str, node: Node<'_>, var: &str) -> bool {
         let target = match n.kind() {
             "assignment_expression" => n.child_by_field_name("left"),
             "update_expression" => n.child_by_field_name("argument"),
-            "pointer_expression" if operator_text(src, n) == "&" => n.child_by_field_name("argument"),
+            "pointer_expression" if operator_text(src, n) == "&" => {
+                n.child_by_field_name("argument")
+            }
             _ => None,
         };
         if target.is_some_and(|t| text(strip_parens(t)) == var) {

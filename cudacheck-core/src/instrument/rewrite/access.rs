@@ -6,8 +6,8 @@ use tree_sitter::Node;
 use super::super::coverage::{SiteKind, SkipReason};
 use super::super::scan::Binding;
 use super::super::syntax::{
-    c_escape, callee_name, enclosing_call_name, is_cast_call, operator_text, single_index, squash,
-    strip_parens, subscript_chain, truncate, value_context, loop_counter_below,
+    c_escape, callee_name, enclosing_call_name, is_cast_call, loop_counter_below, operator_text,
+    single_index, squash, strip_parens, subscript_chain, truncate, value_context,
 };
 use super::{kind_arg, KernelCx, Use, GLOBAL_LOADS};
 
@@ -87,7 +87,11 @@ impl<'t> KernelCx<'_, 't> {
                 for (i, d) in indices.iter().zip(&dims) {
                     let idx = self.emit(*i, depth + 1);
                     // A negated extent tells the prelude the index is proven in range.
-                    let sign = if loop_counter_below(self.src, *i, d) { "-" } else { "" };
+                    let sign = if loop_counter_below(self.src, *i, d) {
+                        "-"
+                    } else {
+                        ""
+                    };
                     args.push_str(&format!(", ({idx}), {sign}({d})"));
                 }
                 let zeros = "[0]".repeat(dims.len());
