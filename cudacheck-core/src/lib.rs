@@ -3,7 +3,7 @@
 //!
 //! - [`arch`]: architecture names (`sm_90`) and the set cudacheck supports;
 //! - [`limits`]: the hardware limits of each compute capability;
-//! - [`validate`]: the pure launch validator and occupancy calculator;
+//! - [`mod@validate`]: the pure launch validator and occupancy calculator;
 //! - [`cubin`]: reading a kernel's resources out of a CUBIN's `.nv.info` records;
 //! - [`source`]: the CUDA source model (kernels, parameters, types), from a real parser;
 //! - [`instrument`]: the bounds-checking source-to-source rewriter.

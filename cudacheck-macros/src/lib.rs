@@ -44,8 +44,8 @@
 //! | `requires(expr, ..)` | conditions over the parameters, checked before every launch |
 //! | `instrument` | bounds checking, `true`/`false` |
 //!
-//! The stages each live in one module and only look forward: [`attr`] (syntax) -> [`model`]
-//! (typed values) -> [`check`] (rules) -> [`expand`] (`quote!` only); [`typemap`] maps Rust
+//! The stages each live in one module and only look forward: `attr` (syntax) -> `model`
+//! (typed values) -> `check` (rules) -> `expand` (`quote!` only); `typemap` maps Rust
 //! types to CUDA types.
 
 use proc_macro::TokenStream;

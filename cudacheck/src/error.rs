@@ -209,7 +209,7 @@ impl Error {
 /// [`explanation`](Self::explanation)) its usual causes.
 ///
 /// The explanation is looked up from `code` rather than stored, which keeps this (and so
-/// [`Error`]) small enough to return cheaply from users' own functions.
+/// [`enum@Error`]) small enough to return cheaply from users' own functions.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("{call} failed with {name} ({code}): {}", self.explanation())]
 pub struct DriverError {

@@ -40,7 +40,7 @@ pub struct PtxasKernelInfo {
     pub spill_load_bytes: u32,
     /// "N bytes cumulative stack size", when printed (stack including callees).
     pub cumulative_stack_bytes: Option<u32>,
-    /// Each "N bytes cmem[B]" as `(B, N)`, in the order printed.
+    /// Each "N bytes cmem\[B\]" as `(B, N)`, in the order printed.
     pub cmem: Vec<(u32, u32)>,
 }
 

@@ -1,7 +1,7 @@
 //! CUDA header directories, and the C library headers NVRTC lacks.
 //!
 //! # CUDA headers
-//! NVRTC knows no include path of its own. [`cuda_include_dirs`] finds the toolkit's `include`
+//! NVRTC knows no include path of its own. `cuda_include_dirs` finds the toolkit's `include`
 //! (and `include/cccl`, where CUDA 13 keeps `cuda/std/*`) next to the NVRTC library, in a pip
 //! wheel, under `$CUDA_PATH` or `/usr/local/cuda`. A directory counts only if it holds a CUDA
 //! header: `/usr/include` beside a distribution's libnvrtc would otherwise pull glibc's headers,
