@@ -106,7 +106,7 @@ fn pointer_params_reads_and_writes() {
     assert_eq!(k.coverage.instrumented, 3);
     assert!(k.coverage.is_complete());
     // The per-thread slot is declared on the line of the opening brace.
-    assert_eq!(line(&i, 2), "{ __cc_slot_t __cc_slot;");
+    assert_eq!(line(&i, 2), "{ __cc_slot_t __cc_slot; __CC_ASSUME_BLOCK();");
 }
 
 #[test]
@@ -268,9 +268,9 @@ fn extern_shared_is_checked_against_dynamic_bytes() {
     let i = inst(src);
     let l = line(&i, 4);
     assert!(l.starts_with(
-        "  __cc_at(&(s)[0], __cc_rec, 0u, __CC_WRITE | __CC_SHARED, __cc_slot, (threadIdx.x), __cc_len[2] / sizeof((s)[0])) = 1.0;"
+        "  __cc_at(&(s)[0], __cc_rec, 0u, __CC_WRITE | __CC_SHARED, __cc_slot, (threadIdx.x), __CC_DYN_BYTES(__cc_len[2]) / sizeof((s)[0])) = 1.0;"
     ), "{l}");
-    assert!(l.contains("__cc_rd(&(s_file)[0], __cc_rec, 2u, __CC_READ | __CC_SHARED, __cc_slot, (2), __cc_len[2] / sizeof((s_file)[0]))"), "{l}");
+    assert!(l.contains("__cc_rd(&(s_file)[0], __cc_rec, 2u, __CC_READ | __CC_SHARED, __cc_slot, (2), __CC_DYN_BYTES(__cc_len[2]) / sizeof((s_file)[0]))"), "{l}");
 }
 
 #[test]

@@ -599,7 +599,7 @@ impl Kernel {
         if let Some(c) = cache.iter().find(|c| c.arch == arch) {
             return Ok(Arc::clone(c));
         }
-        let c = Arc::new(self.compile(&self.inner.builder.source, arch, 0)?);
+        let c = Arc::new(self.compile(&self.inner.builder.source, arch, 0, &[])?);
         cache.push(Arc::clone(&c));
         Ok(c)
     }
@@ -612,11 +612,13 @@ impl Kernel {
         source: &CudaSource,
         arch: Arch,
         hidden: usize,
+        extra_defines: &[(String, Option<String>)],
     ) -> Result<Compiled, Error> {
         let b = &self.inner.builder;
         let mut opts = CompileOptions::new(arch);
         opts.include_dirs = b.include_dirs.clone();
         opts.defines = b.defines.clone();
+        opts.defines.extend_from_slice(extra_defines);
         opts.extra_options = b.options.clone();
         opts.max_registers = b.max_registers;
         opts.name_expressions = vec![b.name.clone()];

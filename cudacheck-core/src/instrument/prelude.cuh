@@ -19,6 +19,31 @@
 #define __CC_SHARED 0x200u
 #define __CC_LOCAL 0x400u
 
+// What the runtime knows of the launch at compile time. It compiles one instrumented build per
+// block size (and dynamic shared size), defining __CC_BX/__CC_BY/__CC_BZ and __CC_DYN_SMEM, so
+// that the compiler knows threadIdx's range and can drop every check it then proves (a tile
+// indexed by threadIdx inside a block no larger than the tile): the checks that remain are the
+// ones that can fail. Without the definitions (`cudacheck instrument`, other hosts) every check
+// stays.
+#if defined(__CC_BX) && defined(__CC_BY) && defined(__CC_BZ)
+#define __CC_ASSUME_BLOCK()                                                                        \
+    do {                                                                                           \
+        __builtin_assume(threadIdx.x < (__CC_BX));                                                 \
+        __builtin_assume(threadIdx.y < (__CC_BY));                                                 \
+        __builtin_assume(threadIdx.z < (__CC_BZ));                                                 \
+        __builtin_assume(blockDim.x == (__CC_BX));                                                 \
+        __builtin_assume(blockDim.y == (__CC_BY));                                                 \
+        __builtin_assume(blockDim.z == (__CC_BZ));                                                 \
+    } while (0)
+#else
+#define __CC_ASSUME_BLOCK() do { } while (0)
+#endif
+#ifdef __CC_DYN_SMEM
+#define __CC_DYN_BYTES(passed) ((unsigned long long)(__CC_DYN_SMEM))
+#else
+#define __CC_DYN_BYTES(passed) (passed)
+#endif
+
 // Mirrors cudacheck_core::instrument::FaultRecord field for field (little-endian, no padding).
 struct __cc_record {
     unsigned int faulted;

@@ -78,7 +78,7 @@ pub(super) fn run(
         cx.collect_reassigned(body);
         let mut new_body = cx.emit(body, 0);
         if cx.used_slot && new_body.starts_with('{') {
-            new_body.insert_str(1, " __cc_slot_t __cc_slot;");
+            new_body.insert_str(1, " __cc_slot_t __cc_slot; __CC_ASSUME_BLOCK();");
         }
         let KernelCx {
             sites, coverage, ..

@@ -7,6 +7,7 @@ use std::panic::Location;
 use cudacheck_core::instrument::{decode, RECORD_BYTES};
 
 use super::fault::{error_of, FaultContext};
+use super::Spec;
 use crate::args::MAX_ARGS;
 use crate::context::bind;
 use crate::driver::{self, RawConfig};
@@ -41,7 +42,8 @@ pub(crate) unsafe fn run_checked(
         _ => return unsafe { l.run_plain(site, events) },
     };
     let ctx = l.stream.context();
-    let loaded = kernel.inst_cache().loaded(kernel, &rewritten, ctx)?;
+    let spec = Spec::of(l.cfg.block, l.cfg.dynamic_shared_bytes);
+    let loaded = kernel.inst_cache().loaded(kernel, &rewritten, ctx, spec)?;
     let state = &loaded.state;
     state.check_health()?;
     let opt_in = l

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use cudacheck_core::instrument::{
     instrument, InstrumentError, InstrumentOptions, Instrumented, InstrumentedKernel,
 };
+use cudacheck_core::Dim3;
 use cudarc::driver::CudaContext;
 
 pub use cudacheck_core::instrument::Coverage;
@@ -60,8 +61,43 @@ pub(crate) struct Rewritten {
 #[derive(Debug, Default)]
 pub(crate) struct InstCache {
     rewrite: OnceLock<Result<Arc<Rewritten>, InstrumentError>>,
-    compiled: Mutex<Vec<Arc<Compiled>>>,
-    loaded: RwLock<Vec<Arc<Loaded>>>,
+    compiled: Mutex<Vec<(Option<Spec>, Arc<Compiled>)>>,
+    loaded: RwLock<Vec<(Option<Spec>, Arc<Loaded>)>>,
+}
+
+/// What an instrumented build is specialised for: the launch's block size and dynamic shared
+/// bytes, which the prelude turns into facts the compiler uses to drop checks it can prove
+/// (`__CC_BX`..., `__CC_DYN_SMEM`). One build per distinct pair, compiled on first use: bounds
+/// checking is a debug-build feature, where a compile per launch shape is a fair price for
+/// kernels that run close to their plain speed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Spec {
+    pub(crate) block: Dim3,
+    pub(crate) dynamic_shared_bytes: u32,
+}
+
+impl Spec {
+    /// The specialisation for a launch, or `None` for a block no GPU runs (the launch is then
+    /// refused by validation; compiling a build for it would be wasted).
+    pub(crate) fn of(block: Dim3, dynamic_shared_bytes: u32) -> Option<Spec> {
+        let sane = block.to_array().iter().all(|&d| d >= 1)
+            && block.volume() <= u64::from(cudacheck_core::PORTABLE.max_threads_per_block);
+        sane.then_some(Spec {
+            block,
+            dynamic_shared_bytes,
+        })
+    }
+
+    fn defines(spec: Option<Spec>) -> Vec<(String, Option<String>)> {
+        let Some(s) = spec else { return Vec::new() };
+        let d = |n: &str, v: u32| (n.to_string(), Some(v.to_string()));
+        vec![
+            d("__CC_BX", s.block.x),
+            d("__CC_BY", s.block.y),
+            d("__CC_BZ", s.block.z),
+            d("__CC_DYN_SMEM", s.dynamic_shared_bytes),
+        ]
+    }
 }
 
 impl InstCache {
@@ -89,17 +125,21 @@ impl InstCache {
         })
     }
 
-    /// The instrumented build loaded in `ctx`: compiled (once per architecture) and loaded
-    /// (once per context) on first use.
+    /// The instrumented build for `spec` loaded in `ctx`: compiled (once per architecture and
+    /// spec) and loaded (once per context and spec) on first use.
     pub(crate) fn loaded(
         &self,
         kernel: &Kernel,
         rewritten: &Rewritten,
         ctx: &Arc<CudaContext>,
+        spec: Option<Spec>,
     ) -> Result<Arc<Loaded>, Error> {
         {
             let table = self.loaded.read().unwrap_or_else(|p| p.into_inner());
-            if let Some(l) = table.iter().find(|l| l.state.is_state_of(ctx)) {
+            if let Some((_, l)) = table
+                .iter()
+                .find(|(s, l)| *s == spec && l.state.is_state_of(ctx))
+            {
                 return Ok(Arc::clone(l));
             }
         }
@@ -109,22 +149,26 @@ impl InstCache {
         let compiled = {
             // Held while compiling: two threads asking for the same arch compile once.
             let mut cache = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
-            match cache.iter().find(|c| c.arch == arch) {
-                Some(c) => Arc::clone(c),
+            match cache.iter().find(|(s, c)| *s == spec && c.arch == arch) {
+                Some((_, c)) => Arc::clone(c),
                 None => {
                     let hidden = cudacheck_core::instrument::HIDDEN_PARAMS.len();
-                    let c = Arc::new(kernel.compile(&rewritten.source, arch, hidden)?);
-                    cache.push(Arc::clone(&c));
+                    let defines = Spec::defines(spec);
+                    let c = Arc::new(kernel.compile(&rewritten.source, arch, hidden, &defines)?);
+                    cache.push((spec, Arc::clone(&c)));
                     c
                 }
             }
         };
         let loaded = Kernel::load_compiled(ctx, state, compiled)?;
         let mut table = self.loaded.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = table.iter().find(|l| l.state.is_state_of(ctx)) {
+        if let Some((_, l)) = table
+            .iter()
+            .find(|(s, l)| *s == spec && l.state.is_state_of(ctx))
+        {
             return Ok(Arc::clone(l));
         }
-        table.push(Arc::clone(&loaded));
+        table.push((spec, Arc::clone(&loaded)));
         Ok(loaded)
     }
 }

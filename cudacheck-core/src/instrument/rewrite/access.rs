@@ -122,7 +122,7 @@ impl<'t> KernelCx<'_, 't> {
                 self.coverage.instrumented += 1;
                 self.used_slot = true;
                 Some(format!(
-                    "{}(&({name})[0], __cc_rec, {site}u, {} | __CC_SHARED, __cc_slot, ({idx}), __cc_len[{}] / sizeof(({name})[0]))",
+                    "{}(&({name})[0], __cc_rec, {site}u, {} | __CC_SHARED, __cc_slot, ({idx}), __CC_DYN_BYTES(__cc_len[{}]) / sizeof(({name})[0]))",
                     self.accessor(node, use_),
                     kind_arg(use_),
                     self.num_params
