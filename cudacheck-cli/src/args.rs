@@ -19,7 +19,7 @@ pub enum Command {
     Check(CheckArgs),
     /// Print where NVRTC, the CUDA headers and the driver were found.
     Doctor,
-    /// Print a kernel file rewritten with bounds checks, and what could not be instrumented.
+    /// Print a kernel file rewritten with bounds checks (and, with --report, what is checked).
     Instrument(InstrumentArgs),
 }
 
@@ -58,7 +58,8 @@ pub struct CheckArgs {
 pub struct InstrumentArgs {
     /// The `.cu` file to instrument.
     pub file: PathBuf,
-    /// Print only the coverage report, not the rewritten source.
+    /// After the rewritten source, print the coverage report: per kernel, how many accesses
+    /// are checked and which are not, with file:line and why.
     #[arg(long)]
     pub report: bool,
 }

@@ -263,10 +263,10 @@ pub fn run_instrument(args: &InstrumentArgs) -> ExitCode {
         &cudacheck_core::instrument::InstrumentOptions::default(),
     ) {
         Ok(out) => {
-            if !args.report {
-                println!("{}", out.source);
+            println!("{}", out.source);
+            if args.report {
+                print!("{}", cudacheck_core::instrument::render_report(&out));
             }
-            print!("{}", cudacheck_core::instrument::render_report(&out));
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -117,7 +117,7 @@ fn nvrtc_cli_zero_and_overflowing_blocks_are_violations_not_crashes() {
     let (code, out, err) = cudacheck(&["check", "kernels/saxpy.cu", "--block", "0"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
-        out.to_lowercase().contains("zero") || out.contains(" 0"),
+        out.contains("block (0, 1, 1) is 0 along x") && out.contains("at least 1"),
         "{out}"
     );
     let (code, out, err) = cudacheck(&[
@@ -321,4 +321,33 @@ fn nvrtc_cli_missing_nvrtc_is_explained_not_a_panic() {
         err.to_lowercase().contains("pip install nvidia-cuda-nvrtc"),
         "says how to install: {err}"
     );
+}
+
+#[test]
+fn nvrtc_cli_instrument_prints_the_rewrite_and_with_report_the_coverage() {
+    // Pure, but kept with the CLI tests: it runs the binary.
+    let (code, out, err) = cudacheck(&["instrument", "kernels/saxpy.cu"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("__cc_record* __cc_rec"),
+        "hidden params: {out}"
+    );
+    assert!(out.contains("#line 1 \"kernels/saxpy.cu\""), "{out}");
+    assert!(
+        !out.contains("accesses checked"),
+        "no report unless asked: {out}"
+    );
+    let (code, out, _) = cudacheck(&["instrument", "--report", "kernels/saxpy.cu"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("__cc_record* __cc_rec"),
+        "source still printed: {out}"
+    );
+    assert!(
+        out.contains("kernel `saxpy` (line 2): 3 accesses checked, none left unchecked"),
+        "{out}"
+    );
+    let (code, _, err) = cudacheck(&["instrument", "no/such.cu"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no/such.cu"), "{err}");
 }
