@@ -131,3 +131,94 @@ fn nvrtc_planted_bugs_are_all_checked() {
         assert_eq!(got, want, "{name}");
     }
 }
+
+/// Loops whose checks were hoisted (loop versioning, `cudacheck_core::instrument` docs): every
+/// form compiles, under C++11 as well as the default C++17, and the proven copy of each loop
+/// has no check left in it (no call to the fault path between its PTX markers) while the
+/// checked copy keeps them.
+#[test]
+fn nvrtc_versioned_loops_compile_and_their_proven_copies_have_no_checks() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let text = r#"
+#define U 8
+struct Acc { float x, y, z; };
+extern "C" __global__ void versioned(float4* __restrict__ out4, const float4* __restrict__ in4,
+                                     double* outd, const float* in, int n, int cols)
+{
+    extern __shared__ float s[];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+    double d = 0.0;
+    bool any = false;
+    char last = 0;
+    Acc acc = {0.f, 0.f, 0.f};
+    float w[U];
+#pragma unroll 4
+    for (int u = 0; u < U; ++u) w[u] = 0.0f;
+    int j = 0;
+    for (; j + U <= n; j += U) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            float4 q = in4[j + u];
+            a.x += q.x; a.y += q.y; a.z += q.z; a.w += q.w;
+            w[u] += q.x * q.y + q.z;
+            d += (double)q.w;
+            any = any || q.x > 0.5f;
+            last = (char)u;
+            acc.x += q.x;
+        }
+    }
+    const float* row = in + (size_t)blockIdx.x * cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) s[c] = row[c];
+    for (int t = threadIdx.x; t < 32; t += blockDim.x) assert(s[t] == s[t]);
+    out4[i] = make_float4(a.x + w[0], a.y + acc.x, a.z + (any ? 1.f : 0.f), a.w + last);
+    outd[i] = d;
+}
+"#;
+    let inst = instrument(text, "versioned.cu", &InstrumentOptions::default()).unwrap();
+    let k = &inst.kernels[0];
+    assert!(k.coverage.hoisted >= 3, "{:?}", k.coverage);
+    let src = CudaSource::from_str("versioned.cu", inst.source.clone());
+    let arch: Arch = "sm_90".parse().unwrap();
+    for (std, block) in [("--std=c++17", true), ("--std=c++11", false)] {
+        let mut opts = CompileOptions::new(arch);
+        opts.ptx = true;
+        opts.extra_options.push(std.to_string());
+        if block {
+            for (name, v) in [
+                ("__CC_BX", "128"),
+                ("__CC_BY", "1"),
+                ("__CC_BZ", "1"),
+                ("__CC_DYN_SMEM", "128"),
+            ] {
+                opts.defines.push((name.to_string(), Some(v.to_string())));
+            }
+        }
+        let out = compile(&src, &opts).unwrap_or_else(|e| panic!("{std}: {e}"));
+        let ptx = out.ptx.expect("PTX");
+        let mut proven = 0;
+        for (at, _) in ptx.match_indices(": proven\n") {
+            let end = ptx[at..].find(": proven end").expect("end marker") + at;
+            assert!(
+                !ptx[at..end].contains("__cc_fault"),
+                "{std}: a check left in a proven copy:\n{}",
+                &ptx[at..end]
+            );
+            proven += 1;
+        }
+        assert!(proven >= 2, "{std}: {proven} proven copies in the PTX");
+        let checked: usize = ptx
+            .split(": checked\n")
+            .skip(1)
+            .filter(|part| {
+                part.split(": checked end")
+                    .next()
+                    .is_some_and(|c| c.contains("__cc_fault"))
+            })
+            .count();
+        assert!(checked >= 2, "{std}: the checked copies keep their checks");
+    }
+}

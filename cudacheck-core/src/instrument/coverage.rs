@@ -157,6 +157,10 @@ pub struct SkippedAccess {
 pub struct Coverage {
     /// Accesses rewritten to checked accesses (assertions not included).
     pub instrumented: u32,
+    /// Of the checked accesses, those whose check runs once before their loop instead of on
+    /// every iteration (the loop is proven to stay in range; otherwise a fully checked copy of
+    /// the loop runs).
+    pub hoisted: u32,
     /// Accesses left as written, with the reason.
     pub skipped: Vec<SkippedAccess>,
 }

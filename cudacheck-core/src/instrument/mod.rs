@@ -13,9 +13,16 @@
 //!    out-of-bounds write is dropped and an out-of-bounds read gives 0;
 //! 3. `assert(cond)` and `CUDACHECK_ASSERT(cond, msg)` record the condition, line and thread
 //!    instead of trapping (a trap would poison the CUDA context);
-//! 4. line numbers stay put: nothing adds a newline inside the user's code, and a `#line 1`
-//!    directive after the injected prelude makes NVRTC's diagnostics and `__LINE__` refer to the
-//!    user's file.
+//! 4. a `for` loop whose checked indices move monotonically with its counter (or not at all)
+//!    is versioned: the checks run once before it, at the counter's first and last value, and
+//!    the loop then runs as a copy without them; when they fail, a fully checked copy runs.
+//!    Only where that is provably sound (see the `rewrite::hoist` module: no barrier or call
+//!    that might hold one inside, counter and bounds that cannot change, 64-bit arithmetic);
+//!    [`Coverage::hoisted`] counts these accesses;
+//! 5. line numbers stay put: nothing adds a newline inside the user's code except a versioned
+//!    loop's second copy, which starts with a `#line` directive back to the loop's own line, and
+//!    a `#line 1` directive after the injected prelude makes NVRTC's diagnostics and `__LINE__`
+//!    refer to the user's file ([`final_line`] checks this).
 //!
 //! Every check gets a [`Site`]; the runtime maps a record's `site` back to file, line, column
 //! and buffer name. Accesses the rewriter cannot check are listed in each kernel's [`Coverage`]
@@ -198,6 +205,28 @@ pub fn instrument(
     rewrite::run(text, file_name, opts)
 }
 
+/// The line number C gives the last line of `text`, following `#line N` directives: the
+/// rewrite keeps it equal to the input's (a versioned loop's second copy starts with `#line`),
+/// so diagnostics and `__LINE__` after any rewrite still point at the user's lines.
+pub fn final_line(text: &str) -> u64 {
+    let (mut next, mut current) = (1u64, 1u64);
+    for line in text.split('\n') {
+        let directive = line
+            .trim_start()
+            .strip_prefix("#line ")
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok());
+        match directive {
+            Some(n) => next = n,
+            None => {
+                current = next;
+                next += 1;
+            }
+        }
+    }
+    current
+}
+
 /// A report for a person: per kernel, how many accesses are checked and which are not, with
 /// `file:line:column` and the reason.
 pub fn render_report(inst: &Instrumented) -> String {
@@ -225,6 +254,9 @@ pub fn render_report(inst: &Instrumented) -> String {
             c.instrumented,
             if c.instrumented == 1 { "" } else { "es" }
         );
+        if c.hoisted > 0 {
+            let _ = write!(out, " ({} once per loop)", c.hoisted);
+        }
         if asserts > 0 {
             let _ = write!(
                 out,

@@ -24,16 +24,16 @@
 // that the compiler knows threadIdx's range and can drop every check it then proves (a tile
 // indexed by threadIdx inside a block no larger than the tile): the checks that remain are the
 // ones that can fail. Without the definitions (`cudacheck instrument`, other hosts) every check
-// stays.
+// stays. Only threadIdx's range is assumed, not blockDim's value: with `blockDim.x == 128` known,
+// ptxas scheduled n-body's unrolled loop with fewer loads in flight (1.67x against 1.12x on our
+// H200, results/README.md), and the plain build, which does not know it, would no longer be the
+// same program.
 #if defined(__CC_BX) && defined(__CC_BY) && defined(__CC_BZ)
 #define __CC_ASSUME_BLOCK()                                                                        \
     do {                                                                                           \
         __builtin_assume(threadIdx.x < (__CC_BX));                                                 \
         __builtin_assume(threadIdx.y < (__CC_BY));                                                 \
         __builtin_assume(threadIdx.z < (__CC_BZ));                                                 \
-        __builtin_assume(blockDim.x == (__CC_BX));                                                 \
-        __builtin_assume(blockDim.y == (__CC_BY));                                                 \
-        __builtin_assume(blockDim.z == (__CC_BZ));                                                 \
     } while (0)
 #else
 #define __CC_ASSUME_BLOCK() do { } while (0)
@@ -148,12 +148,55 @@ __device__ __forceinline__ T __cc_zero()
     return v;
 }
 
-// `base[i]` when 0 <= i < len, else the fault is recorded and the thread gets the slot.
+// Whether a hoisted index (see below) is in range: 0 <= i < len, and below 2^31 so that the loop,
+// which computes the index in its own (possibly 32-bit) types, gets the same value.
+__device__ __forceinline__ bool __cc_in(long long i, unsigned long long len)
+{
+    return i >= 0 && (unsigned long long)i < len && i <= 0x7fffffffLL;
+}
+
+// Makes `v` opaque to the optimizer at this point (its value unchanged; no instruction emitted).
+// A versioned loop's two copies end by passing every variable they assign through it: otherwise
+// the compiler may rewrite `phi(a + x, a + y)` after the copies into `a + phi(x, y)`, separating
+// each add from its multiply, and fused multiply-adds in the plain build would become a multiply
+// and an add (a different last bit) in the instrumented one.
 template <typename T>
+__device__ __forceinline__ void __cc_opaque(T& v)
+{
+    unsigned char* b = reinterpret_cast<unsigned char*>(&v);
+    if (sizeof(T) % 4 == 0) {
+#pragma unroll
+        for (unsigned i = 0; i < sizeof(T); i += 4) {
+            unsigned w;
+            memcpy(&w, b + i, 4);
+            asm volatile("" : "+r"(w));
+            memcpy(b + i, &w, 4);
+        }
+    } else {
+#pragma unroll
+        for (unsigned i = 0; i < sizeof(T); ++i) {
+            unsigned w = b[i];
+            asm volatile("" : "+r"(w));
+            b[i] = (unsigned char)w;
+        }
+    }
+}
+
+template <typename T, unsigned long long N>
+__device__ __forceinline__ void __cc_opaque(T (&a)[N])
+{
+#pragma unroll
+    for (unsigned long long i = 0; i < N; ++i) __cc_opaque(a[i]);
+}
+
+// `base[i]` when 0 <= i < len, else the fault is recorded and the thread gets the slot.
+// `Proven` is true in the fast copy of a versioned loop, whose checks ran once before it (the
+// instrumenter's loop versioning: every iteration's index was proven in range there).
+template <bool Proven = false, typename T>
 __device__ __forceinline__ T& __cc_at(T* base, __cc_record* rec, unsigned site, unsigned kind,
                                       __cc_slot_t& slot, long long i, unsigned long long len)
 {
-    if (__builtin_expect(i < 0 || (unsigned long long)i >= len, 0)) {
+    if (!Proven && __builtin_expect(i < 0 || (unsigned long long)i >= len, 0)) {
         __cc_fault(rec, site, kind, i, len, 0u);
         return __cc_miss<T>(slot, kind);
     }
@@ -162,13 +205,13 @@ __device__ __forceinline__ T& __cc_at(T* base, __cc_record* rec, unsigned site, 
 
 // `ptr[i]` for a pointer `ptr = param + base`: the check is on `base + i` against the
 // parameter's length, so an alias declared as `T* row = p + r * n` is checked like `p` itself.
-template <typename T>
+template <bool Proven = false, typename T>
 __device__ __forceinline__ T& __cc_at_off(T* ptr, __cc_record* rec, unsigned site, unsigned kind,
                                           __cc_slot_t& slot, long long base, long long i,
                                           unsigned long long len)
 {
     const long long at = base + i;
-    if (__builtin_expect(at < 0 || (unsigned long long)at >= len, 0)) {
+    if (!Proven && __builtin_expect(at < 0 || (unsigned long long)at >= len, 0)) {
         __cc_fault(rec, site, kind, at, len, 0u);
         return __cc_miss<T>(slot, kind);
     }
@@ -203,24 +246,24 @@ __device__ __forceinline__ T& __cc_at_md(T* base, __cc_record* rec, unsigned sit
 // Value forms of the three accessors, for reads whose result is only used as a value (most of
 // them): a miss gives zero and no load is made, so the hit path is a plain predicated load of the
 // element in its own address space.
-template <typename T>
+template <bool Proven = false, typename T>
 __device__ __forceinline__ T __cc_rd(const T* base, __cc_record* rec, unsigned site, unsigned kind,
                                      __cc_slot_t&, long long i, unsigned long long len)
 {
-    if (__builtin_expect(i < 0 || (unsigned long long)i >= len, 0)) {
+    if (!Proven && __builtin_expect(i < 0 || (unsigned long long)i >= len, 0)) {
         __cc_fault(rec, site, kind, i, len, 0u);
         return __cc_zero<T>();
     }
     return base[i];
 }
 
-template <typename T>
+template <bool Proven = false, typename T>
 __device__ __forceinline__ T __cc_rd_off(const T* ptr, __cc_record* rec, unsigned site,
                                          unsigned kind, __cc_slot_t&, long long base, long long i,
                                          unsigned long long len)
 {
     const long long at = base + i;
-    if (__builtin_expect(at < 0 || (unsigned long long)at >= len, 0)) {
+    if (!Proven && __builtin_expect(at < 0 || (unsigned long long)at >= len, 0)) {
         __cc_fault(rec, site, kind, at, len, 0u);
         return __cc_zero<T>();
     }

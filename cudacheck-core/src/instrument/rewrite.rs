@@ -18,11 +18,12 @@ use super::scan::{
     kernel_name, params_of, scan_file, Binding, FileScan, ParamInfo, MAX_WALK,
 };
 use super::syntax::{
-    access_kind, c_escape, is_cast_call, operator_text, single_index, slice, strip_parens, text_of,
-    truncate,
+    access_kind, c_escape, descendants, is_cast_call, operator_text, single_index, slice,
+    strip_parens, text_of, truncate,
 };
 
 mod access;
+mod hoist;
 use super::{InstrumentError, InstrumentOptions, Instrumented, InstrumentedKernel, HIDDEN_PARAMS};
 
 /// Nesting beyond which a subtree is copied unchanged: bounds the recursion on hostile input.
@@ -76,6 +77,7 @@ pub(super) fn run(
         let params = params_of(text, fd);
         let mut cx = KernelCx::new(text, file_name, opts, &file, &params, &mut next_site);
         cx.collect_reassigned(body);
+        cx.unstable = hoist::unstable_locals(text, body);
         let mut new_body = cx.emit(body, 0);
         if cx.used_slot && new_body.starts_with('{') {
             new_body.insert_str(1, " __cc_slot_t __cc_slot; __CC_ASSUME_BLOCK();");
@@ -130,6 +132,14 @@ struct KernelCx<'a, 't> {
     file_name: &'a str,
     opts: &'a InstrumentOptions,
     index_macros: &'a HashMap<String, bool>,
+    const_macros: &'a HashSet<String>,
+    /// Locals that may change without an assignment in the body (references, `__shared__`).
+    unstable: HashSet<String>,
+    /// Enclosing `for` loops that checks may be hoisted to, innermost last.
+    loops: Vec<hoist::LoopFrame<'t>>,
+    next_loop: u32,
+    /// `#pragma unroll` lines moved into a versioned loop's copies (emitted as `_Pragma`).
+    taken_pragmas: HashSet<usize>,
     num_params: u32,
     scopes: Vec<Vec<(String, Binding)>>,
     reassigned: HashSet<String>,
@@ -174,6 +184,11 @@ impl<'a, 't> KernelCx<'a, 't> {
             file_name,
             opts,
             index_macros: &file.index_macros,
+            const_macros: &file.const_macros,
+            unstable: HashSet::new(),
+            loops: Vec::new(),
+            next_loop: 0,
+            taken_pragmas: HashSet::new(),
             num_params: params.len() as u32,
             scopes: vec![file.globals.clone(), param_scope],
             reassigned: HashSet::new(),
@@ -274,7 +289,8 @@ impl<'a, 't> KernelCx<'a, 't> {
             "field_expression" => self.arrow(node, depth),
             "call_expression" => self.call(node, depth),
             "declaration" => Some(self.declaration(node, depth)),
-            "compound_statement" | "for_statement" | "for_range_loop" => {
+            "for_statement" => Some(self.for_statement(node, depth)),
+            "compound_statement" | "for_range_loop" => {
                 self.scopes.push(Vec::new());
                 let t = self.emit_children(node, depth);
                 self.scopes.pop();
@@ -306,7 +322,9 @@ impl<'a, 't> KernelCx<'a, 't> {
     }
 
     fn emit_children(&mut self, node: Node<'t>, depth: usize) -> String {
-        let mut out = String::new();
+        // (node id, text) per child, gaps as `usize::MAX`: a versioned loop may take the
+        // `#pragma unroll` line emitted just before it, which is then blanked.
+        let mut pieces: Vec<(usize, String)> = Vec::new();
         let mut at = node.start_byte();
         let mut cursor = node.walk();
         let children: Vec<Node<'t>> = node.children(&mut cursor).collect();
@@ -314,13 +332,20 @@ impl<'a, 't> KernelCx<'a, 't> {
             if c.start_byte() < at {
                 continue;
             }
-            out.push_str(slice(self.src, at, c.start_byte()));
+            pieces.push((usize::MAX, slice(self.src, at, c.start_byte()).to_string()));
             let t = self.emit(c, depth + 1);
-            out.push_str(&t);
+            pieces.push((c.id(), t));
             at = c.end_byte();
+            if !self.taken_pragmas.is_empty() {
+                for (id, text) in pieces.iter_mut() {
+                    if self.taken_pragmas.remove(id) {
+                        *text = "\n".repeat(text.matches('\n').count());
+                    }
+                }
+            }
         }
-        out.push_str(slice(self.src, at, node.end_byte()));
-        out
+        pieces.push((usize::MAX, slice(self.src, at, node.end_byte()).to_string()));
+        pieces.into_iter().map(|(_, t)| t).collect()
     }
 
     // ---- declarations ----
@@ -471,20 +496,9 @@ impl<'a, 't> KernelCx<'a, 't> {
 
     /// The first identifier under `node` naming a checked buffer.
     fn mentions_buffer(&self, node: Node<'_>) -> Option<String> {
-        let mut stack = vec![node];
-        let mut visited = 0usize;
-        while let Some(n) = stack.pop() {
-            visited += 1;
-            if visited > MAX_WALK {
-                return None;
-            }
-            if n.kind() == "identifier" && self.is_buffer(self.text(n)) {
-                return Some(self.text(n).to_string());
-            }
-            let mut cursor = n.walk();
-            stack.extend(n.children(&mut cursor));
-        }
-        None
+        descendants(node, MAX_WALK)
+            .find(|n| n.kind() == "identifier" && self.is_buffer(self.text(*n)))
+            .map(|n| self.text(n).to_string())
     }
 }
 

@@ -1,7 +1,7 @@
 //! The file-level scan: which functions are kernels, their parameters, file-scope arrays and
 //! indexing macros, and the edits that append the hidden parameters.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use tree_sitter::Node;
@@ -43,6 +43,9 @@ pub(super) struct FileScan<'t> {
     pub(super) globals: Vec<(String, Binding)>,
     /// Macros whose body indexes something (`#define AT(i) in[i]`): uses cannot be checked.
     pub(super) index_macros: HashMap<String, bool>,
+    /// Object-like macros whose body is an integer constant expression (`#define TILE 16`,
+    /// `#define N (TILE * 4)`): names a loop bound or step may use without changing.
+    pub(super) const_macros: HashSet<String>,
 }
 
 pub(super) fn scan_file<'t>(src: &str, root: Node<'t>) -> FileScan<'t> {
@@ -51,6 +54,7 @@ pub(super) fn scan_file<'t>(src: &str, root: Node<'t>) -> FileScan<'t> {
         kernel_decls: Vec::new(),
         globals: Vec::new(),
         index_macros: HashMap::new(),
+        const_macros: HashSet::new(),
     };
     let mut stack = vec![root];
     let mut visited = 0usize;
@@ -74,6 +78,9 @@ pub(super) fn scan_file<'t>(src: &str, root: Node<'t>) -> FileScan<'t> {
                 let name = node.child_by_field_name("name").map(|n| text_of(src, n));
                 let body = node.child_by_field_name("value").map(|n| text_of(src, n));
                 if let (Some(name), Some(body)) = (name, body) {
+                    if node.kind() == "preproc_def" && is_constant_body(body, &scan.const_macros) {
+                        scan.const_macros.insert(name.to_string());
+                    }
                     if body.contains('[') {
                         scan.index_macros
                             .insert(name.to_string(), node.kind() == "preproc_function_def");
@@ -100,6 +107,23 @@ pub(super) fn scan_file<'t>(src: &str, root: Node<'t>) -> FileScan<'t> {
     }
     scan.kernel_defs.sort_by_key(|n| n.start_byte());
     scan
+}
+
+/// Whether a macro body is an integer constant expression: number literals, operators,
+/// parentheses and macros already known to be constant.
+fn is_constant_body(body: &str, known: &HashSet<String>) -> bool {
+    let body = body.trim();
+    let operators_only = body.chars().all(|c| {
+        c.is_ascii_alphanumeric()
+            || c == '_'
+            || c.is_ascii_whitespace()
+            || "()+-*/%<>&|^~".contains(c)
+    });
+    let words_known = body
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .all(|w| w.as_bytes()[0].is_ascii_digit() || known.contains(w));
+    !body.is_empty() && operators_only && words_known
 }
 
 pub(super) fn has_global(node: Node<'_>) -> bool {

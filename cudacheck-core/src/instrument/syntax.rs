@@ -177,7 +177,7 @@ pub(super) fn c_escape(s: &str) -> String {
 /// Math and conversion builtins whose arguments are plain values: an element read passed to one
 /// of them can use the by-value accessor. (A user's device function may take `T&`, so reads
 /// passed to other calls keep the reference form.)
-const VALUE_ARG_CALLS: &[&str] = &[
+pub(super) const VALUE_ARG_CALLS: &[&str] = &[
     "abs",
     "fabs",
     "fabsf",
@@ -337,7 +337,7 @@ pub(super) fn loop_counter_below(src: &str, index: Node<'_>, extent: &str) -> bo
 }
 
 /// Whether anything under `node` assigns to, increments or takes the address of `var`.
-fn assigns(src: &str, node: Node<'_>, var: &str) -> bool {
+pub(super) fn assigns(src: &str, node: Node<'_>, var: &str) -> bool {
     let text = |n: Node<'_>| src.get(n.byte_range()).unwrap_or("");
     let mut stack = vec![node];
     while let Some(n) = stack.pop() {
@@ -356,4 +356,37 @@ fn assigns(src: &str, node: Node<'_>, var: &str) -> bool {
         stack.extend(n.children(&mut cursor));
     }
     false
+}
+
+/// The nodes under `root` (itself included), depth first, at most `limit` of them: walks over
+/// hostile input stay bounded. `truncated` tells whether the walk stopped at the limit.
+pub(super) struct Descendants<'t> {
+    stack: Vec<Node<'t>>,
+    left: usize,
+    pub(super) truncated: bool,
+}
+
+pub(super) fn descendants(root: Node<'_>, limit: usize) -> Descendants<'_> {
+    Descendants {
+        stack: vec![root],
+        left: limit,
+        truncated: false,
+    }
+}
+
+impl<'t> Iterator for Descendants<'t> {
+    type Item = Node<'t>;
+
+    fn next(&mut self) -> Option<Node<'t>> {
+        let n = self.stack.pop()?;
+        if self.left == 0 {
+            self.truncated = true;
+            self.stack.clear();
+            return None;
+        }
+        self.left -= 1;
+        let mut cursor = n.walk();
+        self.stack.extend(n.children(&mut cursor));
+        Some(n)
+    }
 }

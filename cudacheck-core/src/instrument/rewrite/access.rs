@@ -42,7 +42,19 @@ impl<'t> KernelCx<'_, 't> {
                 }
                 let use_ = self.use_of(node);
                 let idx = self.emit(indices[0], depth + 1);
-                Some(self.checked_pointer(node, &name, ordinal, None, &idx, use_))
+                let len = format!("__cc_len[{ordinal}]");
+                let h = self.hoist(&name, indices[0], None, &len);
+                Some(self.checked_pointer(
+                    node,
+                    PtrAccess {
+                        ptr: &name,
+                        ordinal,
+                        base: None,
+                        idx: &idx,
+                    },
+                    use_,
+                    h,
+                ))
             }
             Binding::Alias { ordinal, base: off } => {
                 if chain.len() > 1 {
@@ -55,7 +67,19 @@ impl<'t> KernelCx<'_, 't> {
                 }
                 let use_ = self.use_of(node);
                 let idx = self.emit(indices[0], depth + 1);
-                Some(self.checked_pointer(node, &name, ordinal, Some(&off), &idx, use_))
+                let len = format!("__cc_len[{ordinal}]");
+                let h = self.hoist(&name, indices[0], Some(&off), &len);
+                Some(self.checked_pointer(
+                    node,
+                    PtrAccess {
+                        ptr: &name,
+                        ordinal,
+                        base: Some(&off),
+                        idx: &idx,
+                    },
+                    use_,
+                    h,
+                ))
             }
             Binding::Array {
                 dims,
@@ -121,11 +145,15 @@ impl<'t> KernelCx<'_, 't> {
                 let site = self.new_site(node, &name, use_.kind);
                 self.coverage.instrumented += 1;
                 self.used_slot = true;
+                let len = format!(
+                    "__CC_DYN_BYTES(__cc_len[{}]) / sizeof(({name})[0])",
+                    self.num_params
+                );
+                let h = hoisted_arg(self.hoist(&name, indices[0], None, &len));
                 Some(format!(
-                    "{}(&({name})[0], __cc_rec, {site}u, {} | __CC_SHARED, __cc_slot, ({idx}), __CC_DYN_BYTES(__cc_len[{}]) / sizeof(({name})[0]))",
+                    "{}{h}(&({name})[0], __cc_rec, {site}u, {} | __CC_SHARED, __cc_slot, ({idx}), {len})",
                     self.accessor(node, use_),
                     kind_arg(use_),
-                    self.num_params
                 ))
             }
             Binding::LocalPointer { cast } => {
@@ -144,27 +172,33 @@ impl<'t> KernelCx<'_, 't> {
         }
     }
 
-    /// The checked form of `ptr[idx]` for a parameter or an alias of one.
+    /// The checked form of `ptr[idx]` for a parameter or an alias of one; `hoisted` names the
+    /// loop its check was hoisted to.
     pub(super) fn checked_pointer(
         &mut self,
         node: Node<'t>,
-        ptr: &str,
-        ordinal: u32,
-        base: Option<&str>,
-        idx: &str,
+        a: PtrAccess<'_>,
         use_: Use,
+        hoisted: Option<u32>,
     ) -> String {
+        let PtrAccess {
+            ptr,
+            ordinal,
+            base,
+            idx,
+        } = a;
         let site = self.new_site(node, ptr, use_.kind);
         self.coverage.instrumented += 1;
         self.used_slot = true;
         let kind = kind_arg(use_);
         let f = self.accessor(node, use_);
+        let h = hoisted_arg(hoisted);
         match base {
             None => format!(
-                "{f}({ptr}, __cc_rec, {site}u, {kind}, __cc_slot, ({idx}), __cc_len[{ordinal}])"
+                "{f}{h}({ptr}, __cc_rec, {site}u, {kind}, __cc_slot, ({idx}), __cc_len[{ordinal}])"
             ),
             Some(b) => format!(
-                "{f}_off({ptr}, __cc_rec, {site}u, {kind}, __cc_slot, {b}, ({idx}), __cc_len[{ordinal}])"
+                "{f}_off{h}({ptr}, __cc_rec, {site}u, {kind}, __cc_slot, {b}, ({idx}), __cc_len[{ordinal}])"
             ),
         }
     }
@@ -200,9 +234,9 @@ impl<'t> KernelCx<'_, 't> {
         let arg = node.child_by_field_name("argument")?;
         match operator_text(self.src, node) {
             "*" => {
-                let (ptr, ordinal, base, idx) = self.pointer_plus_offset(arg, depth)?;
+                let target = self.pointer_plus_offset(arg, depth)?;
                 let use_ = self.use_of(node);
-                Some(self.checked_pointer(node, &ptr, ordinal, base.as_deref(), &idx, use_))
+                Some(self.checked_pointer(node, PtrAccess::of(&target), use_, None))
             }
             "&" => {
                 let inner = strip_parens(arg);
@@ -301,7 +335,17 @@ impl<'t> KernelCx<'_, 't> {
         let arg = node.child_by_field_name("argument")?;
         let (ptr, ordinal, base) = self.tracked_pointer(arg)?;
         let use_ = self.use_of(node);
-        let checked = self.checked_pointer(node, &ptr, ordinal, base.as_deref(), "0", use_);
+        let checked = self.checked_pointer(
+            node,
+            PtrAccess {
+                ptr: &ptr,
+                ordinal,
+                base: base.as_deref(),
+                idx: "0",
+            },
+            use_,
+            None,
+        );
         self.overrides.insert(arg.id(), format!("(&{checked})"));
         Some(self.emit_children(node, depth))
     }
@@ -348,14 +392,13 @@ impl<'t> KernelCx<'_, 't> {
             // `atomicAdd(p + i, v)`: the address argument is an access like `&p[i]`.
             if let Some(first) = args.first().copied() {
                 if strip_parens(first).kind() != "pointer_expression" {
-                    if let Some((ptr, ordinal, base, idx)) = self.pointer_plus_offset(first, depth)
-                    {
+                    if let Some(target) = self.pointer_plus_offset(first, depth) {
                         let use_ = Use {
                             kind: SiteKind::Atomic,
                             global: true,
                         };
                         let checked =
-                            self.checked_pointer(first, &ptr, ordinal, base.as_deref(), &idx, use_);
+                            self.checked_pointer(first, PtrAccess::of(&target), use_, None);
                         self.overrides.insert(first.id(), format!("&{checked}"));
                     }
                 }
@@ -396,4 +439,30 @@ impl<'t> KernelCx<'_, 't> {
                 | Some(Binding::ExternShared)
         )
     }
+}
+
+/// A pointer-parameter access: the parameter (or alias) name, its ordinal, the alias's offset
+/// from the parameter, and the re-emitted index.
+pub(super) struct PtrAccess<'s> {
+    ptr: &'s str,
+    ordinal: u32,
+    base: Option<&'s str>,
+    idx: &'s str,
+}
+
+impl<'s> PtrAccess<'s> {
+    /// From `pointer_plus_offset`'s (name, ordinal, base, index).
+    fn of(t: &'s (String, u32, Option<String>, String)) -> Self {
+        PtrAccess {
+            ptr: &t.0,
+            ordinal: t.1,
+            base: t.2.as_deref(),
+            idx: &t.3,
+        }
+    }
+}
+
+/// The template argument list of an access whose check was hoisted to loop `h`.
+fn hoisted_arg(h: Option<u32>) -> String {
+    h.map(|h| format!("<__cc_h{h}>")).unwrap_or_default()
 }
