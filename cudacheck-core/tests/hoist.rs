@@ -243,3 +243,18 @@ fn the_second_copy_starts_on_the_loops_own_line() {
         .count();
     assert_eq!(asserts, 1);
 }
+
+#[test]
+fn the_second_copy_follows_the_users_own_line_directives() {
+    // Reduced from a fuzzer find: a `#line` in the user's file renumbers what follows, so the
+    // directive before the second copy must use that numbering (and that file name).
+    let src = kernel(
+        "#line 40 \"gen.cu\"\n  float s = 0.0f;\n  for (int u = 0; u < U; ++u)\n    s += in[i + u];\n  out[i] = s;",
+    );
+    let i = inst(&src);
+    let text = user(&i);
+    assert_eq!(versioned(&i), 1, "{text}");
+    assert!(text.contains("\n#line 41 \"gen.cu\"\n"), "{text}");
+    assert_eq!(final_line(text), final_line(&src));
+    assert_eq!(final_line(&src), 45);
+}

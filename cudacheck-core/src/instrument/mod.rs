@@ -209,22 +209,37 @@ pub fn instrument(
 /// rewrite keeps it equal to the input's (a versioned loop's second copy starts with `#line`),
 /// so diagnostics and `__LINE__` after any rewrite still point at the user's lines.
 pub fn final_line(text: &str) -> u64 {
-    let (mut next, mut current) = (1u64, 1u64);
+    line_state(text).0
+}
+
+/// The line number of `text`'s last line and the file name the last `#line N "name"` set (as
+/// written, still escaped), following `#line` directives the way the preprocessor numbers lines.
+pub(crate) fn line_state(text: &str) -> (u64, Option<&str>) {
+    let (mut next, mut current, mut file) = (1u64, 1u64, None);
     for line in text.split('\n') {
-        let directive = line
-            .trim_start()
-            .strip_prefix("#line ")
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|n| n.parse::<u64>().ok());
-        match directive {
-            Some(n) => next = n,
-            None => {
+        let Some(rest) = line.trim_start().strip_prefix("#line ") else {
+            current = next;
+            next += 1;
+            continue;
+        };
+        let rest = rest.trim_start();
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits].parse::<u64>() {
+            Ok(n) => {
+                next = n;
+                let name = rest[digits..].trim();
+                if name.len() >= 2 && name.starts_with('"') && name.ends_with('"') {
+                    file = Some(&name[1..name.len() - 1]);
+                }
+            }
+            // Not a directive the preprocessor would accept: an ordinary line here.
+            Err(_) => {
                 current = next;
                 next += 1;
             }
         }
     }
-    current
+    (current, file)
 }
 
 /// A report for a person: per kernel, how many accesses are checked and which are not, with

@@ -45,6 +45,7 @@ use std::collections::HashSet;
 
 use tree_sitter::Node;
 
+use super::super::line_state;
 use super::super::scan::{declarator_shape, qualifiers, Binding, MAX_WALK};
 use super::super::syntax::{
     c_escape, callee_name, descendants, operator_text, squash, strip_parens, VALUE_ARG_CALLS,
@@ -157,8 +158,10 @@ impl<'t> KernelCx<'_, 't> {
             None => String::new(),
         };
         let id = frame.id;
-        let line = node.start_position().row + 1;
-        let file = c_escape(self.file_name);
+        // The loop's line as the preprocessor numbers it: the user's own `#line` directives
+        // before it count.
+        let (line, file) = line_state(self.src.get(..node.start_byte()).unwrap_or(""));
+        let file = file.map_or_else(|| c_escape(self.file_name), str::to_string);
         // Results must stay bit-identical to the plain build's, so nothing the two copies have
         // in common may move out of them (a multiply left inside with its add moved after the
         // copies is no longer fused into one FMA): the empty `asm volatile` markers differ
