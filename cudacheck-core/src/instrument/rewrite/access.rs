@@ -32,54 +32,10 @@ impl<'t> KernelCx<'_, 't> {
         }
         match binding {
             Binding::Param { ordinal, depth: pd } if pd > 0 => {
-                if chain.len() > 1 {
-                    self.skip(node, SkipReason::NestedPointer);
-                    return None;
-                }
-                if self.reassigned.contains(&name) {
-                    self.skip(node, SkipReason::PointerReassigned { name });
-                    return None;
-                }
-                let use_ = self.use_of(node);
-                let idx = self.emit(indices[0], depth + 1);
-                let len = format!("__cc_len[{ordinal}]");
-                let h = self.hoist(&name, indices[0], None, &len);
-                Some(self.checked_pointer(
-                    node,
-                    PtrAccess {
-                        ptr: &name,
-                        ordinal,
-                        base: None,
-                        idx: &idx,
-                    },
-                    use_,
-                    h,
-                ))
+                self.pointer_subscript(node, name, ordinal, None, &indices, depth)
             }
-            Binding::Alias { ordinal, base: off } => {
-                if chain.len() > 1 {
-                    self.skip(node, SkipReason::NestedPointer);
-                    return None;
-                }
-                if self.reassigned.contains(&name) {
-                    self.skip(node, SkipReason::PointerReassigned { name });
-                    return None;
-                }
-                let use_ = self.use_of(node);
-                let idx = self.emit(indices[0], depth + 1);
-                let len = format!("__cc_len[{ordinal}]");
-                let h = self.hoist(&name, indices[0], Some(&off), &len);
-                Some(self.checked_pointer(
-                    node,
-                    PtrAccess {
-                        ptr: &name,
-                        ordinal,
-                        base: Some(&off),
-                        idx: &idx,
-                    },
-                    use_,
-                    h,
-                ))
+            Binding::Alias { ordinal, base } => {
+                self.pointer_subscript(node, name, ordinal, Some(base), &indices, depth)
             }
             Binding::Array {
                 dims,
@@ -170,6 +126,38 @@ impl<'t> KernelCx<'_, 't> {
             }
             Binding::Param { .. } | Binding::Local => None,
         }
+    }
+
+    /// `ptr[index]` (one subscript) for a pointer parameter, or an alias of one at offset `base`: checked, with
+    /// its check hoisted out of the enclosing loop where that is sound.
+    fn pointer_subscript(
+        &mut self,
+        node: Node<'t>,
+        name: String,
+        ordinal: u32,
+        base: Option<String>,
+        indices: &[Node<'t>],
+        depth: usize,
+    ) -> Option<String> {
+        let [index] = *indices else {
+            self.skip(node, SkipReason::NestedPointer);
+            return None;
+        };
+        if self.reassigned.contains(&name) {
+            self.skip(node, SkipReason::PointerReassigned { name });
+            return None;
+        }
+        let use_ = self.use_of(node);
+        let idx = self.emit(index, depth + 1);
+        let len = format!("__cc_len[{ordinal}]");
+        let h = self.hoist(&name, index, base.as_deref(), &len);
+        let access = PtrAccess {
+            ptr: &name,
+            ordinal,
+            base: base.as_deref(),
+            idx: &idx,
+        };
+        Some(self.checked_pointer(node, access, use_, h))
     }
 
     /// The checked form of `ptr[idx]` for a parameter or an alias of one; `hoisted` names the
