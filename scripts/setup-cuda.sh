@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs NVRTC and the CUDA headers from PyPI into the project-local folder .cuda/ (no system
+# Installs NVRTC, nvJitLink and the CUDA headers from PyPI into the project-local folder .cuda/ (no system
 # CUDA needed, no root needed) and prints the line to source for using them. Idempotent: a
 # second run with everything in place does nothing.
 #
@@ -34,14 +34,19 @@ install() { # folder, stamp, packages...
 }
 install "$dest" "$stamp" "${pkgs[@]}"
 install "$dest12" "$stamp12" "${pkgs12[@]}"
+# nvJitLink assembles the PTX that bounds checking rewrites (ptxas inside a library). Its own
+# folder: pip --target will not add files under the existing nvidia/ of the first install.
+destjl="$root/.cuda/jl"
+install "$destjl" "$destjl/.cudacheck-installed-v1" nvidia-nvjitlink==13.0.88
+libjl="$destjl/nvidia/cu13/lib/libnvJitLink.so.13"
 
 lib="$dest/nvidia/cu13/lib/libnvrtc.so.13"
 lib12="$dest12/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
-for f in "$lib" "$lib12"; do
+for f in "$lib" "$lib12" "$libjl"; do
   if [ ! -f "$f" ]; then
     echo "setup-cuda: $f is missing after install" >&2
     exit 2
   fi
 done
 # cudacheck's NVRTC discovery reads CUDACHECK_NVRTC first (see README, "Finding NVRTC").
-echo "export CUDACHECK_NVRTC=$lib CUDACHECK_NVRTC12=$lib12"
+echo "export CUDACHECK_NVRTC=$lib CUDACHECK_NVRTC12=$lib12 CUDACHECK_NVJITLINK=$libjl"

@@ -19,7 +19,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Print where NVRTC, the CUDA headers and the driver were found.
     Doctor,
-    /// Print a kernel file rewritten with bounds checks (and, with --report, what is checked).
+    /// Build kernels bounds-checked (NVRTC, the PTX rewrite, ptxas) and report per kernel what
+    /// is checked and what is not, with file:line and why.
     Instrument(InstrumentArgs),
 }
 
@@ -56,12 +57,38 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct InstrumentArgs {
-    /// The `.cu` file to instrument.
-    pub file: PathBuf,
-    /// After the rewritten source, print the coverage report: per kernel, how many accesses
-    /// are checked and which are not, with file:line and why.
+    /// `.cu` files, or directories searched (recursively) for them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Target architecture: sm_75 ... sm_121 (also `90`, `9.0`, `compute_90`).
+    #[arg(long, default_value = "sm_90", value_parser = parse_arch)]
+    pub arch: Arch,
+    /// Extra include directory (repeatable).
+    #[arg(short = 'I', value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// Preprocessor definition `NAME` or `NAME=VALUE` (repeatable).
+    #[arg(short = 'D', value_name = "NAME[=VALUE]")]
+    pub define: Vec<String>,
+    /// Print the coverage report (the default output; kept for scripts that pass it).
     #[arg(long)]
     pub report: bool,
+    /// Machine-readable coverage report.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the bounds-checked PTX instead of the report.
+    #[arg(long, conflicts_with = "json")]
+    pub ptx: bool,
+}
+
+/// `-D NAME` / `-D NAME=VALUE` as NVRTC options take them.
+pub fn parse_defines(defines: &[String]) -> Vec<(String, Option<String>)> {
+    defines
+        .iter()
+        .map(|d| match d.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (d.clone(), None),
+        })
+        .collect()
 }
 
 fn parse_arch(s: &str) -> Result<Arch, String> {

@@ -15,7 +15,7 @@ use cudacheck_core::validate::{
 use cudacheck_core::{Dim3, KernelResources};
 use serde::Serialize;
 
-use crate::args::{CheckArgs, InstrumentArgs};
+use crate::args::CheckArgs;
 use crate::collect::collect;
 use crate::render;
 
@@ -245,34 +245,6 @@ fn demangle(symbol: &str) -> String {
                 .to_string()
         }
         Err(_) => symbol.to_string(),
-    }
-}
-
-pub fn run_instrument(args: &InstrumentArgs) -> ExitCode {
-    let source = match CudaSource::from_file(&args.file) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let name = args.file.display().to_string();
-    match cudacheck_core::instrument::instrument(
-        &source.text,
-        &name,
-        &cudacheck_core::instrument::InstrumentOptions::default(),
-    ) {
-        Ok(out) => {
-            println!("{}", out.source);
-            if args.report {
-                print!("{}", cudacheck_core::instrument::render_report(&out));
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
     }
 }
 

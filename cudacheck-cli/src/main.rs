@@ -3,7 +3,7 @@
 //! ```text
 //! cudacheck check kernels/ --arch sm_90 --block 256
 //! cudacheck doctor
-//! cudacheck instrument --report kernels/saxpy.cu
+//! cudacheck instrument --json kernels/
 //! ```
 //!
 //! Exit status: 0 when every kernel is clean, 1 when a launch configuration violates a limit,
@@ -12,6 +12,7 @@
 mod args;
 mod check;
 mod collect;
+mod instrument;
 mod render;
 
 use std::process::ExitCode;
@@ -28,6 +29,6 @@ fn main() -> ExitCode {
             println!("{}", cudacheck::nvrtc::doctor_report());
             ExitCode::SUCCESS
         }
-        Command::Instrument(args) => check::run_instrument(&args),
+        Command::Instrument(args) => instrument::run(&args),
     }
 }

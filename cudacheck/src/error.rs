@@ -158,13 +158,15 @@ pub enum Error {
     #[error(transparent)]
     DeviceAssert(Box<DeviceAssert>),
 
-    /// The kernel's source could not be instrumented for bounds checking at all.
-    #[error("kernel `{kernel}`: `{file}` could not be instrumented for bounds checking")]
+    /// The kernel's bounds-checked build could not be made (its PTX unreadable, nvJitLink
+    /// missing, or ptxas refusing the checked code).
+    #[error("kernel `{kernel}`: `{file}` could not be built for bounds checking for {arch}")]
     Instrument {
         kernel: String,
         file: String,
+        arch: String,
         #[source]
-        source: Box<cudacheck_core::instrument::InstrumentError>,
+        source: Box<crate::instrument::BuildError>,
     },
 
     /// The CUBIN NVRTC produced could not be read for the kernel's resources.

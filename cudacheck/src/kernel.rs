@@ -556,6 +556,11 @@ impl Kernel {
     }
 
     /// The architecture to compile for on the context of `state`.
+    /// The architecture the builder fixed, if any.
+    pub(crate) fn declared_arch(&self) -> Option<Arch> {
+        self.inner.builder.arch
+    }
+
     pub(crate) fn target_arch(&self, state: &ContextState) -> Arch {
         self.inner.builder.arch.unwrap_or(state.device.arch)
     }
@@ -599,29 +604,33 @@ impl Kernel {
         if let Some(c) = cache.iter().find(|c| c.arch == arch) {
             return Ok(Arc::clone(c));
         }
-        let c = Arc::new(self.compile(&self.inner.builder.source, arch, 0, &[])?);
+        let c = Arc::new(self.compile(&self.inner.builder.source, arch)?);
         cache.push(Arc::clone(&c));
         Ok(c)
     }
 
-    /// Compiles `source` (the kernel's own, or its instrumented rewrite) with the kernel's
-    /// options for `arch`. `hidden` parameters trail the user's in the compiled kernel and are
-    /// left out of the signature check.
-    pub(crate) fn compile(
+    /// Compiles the kernel's source with its options for `arch`.
+    pub(crate) fn compile(&self, source: &CudaSource, arch: Arch) -> Result<Compiled, Error> {
+        let (out, symbol) = self.nvrtc_output(source, arch, false)?;
+        self.finish(arch, out.cubin, symbol, 0, out.log)
+    }
+
+    /// NVRTC's output for `source` with the kernel's options (the PTX too when `ptx`), and the
+    /// kernel's symbol in it.
+    pub(crate) fn nvrtc_output(
         &self,
         source: &CudaSource,
         arch: Arch,
-        hidden: usize,
-        extra_defines: &[(String, Option<String>)],
-    ) -> Result<Compiled, Error> {
+        ptx: bool,
+    ) -> Result<(nvrtc::Compiled, String), Error> {
         let b = &self.inner.builder;
         let mut opts = CompileOptions::new(arch);
         opts.include_dirs = b.include_dirs.clone();
         opts.defines = b.defines.clone();
-        opts.defines.extend_from_slice(extra_defines);
         opts.extra_options = b.options.clone();
         opts.max_registers = b.max_registers;
         opts.name_expressions = vec![b.name.clone()];
+        opts.ptx = ptx;
         let out = nvrtc::compile(source, &opts).map_err(|e| match e {
             CompileError::NvrtcNotFound(n) => Error::NvrtcNotFound(Box::new(n)),
             other => Error::Compile {
@@ -636,7 +645,22 @@ impl Kernel {
             .find(|(expr, _)| *expr == b.name)
             .map(|(_, lowered)| lowered.clone())
             .unwrap_or_else(|| b.name.clone());
-        let info = read_cubin(&out.cubin).map_err(|source| Error::Cubin {
+        Ok((out, symbol))
+    }
+
+    /// The kernel's resources in `cubin`, its signature checked against the Rust declaration.
+    /// `hidden` parameters trail the user's in the compiled kernel and are left out of the
+    /// signature check.
+    pub(crate) fn finish(
+        &self,
+        arch: Arch,
+        cubin: Vec<u8>,
+        symbol: String,
+        hidden: usize,
+        log: String,
+    ) -> Result<Compiled, Error> {
+        let b = &self.inner.builder;
+        let info = read_cubin(&cubin).map_err(|source| Error::Cubin {
             kernel: b.name.clone(),
             source,
         })?;
@@ -659,10 +683,10 @@ impl Kernel {
         }
         Ok(Compiled {
             arch,
-            cubin: out.cubin,
+            cubin,
             symbol,
             resources,
-            log: out.log,
+            log,
         })
     }
 }

@@ -1,11 +1,12 @@
-//! Mutated kernel sources through NVRTC: whenever the original compiles for sm_90, the
-//! bounds-checked rewrite of it must compile too. Seed it with `kernels/*.cu`
-//! (`cargo +nightly fuzz run instrument_compiles corpus/compiles ../kernels`); needs NVRTC
-//! (`eval "$(../scripts/setup-cuda.sh)"`). About 20 inputs a second: NVRTC is the cost.
+//! Mutated kernel sources through the whole bounds-checked build: whenever NVRTC compiles the
+//! source for sm_90, its PTX must instrument and the instrumented PTX must assemble (nvJitLink).
+//! Seed it with `kernels/*.cu` and `tests/cuda/*.cu`
+//! (`cargo +nightly fuzz run instrument_compiles corpus/compiles ../kernels`); needs NVRTC and
+//! nvJitLink (`eval "$(../scripts/setup-cuda.sh)"`). NVRTC is the cost.
 #![no_main]
 
-use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
-use cudacheck_core::instrument::{instrument, InstrumentOptions};
+use cudacheck::nvrtc::{assemble_ptx, compile, CompileOptions, CudaSource};
+use cudacheck_core::instrument::instrument_ptx;
 use cudacheck_core::Arch;
 use libfuzzer_sys::fuzz_target;
 
@@ -16,14 +17,20 @@ fuzz_target!(|data: &[u8]| {
     if text.contains('\0') {
         return;
     }
-    let opts = CompileOptions::new(Arch::new(9, 0));
-    if compile(&CudaSource::from_str("fuzz.cu", text), &opts).is_err() {
-        return;
-    }
-    let Ok(out) = instrument(text, "fuzz.cu", &InstrumentOptions::default()) else {
-        panic!("the instrumenter refused a source NVRTC compiles");
+    let arch = Arch::new(9, 0);
+    let opts = CompileOptions {
+        ptx: true,
+        ..CompileOptions::new(arch)
     };
-    if let Err(e) = compile(&CudaSource::from_str("fuzz.cu", &out.source), &opts) {
-        panic!("the original compiles, its instrumented version does not:\n{e}\n---\n{text}");
+    let Ok(out) = compile(&CudaSource::from_str("fuzz.cu", text), &opts) else {
+        return;
+    };
+    let ptx = out.ptx.expect("asked for PTX");
+    let inst = match instrument_ptx(&ptx) {
+        Ok(i) => i,
+        Err(e) => panic!("the instrumenter refused NVRTC's PTX: {e}\n---\n{text}"),
+    };
+    if let Err(e) = assemble_ptx(&inst.ptx, arch, "fuzz.cu") {
+        panic!("the PTX assembles, its instrumented version does not:\n{e}\n---\n{text}");
     }
 });

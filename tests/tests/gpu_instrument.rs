@@ -381,7 +381,6 @@ struct Expect {
     buffer: &'static str,
     index: i64,
     len: u64,
-    dim: u32,
     access: FaultKind,
     block: (u32, u32, u32),
     thread: (u32, u32, u32),
@@ -397,7 +396,6 @@ fn check_oob(name: &str, r: Result<(), Error>, x: Expect) {
     assert_eq!(o.buffer, x.buffer, "{text}");
     assert_eq!(o.index, x.index, "{text}");
     assert_eq!(o.len, x.len, "{text}");
-    assert_eq!(o.dim, x.dim, "{text}");
     assert_eq!(o.access, x.access, "{text}");
     assert_eq!((o.block.x, o.block.y, o.block.z), x.block, "{text}");
     assert_eq!((o.thread.x, o.thread.y, o.thread.z), x.thread, "{text}");
@@ -463,7 +461,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "out",
             index: 1000,
             len: 1000,
-            dim: 0,
             access: Write,
             block: (3, 0, 0),
             thread: (232, 0, 0),
@@ -491,7 +488,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "in",
             index: 1023,
             len: 1023,
-            dim: 0,
             access: Read,
             block: (3, 0, 0),
             thread: (255, 0, 0),
@@ -519,7 +515,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "in",
             index: -1,
             len: 512,
-            dim: 0,
             access: Read,
             block: (0, 0, 0),
             thread: (0, 0, 0),
@@ -549,7 +544,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "m",
             index: 14,
             len: 12,
-            dim: 0,
             access: Read,
             block: (0, 0, 0),
             thread: (0, 0, 0),
@@ -577,7 +571,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "tile",
             index: 256,
             len: 256,
-            dim: 0,
             access: Read,
             block: (0, 0, 0),
             thread: (255, 0, 0),
@@ -606,7 +599,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "row",
             index: 400,
             len: 400,
-            dim: 0,
             access: Write,
             block: (3, 0, 0),
             thread: (100, 0, 0),
@@ -636,7 +628,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "bins",
             index: 256,
             len: 256,
-            dim: 0,
             access: Atomic,
             block: (2, 0, 0),
             thread: (188, 0, 0),
@@ -668,7 +659,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "s",
             index: 255,
             len: 255,
-            dim: 0,
             access: Write,
             block: (0, 0, 0),
             thread: (255, 0, 0),
@@ -696,7 +686,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "img",
             index: 1200,
             len: 1200,
-            dim: 0,
             access: Write,
             block: (2, 1, 0),
             thread: (8, 13, 0),
@@ -725,7 +714,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "vol",
             index: 96,
             len: 96,
-            dim: 0,
             access: Write,
             block: (2, 0, 1),
             thread: (0, 3, 0),
@@ -753,7 +741,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "out",
             index: 500,
             len: 500,
-            dim: 0,
             access: Write,
             block: (3, 0, 0),
             thread: (115, 0, 0),
@@ -781,7 +768,6 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
             buffer: "acc",
             index: 300,
             len: 300,
-            dim: 0,
             access: ReadWrite,
             block: (2, 0, 0),
             thread: (43, 0, 0),
@@ -804,10 +790,10 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
         "tile2d",
         r,
         Expect {
+            // The 8x8 tile flattened: t[8][7] is element 71 of 64.
             buffer: "t",
-            index: 8,
-            len: 8,
-            dim: 0,
+            index: 71,
+            len: 64,
             access: Read,
             block: (0, 0, 0),
             thread: (7, 7, 0),
@@ -832,10 +818,10 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
         "local_window",
         r,
         Expect {
-            buffer: "w",
+            // PTX does not name a thread's local arrays: `w` is the thread's local frame.
+            buffer: "local array",
             index: 4,
             len: 4,
-            dim: 0,
             access: Read,
             block: (0, 0, 0),
             thread: (4, 0, 0),
@@ -917,7 +903,430 @@ fn gpu_launch_setting_wins_over_the_kernel_and_coverage_is_reported() {
     .unwrap_err();
     assert!(matches!(e, Error::OutOfBounds(_)), "{e}");
     let cov = off.coverage().unwrap().unwrap();
-    assert_eq!(cov.instrumented, 1);
+    assert_eq!(cov.checked, 1);
     assert!(cov.is_complete());
+    next_launch_works(&s);
+}
+
+// ---- the forms real kernel libraries use (tests/cuda/forms.cu) -------------------------------
+
+fn forms() -> CudaSource {
+    CudaSource::from_file(repo_root().join("tests/cuda/forms.cu")).unwrap()
+}
+
+/// The 1-based line of `SITE(name)` in forms.cu.
+fn site_line(name: &str) -> u32 {
+    let marker = format!("SITE({name})");
+    1 + forms()
+        .text
+        .lines()
+        .position(|l| l.contains(&marker))
+        .unwrap_or_else(|| panic!("no {marker} in forms.cu")) as u32
+}
+
+fn form(name: &str, mode: InstrumentMode) -> Kernel {
+    Kernel::new(forms(), name)
+        .instrument(mode)
+        .sync(SyncMode::Always)
+        .build()
+}
+
+/// What a planted bug in forms.cu must report.
+struct FormExpect {
+    kernel: &'static str,
+    buffer: &'static str,
+    index: i64,
+    len: u64,
+    access: FaultKind,
+    block: u32,
+    thread: u32,
+    site: &'static str,
+    count: u32,
+}
+
+fn check_form(r: Result<(), Error>, x: FormExpect) {
+    let e = r.expect_err(x.kernel);
+    let Error::OutOfBounds(o) = &e else {
+        panic!("{}: expected OutOfBounds, got {e}", x.kernel)
+    };
+    let text = e.to_string();
+    assert_eq!(&*o.kernel, x.kernel, "{text}");
+    assert_eq!(o.buffer, x.buffer, "{text}");
+    assert_eq!((o.index, o.len), (x.index, x.len), "{text}");
+    assert_eq!(o.access, x.access, "{text}");
+    assert_eq!((o.block.x, o.thread.x), (x.block, x.thread), "{text}");
+    assert_eq!(o.line, site_line(x.site), "{text}");
+    assert_eq!(o.count, x.count, "{text}");
+    assert!(o.file.ends_with("forms.cu"), "{text}");
+    assert!(text.contains("the context is still usable"), "{text}");
+    println!("{}:\n{text}\n", x.kernel);
+}
+
+/// Info for the strided kernels: dims, then strides (`size_t`).
+fn info(s: &Arc<CudaStream>, dims: &[u64], strides: &[u64]) -> CudaSlice<u64> {
+    let v: Vec<u64> = dims.iter().chain(strides).copied().collect();
+    up(s, &v)
+}
+
+#[test]
+fn gpu_forms_are_bit_identical_instrumented() {
+    let Some(s) = gpu_or_skip() else { return };
+    let mut rng = XorShift::from_time();
+    let n = 50_000usize;
+    let x = rng.floats(n);
+    // Macro-generated, contiguous and strided (a transposed 200 x 250 view), and in place.
+    for (name, strided) in [("uneg_f32", false), ("usqr_f32", true)] {
+        let k = form(name, InstrumentMode::Auto);
+        same_bits(name, |on| {
+            let inp = up(&s, &x);
+            let inf = if strided {
+                info(&s, &[200, 250], &[1, 200])
+            } else {
+                info(&s, &[n as u64], &[1])
+            };
+            let mut out = up(&s, &vec![f32::NAN; n]);
+            unsafe {
+                k.launch(&s)
+                    .grid(64)
+                    .block(256)
+                    .instrument(on)
+                    .arg(&(n as u64))
+                    .arg(&(if strided { 2i32 } else { 1 }))
+                    .arg(&inf)
+                    .arg(&inp)
+                    .arg_mut(&mut out)
+                    .run()
+            }
+            .unwrap();
+            bits(&s.clone_dtoh(&out).unwrap())
+        });
+    }
+    let k = form("uneg_f32", InstrumentMode::Auto);
+    same_bits("uneg_f32 in place", |on| {
+        let inf = info(&s, &[n as u64], &[1]);
+        let mut out = up(&s, &x);
+        unsafe {
+            k.launch(&s)
+                .grid(64)
+                .block(256)
+                .instrument(on)
+                .arg(&(n as u64))
+                .arg(&1i32)
+                .arg(&inf)
+                .arg(&0u64)
+                .arg_mut(&mut out)
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+    // Gather through an index buffer and two inlined helpers.
+    let ids: Vec<i64> = (0..n).map(|i| ((i * 7919) % n) as i64).collect();
+    let k = form("gather", InstrumentMode::Auto);
+    same_bits("gather", |on| {
+        let (src, idd) = (up(&s, &x), up(&s, &ids));
+        let mut out = up(&s, &vec![f32::NAN; n]);
+        unsafe {
+            k.launch(&s)
+                .grid(div(n, 256))
+                .block(256)
+                .instrument(on)
+                .arg(&src)
+                .arg(&idd)
+                .arg_mut(&mut out)
+                .arg(&(n as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+    // float4 views.
+    let k = form("copy_vec4", InstrumentMode::Auto);
+    same_bits("copy_vec4", |on| {
+        let a = up(&s, &x);
+        let mut out = up(&s, &vec![f32::NAN; n]);
+        unsafe {
+            k.launch(&s)
+                .grid(div(n / 4, 256))
+                .block(256)
+                .instrument(on)
+                .arg(&a)
+                .arg_mut(&mut out)
+                .arg(&(n as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+    // A template instantiation.
+    let k = form("axpy<float>", InstrumentMode::Auto);
+    let y0 = rng.floats(n);
+    same_bits("axpy<float>", |on| {
+        let xd = up(&s, &x);
+        let mut y = up(&s, &y0);
+        unsafe {
+            k.launch(&s)
+                .grid(div(n, 256))
+                .block(256)
+                .instrument(on)
+                .arg_mut(&mut y)
+                .arg(&xd)
+                .arg(&0.5f32)
+                .arg(&(n as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&y).unwrap())
+    });
+    // Aligned dynamic shared memory.
+    let k = form("reverse_block", InstrumentMode::Auto);
+    same_bits("reverse_block", |on| {
+        let inp = up(&s, &x);
+        let mut out = up(&s, &vec![f32::NAN; n]);
+        unsafe {
+            k.launch(&s)
+                .grid(div(n, 128))
+                .block(128)
+                .shared_bytes(128 * 4)
+                .instrument(on)
+                .arg(&inp)
+                .arg_mut(&mut out)
+                .arg(&(n as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+}
+
+#[test]
+fn gpu_forms_planted_bugs_are_named_exactly() {
+    let Some(s) = gpu_or_skip() else { return };
+    use FaultKind::*;
+    let on = InstrumentMode::On;
+    let n = 1000usize;
+
+    // 1. Macro-generated, `numel` one past the buffers: thread 1000 reads inp[1000] (the
+    //    pointer is `inp ? inp : out`; the record's base names `inp`) and writes out[1000].
+    let inp = up(&s, &vec![1.0f32; n]);
+    let inf = info(&s, &[n as u64 + 1], &[1]);
+    let mut out = up(&s, &vec![0.0f32; n]);
+    let r = unsafe {
+        form("uneg_f32", on)
+            .launch(&s)
+            .grid(4)
+            .block(256)
+            .arg(&(n as u64 + 1))
+            .arg(&1i32)
+            .arg(&inf)
+            .arg(&inp)
+            .arg_mut(&mut out)
+            .run()
+    };
+    check_form(
+        r,
+        FormExpect {
+            kernel: "uneg_f32",
+            buffer: "inp",
+            index: 1000,
+            len: 1000,
+            access: Read,
+            block: 3,
+            thread: 232,
+            site: "uneg_f32",
+            count: 2,
+        },
+    );
+    // The in-range elements were still computed.
+    assert!(s.clone_dtoh(&out).unwrap().iter().all(|&v| v == -1.0));
+    next_launch_works(&s);
+
+    // 2. The same kernel in place (`inp` null): the fault names `out`.
+    let mut out = up(&s, &vec![1.0f32; n]);
+    let r = unsafe {
+        form("uneg_f32", on)
+            .launch(&s)
+            .grid(4)
+            .block(256)
+            .arg(&(n as u64 + 1))
+            .arg(&1i32)
+            .arg(&inf)
+            .arg(&0u64)
+            .arg_mut(&mut out)
+            .run()
+    };
+    check_form(
+        r,
+        FormExpect {
+            kernel: "uneg_f32",
+            buffer: "out",
+            index: 1000,
+            len: 1000,
+            access: Read,
+            block: 3,
+            thread: 232,
+            site: "uneg_f32",
+            count: 2,
+        },
+    );
+    next_launch_works(&s);
+
+    // 3. Wrong stride through the strided-index helper: stride 2 over 501 elements makes
+    //    element 500 read inp[1000].
+    let inf = info(&s, &[501, 1], &[2, 1]);
+    let mut out = up(&s, &vec![0.0f32; n]);
+    let r = unsafe {
+        form("uneg_f32", on)
+            .launch(&s)
+            .grid(2)
+            .block(256)
+            .arg(&501u64)
+            .arg(&2i32)
+            .arg(&inf)
+            .arg(&inp)
+            .arg_mut(&mut out)
+            .run()
+    };
+    check_form(
+        r,
+        FormExpect {
+            kernel: "uneg_f32",
+            buffer: "inp",
+            index: 1000,
+            len: 1000,
+            access: Read,
+            block: 1,
+            thread: 244,
+            site: "uneg_f32",
+            count: 1,
+        },
+    );
+    next_launch_works(&s);
+
+    // 4. An index buffer with a bad entry, read two inlined helpers deep.
+    let mut ids: Vec<i64> = (0..n as i64).collect();
+    ids[77] = n as i64 + 5;
+    let (src, idd) = (up(&s, &vec![2.0f32; n]), up(&s, &ids));
+    let mut out = up(&s, &vec![0.0f32; n]);
+    let r = unsafe {
+        form("gather", on)
+            .launch(&s)
+            .grid(4)
+            .block(256)
+            .arg(&src)
+            .arg(&idd)
+            .arg_mut(&mut out)
+            .arg(&(n as i32))
+            .run()
+    };
+    let text = r.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
+    check_form(
+        r,
+        FormExpect {
+            kernel: "gather",
+            buffer: "src",
+            index: 1005,
+            len: 1000,
+            access: Read,
+            block: 0,
+            thread: 77,
+            site: "load_at",
+            count: 1,
+        },
+    );
+    assert!(text.contains("inlined into"), "{text}");
+    next_launch_works(&s);
+
+    // 5. float4 view with a partial trailing vector: 10 floats, n = 12 lets thread 2 read
+    //    floats 8..12.
+    let a = up(&s, &vec![1.0f32; 10]);
+    let mut out = up(&s, &vec![0.0f32; 12]);
+    let r = unsafe {
+        form("copy_vec4", on)
+            .launch(&s)
+            .grid(1)
+            .block(32)
+            .arg(&a)
+            .arg_mut(&mut out)
+            .arg(&12i32)
+            .run()
+    };
+    let text = r.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
+    check_form(
+        r,
+        FormExpect {
+            kernel: "copy_vec4",
+            buffer: "a",
+            index: 8,
+            len: 10,
+            access: Read,
+            block: 0,
+            thread: 2,
+            site: "copy_vec4",
+            count: 1,
+        },
+    );
+    assert!(text.contains("16-byte access covers elements 8..12"), "{text}");
+    next_launch_works(&s);
+
+    // 6. A template instantiation with `n` past `x`.
+    let xd = up(&s, &vec![1.0f64; 100]);
+    let mut y = up(&s, &vec![0.0f64; 101]);
+    let r = unsafe {
+        form("axpy<double>", on)
+            .launch(&s)
+            .grid(1)
+            .block(128)
+            .arg_mut(&mut y)
+            .arg(&xd)
+            .arg(&2.0f64)
+            .arg(&101i32)
+            .run()
+    };
+    check_form(
+        r,
+        FormExpect {
+            kernel: "axpy<double>",
+            buffer: "x",
+            index: 100,
+            len: 100,
+            access: Read,
+            block: 0,
+            thread: 100,
+            site: "axpy",
+            count: 1,
+        },
+    );
+    next_launch_works(&s);
+
+    // 7. Aligned dynamic shared memory one float short of the block: thread 127 writes s[127]
+    //    (then thread 0 reads it back).
+    let inp = up(&s, &vec![1.0f32; 128]);
+    let mut out = up(&s, &vec![0.0f32; 128]);
+    let r = unsafe {
+        form("reverse_block", on)
+            .launch(&s)
+            .grid(1)
+            .block(128)
+            .shared_bytes(127 * 4)
+            .arg(&inp)
+            .arg_mut(&mut out)
+            .arg(&128i32)
+            .run()
+    };
+    check_form(
+        r,
+        FormExpect {
+            kernel: "reverse_block",
+            buffer: "smem",
+            index: 127,
+            len: 127,
+            access: Write,
+            block: 0,
+            thread: 127,
+            site: "reverse_block",
+            count: 2,
+        },
+    );
     next_launch_works(&s);
 }

@@ -1,12 +1,13 @@
-//! NVRTC tier: every kernel file of `kernels/` (and the planted bugs of the GPU tier) is
-//! instrumented, the rewrite compiles with NVRTC for sm_90 exactly like the plain source, and
-//! each kernel of the rewrite takes exactly the two hidden parameters more than the plain one,
-//! at the end. Needs NVRTC, no GPU.
+//! NVRTC tier: bounds checking on what NVRTC really compiles. Every kernel of `kernels/`, of the
+//! planted bugs of the GPU tier and of `tests/cuda/forms.cu` (macro-generated, helper-indexed,
+//! templated, `float4`, aligned dynamic shared) is compiled to PTX, instrumented and assembled
+//! by nvJitLink; each kernel takes one hidden length per parameter plus the record, keeps the
+//! plain build's parameter layout in front of them, and has every access checked. Needs NVRTC
+//! and nvJitLink, no GPU.
 
-use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
-use cudacheck::Kernel;
+use cudacheck::nvrtc::{assemble_ptx, compile, CompileOptions, CudaSource};
 use cudacheck_core::cubin::read_cubin;
-use cudacheck_core::instrument::{instrument, InstrumentOptions, HIDDEN_PARAMS};
+use cudacheck_core::instrument::{hidden_params, instrument_ptx, SkipReason, Target};
 use cudacheck_core::Arch;
 use cudacheck_tests::{kernel_files, nvrtc_or_skip, repo_root};
 
@@ -16,209 +17,164 @@ fn sources() -> Vec<CudaSource> {
         .map(|f| CudaSource::from_file(repo_root().join("kernels").join(f)).unwrap())
         .collect();
     assert!(v.len() >= 10, "kernels/ should hold 10 files");
-    v.push(CudaSource::from_file(repo_root().join("tests/cuda/planted/bugs.cu")).unwrap());
+    for f in ["tests/cuda/planted/bugs.cu", "tests/cuda/forms.cu"] {
+        v.push(CudaSource::from_file(repo_root().join(f)).unwrap());
+    }
     v
 }
 
+fn ptx_of(src: &CudaSource, arch: Arch) -> (Vec<u8>, String) {
+    let opts = CompileOptions {
+        ptx: true,
+        ..CompileOptions::new(arch)
+    };
+    let out = compile(src, &opts).unwrap_or_else(|e| panic!("{}: {e}", src.name));
+    (out.cubin, out.ptx.expect("asked for PTX"))
+}
+
 #[test]
-fn nvrtc_every_kernel_instruments_and_takes_two_more_params() {
+fn nvrtc_every_kernel_is_checked_assembles_and_keeps_its_parameters() {
     if !nvrtc_or_skip() {
         return;
     }
-    let arch: Arch = "sm_90".parse().unwrap();
     let mut kernels = 0;
-    for src in sources() {
-        let inst = instrument(&src.text, &src.name, &InstrumentOptions::default())
-            .unwrap_or_else(|e| panic!("{}: {e}", src.name));
-        assert!(!inst.kernels.is_empty(), "{}: nothing rewritten", src.name);
-        let rewritten = CudaSource {
-            text: inst.source.clone(),
-            ..src.clone()
-        };
-        let plain = compile(&src, &CompileOptions::new(arch))
-            .unwrap_or_else(|e| panic!("{} (plain): {e}", src.name));
-        let checked = compile(&rewritten, &CompileOptions::new(arch))
-            .unwrap_or_else(|e| panic!("{} (instrumented): {e}", src.name));
-        let plain = read_cubin(&plain.cubin).unwrap();
-        let checked = read_cubin(&checked.cubin).unwrap();
-        assert_eq!(
-            plain.kernels.len(),
-            checked.kernels.len(),
-            "{}: the same kernels",
-            src.name
-        );
-        for p in &plain.kernels {
-            // A C++ kernel's mangled name encodes its parameters: the rewrite's appends the
-            // hidden ones to the plain name. `extern "C"` names stay equal.
-            let c = checked
-                .kernels
-                .iter()
-                .find(|c| c.symbol == p.symbol)
-                .or_else(|| {
-                    checked
-                        .kernels
-                        .iter()
-                        .find(|c| p.symbol.starts_with("_Z") && c.symbol.starts_with(&p.symbol))
-                })
-                .unwrap_or_else(|| panic!("{}: `{}` missing after rewrite", src.name, p.symbol));
-            assert_eq!(
-                c.params.len(),
-                p.params.len() + HIDDEN_PARAMS.len(),
-                "{} `{}`",
-                src.name,
-                p.symbol
-            );
-            // The user's parameters keep their offsets and sizes; the hidden ones are pointers.
-            for (a, b) in p.params.iter().zip(&c.params) {
-                assert_eq!((a.offset, a.size), (b.offset, b.size), "{}", p.symbol);
+    for arch in ["sm_80", "sm_90"] {
+        let arch: Arch = arch.parse().unwrap();
+        for src in sources() {
+            let (plain_cubin, ptx) = ptx_of(&src, arch);
+            let inst = instrument_ptx(&ptx).unwrap_or_else(|e| panic!("{}: {e}", src.name));
+            let checked = assemble_ptx(&inst.ptx, arch, &src.name)
+                .unwrap_or_else(|e| panic!("{} ({}): {e}", src.name, arch.sm_name()));
+            let plain = read_cubin(&plain_cubin).unwrap();
+            let checked = read_cubin(&checked.cubin).unwrap();
+            assert_eq!(plain.kernels.len(), inst.kernels.len(), "{}", src.name);
+            for k in &inst.kernels {
+                let p = plain.kernel(&k.symbol).expect("plain kernel");
+                let c = checked.kernel(&k.symbol).expect("checked kernel");
+                let n = p.params.len();
+                assert_eq!(k.num_params as usize, n, "{}", k.name);
+                assert_eq!(c.params.len(), n + hidden_params(n), "{}", k.name);
+                assert_eq!(&c.params[..n], &p.params[..], "{}: user params moved", k.name);
+                assert!(
+                    c.params[n..].iter().all(|q| q.size == 8),
+                    "{}: hidden params are 8 bytes",
+                    k.name
+                );
+                assert!(
+                    k.coverage.is_complete(),
+                    "{} in {}: {:?}",
+                    k.name,
+                    src.name,
+                    k.coverage.unchecked
+                );
+                assert!(
+                    k.coverage.checked + k.coverage.proven > 0,
+                    "{}: nothing checked",
+                    k.name
+                );
+                kernels += 1;
             }
-            for h in &c.params[p.params.len()..] {
-                assert_eq!(h.size, 8, "{}: hidden parameters are pointers", p.symbol);
-            }
-            kernels += 1;
         }
     }
-    // 11 kernels in kernels/ (scale twice) and 16 planted.
-    assert!(kernels >= 27, "only {kernels} kernels compared");
+    assert!(kernels >= 2 * 35, "{kernels}");
 }
 
+/// Each form of `forms.cu` is reached: the site of the fault the GPU test plants is a checked
+/// site on the marked line, against the right buffer.
 #[test]
-fn nvrtc_planted_bugs_are_all_checked() {
-    // Pure (no NVRTC needed), but kept beside the compile test of the same file: every access of
-    // the planted kernels is instrumented, so the GPU tier's bugs cannot slip past unchecked.
-    let src = CudaSource::from_file(repo_root().join("tests/cuda/planted/bugs.cu")).unwrap();
-    let inst = instrument(&src.text, &src.name, &InstrumentOptions::default()).unwrap();
-    assert_eq!(inst.kernels.len(), 16);
-    for k in &inst.kernels {
-        let kernel = Kernel::new(src.clone(), k.name.as_str()).build();
-        let cov = kernel.coverage().unwrap().expect("rewritten");
-        assert!(cov.is_complete(), "{}: {:?}", k.name, cov.skipped);
-        assert!(cov.instrumented >= 1, "{}", k.name);
-        assert_eq!(cov, k.coverage);
+fn nvrtc_forms_have_checked_sites_on_their_lines() {
+    if !nvrtc_or_skip() {
+        return;
     }
-    // The buffers the GPU tier expects the bug lines' checks to name.
-    let expect: &[(&str, &[&str])] = &[
-        ("off_by_one", &["out"]),
-        ("missing_guard", &["out", "in"]),
-        ("negative_index", &["out", "in"]),
-        ("col_sum", &["m"]),
-        ("shared_shift", &["out", "tile"]),
-        ("row_fill", &["row"]),
-        ("histogram_bad", &["bins", "data"]),
-        ("dyn_overflow", &["s"]),
-        ("grid2d", &["img"]),
-        ("grid3d", &["vol"]),
-        ("deref", &["out", "in"]),
-        ("accumulate", &["acc", "in"]),
-        ("checked_copy", &["i < n"]),
-        ("tile2d", &["out", "t"]),
-        ("local_window", &["out", "w"]),
-    ];
-    for (name, buffers) in expect {
-        let marker = format!("BUG({name})");
-        let line = src.text.lines().position(|l| l.contains(&marker)).unwrap() as u32 + 1;
-        let k = inst.kernel(name).unwrap();
-        let mut got: Vec<&str> = k
-            .sites
+    let src = CudaSource::from_file(repo_root().join("tests/cuda/forms.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, "sm_90".parse().unwrap());
+    let inst = instrument_ptx(&ptx).unwrap();
+    let line_of = |mark: &str| {
+        1 + src
+            .text
+            .lines()
+            .position(|l| l.contains(&format!("SITE({mark})")))
+            .unwrap_or_else(|| panic!("no SITE({mark})")) as u32
+    };
+    let sites_on = |kernel: &str, line: u32| {
+        let k = inst
+            .kernels
             .iter()
-            .filter(|s| s.line == line)
-            .map(|s| s.buffer.as_str())
-            .collect();
-        got.sort_unstable();
-        got.dedup();
-        let mut want = buffers.to_vec();
-        want.sort_unstable();
-        assert_eq!(got, want, "{name}");
+            .find(|k| k.name == kernel)
+            .unwrap_or_else(|| panic!("no kernel {kernel}"));
+        k.sites
+            .iter()
+            .filter(|s| s.loc.as_ref().is_some_and(|l| l.line == line))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    // Macro-generated: NVRTC's line information puts the expanded body on the invocation line.
+    let s = sites_on("uneg_f32", line_of("uneg_f32"));
+    assert!(
+        s.iter().any(|s| matches!(&s.target, Target::OneOf(t) if t.len() == 2)),
+        "`inp ? inp : out` is checked against whichever it holds: {s:?}"
+    );
+    assert!(s.iter().any(|s| s.target == Target::Param(4)), "{s:?}");
+    // A helper two calls deep: the site is in the helper, inlined into `gather`.
+    let s = sites_on("gather", line_of("load_at"));
+    assert!(
+        s.iter()
+            .any(|s| s.target == Target::Param(0) && s.inlined_at.is_some()),
+        "{s:?}"
+    );
+    // The strided-index helper reads `info`: parameter 2.
+    let s = sites_on("uneg_f32", line_of("strided_helper"));
+    assert!(s.iter().any(|s| s.target == Target::Param(2)), "{s:?}");
+    // float4: a 16-byte access.
+    let s = sites_on("copy_vec4", line_of("copy_vec4"));
+    assert!(
+        s.iter().any(|s| s.bytes == 16 && s.target == Target::Param(0)),
+        "{s:?}"
+    );
+    // Both template instantiations.
+    for k in ["axpy<float>", "axpy<double>"] {
+        assert!(!sites_on(k, line_of("axpy")).is_empty(), "{k}");
     }
+    // Aligned dynamic shared memory, by its name.
+    let s = sites_on("reverse_block", line_of("reverse_block"));
+    assert!(
+        s.iter().any(|s| s.target == Target::Var("smem".into())),
+        "{s:?}"
+    );
 }
 
-/// Loops whose checks were hoisted (loop versioning, `cudacheck_core::instrument` docs): every
-/// form compiles, under C++11 as well as the default C++17, and the proven copy of each loop
-/// has no check left in it (no call to the fault path between its PTX markers) while the
-/// checked copy keeps them.
+/// What cannot be checked is listed with the line and the reason, never dropped.
 #[test]
-fn nvrtc_versioned_loops_compile_and_their_proven_copies_have_no_checks() {
+fn nvrtc_unchecked_accesses_are_listed_with_reasons() {
     if !nvrtc_or_skip() {
         return;
     }
     let text = r#"
-#define U 8
-struct Acc { float x, y, z; };
-extern "C" __global__ void versioned(float4* __restrict__ out4, const float4* __restrict__ in4,
-                                     double* outd, const float* in, int n, int cols)
+__device__ __noinline__ float far_away(const float* p, int i) { return p[i]; }
+extern "C" __global__ void k(float** table, float* out, int n)
 {
-    extern __shared__ float s[];
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-    double d = 0.0;
-    bool any = false;
-    char last = 0;
-    Acc acc = {0.f, 0.f, 0.f};
-    float w[U];
-#pragma unroll 4
-    for (int u = 0; u < U; ++u) w[u] = 0.0f;
-    int j = 0;
-    for (; j + U <= n; j += U) {
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            float4 q = in4[j + u];
-            a.x += q.x; a.y += q.y; a.z += q.z; a.w += q.w;
-            w[u] += q.x * q.y + q.z;
-            d += (double)q.w;
-            any = any || q.x > 0.5f;
-            last = (char)u;
-            acc.x += q.x;
-        }
-    }
-    const float* row = in + (size_t)blockIdx.x * cols;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) s[c] = row[c];
-    for (int t = threadIdx.x; t < 32; t += blockDim.x) assert(s[t] == s[t]);
-    out4[i] = make_float4(a.x + w[0], a.y + acc.x, a.z + (any ? 1.f : 0.f), a.w + last);
-    outd[i] = d;
+    int i = threadIdx.x;
+    float* row = table[i];
+    out[i] = row[0] + far_away(out, n);
 }
 "#;
-    let inst = instrument(text, "versioned.cu", &InstrumentOptions::default()).unwrap();
+    let src = CudaSource::from_str("unchecked.cu", text);
+    let (_, ptx) = ptx_of(&src, "sm_90".parse().unwrap());
+    let inst = instrument_ptx(&ptx).unwrap();
     let k = &inst.kernels[0];
-    assert!(k.coverage.hoisted >= 3, "{:?}", k.coverage);
-    let src = CudaSource::from_str("versioned.cu", inst.source.clone());
-    let arch: Arch = "sm_90".parse().unwrap();
-    for (std, block) in [("--std=c++17", true), ("--std=c++11", false)] {
-        let mut opts = CompileOptions::new(arch);
-        opts.ptx = true;
-        opts.extra_options.push(std.to_string());
-        if block {
-            for (name, v) in [
-                ("__CC_BX", "128"),
-                ("__CC_BY", "1"),
-                ("__CC_BZ", "1"),
-                ("__CC_DYN_SMEM", "128"),
-            ] {
-                opts.defines.push((name.to_string(), Some(v.to_string())));
-            }
-        }
-        let out = compile(&src, &opts).unwrap_or_else(|e| panic!("{std}: {e}"));
-        let ptx = out.ptx.expect("PTX");
-        let mut proven = 0;
-        for (at, _) in ptx.match_indices(": proven\n") {
-            let end = ptx[at..].find(": proven end").expect("end marker") + at;
-            assert!(
-                !ptx[at..end].contains("__cc_fault"),
-                "{std}: a check left in a proven copy:\n{}",
-                &ptx[at..end]
-            );
-            proven += 1;
-        }
-        assert!(proven >= 2, "{std}: {proven} proven copies in the PTX");
-        let checked: usize = ptx
-            .split(": checked\n")
-            .skip(1)
-            .filter(|part| {
-                part.split(": checked end")
-                    .next()
-                    .is_some_and(|c| c.contains("__cc_fault"))
-            })
-            .count();
-        assert!(checked >= 2, "{std}: the checked copies keep their checks");
-    }
+    let reasons: Vec<&SkipReason> = k.coverage.unchecked.iter().map(|u| &u.reason).collect();
+    assert!(reasons.contains(&&SkipReason::LoadedPointer), "{reasons:?}");
+    assert!(
+        reasons
+            .iter()
+            .any(|r| matches!(r, SkipReason::NotInlined { function } if function.contains("far_away"))),
+        "{reasons:?}"
+    );
+    // `table[i]` and `out[i]` are still checked.
+    assert!(k.coverage.checked >= 2, "{:?}", k.coverage);
+    assert!(k
+        .coverage
+        .unchecked
+        .iter()
+        .all(|u| u.loc.as_ref().is_some_and(|l| l.line > 0)));
 }

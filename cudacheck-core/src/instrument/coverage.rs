@@ -3,21 +3,21 @@
 
 use std::fmt;
 
+use serde::Serialize;
+
+use super::analyze::{Opaque, Unchecked};
 use super::record::FaultKind;
 
-/// How an instrumented access uses its element.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How an instrumented access uses memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SiteKind {
-    /// The element is only read.
     Read,
-    /// The element is the left side of `=`.
     Write,
-    /// The element is the left side of a compound assignment, or of `++`/`--`.
-    ReadWrite,
-    /// The element's address is passed to an `atomic*` function.
+    /// An atomic read-modify-write or reduction.
     Atomic,
-    /// An `assert(cond)` / `CUDACHECK_ASSERT(cond, msg)`, not an access.
+    /// An `assert(cond)`, not an access.
     Assert,
 }
 
@@ -27,20 +27,8 @@ impl SiteKind {
         match self {
             SiteKind::Read => FaultKind::Read,
             SiteKind::Write => FaultKind::Write,
-            SiteKind::ReadWrite => FaultKind::ReadWrite,
             SiteKind::Atomic => FaultKind::Atomic,
             SiteKind::Assert => FaultKind::Assert,
-        }
-    }
-
-    /// The prelude constant the generated call passes.
-    pub(crate) const fn cuda_constant(self) -> &'static str {
-        match self {
-            SiteKind::Read => "__CC_READ",
-            SiteKind::Write => "__CC_WRITE",
-            SiteKind::ReadWrite => "__CC_READ_WRITE",
-            SiteKind::Atomic => "__CC_ATOMIC",
-            SiteKind::Assert => "__CC_ASSERT",
         }
     }
 }
@@ -50,124 +38,198 @@ impl fmt::Display for SiteKind {
         f.write_str(match self {
             SiteKind::Read => "read",
             SiteKind::Write => "write",
-            SiteKind::ReadWrite => "read-modify-write",
             SiteKind::Atomic => "atomic",
             SiteKind::Assert => "assertion",
         })
     }
 }
 
-/// One checked place in the user's source; a fault record's `site` is its `id`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Site {
-    /// Unique within one instrumented file.
-    pub id: u32,
-    /// 1-based line in the user's file.
+/// A place in a source file, from the PTX's `.loc` line information.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct SourceLoc {
+    /// The file as NVRTC named it (the program name for the main file, the include path for
+    /// headers).
+    pub file: String,
+    /// 1-based.
     pub line: u32,
-    /// 1-based column (bytes) in the user's file.
+    /// 1-based; 0 when the compiler gives none.
     pub column: u32,
-    /// The buffer accessed (`y`, `tile`), or the assertion's condition text.
-    pub buffer: String,
+}
+
+impl fmt::Display for SourceLoc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)?;
+        if self.column > 0 {
+            write!(f, ":{}", self.column)?;
+        }
+        Ok(())
+    }
+}
+
+/// The memory a checked access is checked against.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// The buffer passed as the kernel's parameter with this ordinal.
+    Param(u32),
+    /// A `__shared__`, `__device__`, `__constant__` or local array, by name (the local
+    /// "depot" stands for the thread's whole local frame).
+    Var(String),
+    /// One of several buffers, whichever the pointer held when the access ran (`in ? in :
+    /// out`); the fault record carries the buffer's base address.
+    OneOf(Vec<Target>),
+    /// Not an access: an assertion.
+    Assert,
+}
+
+/// One checked place; a fault record's `site` is its `id`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Site {
+    /// Unique within one instrumented module.
+    pub id: u32,
+    /// Where the access is, when the PTX has line information.
+    pub loc: Option<SourceLoc>,
+    /// The call site it was inlined into, when it sits in an inlined device function (or a
+    /// macro expanded there).
+    pub inlined_at: Option<SourceLoc>,
+    pub target: Target,
     pub kind: SiteKind,
+    /// Bytes accessed (16 for a `float4`).
+    pub bytes: u32,
 }
 
 /// Why an access was left unchecked.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SkipReason {
-    /// The buffer is reached through a cast (`((float4*)p)[i]`): the element size changes, so
-    /// the length in elements is not known.
-    PointerCast,
-    /// Indexing a pointer that is not a parameter nor a tracked `T* q = p + off` alias.
-    UnknownAlias { name: String },
-    /// The pointer parameter or alias is reassigned in the kernel (`p += stride`), so its
-    /// length no longer describes where it points.
-    PointerReassigned { name: String },
-    /// The buffer is used inside inline PTX (`asm(...)`).
-    InlineAsm,
-    /// The access is inside a macro's body, which the instrumenter cannot rewrite.
-    MacroBody { macro_name: String },
-    /// The buffer is passed to a function whose accesses are not followed.
-    PassedToFunction { function: String },
-    /// Only some dimensions of a multi-dimensional array are indexed (`tile[i]`).
-    PartialIndex { dims: usize, indexed: usize },
-    /// The element of a pointer-to-pointer (`p[i][j]`): the inner length is unknown.
-    NestedPointer,
-    /// The address of an element escapes (`&p[i]` given to a non-atomic function or stored).
-    AddressEscapes,
-    /// The parser did not understand this part of the source.
-    SyntaxError,
-    /// The expression nests deeper than the instrumenter follows.
-    TooDeep,
+    /// The pointer was loaded from memory (an array of pointers, a struct in memory).
+    LoadedPointer,
+    /// The pointer is a field of a struct passed by value.
+    StructField,
+    /// The pointer came out of a device function the compiler did not inline.
+    ReturnedPointer,
+    /// The address was computed from integers, not from a buffer.
+    Computed,
+    /// Two pointers were combined, so which buffer the result is in is unclear.
+    Ambiguous,
+    /// An absolute address.
+    Absolute,
+    /// The pointer may be in different address spaces.
+    MixedSpaces,
+    /// A warp-collective or asynchronous access that cannot be skipped for one thread.
+    Collective { op: String },
+    /// A texture or surface access (the hardware bounds it).
+    Texture { op: String },
+    /// Another block's shared memory.
+    Cluster,
+    /// Inside a device function the compiler did not inline.
+    NotInlined { function: String },
+    /// The opcode's access size could not be read.
+    UnknownSize { op: String },
+    /// An address of one space used in another.
+    SpaceMismatch,
+}
+
+impl From<Unchecked> for SkipReason {
+    fn from(u: Unchecked) -> Self {
+        match u {
+            Unchecked::Opaque(o) => match o {
+                Opaque::Loaded => SkipReason::LoadedPointer,
+                Opaque::StructField => SkipReason::StructField,
+                Opaque::FunctionParam => SkipReason::NotInlined {
+                    function: String::new(),
+                },
+                Opaque::Returned => SkipReason::ReturnedPointer,
+                Opaque::Computed => SkipReason::Computed,
+                Opaque::Ambiguous => SkipReason::Ambiguous,
+                Opaque::Absolute => SkipReason::Absolute,
+                Opaque::MixedSpaces => SkipReason::MixedSpaces,
+            },
+            Unchecked::NotAnAddress => SkipReason::Computed,
+            Unchecked::Collective { op } => SkipReason::Collective { op },
+            Unchecked::Texture { op } => SkipReason::Texture { op },
+            Unchecked::Cluster => SkipReason::Cluster,
+            Unchecked::NotInlined { function } => SkipReason::NotInlined { function },
+            Unchecked::UnknownSize { op } => SkipReason::UnknownSize { op },
+            Unchecked::SpaceMismatch => SkipReason::SpaceMismatch,
+        }
+    }
 }
 
 impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SkipReason::PointerCast => f.write_str(
-                "the pointer is cast to another type before indexing, so its length in elements is unknown",
+            SkipReason::LoadedPointer => f.write_str(
+                "the pointer is loaded from memory (an array of pointers or a struct in memory), so its buffer is unknown",
             ),
-            SkipReason::UnknownAlias { name } => write!(
-                f,
-                "`{name}` is not a kernel parameter nor a pointer declared as `param + offset`, so its length is unknown"
+            SkipReason::StructField => f.write_str(
+                "the pointer is a field of a struct passed by value, so the launch knows no length for it",
             ),
-            SkipReason::PointerReassigned { name } => write!(
-                f,
-                "`{name}` is reassigned in the kernel, so the launch's length no longer describes where it points"
-            ),
-            SkipReason::InlineAsm => f.write_str("the buffer is used inside inline assembly"),
-            SkipReason::MacroBody { macro_name } => write!(
-                f,
-                "the access is inside the body of macro `{macro_name}`, which cannot be rewritten"
-            ),
-            SkipReason::PassedToFunction { function } => write!(
-                f,
-                "the buffer is passed to `{function}`, whose accesses are not checked"
-            ),
-            SkipReason::PartialIndex { dims, indexed } => write!(
-                f,
-                "the array has {dims} dimensions but only {indexed} are indexed here"
-            ),
-            SkipReason::NestedPointer => {
-                f.write_str("the element is itself a pointer whose length is unknown")
+            SkipReason::ReturnedPointer => {
+                f.write_str("the pointer is returned by a device function that was not inlined")
             }
-            SkipReason::AddressEscapes => f.write_str(
-                "the element's address is taken and used elsewhere, where it is not checked",
+            SkipReason::Computed => {
+                f.write_str("the address is computed from integers, not from a buffer")
+            }
+            SkipReason::Ambiguous => f.write_str(
+                "the address adds two pointers, so which buffer it is in is unclear",
             ),
-            SkipReason::SyntaxError => f.write_str("the parser could not read this code"),
-            SkipReason::TooDeep => f.write_str("the expression nests too deeply to follow"),
+            SkipReason::Absolute => f.write_str("the address is an absolute number"),
+            SkipReason::MixedSpaces => {
+                f.write_str("the pointer may point into different address spaces")
+            }
+            SkipReason::Collective { op } => write!(
+                f,
+                "`{op}` is a warp-collective or asynchronous access, which cannot be skipped for one thread"
+            ),
+            SkipReason::Texture { op } => {
+                write!(f, "`{op}` is a texture or surface access, which the hardware bounds")
+            }
+            SkipReason::Cluster => f.write_str(
+                "the access reaches another block's shared memory (`.shared::cluster`)",
+            ),
+            SkipReason::NotInlined { function } if function.is_empty() => {
+                f.write_str("the access is in a device function that was not inlined")
+            }
+            SkipReason::NotInlined { function } => write!(
+                f,
+                "the access is in device function `{function}`, which was not inlined (mark it `__forceinline__` to have it checked)"
+            ),
+            SkipReason::UnknownSize { op } => write!(f, "the size of `{op}` is unknown"),
+            SkipReason::SpaceMismatch => {
+                f.write_str("the address is in a different address space than the access")
+            }
         }
     }
 }
 
 /// An access the instrumenter left unchecked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SkippedAccess {
-    /// 1-based line in the user's file.
-    pub line: u32,
-    /// 1-based column (bytes).
-    pub column: u32,
-    /// The source text of the access (first line only, at most 80 bytes).
-    pub text: String,
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UncheckedAccess {
+    pub loc: Option<SourceLoc>,
+    pub inlined_at: Option<SourceLoc>,
+    /// The PTX opcode (`ld.global.v4.f32`).
+    pub instruction: String,
     pub reason: SkipReason,
 }
 
-/// How much of one kernel is checked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// How much of one kernel is checked. Every memory access of the compiled kernel (and of the
+/// non-inlined device functions it calls) is counted exactly once: checked at run time, proven
+/// in bounds, or listed unchecked with its reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Coverage {
-    /// Accesses rewritten to checked accesses (assertions not included).
-    pub instrumented: u32,
-    /// Of the checked accesses, those whose check runs once before their loop instead of on
-    /// every iteration (the loop is proven to stay in range; otherwise a fully checked copy of
-    /// the loop runs).
-    pub hoisted: u32,
-    /// Accesses left as written, with the reason.
-    pub skipped: Vec<SkippedAccess>,
+    /// Accesses checked at run time.
+    pub checked: u32,
+    /// Accesses in bounds whatever the launch (a constant offset into a fixed-size array).
+    pub proven: u32,
+    /// Accesses left unchecked, with the reason.
+    pub unchecked: Vec<UncheckedAccess>,
 }
 
 impl Coverage {
-    /// Whether every access the instrumenter saw is checked.
+    /// Whether every access is checked or proven.
     pub fn is_complete(&self) -> bool {
-        self.skipped.is_empty()
+        self.unchecked.is_empty()
     }
 }

@@ -1,9 +1,9 @@
 //! The fault record: the one block of device memory an instrumented kernel writes when an access
 //! goes out of bounds or an assertion fails.
 //!
-//! The layout is written down twice, here and as `struct __cc_record` in the CUDA prelude
-//! (`prelude.cuh`); the prelude carries a `static_assert` on the size this module computes, so
-//! the two cannot drift apart without NVRTC refusing the instrumented source.
+//! The layout is written down twice: here, and as the byte offsets the recording functions of
+//! the instrumented PTX store to (`emit.rs`, `__cc_fault` and `__cc_assertfail`); the round-trip
+//! test below and the GPU tests pin the two together.
 
 use std::fmt;
 
@@ -16,18 +16,18 @@ pub const MSG_BYTES: usize = 64;
 pub enum FaultKind {
     /// An out-of-bounds read: the kernel got 0 instead of the element.
     Read,
-    /// An out-of-bounds write: the value went to a per-thread dummy slot and was dropped.
+    /// An out-of-bounds write: it was skipped.
     Write,
-    /// An out-of-bounds read-modify-write (`+=`, `++`): neither read nor written.
+    /// An out-of-bounds read-modify-write: neither read nor written.
     ReadWrite,
-    /// An out-of-bounds atomic: it went to a global sink instead of the buffer.
+    /// An out-of-bounds atomic: skipped, its result 0.
     Atomic,
-    /// A failed `assert(cond)` or `CUDACHECK_ASSERT(cond, msg)`.
+    /// A failed `assert(cond)`: recorded, and the thread ended without a trap.
     Assert,
 }
 
 impl FaultKind {
-    /// The number the device code stores (the `__CC_*` constants of the prelude).
+    /// The number the device code stores.
     pub const fn code(self) -> u32 {
         match self {
             FaultKind::Read => 1,
@@ -63,8 +63,7 @@ impl fmt::Display for FaultKind {
     }
 }
 
-/// The first fault of a launch, as the device wrote it; identical in layout to the prelude's
-/// `struct __cc_record` (128 bytes, little-endian, no padding).
+/// The first fault of a launch, as the device wrote it (128 bytes, little-endian, no padding).
 ///
 /// `faulted` is the first-wins flag: the first faulting thread sets it with `atomicCAS` and only
 /// that thread fills the other fields, so they all describe the same fault. `count` counts every
@@ -76,23 +75,24 @@ pub struct FaultRecord {
     pub faulted: u32,
     /// How many faults the launch had in all.
     pub count: u32,
-    /// The site id: an index into the kernel's [`Site`](super::Site) table.
+    /// The site id: an index into the module's [`Site`](super::Site) table.
     pub site: u32,
     /// A [`FaultKind`] code.
     pub kind: u32,
-    /// The offending index (in elements; for a multi-dimensional array, along dimension `dim`).
-    pub index: i64,
-    /// The extent it was checked against (elements).
+    /// The offending byte offset from the buffer's start (negative before it).
+    pub offset: i64,
+    /// The buffer's length in bytes, as the launch passed it.
     pub len: u64,
     /// `blockIdx` of the faulting thread.
     pub block: [u32; 3],
     /// `threadIdx` of the faulting thread.
     pub thread: [u32; 3],
-    /// `__LINE__` of a failed assertion (0 for access faults).
+    /// The line `assert` reported (0 for access faults).
     pub assert_line: u32,
-    /// Which dimension of a multi-dimensional array was out of range (0 for pointers).
-    pub dim: u32,
-    /// An assertion's message, NUL-terminated if shorter than 64 bytes.
+    /// Bytes the faulting access touched (4 for a `float`, 16 for a `float4`).
+    pub bytes: u32,
+    /// An assertion's message, NUL-terminated if shorter than 64 bytes; for an access fault,
+    /// the first 8 bytes are the buffer's base address ([`FaultRecord::base`]).
     pub msg: [u8; MSG_BYTES],
 }
 
@@ -110,12 +110,12 @@ impl FaultRecord {
             count: 0,
             site: 0,
             kind: 0,
-            index: 0,
+            offset: 0,
             len: 0,
             block: [0; 3],
             thread: [0; 3],
             assert_line: 0,
-            dim: 0,
+            bytes: 0,
             msg: [0; MSG_BYTES],
         }
     }
@@ -123,6 +123,14 @@ impl FaultRecord {
     /// The record's [`FaultKind`], if the stored code is one.
     pub fn fault_kind(&self) -> Option<FaultKind> {
         FaultKind::from_code(self.kind)
+    }
+
+    /// For an access fault at a site with several possible buffers, the base address of the
+    /// one the pointer held.
+    pub fn base(&self) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.msg[..8]);
+        u64::from_le_bytes(b)
     }
 
     /// The assertion message, up to its first NUL, with invalid UTF-8 replaced.
@@ -142,13 +150,13 @@ impl FaultRecord {
         w.u32(self.count);
         w.u32(self.site);
         w.u32(self.kind);
-        w.bytes(&self.index.to_le_bytes());
+        w.bytes(&self.offset.to_le_bytes());
         w.bytes(&self.len.to_le_bytes());
         for v in self.block.iter().chain(self.thread.iter()) {
             w.u32(*v);
         }
         w.u32(self.assert_line);
-        w.u32(self.dim);
+        w.u32(self.bytes);
         w.bytes(&self.msg);
         out
     }
@@ -191,24 +199,24 @@ pub fn decode(bytes: &[u8]) -> Option<FaultRecord> {
     let count = word(4)?;
     let site = word(8)?;
     let kind = word(12)?;
-    let index = i64::from_le_bytes(b.get(16..24)?.try_into().ok()?);
+    let offset = i64::from_le_bytes(b.get(16..24)?.try_into().ok()?);
     let len = u64::from_le_bytes(b.get(24..32)?.try_into().ok()?);
     let block = [word(32)?, word(36)?, word(40)?];
     let thread = [word(44)?, word(48)?, word(52)?];
     let assert_line = word(56)?;
-    let dim = word(60)?;
+    let bytes = word(60)?;
     let msg: [u8; MSG_BYTES] = b.get(64..64 + MSG_BYTES)?.try_into().ok()?;
     Some(FaultRecord {
         faulted,
         count,
         site,
         kind,
-        index,
+        offset,
         len,
         block,
         thread,
         assert_line,
-        dim,
+        bytes,
         msg,
     })
 }
@@ -224,7 +232,7 @@ mod tests {
         r.count = 7;
         r.site = 3;
         r.kind = FaultKind::Write.code();
-        r.index = -2;
+        r.offset = -2;
         r.len = 1 << 40;
         r.block = [1, 2, 3];
         r.thread = [4, 5, 6];

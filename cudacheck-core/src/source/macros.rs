@@ -276,6 +276,14 @@ pub(super) fn collect_invocations(cx: &Cx, root: Node, macros: &mut [MacroKernel
     }
 }
 
+impl MacroKernel {
+    /// The text one invocation expands to (arguments substituted, `#` and `##` applied; other
+    /// macros inside are left as written), for reading the kernels it defines.
+    pub fn expansion(&self, invocation: &MacroInvocation) -> String {
+        expand(&self.body, &self.params, &invocation.args)
+    }
+}
+
 /// Substitutes `args` for `params` in `body`, with `#x` stringizing and `a ## b` pasting. The
 /// arguments are not themselves macro-expanded (nothing else is known about other macros).
 fn expand(body: &str, params: &[String], args: &[String]) -> String {

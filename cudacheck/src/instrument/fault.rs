@@ -1,14 +1,17 @@
 //! The errors of a bounds-checked launch, [`OutOfBounds`] and [`DeviceAssert`], built from the
-//! fault record the kernel wrote and the site table of its rewrite, and displayed like a
-//! compiler error pointing at the CUDA source line.
+//! fault record the kernel wrote, the site table of its instrumented build and the launch's
+//! arguments, and displayed like a compiler error pointing at the CUDA source line.
 
 use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
 
-use cudacheck_core::instrument::{FaultKind, FaultRecord, Instrumented};
+use cudacheck_core::instrument::{FaultKind, FaultRecord, InstrumentedKernel, SourceLoc, Target};
+use cudacheck_core::source::parse_source;
 use cudacheck_core::validate::LaunchConfig;
 use cudacheck_core::Dim3;
+
+use crate::nvrtc::CudaSource;
 
 /// The first out-of-bounds access of a bounds-checked launch ([`Error::OutOfBounds`]).
 ///
@@ -20,26 +23,35 @@ pub struct OutOfBounds {
     /// Where in the Rust program the launch was made.
     pub site: &'static Location<'static>,
     pub config: LaunchConfig,
-    /// The buffer or array accessed, as named in the CUDA source (`y`, `tile`).
+    /// The buffer or array accessed, as named in the CUDA source (`y`, `tile`), or
+    /// `argument N` when the source does not say.
     pub buffer: String,
-    /// The offending index, in elements (for a multi-dimensional array, along `dim`).
+    /// The offending index in elements of the buffer's type (negative before its start).
     pub index: i64,
-    /// The length it was checked against: the launch's buffer length in elements, the
-    /// array's extent along `dim`, or the dynamic shared elements.
+    /// The buffer's length in elements, as the launch passed it.
     pub len: u64,
-    /// For a multi-dimensional array, the dimension out of range (0 for pointers).
-    pub dim: u32,
-    /// Read, write, read-modify-write or atomic.
+    /// Bytes of one element (the Rust element type for a buffer argument; the access size
+    /// for an array).
+    pub elem_bytes: u32,
+    /// Bytes the access touched: 16 for a `float4` read of a `float` buffer.
+    pub access_bytes: u32,
+    /// Read, write or atomic.
     pub access: FaultKind,
     /// `blockIdx` and `threadIdx` of the first thread that faulted.
     pub block: Dim3,
     pub thread: Dim3,
-    /// The CUDA source file, 1-based line and column (bytes) of the access.
+    /// The CUDA source file, 1-based line and column of the access.
     pub file: String,
     pub line: u32,
     pub column: u32,
-    /// The text of that line, when the source has it.
+    /// The text of that line, when the file can be read.
     pub source_line: Option<String>,
+    /// Where the code holding the access was inlined or expanded into (a `__device__`
+    /// function's call site), when it was.
+    pub inlined_at: Option<SourceLoc>,
+    /// When the line is a macro invocation that generates the kernel: the macro's name and the
+    /// line of its `#define`.
+    pub macro_definition: Option<(String, u32)>,
     /// How many accesses of the launch were out of bounds (only the first is described).
     pub count: u32,
 }
@@ -54,7 +66,7 @@ pub struct DeviceAssert {
     /// Where in the Rust program the launch was made.
     pub site: &'static Location<'static>,
     pub config: LaunchConfig,
-    /// The condition text (or a `CUDACHECK_ASSERT` message), at most 63 bytes.
+    /// The condition text, at most 63 bytes.
     pub message: String,
     pub block: Dim3,
     pub thread: Dim3,
@@ -62,8 +74,18 @@ pub struct DeviceAssert {
     pub line: u32,
     pub column: u32,
     pub source_line: Option<String>,
+    pub inlined_at: Option<SourceLoc>,
     /// How many assertion failures and bad accesses the launch had in all.
     pub count: u32,
+}
+
+/// One argument of the launch as the fault mapping needs it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ArgView {
+    /// The device pointer of a buffer argument (0 for scalars).
+    pub ptr: u64,
+    /// Bytes of one element of a buffer argument (0 for scalars and raw addresses).
+    pub elem_bytes: u32,
 }
 
 /// What the launch knew, for building the error.
@@ -71,13 +93,80 @@ pub(crate) struct FaultContext<'a> {
     pub kernel: &'a Arc<str>,
     pub site: &'static Location<'static>,
     pub config: LaunchConfig,
-    pub inst: &'a Instrumented,
-    /// The user's source text (not the rewrite), for the source line.
-    pub original: &'a str,
+    pub build: &'a InstrumentedKernel,
+    /// The kernel's source (for lines and parameter names).
+    pub source: &'a CudaSource,
+    /// The kernel's name as created (`scale<float>`), for finding its parameters' names.
+    pub name: &'a str,
+    pub args: &'a [ArgView],
 }
 
 fn dim3(v: [u32; 3]) -> Dim3 {
     Dim3::new(v[0], v[1], v[2])
+}
+
+/// The name the source model lists a kernel under: without template arguments or namespaces.
+fn base_name(name: &str) -> &str {
+    let base = name.split('<').next().unwrap_or(name);
+    base.rsplit("::").next().unwrap_or(base).trim()
+}
+
+/// The parameter names of `name` in `source`, from the source model, following a kernel
+/// generated by a macro invocation into its expansion.
+pub(crate) fn param_names(source: &CudaSource, name: &str) -> Vec<String> {
+    let name = base_name(name);
+    let Ok(model) = parse_source(&source.text, &source.name) else {
+        return Vec::new();
+    };
+    if let Some(k) = model.kernel(name) {
+        return names_of(k);
+    }
+    if let Some((m, inv)) = model.generated_by_macro(name) {
+        if let Ok(expanded) = parse_source(&m.expansion(inv), &source.name) {
+            if let Some(k) = expanded.kernel(name) {
+                return names_of(k);
+            }
+        }
+    }
+    Vec::new()
+}
+
+fn names_of(k: &cudacheck_core::KernelDecl) -> Vec<String> {
+    k.params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| p.name.clone().unwrap_or_else(|| format!("argument {i}")))
+        .collect()
+}
+
+/// The macro whose invocation is on `line` of the main file, with its `#define` line.
+fn macro_at(source: &CudaSource, line: u32) -> Option<(String, u32)> {
+    let model = parse_source(&source.text, &source.name).ok()?;
+    model.kernel_macros.iter().find_map(|m| {
+        m.invocations
+            .iter()
+            .any(|i| i.location.line == line)
+            .then(|| (m.name.clone(), m.location.line))
+    })
+}
+
+/// Line `line` of `file`: the kernel's own source when NVRTC named it so, else the file read
+/// from disk (headers), relative to the source's directory when not absolute.
+fn line_text(source: &CudaSource, file: &str, line: u32) -> Option<String> {
+    let nth = |text: &str| {
+        line.checked_sub(1)
+            .and_then(|i| text.lines().nth(i as usize))
+            .map(str::to_string)
+    };
+    if file == source.name || file.is_empty() {
+        return nth(&source.text);
+    }
+    let path = std::path::Path::new(file);
+    let path = match (&source.dir, path.is_absolute()) {
+        (Some(d), false) => d.join(path),
+        _ => path.to_path_buf(),
+    };
+    nth(&std::fs::read_to_string(path).ok()?)
 }
 
 /// The error a faulted record stands for, or `None` when nothing was recorded.
@@ -85,50 +174,93 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<crate
     if rec.faulted == 0 {
         return None;
     }
-    let site = cx.inst.site(rec.site).map(|(_, s)| s);
-    let line = site.map_or(rec.assert_line, |s| s.line);
-    let column = site.map_or(0, |s| s.column);
-    let source_line = line
-        .checked_sub(1)
-        .and_then(|i| cx.original.lines().nth(i as usize))
-        .map(str::to_string);
-    let file = cx.inst.file_name.clone();
+    let site = cx.build.site(rec.site);
+    let loc = site.and_then(|s| s.loc.clone());
+    let (file, line, column) = match &loc {
+        Some(l) => (l.file.clone(), l.line, l.column),
+        None => (cx.source.name.clone(), rec.assert_line, 0),
+    };
+    let source_line = line_text(cx.source, &file, line);
+    let inlined_at = site.and_then(|s| s.inlined_at.clone());
     let kind = rec.fault_kind();
     if kind == Some(FaultKind::Assert) {
-        let message = match rec.message() {
-            m if !m.is_empty() => m,
-            _ => site.map(|s| s.buffer.clone()).unwrap_or_default(),
-        };
         return Some(crate::Error::DeviceAssert(Box::new(DeviceAssert {
             kernel: Arc::clone(cx.kernel),
             site: cx.site,
             config: cx.config,
-            message,
+            message: rec.message(),
             block: dim3(rec.block),
             thread: dim3(rec.thread),
             file,
-            line,
+            line: if line == 0 { rec.assert_line } else { line },
             column,
             source_line,
+            inlined_at,
             count: rec.count,
         })));
     }
+    let names = param_names(cx.source, cx.name);
+    let name_of = |k: u32| {
+        names
+            .get(k as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("argument {k}"))
+    };
+    let access_bytes = rec.bytes.max(1);
+    // Which parameter, and the element size to count in.
+    let param = match site.map(|s| &s.target) {
+        Some(Target::Param(k)) => Some(*k),
+        Some(Target::OneOf(targets)) => targets.iter().find_map(|t| match t {
+            Target::Param(k) if cx.args.get(*k as usize).is_some_and(|a| a.ptr == rec.base()) => {
+                Some(*k)
+            }
+            _ => None,
+        }),
+        _ => None,
+    };
+    let (buffer, elem_bytes) = match (param, site.map(|s| &s.target)) {
+        (Some(k), _) => {
+            let e = cx.args.get(k as usize).map_or(0, |a| a.elem_bytes);
+            (name_of(k), if e == 0 { access_bytes } else { e })
+        }
+        (None, Some(Target::Var(v))) => (v.clone(), access_bytes),
+        (None, Some(Target::OneOf(ts))) => {
+            let list: Vec<String> = ts
+                .iter()
+                .map(|t| match t {
+                    Target::Param(k) => format!("`{}`", name_of(*k)),
+                    Target::Var(v) => format!("`{v}`"),
+                    _ => "?".to_string(),
+                })
+                .collect();
+            (format!("one of {}", list.join(", ")), access_bytes)
+        }
+        _ => ("?".to_string(), access_bytes),
+    };
+    let e = i64::from(elem_bytes);
     Some(crate::Error::OutOfBounds(Box::new(OutOfBounds {
         kernel: Arc::clone(cx.kernel),
         site: cx.site,
         config: cx.config,
-        buffer: site.map_or_else(|| "?".to_string(), |s| s.buffer.clone()),
-        index: rec.index,
-        len: rec.len,
-        dim: rec.dim,
+        buffer,
+        index: rec.offset.div_euclid(e),
+        len: rec.len / u64::from(elem_bytes),
+        elem_bytes,
+        access_bytes,
         // An unknown code is still a bad access; "read" is the mildest claim.
         access: kind.unwrap_or(FaultKind::Read),
         block: dim3(rec.block),
         thread: dim3(rec.thread),
+        macro_definition: if file == cx.source.name {
+            macro_at(cx.source, line)
+        } else {
+            None
+        },
         file,
         line,
         column,
         source_line,
+        inlined_at,
         count: rec.count,
     })))
 }
@@ -177,7 +309,7 @@ fn launched(
     )
 }
 
-fn plural(n: u32, one: &str, many: &str) -> String {
+fn plural(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {
@@ -190,17 +322,22 @@ impl fmt::Display for OutOfBounds {
         launched(f, &self.kernel, self.site, &self.config)?;
         let b = &self.buffer;
         write!(f, ": {} of `{b}`: index {}", self.access, self.index)?;
-        if self.dim > 0 {
-            write!(
-                f,
-                " in dimension {}, whose extent is {}",
-                self.dim, self.len
-            )?;
-        } else if self.index < 0 {
+        if self.index < 0 {
             write!(f, ", before its start")?;
         } else {
-            let len = plural_u64(self.len, "element", "elements");
+            let len = plural(self.len, "element", "elements");
             write!(f, ", but `{b}` has {len}")?;
+        }
+        if self.access_bytes > self.elem_bytes {
+            let per = u64::from(self.access_bytes / self.elem_bytes.max(1));
+            write!(
+                f,
+                " (a {}-byte access covers elements {}..{}: a partial trailing vector is out of \
+                 bounds)",
+                self.access_bytes,
+                self.index,
+                self.index + per as i64
+            )?;
         }
         write!(
             f,
@@ -215,26 +352,32 @@ impl fmt::Display for OutOfBounds {
             self.source_line.as_deref(),
         )?;
         let pad = " ".repeat(self.line.to_string().len());
+        if let Some((m, def)) = &self.macro_definition {
+            write!(
+                f,
+                "\n{pad} = in the kernel that macro `{m}` (defined at {}:{def}) expands to here",
+                self.file
+            )?;
+        }
+        if let Some(at) = &self.inlined_at {
+            write!(f, "\n{pad} = in code inlined into {at}")?;
+        }
         let effect = match self.access {
-            FaultKind::Write => "the write was dropped",
+            FaultKind::Write => "the write was skipped",
             FaultKind::Read => "the read gave 0",
-            _ => "the access went to a scratch slot",
+            _ => "the access was skipped",
         };
         write!(
             f,
             "\n{pad} = {} in this launch (the first is shown); {effect}, so no memory outside \
              `{b}` was touched and the context is still usable. Check the index computation \
              and its guard against the length passed for `{b}`",
-            plural(self.count, "out-of-bounds access", "out-of-bounds accesses")
+            plural(
+                u64::from(self.count),
+                "out-of-bounds access",
+                "out-of-bounds accesses"
+            )
         )
-    }
-}
-
-fn plural_u64(n: u64, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
     }
 }
 
@@ -254,11 +397,14 @@ impl fmt::Display for DeviceAssert {
             self.source_line.as_deref(),
         )?;
         let pad = " ".repeat(self.line.to_string().len());
+        if let Some(at) = &self.inlined_at {
+            write!(f, "\n{pad} = in code inlined into {at}")?;
+        }
         write!(
             f,
-            "\n{pad} = {} in this launch (the first is shown); the failure was recorded instead \
-             of trapping, so the context is still usable",
-            plural(self.count, "failure", "failures")
+            "\n{pad} = {} in this launch (the first is shown); the failure was recorded and the \
+             thread ended instead of trapping, so the context is still usable",
+            plural(u64::from(self.count), "failure", "failures")
         )
     }
 }
@@ -269,47 +415,102 @@ impl std::error::Error for DeviceAssert {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cudacheck_core::instrument::{instrument, InstrumentOptions};
+    use cudacheck_core::instrument::{Coverage, Site, SiteKind};
 
     const SRC: &str = "extern \"C\" __global__ void saxpy(float* y, const float* x, float a, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i <= n) y[i] = a * x[i] + y[i];\n    assert(i < n);\n}\n";
 
-    fn cx<'a>(inst: &'a Instrumented, kernel: &'a Arc<str>) -> FaultContext<'a> {
-        FaultContext {
-            kernel,
+    fn build() -> InstrumentedKernel {
+        let loc = |line, column| {
+            Some(SourceLoc {
+                file: "saxpy.cu".into(),
+                line,
+                column,
+            })
+        };
+        InstrumentedKernel {
+            symbol: "saxpy".into(),
+            name: "saxpy".into(),
+            num_params: 4,
+            sites: vec![
+                Site {
+                    id: 7,
+                    loc: loc(4, 17),
+                    inlined_at: None,
+                    target: Target::Param(0),
+                    kind: SiteKind::Write,
+                    bytes: 4,
+                },
+                Site {
+                    id: 8,
+                    loc: loc(5, 5),
+                    inlined_at: None,
+                    target: Target::Assert,
+                    kind: SiteKind::Assert,
+                    bytes: 0,
+                },
+                Site {
+                    id: 9,
+                    loc: loc(4, 26),
+                    inlined_at: None,
+                    target: Target::OneOf(vec![Target::Param(0), Target::Param(1)]),
+                    kind: SiteKind::Read,
+                    bytes: 16,
+                },
+            ],
+            coverage: Coverage::default(),
+        }
+    }
+
+    fn run(rec: &FaultRecord) -> Option<crate::Error> {
+        let b = build();
+        let k: Arc<str> = "saxpy".into();
+        let src = CudaSource::from_str("saxpy.cu", SRC);
+        let args = [
+            ArgView {
+                ptr: 0x1000,
+                elem_bytes: 4,
+            },
+            ArgView {
+                ptr: 0x2000,
+                elem_bytes: 4,
+            },
+            ArgView::default(),
+            ArgView::default(),
+        ];
+        let cx = FaultContext {
+            kernel: &k,
             site: Location::caller(),
             config: LaunchConfig::new(Dim3::x(5), Dim3::x(256)),
-            inst,
-            original: SRC,
-        }
+            build: &b,
+            source: &src,
+            name: "saxpy",
+            args: &args,
+        };
+        error_of(rec, &cx)
+    }
+
+    fn faulted(site: u32, kind: FaultKind, offset: i64, len: u64, bytes: u32) -> FaultRecord {
+        let mut r = FaultRecord::empty();
+        r.faulted = 1;
+        r.count = 2;
+        r.site = site;
+        r.kind = kind.code();
+        r.offset = offset;
+        r.len = len;
+        r.bytes = bytes;
+        r.block = [3, 0, 0];
+        r.thread = [232, 0, 0];
+        r
     }
 
     #[test]
     fn an_empty_record_is_no_error() {
-        let inst = instrument(SRC, "saxpy.cu", &InstrumentOptions::default()).unwrap();
-        let k: Arc<str> = "saxpy".into();
-        assert!(error_of(&FaultRecord::empty(), &cx(&inst, &k)).is_none());
+        assert!(run(&FaultRecord::empty()).is_none());
     }
 
     #[test]
-    fn out_of_bounds_points_at_the_line_with_a_caret() {
-        let inst = instrument(SRC, "saxpy.cu", &InstrumentOptions::default()).unwrap();
-        let write = inst.kernels[0]
-            .sites
-            .iter()
-            .find(|s| s.buffer == "y" && s.kind == cudacheck_core::instrument::SiteKind::Write)
-            .unwrap()
-            .clone();
-        let mut r = FaultRecord::empty();
-        r.faulted = 1;
-        r.count = 2;
-        r.site = write.id;
-        r.kind = FaultKind::Write.code();
-        r.index = 1000;
-        r.len = 1000;
-        r.block = [3, 0, 0];
-        r.thread = [232, 0, 0];
-        let k: Arc<str> = "saxpy".into();
-        let e = error_of(&r, &cx(&inst, &k)).unwrap();
+    fn out_of_bounds_names_the_parameter_in_elements_with_a_caret() {
+        let e = run(&faulted(7, FaultKind::Write, 4000, 4000, 4)).unwrap();
         let crate::Error::OutOfBounds(o) = &e else {
             panic!("{e:?}")
         };
@@ -328,58 +529,61 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("the write was dropped"), "{text}");
+        assert!(text.contains("the write was skipped"), "{text}");
     }
 
     #[test]
-    fn negative_index_says_before_its_start() {
-        let inst = instrument(SRC, "saxpy.cu", &InstrumentOptions::default()).unwrap();
-        let mut r = FaultRecord::empty();
-        r.faulted = 1;
-        r.count = 1;
-        r.site = inst.kernels[0].sites[0].id;
-        r.kind = FaultKind::Read.code();
-        r.index = -1;
-        r.len = 8;
-        let k: Arc<str> = "saxpy".into();
-        let text = error_of(&r, &cx(&inst, &k)).unwrap().to_string();
+    fn negative_offsets_say_before_its_start() {
+        let text = run(&faulted(7, FaultKind::Read, -4, 32, 4))
+            .unwrap()
+            .to_string();
+        assert!(text.contains("index -1, before its start;"), "{text}");
+    }
+
+    #[test]
+    fn a_vector_access_over_the_end_says_which_elements() {
+        let mut r = faulted(9, FaultKind::Read, 32, 40, 16);
+        r.msg[..8].copy_from_slice(&0x2000u64.to_le_bytes());
+        let e = run(&r).unwrap();
+        let crate::Error::OutOfBounds(o) = &e else {
+            panic!("{e:?}")
+        };
+        // The base names the buffer among the two the pointer could hold.
+        assert_eq!((o.buffer.as_str(), o.index, o.len), ("x", 8, 10));
         assert!(
-            text.contains(
-                "index -1, before its start; first by thread (0, 0, 0) of block (0, 0, 0)"
-            ),
-            "{text}"
+            e.to_string()
+                .contains("a 16-byte access covers elements 8..12"),
+            "{e}"
         );
-        assert!(text.contains("1 out-of-bounds access in"), "{text}");
     }
 
     #[test]
     fn assert_records_name_the_condition_and_line() {
-        let inst = instrument(SRC, "saxpy.cu", &InstrumentOptions::default()).unwrap();
-        let a = inst.kernels[0]
-            .sites
-            .iter()
-            .find(|s| s.kind == cudacheck_core::instrument::SiteKind::Assert)
-            .unwrap()
-            .clone();
-        let mut r = FaultRecord::empty();
-        r.faulted = 1;
+        let mut r = faulted(8, FaultKind::Assert, 0, 0, 0);
         r.count = 24;
-        r.site = a.id;
-        r.kind = FaultKind::Assert.code();
         r.assert_line = 5;
         r.msg[..5].copy_from_slice(b"i < n");
-        let k: Arc<str> = "saxpy".into();
-        let e = error_of(&r, &cx(&inst, &k)).unwrap();
+        let e = run(&r).unwrap();
         let crate::Error::DeviceAssert(d) = &e else {
             panic!("{e:?}")
         };
         assert_eq!((d.message.as_str(), d.line, d.count), ("i < n", 5, 24));
         let text = e.to_string();
         assert!(
-            text.contains("assertion `i < n` failed in thread (0, 0, 0)"),
+            text.contains("assertion `i < n` failed in thread (232, 0, 0)"),
             "{text}"
         );
         assert!(text.contains("5 |     assert(i < n);"), "{text}");
         assert!(text.contains("24 failures in this launch"), "{text}");
+    }
+
+    #[test]
+    fn names_of_macro_generated_kernels_come_from_the_expansion() {
+        let src = CudaSource::from_str(
+            "u.cu",
+            "#define UNARY(T, NAME) extern \"C\" __global__ void NAME(const T* inp, T* out, size_t n) { out[0] = inp[0]; }\nUNARY(float, neg_f32)\n",
+        );
+        assert_eq!(param_names(&src, "neg_f32"), vec!["inp", "out", "n"]);
+        assert_eq!(macro_at(&src, 2), Some(("UNARY".to_string(), 1)));
     }
 }

@@ -1,34 +1,36 @@
-//! The bounds-checked launch: upload lengths and a zeroed record, launch the instrumented
-//! build with its two hidden parameters, wait, read the record.
+//! The bounds-checked launch: zero the fault record, launch the instrumented build with its
+//! hidden parameters (each argument's buffer length in bytes, then the record), wait, read the
+//! record.
 
 use std::ffi::c_void;
 use std::panic::Location;
 
-use cudacheck_core::instrument::{decode, RECORD_BYTES};
+use cudacheck_core::instrument::{decode, hidden_params, RECORD_BYTES, UNKNOWN_LEN};
 
-use super::fault::{error_of, FaultContext};
-use super::Spec;
-use crate::args::MAX_ARGS;
+use super::fault::{error_of, ArgView, FaultContext};
+use crate::args::{ArgSlot, MAX_ARGS};
 use crate::context::bind;
 use crate::driver::{self, RawConfig};
 use crate::error::{Error, LaunchErrorKind};
 use crate::kernel::PrepareError;
 use crate::launch::{record_event, Launch};
 
-/// The lengths array's entry for a non-buffer argument passed to a pointer parameter (a raw
-/// address): its length is unknown, so every index passes.
-const UNKNOWN_LEN: u64 = u64::MAX;
+/// A buffer argument's length in bytes as the instrumented kernel takes it: its element count
+/// times its element size, or [`UNKNOWN_LEN`] for anything else (scalars, raw addresses, a
+/// buffer whose element size was not recorded), through which every access passes.
+fn byte_len(slot: &ArgSlot) -> u64 {
+    match (slot.buffer_len(), slot.buffer_elem_size()) {
+        (Some(n), Some(e)) => n.saturating_mul(u64::from(e)),
+        _ => UNKNOWN_LEN,
+    }
+}
 
-/// Record, then `MAX_ARGS + 1` lengths: the most one launch uploads.
-const UPLOAD_BYTES: usize = RECORD_BYTES + 8 * (MAX_ARGS + 1);
-
-/// [`Launch::run`] for a bounds-checked launch. A kernel the instrumenter did not rewrite, or a
-/// source it cannot read, launches plain.
+/// [`Launch::run`] for a bounds-checked launch.
 ///
 /// # Safety
 ///
-/// As [`Launch::run`]: the checks make out-of-bounds accesses through the kernel's pointer
-/// parameters and arrays harmless, but accesses the instrumenter skipped (see
+/// As [`Launch::run`]: the checks make out-of-bounds accesses through the kernel's buffers and
+/// arrays harmless, but accesses the instrumenter left unchecked (see
 /// [`Kernel::coverage`](crate::Kernel::coverage)) are still the caller's promise.
 pub(crate) unsafe fn run_checked(
     l: &mut Launch<'_>,
@@ -36,16 +38,13 @@ pub(crate) unsafe fn run_checked(
 ) -> Result<(), Error> {
     let kernel = l.kernel;
     let events = l.events;
-    let rewritten = match kernel.inst_cache().rewrite(kernel) {
-        Ok(r) if r.kernel.is_some() => std::sync::Arc::clone(r),
-        // SAFETY: this function's contract, which is `run`'s.
-        _ => return unsafe { l.run_plain(site, events) },
-    };
     let ctx = l.stream.context();
-    let spec = Spec::of(l.cfg.block, l.cfg.dynamic_shared_bytes);
-    let loaded = kernel.inst_cache().loaded(kernel, &rewritten, ctx, spec)?;
-    let state = &loaded.state;
+    let state = crate::context::state_of(ctx)?;
     state.check_health()?;
+    let arch = kernel.target_arch(&state);
+    let build = kernel.inst_cache().build(kernel, arch)?;
+    let loaded = kernel.inst_cache().loaded(kernel, &build, ctx)?;
+    let state = &loaded.state;
     let opt_in = l
         .shared_opt_in
         .unwrap_or_else(|| kernel.default_shared_opt_in());
@@ -59,50 +58,45 @@ pub(crate) unsafe fn run_checked(
             return Err(l.refuse(site, LaunchErrorKind::Driver { error }))
         }
     }
-    let hidden = cudacheck_core::instrument::HIDDEN_PARAMS.len();
+    let user_params = build.kernel.num_params as usize;
+    let hidden = hidden_params(user_params);
     let all = &loaded.resources.params;
     let user = &all[..all.len().saturating_sub(hidden)];
     l.check_args(user, site)?;
     let n = l.nargs;
 
-    // The record (zeroed) and the lengths in one upload: entry k is argument k's length in
-    // elements, then the dynamic shared bytes.
-    let mut upload = [0u8; UPLOAD_BYTES];
-    for (k, slot) in l.args[..n].iter().enumerate() {
-        let len = slot.buffer_len().unwrap_or(UNKNOWN_LEN);
-        let at = RECORD_BYTES + 8 * k;
-        upload[at..at + 8].copy_from_slice(&len.to_le_bytes());
-    }
-    let at = RECORD_BYTES + 8 * n;
-    upload[at..at + 8].copy_from_slice(&u64::from(l.cfg.dynamic_shared_bytes).to_le_bytes());
-    let upload = &upload[..at + 8];
-
     // Held until the record is read: launches sharing the block wait for each other.
     let mut scratch = state.scratch.lock().unwrap_or_else(|p| p.into_inner());
-    if scratch.bytes < UPLOAD_BYTES {
-        let ptr = driver::mem_alloc(UPLOAD_BYTES)?;
+    if scratch.bytes < RECORD_BYTES {
+        let ptr = driver::mem_alloc(RECORD_BYTES)?;
         if scratch.ptr != 0 {
             // SAFETY: the old block came from `mem_alloc` in this (current) context, and no
             // queued work uses it: every launch that did waited for its kernel under this lock.
             let _ = unsafe { driver::mem_free(scratch.ptr) };
         }
         scratch.ptr = ptr;
-        scratch.bytes = UPLOAD_BYTES;
+        scratch.bytes = RECORD_BYTES;
     }
     let stream = l.stream.cu_stream();
-    // SAFETY: the block is this context's, `UPLOAD_BYTES` long, and unused by running kernels
-    // (see above); the context is current.
-    unsafe { driver::memcpy_htod_async(scratch.ptr, upload, stream) }?;
+    let zero = [0u8; RECORD_BYTES];
+    // SAFETY: the block is this context's, at least `RECORD_BYTES` long, and unused by running
+    // kernels (see above); the context is current.
+    unsafe { driver::memcpy_htod_async(scratch.ptr, &zero, stream) }?;
 
     let rec_ptr: u64 = scratch.ptr;
-    let len_ptr: u64 = scratch.ptr + RECORD_BYTES as u64;
-    let mut params = [std::ptr::null_mut::<c_void>(); MAX_ARGS + 2];
+    let mut lens = [UNKNOWN_LEN; MAX_ARGS];
+    for (len, slot) in lens.iter_mut().zip(&l.args[..n]) {
+        *len = byte_len(slot);
+    }
+    let mut params = [std::ptr::null_mut::<c_void>(); 2 * MAX_ARGS + 1];
     for (p, slot) in params.iter_mut().zip(&l.args[..n]) {
         *p = slot.param_ptr();
     }
-    // The hidden parameters in `HIDDEN_PARAMS` order: lengths, then the record.
-    params[n] = &len_ptr as *const u64 as *mut c_void;
-    params[n + 1] = &rec_ptr as *const u64 as *mut c_void;
+    // The hidden parameters: one length per user parameter, then the record.
+    for k in 0..n {
+        params[n + k] = &lens[k] as *const u64 as *mut c_void;
+    }
+    params[2 * n] = &rec_ptr as *const u64 as *mut c_void;
     let raw = RawConfig {
         grid: l.cfg.grid,
         block: l.cfg.block,
@@ -113,11 +107,12 @@ pub(crate) unsafe fn run_checked(
         record_event(start, l.stream)?;
     }
     // SAFETY: as in the plain launch (module of this context, current; one pointer per
-    // parameter, sizes checked against the CUBIN for the user's parameters, the two hidden ones
-    // are 8-byte device addresses of the scratch block, which outlives the kernel: the lock is
-    // held until after the synchronization below). The kernel's checked accesses stay in
-    // bounds; the rest is this function's contract.
-    let launched = unsafe { driver::launch(&loaded.function, &raw, stream, &mut params[..n + 2]) };
+    // parameter, sizes checked against the CUBIN for the user's parameters; the hidden ones are
+    // 8-byte values, the last the address of the record block, which outlives the kernel: the
+    // lock is held until after the synchronization below). The kernel's checked accesses stay
+    // in bounds; the rest is this function's contract.
+    let launched =
+        unsafe { driver::launch(&loaded.function, &raw, stream, &mut params[..2 * n + 1]) };
     if let Err(error) = launched {
         if error.poisons() {
             return Err(state.fault(error, site, None));
@@ -143,12 +138,26 @@ pub(crate) unsafe fn run_checked(
     let Some(rec) = decode(&rec) else {
         return Ok(());
     };
+    if rec.faulted == 0 {
+        return Ok(());
+    }
+    let mut args = [ArgView::default(); MAX_ARGS];
+    for (a, slot) in args.iter_mut().zip(&l.args[..n]) {
+        if let (Some(_), Some(e)) = (slot.buffer_len(), slot.buffer_elem_size()) {
+            *a = ArgView {
+                ptr: slot.word,
+                elem_bytes: e,
+            };
+        }
+    }
     let cx = FaultContext {
         kernel: kernel.name_arc(),
         site,
         config: l.cfg,
-        inst: &rewritten.inst,
-        original: &kernel.source().text,
+        build: &build.kernel,
+        source: kernel.source(),
+        name: kernel.name(),
+        args: &args[..n],
     };
     match error_of(&rec, &cx) {
         Some(e) => Err(e),

@@ -53,10 +53,14 @@ mod discover;
 mod doctor;
 mod ffi;
 pub mod headers;
+mod jitlink;
 mod search;
 
 pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};
 pub use diagnostic::{parse_log, Diagnostic, Severity};
 pub use discover::{nvrtc, Nvrtc, NvrtcNotFound, SearchAttempt, ENV_VAR};
+pub use jitlink::{
+    assemble_ptx, jitlink, AssembleError, Assembled, JitLink, JitLinkNotFound, NVJITLINK_ENV_VAR,
+};
 pub use doctor::{doctor_report, DoctorReport, DriverStatus};
 pub use search::SearchStep;

@@ -1,0 +1,155 @@
+//! `cudacheck instrument`: build each file bounds-checked exactly as a launch would (NVRTC to
+//! PTX with line information, the PTX rewrite, ptxas through nvJitLink) and report per kernel
+//! how many accesses are checked and which are not, with file:line and why. The report comes
+//! from a build that assembled: a file whose checked build does not is an error (exit 2).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cudacheck::nvrtc::{self, assemble_ptx, CompileOptions, CudaSource};
+use cudacheck_core::instrument::{instrument_ptx, render_report, InstrumentedKernel};
+use serde::Serialize;
+
+use crate::args::{parse_defines, InstrumentArgs};
+use crate::collect::collect;
+
+#[derive(Debug, Serialize)]
+struct UncheckedEntry {
+    file: String,
+    line: u32,
+    column: u32,
+    instruction: String,
+    reason: String,
+}
+
+#[derive(Debug, Serialize)]
+struct KernelEntry {
+    /// `scale<float>`, or the symbol for `extern "C"` kernels.
+    name: String,
+    symbol: String,
+    /// Accesses checked at run time plus those proven in bounds.
+    checked: u32,
+    /// Of `checked`, those proven in bounds with no run-time check.
+    proven: u32,
+    unchecked: Vec<UncheckedEntry>,
+}
+
+#[derive(Debug, Serialize)]
+struct FileEntry {
+    path: PathBuf,
+    kernels: Vec<KernelEntry>,
+    /// Set when the file could not be read, compiled, instrumented or assembled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    arch: String,
+    files: Vec<FileEntry>,
+}
+
+/// One file's checked build: its kernels, the instrumented PTX, or why there is none.
+fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>, String), String> {
+    let source = CudaSource::from_file(path).map_err(|e| e.to_string())?;
+    let opts = CompileOptions {
+        include_dirs: args.include.clone(),
+        defines: parse_defines(&args.define),
+        ptx: true,
+        ..CompileOptions::new(args.arch)
+    };
+    let out = nvrtc::compile(&source, &opts).map_err(|e| e.to_string())?;
+    let ptx = out.ptx.unwrap_or_default();
+    let inst = instrument_ptx(&ptx).map_err(|e| e.to_string())?;
+    if inst.kernels.is_empty() {
+        return Err("no kernels: the file defines no `__global__` function that NVRTC emitted \
+                    (templates need an explicit instantiation)"
+            .to_string());
+    }
+    assemble_ptx(&inst.ptx, args.arch, &source.name)
+        .map_err(|e| format!("the bounds-checked build does not assemble: {e}"))?;
+    Ok((inst.kernels, inst.ptx))
+}
+
+fn entry(k: &InstrumentedKernel) -> KernelEntry {
+    let c = &k.coverage;
+    KernelEntry {
+        name: k.name.clone(),
+        symbol: k.symbol.clone(),
+        checked: c.checked + c.proven,
+        proven: c.proven,
+        unchecked: c
+            .unchecked
+            .iter()
+            .map(|u| {
+                let (file, line, column) = u
+                    .loc
+                    .as_ref()
+                    .map_or((String::new(), 0, 0), |l| (l.file.clone(), l.line, l.column));
+                UncheckedEntry {
+                    file,
+                    line,
+                    column,
+                    instruction: u.instruction.clone(),
+                    reason: u.reason.to_string(),
+                }
+            })
+            .collect(),
+    }
+}
+
+pub fn run(args: &InstrumentArgs) -> ExitCode {
+    let files = match collect(&args.paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut report = Report {
+        arch: args.arch.sm_name(),
+        files: Vec::new(),
+    };
+    let mut failed = false;
+    for path in &files {
+        match build(path, args) {
+            Ok((kernels, ptx)) => {
+                if args.ptx {
+                    println!("{ptx}");
+                } else if !args.json {
+                    print!("{}", render_report(&path.display().to_string(), &kernels));
+                }
+                report.files.push(FileEntry {
+                    path: path.clone(),
+                    kernels: kernels.iter().map(entry).collect(),
+                    error: None,
+                });
+            }
+            Err(e) => {
+                failed = true;
+                if !args.json {
+                    eprintln!("error: {}: {e}", path.display());
+                }
+                report.files.push(FileEntry {
+                    path: path.clone(),
+                    kernels: Vec::new(),
+                    error: Some(e),
+                });
+            }
+        }
+    }
+    if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("error: cannot write the report as JSON: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

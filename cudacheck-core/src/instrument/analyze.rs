@@ -1,0 +1,680 @@
+//! What each memory access of a PTX function reaches: a flow-insensitive provenance analysis of
+//! its registers, then one [`Decision`] per access.
+//!
+//! NVVM writes PTX with a fresh virtual register for nearly every value; a register has several
+//! definitions only where a phi was lowered into moves (loop-carried values, values merged after
+//! a branch). Joining the provenance of all definitions of a register is therefore as precise as
+//! a flow-sensitive analysis on this code, and sound on any code: a register that may hold
+//! addresses of several buffers gets them all, and one whose addresses cannot be traced to a
+//! buffer is marked so, with the reason, and its accesses are listed as unchecked.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::ptx::{parse_address, Function, Instr, Module, Space, StmtKind};
+
+/// Where an address points: into a kernel parameter's buffer or into a variable, expressed as
+/// an address in `space` (a kernel's pointer parameters arrive as generic addresses; NVVM
+/// converts them with `cvta.to.global` before global loads).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Origin {
+    Param { index: u32, space: Space },
+    Var { name: String, space: Space },
+}
+
+impl Origin {
+    pub fn space(&self) -> Space {
+        match self {
+            Origin::Param { space, .. } | Origin::Var { space, .. } => *space,
+        }
+    }
+
+    pub(crate) fn with_space(&self, space: Space) -> Origin {
+        match self {
+            Origin::Param { index, .. } => Origin::Param {
+                index: *index,
+                space,
+            },
+            Origin::Var { name, .. } => Origin::Var {
+                name: name.clone(),
+                space,
+            },
+        }
+    }
+}
+
+/// Why an address cannot be traced to one buffer.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Opaque {
+    /// The pointer was loaded from memory (an array of pointers, a struct in memory).
+    Loaded,
+    /// The pointer is a field of a struct passed by value.
+    StructField,
+    /// The pointer is a parameter of a non-inlined device function.
+    FunctionParam,
+    /// The pointer was returned by a non-inlined device function.
+    Returned,
+    /// The address was computed from integers (an integer cast to a pointer).
+    Computed,
+    /// Two pointers were combined, so which buffer the result is in is unclear.
+    Ambiguous,
+    /// The address is an absolute number.
+    Absolute,
+    /// The register may hold addresses in different address spaces.
+    MixedSpaces,
+}
+
+/// What a register holds, joined over all its definitions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prov {
+    /// No definition seen.
+    None,
+    /// Not an address.
+    Data,
+    /// An address into one of these buffers.
+    Ptr(BTreeSet<Origin>),
+    /// A 64-bit value of unknown meaning: an integer when used as an offset, an untraceable
+    /// address when used as one.
+    Opaque(Opaque),
+}
+
+impl Prov {
+    fn join(&self, other: &Prov) -> Prov {
+        use Prov::*;
+        match (self, other) {
+            (None, x) | (x, None) => x.clone(),
+            (Data, x) | (x, Data) => x.clone(),
+            (Ptr(a), Ptr(b)) => {
+                let spaces: BTreeSet<Space> = a.iter().chain(b).map(Origin::space).collect();
+                if spaces.len() > 1 {
+                    return Opaque(self::Opaque::MixedSpaces);
+                }
+                Ptr(a.union(b).cloned().collect())
+            }
+            (Opaque(a), Opaque(b)) => Opaque(a.clone().min(b.clone())),
+            // A register that is a traced pointer on one path and untraceable on another.
+            (Opaque(o), Ptr(_)) | (Ptr(_), Opaque(o)) => Opaque(o.clone()),
+        }
+    }
+
+    fn ptr(o: Origin) -> Prov {
+        Prov::Ptr(BTreeSet::from([o]))
+    }
+}
+
+/// The provenance of every register of `f`.
+pub struct Provenance {
+    pub regs: BTreeMap<String, Prov>,
+}
+
+impl Provenance {
+    pub fn of(&self, reg: &str) -> &Prov {
+        self.regs.get(reg).unwrap_or(&Prov::None)
+    }
+}
+
+fn is_reg(op: &str) -> bool {
+    op.starts_with('%')
+}
+
+/// The value an operand stands for: a register's provenance, a variable's address, or data.
+fn operand_prov(m: &Module, f: &Function, p: &Provenance, op: &str) -> Prov {
+    let op = op.trim();
+    if is_reg(op) {
+        // Special registers (%tid.x, %ctaid.y, %dynamic_smem_size) are data.
+        if op.contains('.') {
+            return Prov::Data;
+        }
+        return p.of(op).clone();
+    }
+    if let Some(v) = m.var(f, op) {
+        return Prov::ptr(Origin::Var {
+            name: v.name.clone(),
+            space: v.space,
+        });
+    }
+    Prov::Data
+}
+
+/// The pointer among two operands of an addition, or what combining them gives.
+fn add_prov(a: Prov, b: Prov) -> Prov {
+    match (a, b) {
+        (Prov::Ptr(x), Prov::Ptr(y)) => {
+            // A global (converted) pointer plus a raw 64-bit parameter: the parameter is an
+            // integer (a length or an offset), not a second pointer.
+            let generic_only =
+                |s: &BTreeSet<Origin>| s.iter().all(|o| matches!(o, Origin::Param { space: Space::Generic, .. }));
+            match (generic_only(&x), generic_only(&y)) {
+                (false, true) => Prov::Ptr(x),
+                (true, false) => Prov::Ptr(y),
+                _ => Prov::Opaque(Opaque::Ambiguous),
+            }
+        }
+        (Prov::Ptr(x), _) | (_, Prov::Ptr(x)) => Prov::Ptr(x),
+        (Prov::None, x) | (x, Prov::None) => match x {
+            Prov::Opaque(_) | Prov::Data | Prov::None => Prov::Data,
+            p => p,
+        },
+        // Integer arithmetic on opaque values gives integers (offsets, sizes).
+        _ => Prov::Data,
+    }
+}
+
+fn convert(prov: Prov, to: Space, from: Space) -> Prov {
+    match prov {
+        Prov::Ptr(s) => {
+            let mut out = BTreeSet::new();
+            for o in s {
+                let ok = match (o.space(), from, to) {
+                    // cvta.to.X: generic -> X, for a buffer that lives in X.
+                    (Space::Generic, Space::Generic, to) => match &o {
+                        Origin::Param { .. } => to == Space::Global,
+                        Origin::Var { .. } => true,
+                    },
+                    // cvta.X: X -> generic.
+                    (s, f, Space::Generic) => s == f,
+                    _ => false,
+                };
+                if !ok {
+                    return Prov::Opaque(Opaque::MixedSpaces);
+                }
+                out.insert(o.with_space(to));
+            }
+            Prov::Ptr(out)
+        }
+        Prov::Opaque(o) => Prov::Opaque(o),
+        Prov::Data | Prov::None => Prov::Opaque(Opaque::Computed),
+    }
+}
+
+/// The destination registers an instruction defines (for the analysis, only the first
+/// operand matters: PTX puts the destination first).
+fn dest(i: &Instr) -> Option<&str> {
+    match i.op() {
+        "st" | "red" | "bra" | "call" | "ret" | "exit" | "bar" | "barrier" | "prefetch"
+        | "prefetchu" | "membar" | "fence" | "trap" | "cp" | "cp.async" | "mbarrier"
+        | "griddepcontrol" | "setmaxnreg" | "nanosleep" | "pmevent" | "brkpt" | "stmatrix"
+        | "wmma" | "sust" | "sured" | "multimem" | "elect" | "tensormap" => None,
+        _ => {
+            let d = i.operands.first()?;
+            is_reg(d).then_some(d.as_str())
+        }
+    }
+}
+
+/// Bytes a type suffix names, 0 when none.
+fn width_of(i: &Instr) -> u64 {
+    i.parts()
+        .filter_map(super::ptx::type_bytes)
+        .last()
+        .unwrap_or(0)
+}
+
+/// Transfer function: the provenance one definition gives its destination.
+fn transfer(m: &Module, f: &Function, p: &Provenance, i: &Instr, entry: bool) -> Prov {
+    let ops = &i.operands;
+    let op = |k: usize| -> Prov {
+        ops.get(k)
+            .map_or(Prov::Data, |o| operand_prov(m, f, p, o))
+    };
+    match i.op() {
+        "ld" if i.space() == Space::Param => {
+            let Some(addr) = ops.get(1).and_then(|o| parse_address(o)) else {
+                return Prov::Data;
+            };
+            if width_of(i) != 8 && !i.has("v2") && !i.has("v4") {
+                return Prov::Data;
+            }
+            if let Some(k) = f.params.iter().position(|q| q.name == addr.base) {
+                if !entry {
+                    return Prov::Opaque(Opaque::FunctionParam);
+                }
+                if addr.offset != 0 || f.params[k].decl.contains('[') {
+                    return Prov::Opaque(Opaque::StructField);
+                }
+                return Prov::ptr(Origin::Param {
+                    index: k as u32,
+                    space: Space::Generic,
+                });
+            }
+            // A call's return value.
+            Prov::Opaque(Opaque::Returned)
+        }
+        "ld" | "ldu" | "atom" => {
+            if width_of(i) == 8 {
+                Prov::Opaque(Opaque::Loaded)
+            } else {
+                Prov::Data
+            }
+        }
+        "mov" => {
+            let src = ops.get(1).map(String::as_str).unwrap_or("");
+            if src.starts_with('{') {
+                return Prov::Data;
+            }
+            op(1)
+        }
+        "cvta" => {
+            let to = i.has("to");
+            let space = i
+                .parts()
+                .skip(1)
+                .find_map(|x| match x {
+                    "global" => Some(Space::Global),
+                    "shared" => Some(Space::Shared),
+                    "local" => Some(Space::Local),
+                    "const" => Some(Space::Const),
+                    _ => None,
+                });
+            let Some(space) = space else {
+                return Prov::Opaque(Opaque::MixedSpaces);
+            };
+            if to {
+                convert(op(1), space, Space::Generic)
+            } else {
+                convert(op(1), Space::Generic, space)
+            }
+        }
+        "add" => add_prov(op(1), op(2)),
+        "sub" => match (op(1), op(2)) {
+            (Prov::Ptr(x), Prov::Ptr(_)) => {
+                let _ = x;
+                Prov::Data // pointer difference
+            }
+            (Prov::Ptr(x), _) => Prov::Ptr(x),
+            (_, Prov::Ptr(_)) => Prov::Opaque(Opaque::Ambiguous),
+            _ => Prov::Data,
+        },
+        "mad" => {
+            let (a, b) = (op(1), op(2));
+            if matches!(a, Prov::Ptr(_)) || matches!(b, Prov::Ptr(_)) {
+                return Prov::Opaque(Opaque::Ambiguous);
+            }
+            add_prov(Prov::Data, op(3))
+        }
+        "selp" => op(1).join(&op(2)),
+        "cvt" => match op(1) {
+            // 32/64-bit conversions of shared, local and const addresses (NVVM keeps those
+            // 32-bit where it can); a global address truncated is no longer an address.
+            Prov::Ptr(s)
+                if s.iter().all(|o| {
+                    matches!(o.space(), Space::Shared | Space::Local | Space::Const)
+                }) =>
+            {
+                Prov::Ptr(s)
+            }
+            _ => Prov::Data,
+        },
+        // Aligning a pointer down or up keeps it in (or next to) its buffer; the check decides.
+        "and" => match (op(1), op(2)) {
+            (Prov::Ptr(x), Prov::Data) | (Prov::Data, Prov::Ptr(x)) => Prov::Ptr(x),
+            _ => Prov::Data,
+        },
+        _ => Prov::Data,
+    }
+}
+
+/// Computes the provenance of every register of `f` (a kernel when `f.entry`).
+pub fn provenance(m: &Module, f: &Function) -> Provenance {
+    let mut p = Provenance {
+        regs: BTreeMap::new(),
+    };
+    // Each round only raises registers in a lattice of finite height; NVVM's code settles in
+    // two or three rounds. The cap keeps adversarial input bounded.
+    for _ in 0..64 {
+        let mut changed = false;
+        for s in &f.stmts {
+            let StmtKind::Instr(i) = &s.kind else {
+                continue;
+            };
+            let Some(d) = dest(i) else { continue };
+            let new = transfer(m, f, &p, i, f.entry);
+            let old = p.of(d).clone();
+            let joined = old.join(&new);
+            if joined != old {
+                p.regs.insert(d.to_string(), joined);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    p
+}
+
+/// How an instruction touches memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    Read,
+    Write,
+    /// An atomic that returns the old value (`atom`).
+    Atomic,
+    /// An atomic reduction without a result (`red`).
+    Reduce,
+}
+
+/// One memory operand of an instruction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// Index of the operand holding the address.
+    pub operand: usize,
+    pub kind: AccessKind,
+    pub space: Space,
+    /// Bytes accessed.
+    pub bytes: u64,
+}
+
+/// Why an access is not checked.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Unchecked {
+    Opaque(Opaque),
+    /// The address does not come from any buffer at all.
+    NotAnAddress,
+    /// A warp-collective or asynchronous access (`ldmatrix`, `wmma`, bulk copies, mbarriers):
+    /// it cannot be skipped for one thread.
+    Collective { op: String },
+    /// Texture and surface accesses: the hardware bounds them.
+    Texture { op: String },
+    /// Another block's shared memory (`.shared::cluster`).
+    Cluster,
+    /// Inside a device function the compiler did not inline.
+    NotInlined { function: String },
+    /// The access size could not be read from the opcode.
+    UnknownSize { op: String },
+    /// An address in one space used by an instruction of another.
+    SpaceMismatch,
+}
+
+/// What to do with one access.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Check at run time against one buffer.
+    Check(Origin),
+    /// Check at run time against whichever of these buffers the register's shadow names.
+    CheckShadow { reg: String, origins: BTreeSet<Origin> },
+    /// In bounds whatever happens at run time (a constant offset into a fixed-size array).
+    Proven,
+    Unchecked(Unchecked),
+}
+
+/// The memory operands of `i`, if it touches memory; `Err` for memory instructions the
+/// instrumenter does not check.
+pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
+    let op = i.op();
+    let space = i.space();
+    let vec = if i.has("v2") {
+        2
+    } else if i.has("v4") {
+        4
+    } else if i.has("v8") {
+        8
+    } else {
+        1
+    };
+    let bytes = width_of(i) * vec;
+    let sized = |operand, kind| -> Result<Vec<Access>, Unchecked> {
+        if bytes == 0 {
+            return Err(Unchecked::UnknownSize {
+                op: i.opcode.clone(),
+            });
+        }
+        Ok(vec![Access {
+            operand,
+            kind,
+            space,
+            bytes,
+        }])
+    };
+    match op {
+        "ld" | "ldu" | "st" | "atom" | "red" if space == Space::Param => Ok(Vec::new()),
+        "ld" | "ldu" | "st" | "atom" | "red" if space == Space::SharedCluster => {
+            Err(Unchecked::Cluster)
+        }
+        "ld" | "ldu" if i.has("async") => Err(Unchecked::Collective {
+            op: i.opcode.clone(),
+        }),
+        "ld" | "ldu" => sized(1, AccessKind::Read),
+        "st" if i.has("async") || i.has("bulk") => Err(Unchecked::Collective {
+            op: i.opcode.clone(),
+        }),
+        "st" => sized(0, AccessKind::Write),
+        "atom" => sized(1, AccessKind::Atomic),
+        "red" if i.has("async") => Err(Unchecked::Collective {
+            op: i.opcode.clone(),
+        }),
+        "red" => sized(0, AccessKind::Reduce),
+        "cp" if i.opcode.starts_with("cp.async.ca.") || i.opcode.starts_with("cp.async.cg.") => {
+            // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
+            let n: u64 = i
+                .operands
+                .get(2)
+                .and_then(|s| s.trim().parse().ok())
+                .ok_or_else(|| Unchecked::UnknownSize {
+                    op: i.opcode.clone(),
+                })?;
+            Ok(vec![
+                Access {
+                    operand: 0,
+                    kind: AccessKind::Write,
+                    space: Space::Shared,
+                    bytes: n,
+                },
+                Access {
+                    operand: 1,
+                    kind: AccessKind::Read,
+                    space: Space::Global,
+                    bytes: n,
+                },
+            ])
+        }
+        "cp" | "ldmatrix" | "stmatrix" | "wmma" | "mbarrier" | "multimem" | "tensormap"
+        | "wgmma" | "tcgen05" | "cp.reduce" => {
+            if op == "cp" && !i.opcode.starts_with("cp.") {
+                return Ok(Vec::new());
+            }
+            if op == "wmma" && !(i.has("load") || i.has("store")) {
+                return Ok(Vec::new());
+            }
+            if op == "wgmma" && !i.operands.iter().any(|o| o.starts_with('[')) {
+                return Ok(Vec::new());
+            }
+            Err(Unchecked::Collective {
+                op: i.opcode.clone(),
+            })
+        }
+        "tex" | "tld4" | "suld" | "sust" | "sured" | "txq" | "suq" => Err(Unchecked::Texture {
+            op: i.opcode.clone(),
+        }),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// What to do with the access `a` of `i` in `f`.
+pub fn decide(m: &Module, f: &Function, p: &Provenance, i: &Instr, a: &Access) -> Decision {
+    if !f.entry {
+        return Decision::Unchecked(Unchecked::NotInlined {
+            function: f.name.clone(),
+        });
+    }
+    let Some(addr) = i.operands.get(a.operand).and_then(|o| parse_address(o)) else {
+        return Decision::Unchecked(Unchecked::NotAnAddress);
+    };
+    if addr.base.is_empty() {
+        return Decision::Unchecked(Unchecked::Opaque(Opaque::Absolute));
+    }
+    let prov = if is_reg(&addr.base) {
+        p.of(&addr.base).clone()
+    } else {
+        operand_prov(m, f, p, &addr.base)
+    };
+    match prov {
+        Prov::Ptr(origins) => {
+            if origins.iter().any(|o| o.space() != a.space) {
+                return Decision::Unchecked(Unchecked::SpaceMismatch);
+            }
+            if origins.len() == 1 {
+                let o = origins.into_iter().next().expect("one origin");
+                // A constant offset into a fixed-size variable is decided here.
+                if !is_reg(&addr.base) {
+                    if let Origin::Var { name, .. } = &o {
+                        if let Some(bytes) = m.var(f, name).and_then(|v| v.bytes) {
+                            if addr.offset >= 0 && addr.offset as u64 + a.bytes <= bytes {
+                                return Decision::Proven;
+                            }
+                        }
+                    }
+                }
+                Decision::Check(o)
+            } else {
+                Decision::CheckShadow {
+                    reg: addr.base,
+                    origins,
+                }
+            }
+        }
+        Prov::Opaque(o) => Decision::Unchecked(Unchecked::Opaque(o)),
+        Prov::Data | Prov::None => Decision::Unchecked(Unchecked::NotAnAddress),
+    }
+}
+
+/// The functions `f` calls (by name), directly.
+pub fn callees(f: &Function) -> BTreeSet<String> {
+    f.stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Instr(i) if i.op() == "call" => i
+                .operands
+                .iter()
+                .find(|o| !o.starts_with('(') && !o.is_empty())
+                .cloned(),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ptx::parse;
+    use super::*;
+
+    fn module(body: &str, params: &str) -> Module {
+        let text = format!(
+            ".version 9.0\n.target sm_90\n.address_size 64\n.shared .align 4 .b8 tile[256];\n.extern .shared .align 16 .b8 smem[];\n.visible .entry k({params})\n{{\n.reg .pred %p<4>;\n.reg .b32 %r<20>;\n.reg .f32 %f<20>;\n.reg .b64 %rd<40>;\n{body}\n}}\n"
+        );
+        parse(&text).unwrap()
+    }
+
+    fn decisions(m: &Module) -> Vec<Decision> {
+        let f = &m.functions[0];
+        let p = provenance(m, f);
+        let mut out = Vec::new();
+        for s in &f.stmts {
+            if let StmtKind::Instr(i) = &s.kind {
+                if let Ok(acc) = accesses(i) {
+                    for a in acc {
+                        out.push(decide(m, f, &p, i, &a));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    const P2: &str = ".param .u64 k_param_0, .param .u64 k_param_1, .param .u64 k_param_2";
+
+    #[test]
+    fn parameters_through_cvta_and_index_arithmetic() {
+        let m = module(
+            "ld.param.u64 %rd1, [k_param_0];\ncvta.to.global.u64 %rd2, %rd1;\nmul.wide.s32 %rd3, %r1, 4;\nadd.s64 %rd4, %rd2, %rd3;\nld.global.f32 %f1, [%rd4];\nst.global.f32 [%rd4+4], %f1;",
+            P2,
+        );
+        let g = Origin::Param {
+            index: 0,
+            space: Space::Global,
+        };
+        assert_eq!(decisions(&m), vec![Decision::Check(g.clone()), Decision::Check(g)]);
+    }
+
+    #[test]
+    fn loop_carried_pointers_keep_their_buffer() {
+        let m = module(
+            "ld.param.u64 %rd1, [k_param_1];\ncvta.to.global.u64 %rd2, %rd1;\nmov.u64 %rd5, %rd2;\n$L1:\nld.global.f32 %f1, [%rd5];\nadd.s64 %rd5, %rd5, 4;\n@%p1 bra $L1;",
+            P2,
+        );
+        assert_eq!(
+            decisions(&m),
+            vec![Decision::Check(Origin::Param {
+                index: 1,
+                space: Space::Global
+            })]
+        );
+    }
+
+    #[test]
+    fn selected_buffers_are_checked_through_a_shadow() {
+        let m = module(
+            "ld.param.u64 %rd1, [k_param_0];\nld.param.u64 %rd2, [k_param_1];\ncvta.to.global.u64 %rd3, %rd1;\ncvta.to.global.u64 %rd4, %rd2;\nselp.b64 %rd5, %rd3, %rd4, %p1;\nld.global.f32 %f1, [%rd5];",
+            P2,
+        );
+        let d = decisions(&m);
+        assert!(
+            matches!(&d[0], Decision::CheckShadow { reg, origins } if reg == "%rd5" && origins.len() == 2),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn a_raw_length_parameter_added_to_a_pointer_is_an_offset() {
+        let m = module(
+            "ld.param.u64 %rd1, [k_param_0];\nld.param.u64 %rd2, [k_param_2];\ncvta.to.global.u64 %rd3, %rd1;\nadd.s64 %rd4, %rd3, %rd2;\nld.global.u8 %r1, [%rd4];",
+            P2,
+        );
+        assert_eq!(
+            decisions(&m),
+            vec![Decision::Check(Origin::Param {
+                index: 0,
+                space: Space::Global
+            })]
+        );
+    }
+
+    #[test]
+    fn pointers_loaded_from_memory_are_listed() {
+        let m = module(
+            "ld.param.u64 %rd1, [k_param_0];\ncvta.to.global.u64 %rd2, %rd1;\nld.global.u64 %rd3, [%rd2];\ncvta.to.global.u64 %rd4, %rd3;\nld.global.f32 %f1, [%rd4];",
+            P2,
+        );
+        let d = decisions(&m);
+        assert_eq!(d[1], Decision::Unchecked(Unchecked::Opaque(Opaque::Loaded)));
+    }
+
+    #[test]
+    fn shared_arrays_by_symbol_and_register() {
+        let m = module(
+            "mov.u64 %rd1, tile;\nadd.s64 %rd2, %rd1, %rd9;\nld.shared.f32 %f1, [%rd2];\nld.shared.f32 %f2, [tile+252];\nld.shared.f32 %f3, [tile+256];\nmov.u32 %r1, smem;\nld.shared.v4.f32 {%f4, %f5, %f6, %f7}, [%r1+16];",
+            "",
+        );
+        let d = decisions(&m);
+        let tile = Origin::Var {
+            name: "tile".into(),
+            space: Space::Shared,
+        };
+        assert_eq!(d[0], Decision::Check(tile.clone()));
+        assert_eq!(d[1], Decision::Proven);
+        assert_eq!(d[2], Decision::Check(tile));
+        assert!(matches!(&d[3], Decision::Check(Origin::Var { name, .. }) if name == "smem"));
+    }
+
+    #[test]
+    fn collective_and_texture_accesses_are_listed_with_their_reason() {
+        let m = module(
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];",
+            "",
+        );
+        let f = &m.functions[0];
+        let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
+            panic!()
+        };
+        assert!(matches!(accesses(i), Err(Unchecked::Collective { .. })));
+    }
+}

@@ -1,0 +1,828 @@
+//! Writes the instrumented PTX: every decision of [`super::analyze`] becomes code here, in one
+//! place.
+//!
+//! A checked access becomes
+//!
+//! ```text
+//!     sub.s64       %__cc_o, ADDR, BASE;          // byte offset into the buffer
+//!     setp.ge.u64   %__cc_p, %__cc_o, LIMIT;      // LIMIT = max(len - bytes + 1, 0)
+//!     @%__cc_p bra  $__cc_cold7;                  // rarely taken
+//!     <the access, unchanged>
+//! $__cc_cont7:
+//! ```
+//!
+//! and a cold block at the end of the function records the fault (`__cc_fault`), zeroes what a
+//! read would have produced and jumps back past the access, so an out-of-bounds access is
+//! skipped and the context stays usable. `ptxas` then optimises the whole function, checks
+//! included. A register that may point into several buffers (`p = in ? in : out`) carries two
+//! shadow registers, its buffer's base and length, updated beside each of its definitions.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use super::analyze::{
+    accesses, callees, decide, provenance, Access, AccessKind, Decision, Origin, Prov,
+    Provenance, Unchecked,
+};
+use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
+use super::ptx::{parse_address, Function, Instr, Loc, Module, Space, StmtKind};
+use super::record::FaultKind;
+use super::{InstrumentedKernel, InstrumentedPtx};
+
+/// The recording functions every instrumented module gets, after its header.
+const RUNTIME: &str = r#"
+// ---- cudacheck bounds checking: fault recording (see cudacheck_core::instrument) ----
+.func __cc_assertfail(.param .b64 __cc_msg, .param .b64 __cc_file, .param .b32 __cc_line, .param .b64 __cc_fn, .param .b64 __cc_cs, .param .b64 __cc_rec, .param .b32 __cc_site)
+{
+	.reg .b64 %a<6>;
+	.reg .b32 %b<12>;
+	.reg .b16 %h<2>;
+	.reg .pred %q<3>;
+	ld.param.u64 %a0, [__cc_rec];
+	cvta.to.global.u64 %a1, %a0;
+	atom.global.add.u32 %b0, [%a1+4], 1;
+	atom.global.cas.b32 %b1, [%a1], 0, 1;
+	setp.ne.u32 %q0, %b1, 0;
+	@%q0 bra $__cc_adone;
+	ld.param.u32 %b2, [__cc_site];
+	st.global.u32 [%a1+8], %b2;
+	mov.u32 %b3, 5;
+	st.global.u32 [%a1+12], %b3;
+	mov.u32 %b4, %ctaid.x;
+	st.global.u32 [%a1+32], %b4;
+	mov.u32 %b5, %ctaid.y;
+	st.global.u32 [%a1+36], %b5;
+	mov.u32 %b6, %ctaid.z;
+	st.global.u32 [%a1+40], %b6;
+	mov.u32 %b7, %tid.x;
+	st.global.u32 [%a1+44], %b7;
+	mov.u32 %b8, %tid.y;
+	st.global.u32 [%a1+48], %b8;
+	mov.u32 %b9, %tid.z;
+	st.global.u32 [%a1+52], %b9;
+	ld.param.u32 %b10, [__cc_line];
+	st.global.u32 [%a1+56], %b10;
+	ld.param.u64 %a2, [__cc_msg];
+	mov.u32 %b11, 0;
+$__cc_copy:
+	setp.ge.u32 %q1, %b11, 63;
+	@%q1 bra $__cc_adone;
+	cvt.u64.u32 %a3, %b11;
+	add.s64 %a4, %a2, %a3;
+	ld.u8 %h0, [%a4];
+	add.s64 %a5, %a1, %a3;
+	st.global.u8 [%a5+64], %h0;
+	setp.eq.u16 %q2, %h0, 0;
+	@%q2 bra $__cc_adone;
+	add.u32 %b11, %b11, 1;
+	bra $__cc_copy;
+$__cc_adone:
+	ret;
+}
+"#;
+
+/// Rewrites `m` (whose text is `text`).
+pub(crate) fn emit(text: &str, m: &Module) -> InstrumentedPtx {
+    let mut pieces = vec![(m.header_end, RUNTIME.to_string())];
+    let mut kernels = Vec::new();
+    let mut next_site = 0u32;
+
+    // Which entries reach which non-inlined functions (their accesses count against the entry).
+    let funcs: BTreeMap<&str, &Function> =
+        m.functions.iter().map(|f| (f.name.as_str(), f)).collect();
+
+    for f in &m.functions {
+        if !f.entry {
+            continue;
+        }
+        let mut k = KernelEmitter::new(m, f, &mut next_site);
+        let (p, kernel) = k.run(&funcs);
+        kernels.push(kernel);
+        pieces.extend(p);
+    }
+    InstrumentedPtx {
+        ptx: splice(text, &pieces),
+        kernels,
+    }
+}
+
+fn source_loc(m: &Module, file: u32, line: u32, column: u32) -> SourceLoc {
+    SourceLoc {
+        file: m.files.get(&file).cloned().unwrap_or_default(),
+        line,
+        column,
+    }
+}
+
+/// What one kernel's instrumentation keeps in registers: the shadows (base, length) of
+/// registers that may point into several buffers, `%__cc_sb<i>` and `%__cc_sl<i>`. Everything
+/// else (bases, lengths, limits) is loaded at the check from the parameter space, where ptxas
+/// folds it into constant-bank operands: values computed once in a prologue stay live in
+/// registers through the whole kernel (a `float4` copy went from 14 to 30 registers).
+#[derive(Default)]
+struct Needs {
+    shadows: BTreeMap<String, usize>,
+}
+
+/// A length: a constant, or code computing it and the register it leaves it in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Len {
+    Const(u64),
+    Code(String, String),
+}
+
+impl Len {
+    /// The code to run first (empty for a constant) and the operand.
+    fn parts(&self) -> (String, String) {
+        match self {
+            Len::Const(c) => (String::new(), c.to_string()),
+            Len::Code(code, reg) => (code.clone(), reg.clone()),
+        }
+    }
+}
+
+struct KernelEmitter<'a> {
+    m: &'a Module,
+    f: &'a Function,
+    prov: Provenance,
+    needs: Needs,
+    next_site: &'a mut u32,
+    sites: Vec<Site>,
+    coverage: Coverage,
+    cold: String,
+}
+
+impl<'a> KernelEmitter<'a> {
+    fn new(m: &'a Module, f: &'a Function, next_site: &'a mut u32) -> Self {
+        let prov = provenance(m, f);
+        KernelEmitter {
+            m,
+            f,
+            prov,
+            needs: Needs::default(),
+            next_site,
+            sites: Vec::new(),
+            coverage: Coverage::default(),
+            cold: String::new(),
+        }
+    }
+
+    fn site_loc(&self, loc: Option<Loc>) -> (Option<SourceLoc>, Option<SourceLoc>) {
+        match loc {
+            Some(l) if l.line > 0 => (
+                Some(source_loc(self.m, l.file, l.line, l.column)),
+                l.inlined_at.map(|(f, li, c)| source_loc(self.m, f, li, c)),
+            ),
+            _ => (None, None),
+        }
+    }
+
+    /// Text insertions `(byte offset, text)` for this kernel, in order, and its description.
+    fn run(
+        &mut self,
+        funcs: &BTreeMap<&str, &Function>,
+    ) -> (Vec<(usize, String)>, InstrumentedKernel) {
+        let f = self.f;
+        // Registers that may point into several buffers get shadows.
+        for (reg, p) in &self.prov.regs {
+            if let Prov::Ptr(s) = p {
+                if s.len() > 1 && self.reg_bits(reg) == 64 {
+                    let n = self.needs.shadows.len();
+                    self.needs.shadows.insert(reg.clone(), n);
+                }
+            }
+        }
+
+        let mut body: Vec<(usize, String)> = Vec::new();
+        let mut loc: Option<Loc> = None;
+        let mut depth = 0usize;
+        for s in &f.stmts {
+            match &s.kind {
+                StmtKind::Loc(l) => loc = Some(*l),
+                StmtKind::Open => depth += 1,
+                StmtKind::Close => depth = depth.saturating_sub(1),
+                StmtKind::Instr(i) => {
+                    let (before, replace, after) = self.instr(i, loc, depth > 0);
+                    if !before.is_empty() {
+                        body.push((s.span.start, before));
+                    }
+                    if let Some(r) = replace {
+                        body.push((s.span.start, format!("\x00{}\x00{r}", s.span.end)));
+                    }
+                    if !after.is_empty() {
+                        body.push((s.span.end, after));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.unchecked_in_callees(funcs);
+
+        // The prologue goes before the first instruction or label, after the declarations
+        // (the local depot and demoted shared arrays must be declared before their use).
+        let first = f
+            .stmts
+            .iter()
+            .find(|s| matches!(s.kind, StmtKind::Instr(_) | StmtKind::Label(_)))
+            .map_or(f.body_close, |s| s.span.start);
+
+        let mut pieces = vec![
+            (f.params_close, self.hidden_params()),
+            (f.body_open, self.declarations()),
+            (first, self.prologue()),
+        ];
+        pieces.extend(body);
+        pieces.push((f.body_close, std::mem::take(&mut self.cold)));
+        pieces.sort_by_key(|(at, _)| *at);
+
+        let name = demangle(&f.name);
+        let kernel = InstrumentedKernel {
+            symbol: f.name.clone(),
+            name,
+            num_params: f.params.len() as u32,
+            sites: std::mem::take(&mut self.sites),
+            coverage: std::mem::take(&mut self.coverage),
+        };
+        (pieces, kernel)
+    }
+
+    fn unchecked_in_callees(&mut self, funcs: &BTreeMap<&str, &Function>) {
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<String> = callees(self.f).into_iter().collect();
+        while let Some(name) = todo.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let Some(g) = funcs.get(name.as_str()) else {
+                continue;
+            };
+            todo.extend(callees(g));
+            let mut loc = None;
+            for s in &g.stmts {
+                match &s.kind {
+                    StmtKind::Loc(l) => loc = Some(*l),
+                    StmtKind::Instr(i) => {
+                        let n = match accesses(i) {
+                            Ok(a) => a.len(),
+                            Err(_) => 1,
+                        };
+                        for _ in 0..n {
+                            let (l, at) = self.site_loc(loc);
+                            self.coverage.unchecked.push(UncheckedAccess {
+                                loc: l,
+                                inlined_at: at,
+                                instruction: i.opcode.clone(),
+                                reason: SkipReason::NotInlined {
+                                    function: demangle(&g.name),
+                                },
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn reg_bits(&self, reg: &str) -> u32 {
+        match self.f.reg_type(reg) {
+            Some(t) => super::ptx::type_bytes(t).map_or(64, |b| (b * 8) as u32),
+            None => 64,
+        }
+    }
+
+    fn hidden_params(&self) -> String {
+        let mut s = String::new();
+        let n = self.f.params.len();
+        for k in 0..n {
+            let sep = if k == 0 && n == 0 { "" } else { "," };
+            let _ = write!(s, "{sep}\n\t.param .u64 __cc_len_{k}");
+        }
+        let sep = if n == 0 { "" } else { "," };
+        let _ = write!(s, "{sep}\n\t.param .u64 __cc_rec\n");
+        s
+    }
+
+    fn declarations(&self) -> String {
+        let mut s = String::from(
+            "\n\t.reg .b64 %__cc_o, %__cc_t, %__cc_u, %__cc_r;\n\t.reg .b32 %__cc_o32, %__cc_x, %__cc_y;\n\t.reg .pred %__cc_p, %__cc_q;",
+        );
+        let c = self.needs.shadows.len();
+        if c > 0 {
+            let _ = write!(s, "\n\t.reg .b64 %__cc_sb<{c}>;\n\t.reg .b64 %__cc_sl<{c}>;");
+        }
+        s.push('\n');
+        s
+    }
+
+    fn prologue(&self) -> String {
+        let mut s = String::new();
+        for &i in self.needs.shadows.values() {
+            let _ = write!(s, "mov.u64 %__cc_sb{i}, 0;\n\tmov.u64 %__cc_sl{i}, 0;\n\t");
+        }
+        s
+    }
+
+    /// Code leaving `o`'s base address in `dst` (a `bits`-wide register), under guard `g`.
+    fn load_base(&self, o: &Origin, bits: u32, dst: &str, g: &str) -> String {
+        match o {
+            Origin::Param { index, space } => {
+                let p = &self.f.params[*index as usize].name;
+                let mut s = format!("{g}ld.param.u64 {dst}, [{p}];\n\t");
+                if *space == Space::Global {
+                    let _ = write!(s, "{g}cvta.to.global.u64 {dst}, {dst};\n\t");
+                }
+                s
+            }
+            Origin::Var { name, space } => {
+                if bits == 32 {
+                    return format!("{g}mov.u32 {dst}, {name};\n\t");
+                }
+                let mut s = format!("{g}mov.u64 {dst}, {name};\n\t");
+                if *space == Space::Generic {
+                    let vs = self.m.var(self.f, name).map_or(Space::Shared, |v| v.space);
+                    let _ = write!(s, "{g}cvta.{}.u64 {dst}, {dst};\n\t", vs.name());
+                }
+                s
+            }
+        }
+    }
+
+    /// `o`'s length in bytes: a constant, or code leaving it in the 64-bit register `dst`.
+    fn load_len(&self, o: &Origin, dst: &str, g: &str) -> Len {
+        match o {
+            Origin::Param { index, .. } => Len::Code(
+                format!("{g}ld.param.u64 {dst}, [__cc_len_{index}];\n\t"),
+                dst.to_string(),
+            ),
+            Origin::Var { name, .. } => match self.m.var(self.f, name).and_then(|v| v.bytes) {
+                Some(b) => Len::Const(b),
+                None => Len::Code(
+                    format!(
+                        "{g}mov.u32 %__cc_y, %dynamic_smem_size;\n\t{g}cvt.u64.u32 {dst}, %__cc_y;\n\t"
+                    ),
+                    dst.to_string(),
+                ),
+            },
+        }
+    }
+
+    fn target_of(&self, o: &Origin) -> Target {
+        match o {
+            Origin::Param { index, .. } => Target::Param(*index),
+            Origin::Var { name, .. } => Target::Var(demangle_var(name)),
+        }
+    }
+
+    fn new_site(&mut self, loc: Option<Loc>, target: Target, kind: SiteKind, bytes: u64) -> u32 {
+        let id = *self.next_site;
+        *self.next_site += 1;
+        let (l, at) = self.site_loc(loc);
+        self.sites.push(Site {
+            id,
+            loc: l,
+            inlined_at: at,
+            target,
+            kind,
+            bytes: bytes as u32,
+        });
+        id
+    }
+
+    /// Code before an instruction, a replacement for it, and code after it.
+    ///
+    /// `nested`: the instruction sits in a `{ }` scope (inline assembly), whose labels the
+    /// function's end cannot reach, so its cold path goes right after it.
+    fn instr(
+        &mut self,
+        i: &Instr,
+        loc: Option<Loc>,
+        nested: bool,
+    ) -> (String, Option<String>, String) {
+        let mut before = String::new();
+        let mut after = String::new();
+        let guard = i.guard.clone();
+        let g = guard_prefix(&guard);
+
+        if i.op() == "call" && callee(i) == Some("__assertfail") {
+            let site = self.new_site(loc, Target::Assert, SiteKind::Assert, 0);
+            let args = i
+                .operands
+                .last()
+                .map(|a| a.trim().trim_start_matches('(').trim_end_matches(')').trim())
+                .unwrap_or("");
+            let r = format!(
+                "ld.param.u64 %__cc_r, [__cc_rec];\n\t.param .b64 __cc_a0;\n\tst.param.b64 [__cc_a0], %__cc_r;\n\t.param .b32 __cc_a1;\n\tst.param.b32 [__cc_a1], {site};\n\t{g}call __cc_assertfail, ({args}, __cc_a0, __cc_a1);\n\t{g}exit;"
+            );
+            return (before, Some(r), after);
+        }
+
+        match accesses(i) {
+            Err(why) => self.skip(i, loc, why),
+            Ok(acc) => {
+                let mut cont: Option<String> = None;
+                let mut inline_cold = String::new();
+                for a in &acc {
+                    match decide(self.m, self.f, &self.prov, i, a) {
+                        Decision::Proven => self.coverage.proven += 1,
+                        Decision::Unchecked(why) => self.skip(i, loc, why),
+                        d @ (Decision::Check(_) | Decision::CheckShadow { .. }) => {
+                            let label = cont
+                                .get_or_insert_with(|| format!("$__cc_cont{}", *self.next_site))
+                                .clone();
+                            let (check, cold) = self.check(i, a, &d, loc, &guard, &label);
+                            before.push_str(&check);
+                            if nested {
+                                inline_cold.push_str(&cold);
+                            } else {
+                                self.cold.push_str(&cold);
+                            }
+                            self.coverage.checked += 1;
+                        }
+                    }
+                }
+                if let Some(label) = cont {
+                    if !inline_cold.is_empty() {
+                        let _ = write!(after, "\n\tbra {label};{inline_cold}");
+                    }
+                    let _ = write!(after, "\n{label}:");
+                }
+            }
+        }
+
+        // Shadow updates after a definition of a shadowed register.
+        if let Some(d) = i.operands.first().filter(|d| d.starts_with('%')) {
+            if let Some(&si) = self.needs.shadows.get(d.as_str()) {
+                if defines_first_operand(i) {
+                    after.push_str(&self.shadow_update(i, si, &g));
+                }
+            }
+        }
+        (before, None, after)
+    }
+
+    fn skip(&mut self, i: &Instr, loc: Option<Loc>, why: Unchecked) {
+        let (l, at) = self.site_loc(loc);
+        self.coverage.unchecked.push(UncheckedAccess {
+            loc: l,
+            inlined_at: at,
+            instruction: i.opcode.clone(),
+            reason: SkipReason::from(why),
+        });
+    }
+
+    /// The check of one access, and its cold block.
+    fn check(
+        &mut self,
+        i: &Instr,
+        a: &Access,
+        d: &Decision,
+        loc: Option<Loc>,
+        guard: &Option<(bool, String)>,
+        cont: &str,
+    ) -> (String, String) {
+        let addr = parse_address(&i.operands[a.operand]).expect("decided accesses have addresses");
+        let sym = !addr.base.starts_with('%');
+        let bits = if sym { 64 } else { self.reg_bits(&addr.base) };
+        let kind = match a.kind {
+            AccessKind::Read => SiteKind::Read,
+            AccessKind::Write => SiteKind::Write,
+            AccessKind::Atomic | AccessKind::Reduce => SiteKind::Atomic,
+        };
+        let (len, target, shadow) = match d {
+            Decision::Check(o) => (self.load_len(o, "%__cc_t", ""), self.target_of(o), None),
+            Decision::CheckShadow { reg, origins } => {
+                let si = self.needs.shadows[reg.as_str()];
+                let t = Target::OneOf(origins.iter().map(|o| self.target_of(o)).collect());
+                (Len::Code(String::new(), format!("%__cc_sl{si}")), t, Some(si))
+            }
+            _ => unreachable!("only checks are emitted"),
+        };
+        let site = self.new_site(loc, target, kind, a.bytes);
+        let keep = 1 - a.bytes as i64;
+        let setp = |w: u32, off: &str, lim: &str| -> String {
+            match guard {
+                None => format!("setp.ge.u{w} %__cc_p, {off}, {lim};\n\t"),
+                Some((neg, p)) => format!(
+                    "setp.ge.and.u{w} %__cc_p, {off}, {lim}, {}{p};\n\t",
+                    if *neg { "!" } else { "" }
+                ),
+            }
+        };
+        let mut s = String::new();
+        if bits == 32 && !sym {
+            // A 32-bit shared/local address: offset and limit in 32 bits.
+            let Decision::Check(o) = d else {
+                unreachable!("shadows are 64-bit")
+            };
+            s.push_str(&self.load_base(o, 32, "%__cc_x", ""));
+            let _ = write!(s, "sub.s32 %__cc_o32, {}, %__cc_x;\n\t", addr.base);
+            if addr.offset != 0 {
+                let _ = write!(s, "add.s32 %__cc_o32, %__cc_o32, {};\n\t", addr.offset);
+            }
+            match &len {
+                Len::Const(c) => {
+                    let lim = (c + 1).saturating_sub(a.bytes).min(u64::from(u32::MAX));
+                    s.push_str(&setp(32, "%__cc_o32", &lim.to_string()));
+                }
+                Len::Code(..) => {
+                    let _ = write!(
+                        s,
+                        "mov.u32 %__cc_x, %dynamic_smem_size;\n\tadd.s32 %__cc_x, %__cc_x, {keep};\n\tmax.s32 %__cc_x, %__cc_x, 0;\n\t"
+                    );
+                    s.push_str(&setp(32, "%__cc_o32", "%__cc_x"));
+                }
+            }
+        } else {
+            if sym {
+                let _ = write!(s, "mov.u64 %__cc_o, {};\n\t", addr.offset);
+            } else {
+                match (d, shadow) {
+                    (_, Some(si)) => {
+                        let _ = write!(s, "sub.s64 %__cc_o, {}, %__cc_sb{si};\n\t", addr.base);
+                    }
+                    (Decision::Check(o), None) => {
+                        s.push_str(&self.load_base(o, 64, "%__cc_u", ""));
+                        let _ = write!(s, "sub.s64 %__cc_o, {}, %__cc_u;\n\t", addr.base);
+                    }
+                    _ => unreachable!("only checks are emitted"),
+                }
+                if addr.offset != 0 {
+                    let _ = write!(s, "add.s64 %__cc_o, %__cc_o, {};\n\t", addr.offset);
+                }
+            }
+            match &len {
+                Len::Const(c) => {
+                    let lim = (c + 1).saturating_sub(a.bytes);
+                    s.push_str(&setp(64, "%__cc_o", &lim.to_string()));
+                }
+                Len::Code(code, reg) => {
+                    s.push_str(code);
+                    let _ = write!(
+                        s,
+                        "add.s64 %__cc_u, {reg}, {keep};\n\tmax.s64 %__cc_u, %__cc_u, 0;\n\t"
+                    );
+                    s.push_str(&setp(64, "%__cc_o", "%__cc_u"));
+                }
+            }
+        }
+        let _ = write!(s, "@%__cc_p bra $__cc_cold{site};\n\t");
+        let cold = self.cold_block(i, a, site, bits == 32 && !sym, &len, shadow, cont);
+        (s, cold)
+    }
+
+    /// The out-of-line path of a failed check: record the first fault, count all, give a read
+    /// 0, and continue after the skipped access.
+    #[allow(clippy::too_many_arguments)]
+    fn cold_block(
+        &mut self,
+        i: &Instr,
+        a: &Access,
+        site: u32,
+        narrow: bool,
+        len: &Len,
+        shadow: Option<usize>,
+        cont: &str,
+    ) -> String {
+        let fault_kind = match a.kind {
+            AccessKind::Read => FaultKind::Read,
+            AccessKind::Write => FaultKind::Write,
+            AccessKind::Atomic | AccessKind::Reduce => FaultKind::Atomic,
+        };
+        let mut c = format!("\n$__cc_cold{site}:\n\t");
+        if narrow {
+            c.push_str("cvt.s64.s32 %__cc_o, %__cc_o32;\n\t");
+        }
+        // Inline rather than a call: a call makes ptxas reserve the call ABI's registers in
+        // the whole kernel, which costs occupancy.
+        let (len_code, len_op) = len.parts();
+        c.push_str(&len_code);
+        let _ = write!(
+            c,
+            "ld.param.u64 %__cc_r, [__cc_rec];\n\tcvta.to.global.u64 %__cc_r, %__cc_r;\n\tatom.global.add.u32 %__cc_x, [%__cc_r+4], 1;\n\tatom.global.cas.b32 %__cc_x, [%__cc_r], 0, 1;\n\tsetp.ne.u32 %__cc_q, %__cc_x, 0;\n\t@%__cc_q bra $__cc_skip{site};\n\tmov.u32 %__cc_x, {site};\n\tst.global.u32 [%__cc_r+8], %__cc_x;\n\tmov.u32 %__cc_x, {};\n\tst.global.u32 [%__cc_r+12], %__cc_x;\n\tst.global.u64 [%__cc_r+16], %__cc_o;\n\tmov.u64 %__cc_t, {len_op};\n\tst.global.u64 [%__cc_r+24], %__cc_t;\n\t",
+            fault_kind.code(),
+        );
+        for (k, r) in ["%ctaid.x", "%ctaid.y", "%ctaid.z", "%tid.x", "%tid.y", "%tid.z"]
+            .iter()
+            .enumerate()
+        {
+            let _ = write!(
+                c,
+                "mov.u32 %__cc_x, {r};\n\tst.global.u32 [%__cc_r+{}], %__cc_x;\n\t",
+                32 + 4 * k
+            );
+        }
+        let base = shadow.map_or_else(|| "0".to_string(), |si| format!("%__cc_sb{si}"));
+        let _ = write!(
+            c,
+            "mov.u32 %__cc_x, {};\n\tst.global.u32 [%__cc_r+60], %__cc_x;\n\tmov.u64 %__cc_t, {base};\n\tst.global.u64 [%__cc_r+64], %__cc_t;\n$__cc_skip{site}:\n",
+            a.bytes
+        );
+        // A skipped read or atomic gives 0.
+        if matches!(a.kind, AccessKind::Read | AccessKind::Atomic) {
+            let dests = i.operands.first().cloned().unwrap_or_default();
+            let regs: Vec<String> = if dests.starts_with('{') {
+                super::ptx::split_top(dests.trim_start_matches('{').trim_end_matches('}'))
+            } else {
+                vec![dests]
+            };
+            for r in regs.iter().filter(|r| r.starts_with('%')) {
+                if let Some(b) = self.f.reg_type(r).and_then(super::ptx::type_bytes) {
+                    let _ = writeln!(c, "\tmov.b{} {r}, 0;", b * 8);
+                }
+            }
+        }
+        let _ = writeln!(c, "\tbra {cont};");
+        c
+    }
+
+    /// Code leaving the base and length of what operand `op` points to in `base` and `len`.
+    fn shadow_of(&self, op: &str, base: &str, len: &str, g: &str) -> String {
+        let op = op.trim();
+        if let Some(&si) = self.needs.shadows.get(op) {
+            return format!("{g}mov.u64 {base}, %__cc_sb{si};\n\t{g}mov.u64 {len}, %__cc_sl{si};\n\t");
+        }
+        let prov = if op.starts_with('%') {
+            self.prov.of(op).clone()
+        } else if let Some(v) = self.m.var(self.f, op) {
+            Prov::Ptr(BTreeSet::from([Origin::Var {
+                name: v.name.clone(),
+                space: v.space,
+            }]))
+        } else {
+            Prov::Data
+        };
+        match prov {
+            Prov::Ptr(s) if s.len() == 1 => {
+                let o = s.into_iter().next().expect("one origin");
+                let mut code = self.load_base(&o, 64, base, g);
+                let (lc, lo) = self.load_len(&o, len, g).parts();
+                code.push_str(&lc);
+                if lo != len {
+                    let _ = write!(code, "{g}mov.u64 {len}, {lo};\n\t");
+                }
+                code
+            }
+            _ => format!("{g}mov.u64 {base}, 0;\n\t{g}mov.u64 {len}, 0;\n\t"),
+        }
+    }
+
+    fn shadow_update(&self, i: &Instr, si: usize, g: &str) -> String {
+        let ops = &i.operands;
+        let (sb, sl) = (format!("%__cc_sb{si}"), format!("%__cc_sl{si}"));
+        let operand = |k: usize| ops.get(k).map_or("", |o| o.trim());
+        let is_ptr = |o: &str| {
+            self.needs.shadows.contains_key(o)
+                || matches!(self.prov.of(o), Prov::Ptr(_))
+                || self.m.var(self.f, o).is_some()
+        };
+        let mut s = String::from("\n\t");
+        match i.op() {
+            "selp" => {
+                // Both sides into temporaries first: the destination may be one of them.
+                s.push_str(&self.shadow_of(operand(1), "%__cc_t", "%__cc_u", g));
+                s.push_str(&self.shadow_of(operand(2), "%__cc_o", "%__cc_r", g));
+                let p = operand(3);
+                let _ = write!(
+                    s,
+                    "{g}selp.b64 {sb}, %__cc_t, %__cc_o, {p};\n\t{g}selp.b64 {sl}, %__cc_u, %__cc_r, {p};"
+                );
+            }
+            "cvta" => {
+                let src = operand(1);
+                if let Some(&ss) = self.needs.shadows.get(src) {
+                    let conv = i.opcode.trim_end_matches(".u64").trim_end_matches(".u32");
+                    let _ = write!(
+                        s,
+                        "{g}{conv}.u64 {sb}, %__cc_sb{ss};\n\t{g}mov.u64 {sl}, %__cc_sl{ss};"
+                    );
+                } else if let Prov::Ptr(set) = self.prov.of(src) {
+                    // A single origin, converted to the destination's space.
+                    let to = if i.has("to") {
+                        i.parts().skip(1).find_map(|x| match x {
+                            "global" => Some(Space::Global),
+                            "shared" => Some(Space::Shared),
+                            "local" => Some(Space::Local),
+                            "const" => Some(Space::Const),
+                            _ => None,
+                        })
+                    } else {
+                        Some(Space::Generic)
+                    };
+                    match (set.iter().next(), to) {
+                        (Some(o), Some(to)) if set.len() == 1 => {
+                            let o = o.with_space(to);
+                            s.push_str(&self.load_base(&o, 64, &sb, g));
+                            let (lc, lo) = self.load_len(&o, &sl, g).parts();
+                            s.push_str(&lc);
+                            if lo != sl {
+                                let _ = write!(s, "{g}mov.u64 {sl}, {lo};");
+                            }
+                        }
+                        _ => {
+                            let _ = write!(s, "{g}mov.u64 {sb}, 0;\n\t{g}mov.u64 {sl}, 0;");
+                        }
+                    }
+                } else {
+                    let _ = write!(s, "{g}mov.u64 {sb}, 0;\n\t{g}mov.u64 {sl}, 0;");
+                }
+            }
+            "mov" | "add" | "sub" | "and" | "mad" => {
+                let k = match i.op() {
+                    "mad" => 3,
+                    "sub" => 1,
+                    _ if is_ptr(operand(1)) => 1,
+                    _ => 2,
+                };
+                s.push_str(&self.shadow_of(operand(k), &sb, &sl, g));
+            }
+            _ => {
+                let _ = write!(s, "{g}mov.u64 {sb}, 0;\n\t{g}mov.u64 {sl}, 0;");
+            }
+        }
+        s
+    }
+}
+
+fn guard_prefix(g: &Option<(bool, String)>) -> String {
+    match g {
+        None => String::new(),
+        Some((neg, p)) => format!("@{}{p} ", if *neg { "!" } else { "" }),
+    }
+}
+
+fn callee(i: &Instr) -> Option<&str> {
+    i.operands
+        .iter()
+        .map(|o| o.trim())
+        .find(|o| !o.starts_with('(') && !o.is_empty())
+}
+
+fn defines_first_operand(i: &Instr) -> bool {
+    !matches!(
+        i.op(),
+        "st" | "red" | "bra" | "call" | "ret" | "exit" | "bar" | "barrier" | "prefetch"
+    )
+}
+
+/// Copies `text` with `pieces` inserted; a piece starting with `\0END\0` replaces the text up
+/// to byte `END`.
+pub(crate) fn splice(text: &str, pieces: &[(usize, String)]) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut cursor = 0;
+    for (at, piece) in pieces {
+        if *at < cursor {
+            continue;
+        }
+        out.push_str(&text[cursor..*at]);
+        cursor = *at;
+        if let Some(rest) = piece.strip_prefix('\0') {
+            let (end, body) = rest.split_once('\0').unwrap_or(("0", rest));
+            let end: usize = end.parse().unwrap_or(cursor);
+            out.push_str(body);
+            cursor = end.max(cursor);
+        } else {
+            out.push_str(piece);
+        }
+    }
+    out.push_str(&text[cursor..]);
+    out
+}
+
+/// A readable kernel name: `scale<double>` for `_Z5scaleIdEvPT_S0_i`, the symbol itself for
+/// `extern "C"` kernels.
+pub fn demangle(symbol: &str) -> String {
+    if !symbol.starts_with("_Z") {
+        return symbol.to_string();
+    }
+    match cpp_demangle::Symbol::new(symbol.as_bytes()).map(|s| s.demangle()) {
+        Ok(Ok(full)) => {
+            // Drop the parameter list: `void scale<double>(double*, double, int)` -> `scale<double>`.
+            let no_ret = full.strip_prefix("void ").unwrap_or(&full);
+            match no_ret.rfind('(') {
+                Some(i) if no_ret.ends_with(')') => no_ret[..i].to_string(),
+                _ => no_ret.to_string(),
+            }
+        }
+        _ => symbol.to_string(),
+    }
+}
+
+/// A shared array's name as written: `tile` for `_ZZ7dynsmemE4tile`; `local array` for the
+/// thread's local frame (`__local_depot3`), whose arrays PTX does not name.
+pub fn demangle_var(name: &str) -> String {
+    if name.starts_with("__local_depot") {
+        return "local array".to_string();
+    }
+    if let Some(rest) = name.strip_prefix("_ZZ") {
+        // _ZZ <encoding> E <len><name>
+        if let Some(e) = rest.rfind('E') {
+            let tail = &rest[e + 1..];
+            let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 {
+                return tail[digits..].to_string();
+            }
+        }
+    }
+    demangle(name)
+}
