@@ -596,7 +596,7 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
         "row_fill",
         r,
         Expect {
-            buffer: "row",
+            buffer: "m",
             index: 400,
             len: 400,
             access: Write,

@@ -117,29 +117,55 @@ fn pp_tokens(s: &str) -> Vec<Tok<'_>> {
     out
 }
 
-/// The `#define`s anywhere in the file whose body mentions `__global__`.
+/// The `#define`s anywhere in the file whose body mentions `__global__`, directly or through
+/// an object-like macro that does (`#define KERNEL extern "C" __global__` used in
+/// `#define UNARY(T, NAME) KERNEL void NAME(...)`).
 pub(super) fn collect_definitions(src: &str, root: Node) -> Vec<MacroKernel> {
-    let mut out = Vec::new();
+    let mut defs = Vec::new();
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         if matches!(n.kind(), "preproc_def" | "preproc_function_def") {
-            if let Some(m) = definition(src, n) {
-                out.push(m);
-            }
+            defs.push(n);
             continue;
         }
         let mut cursor = n.walk();
         let children: Vec<Node> = n.named_children(&mut cursor).collect();
         stack.extend(children.into_iter().rev());
     }
+    let mut words = vec!["__global__".to_string()];
+    let mut out: Vec<MacroKernel> = Vec::new();
+    let mut taken = vec![false; defs.len()];
+    // Each round adds the macros that mention a word found in the one before.
+    loop {
+        let before = out.len();
+        for (k, &n) in defs.iter().enumerate() {
+            if taken[k] {
+                continue;
+            }
+            if let Some(m) = definition(src, n, &words) {
+                if !m.function_like {
+                    words.push(m.name.clone());
+                }
+                taken[k] = true;
+                out.push(m);
+            }
+        }
+        if out.len() == before {
+            break;
+        }
+    }
+    out.sort_by_key(|m| m.location.byte_range.start);
     out
 }
 
-fn definition(src: &str, n: Node) -> Option<MacroKernel> {
+fn definition(src: &str, n: Node, kernel_words: &[String]) -> Option<MacroKernel> {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
     let body = text(n.child_by_field_name("value")?);
     let toks = pp_tokens(body);
-    if !toks.contains(&Tok::Ident("__global__")) {
+    if !kernel_words
+        .iter()
+        .any(|w| toks.contains(&Tok::Ident(w.as_str())))
+    {
         return None;
     }
     let extern_c = toks

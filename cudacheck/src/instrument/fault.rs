@@ -121,14 +121,51 @@ pub(crate) fn param_names(source: &CudaSource, name: &str) -> Vec<String> {
     if let Some(k) = model.kernel(name) {
         return names_of(k);
     }
-    if let Some((m, inv)) = model.generated_by_macro(name) {
-        if let Ok(expanded) = parse_source(&m.expansion(inv), &source.name) {
-            if let Some(k) = expanded.kernel(name) {
-                return names_of(k);
+    // A kernel made by a macro: read each invocation's expansion, with object-like macros of
+    // the file (`#define KERNEL extern "C" __global__`) substituted in it.
+    let objects: Vec<(&str, &str)> = model
+        .kernel_macros
+        .iter()
+        .filter(|m| !m.function_like)
+        .map(|m| (m.name.as_str(), m.body.as_str()))
+        .collect();
+    for m in model.kernel_macros.iter().filter(|m| m.function_like) {
+        for inv in &m.invocations {
+            let mut text = m.expansion(inv);
+            if !text.contains(name) {
+                continue;
+            }
+            for (obj, body) in &objects {
+                text = replace_word(&text, obj, body);
+            }
+            if let Ok(expanded) = parse_source(&text, &source.name) {
+                if let Some(k) = expanded.kernel(name) {
+                    return names_of(k);
+                }
             }
         }
     }
     Vec::new()
+}
+
+/// `text` with every whole-word `word` replaced by `with`.
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(word) {
+        let before = rest[..i].chars().next_back();
+        let after = rest[i + word.len()..].chars().next();
+        out.push_str(&rest[..i]);
+        if before.is_some_and(ident) || after.is_some_and(ident) {
+            out.push_str(word);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[i + word.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn names_of(k: &cudacheck_core::KernelDecl) -> Vec<String> {
@@ -585,5 +622,15 @@ mod tests {
         );
         assert_eq!(param_names(&src, "neg_f32"), vec!["inp", "out", "n"]);
         assert_eq!(macro_at(&src, 2), Some(("UNARY".to_string(), 1)));
+    }
+
+    #[test]
+    fn names_survive_a_kernel_keyword_behind_a_macro() {
+        let src = CudaSource::from_str(
+            "u.cu",
+            "#define KERNEL extern \"C\" __global__\n#define UNARY(T, NAME) KERNEL void NAME(const T* inp, T* out) { out[0] = inp[0]; }\nUNARY(float, neg_f32)\n",
+        );
+        assert_eq!(param_names(&src, "neg_f32"), vec!["inp", "out"]);
+        assert_eq!(replace_word("KERNEL void KERNELS", "KERNEL", "K"), "K void KERNELS");
     }
 }
