@@ -149,9 +149,10 @@ impl<'a> Names<'a> {
             .table
             .get(start..)
             .ok_or_else(|| bad("past the end of the table"))?;
-        // Look for the NUL no further than the budget reaches, so that many entries naming
-        // one long string cost the budget, not the square of the file's size.
-        let window = &rest[..rest.len().min(self.budget)];
+        // Look for the NUL no further than the budget reaches (a name of exactly the budget
+        // still fits), so that many entries naming one long string cost the budget, not the
+        // square of the file's size.
+        let window = &rest[..rest.len().min(self.budget.saturating_add(1))];
         let len = match window.iter().position(|&b| b == 0) {
             Some(len) => len,
             None if window.len() == rest.len() => return Err(bad("not NUL-terminated")),

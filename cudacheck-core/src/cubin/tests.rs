@@ -229,8 +229,8 @@ fn kparams(n: u16) -> Vec<u8> {
 #[test]
 fn a_repeated_kernel_symbol_is_read_once() {
     // Found by review for the `cubin` fuzz target: 3000 copies of one 24-byte symbol made
-    // 3000 kernels, each with its own copy of the 1000 parameter records (memory quadratic in
-    // the file's size; a 2 MB file asked for about 30 GB).
+    // 3000 kernels, each with its own copy of the 1000 parameter records: memory quadratic in
+    // the file's size (by the same count, a 2 MB file of this shape would ask for about 30 GB).
     let bytes = build_elf(&[
         Sec::new(".text.k", SHT_PROGBITS, vec![0; 16]),
         Sec::new(".nv.info.k", SHT_CUDA_INFO, kparams(1000)),

@@ -449,7 +449,8 @@ mod tests {
     #[test]
     fn a_line_of_many_parentheses_is_read_in_linear_time() {
         // Found by review while writing the `nvrtc_log` fuzz target: each `(` searched the rest
-        // of the line for `): `, about 2 * 10^10 steps here; now it takes milliseconds.
+        // of the line for `): `. The old search took 14.8 s on this line in an optimized build
+        // (3.5 s at half the length: quadratic); now it takes milliseconds.
         let mut log = "(".repeat(200_000);
         log.push_str("x.cu(9): error: boom\n");
         let d = parse_log(&log);
