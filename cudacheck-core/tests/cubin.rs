@@ -291,7 +291,7 @@ fn random_bytes_are_rejected() {
 #[test]
 fn every_truncation_is_an_out_of_bounds_error() {
     for (stem, bytes, _) in fixtures() {
-        for cut in (1..bytes.len()).step_by(97) {
+        for cut in 1..bytes.len() {
             let e = read_cubin(&bytes[..cut]).unwrap_err();
             match &e {
                 CubinError::OutOfBounds { file_len, .. } => assert_eq!(*file_len, cut),

@@ -5,6 +5,14 @@
 //! the buffer before it is used (with checked arithmetic, so a huge value cannot wrap), and
 //! every section's extent is checked up front: a damaged file is rejected as a whole, the way
 //! the driver's loader rejects it, rather than read partly.
+//!
+//! The work is bounded by the file's size too, whatever its headers say: sections may not
+//! overlap (so no byte is decoded twice), names are found through an index rather than by
+//! scanning the section table per lookup, and the names read from one string table may add up
+//! to at most [`NAME_BYTES_PER_FILE_BYTE`] times the file (ELF lets names share bytes, so a
+//! small file could otherwise name thousands of symbols with one long string).
+
+use std::collections::HashMap;
 
 use super::CubinError;
 
@@ -20,6 +28,12 @@ pub(crate) const SHT_NOBITS: u32 = 8;
 const SHT_SYMTAB: u32 = 2;
 /// `ELFOSABI_CUDA`: CUBINs from CUDA 12.8 and later mark themselves with it.
 const ELFOSABI_CUDA: u8 = 0x41;
+/// How many bytes of names one string table may yield per byte of file. NVRTC 13.0's CUBINs
+/// (tests/data) resolve 0.03 to 0.07 bytes of section and symbol names per file byte, since
+/// each name is stored once and each section header or symbol costs 64 or 24 bytes; a name
+/// that is the tail of another (which ELF allows) at most doubles that. Only names that many
+/// entries share, which no compiler writes, come near this bound.
+pub(crate) const NAME_BYTES_PER_FILE_BYTE: usize = 4;
 
 /// One section header, with its name resolved.
 #[derive(Debug, Clone)]
@@ -61,6 +75,9 @@ pub(crate) struct Elf<'a> {
     pub abi_version: u8,
     pub flags: u32,
     pub sections: Vec<Section<'a>>,
+    /// Each section name's first section, so that a lookup does not scan the table: with one
+    /// lookup per kernel a scan would be quadratic in a file of many small sections.
+    by_name: HashMap<&'a str, usize>,
 }
 
 /// Reads a little-endian integer of `N` bytes at `at`, if it lies inside `b`.
@@ -100,28 +117,56 @@ fn range(
     }
 }
 
-/// The NUL-terminated name at `offset` in string table `table`.
-fn name_at<'a>(
-    table_name: &str,
+/// One string table and how many more bytes of names may be read from it.
+struct Names<'a> {
+    section: &'a str,
     table: &'a [u8],
-    offset: u32,
-    what: impl Fn() -> String,
-) -> Result<&'a str, CubinError> {
-    let bad = |problem| CubinError::BadName {
-        what: what(),
-        table: table_name.to_string(),
-        offset,
-        problem,
-    };
-    let start = usize::try_from(offset).map_err(|_| bad("past the end of the table"))?;
-    let rest = table
-        .get(start..)
-        .ok_or_else(|| bad("past the end of the table"))?;
-    let len = rest
-        .iter()
-        .position(|&b| b == 0)
-        .ok_or_else(|| bad("not NUL-terminated"))?;
-    std::str::from_utf8(&rest[..len]).map_err(|_| bad("not valid UTF-8"))
+    budget: usize,
+    limit: usize,
+}
+
+impl<'a> Names<'a> {
+    fn new(section: &'a str, table: &'a [u8], file_len: usize) -> Self {
+        let limit = file_len.saturating_mul(NAME_BYTES_PER_FILE_BYTE);
+        Self {
+            section,
+            table,
+            budget: limit,
+            limit,
+        }
+    }
+
+    /// The NUL-terminated name at `offset`.
+    fn at(&mut self, offset: u32, what: impl Fn() -> String) -> Result<&'a str, CubinError> {
+        let bad = |problem| CubinError::BadName {
+            what: what(),
+            table: self.section.to_string(),
+            offset,
+            problem,
+        };
+        let start = usize::try_from(offset).map_err(|_| bad("past the end of the table"))?;
+        let rest = self
+            .table
+            .get(start..)
+            .ok_or_else(|| bad("past the end of the table"))?;
+        // Look for the NUL no further than the budget reaches (a name of exactly the budget
+        // still fits), so that many entries naming one long string cost the budget, not the
+        // square of the file's size.
+        let window = &rest[..rest.len().min(self.budget.saturating_add(1))];
+        let len = match window.iter().position(|&b| b == 0) {
+            Some(len) => len,
+            None if window.len() == rest.len() => return Err(bad("not NUL-terminated")),
+            None => {
+                return Err(CubinError::NamesTooLong {
+                    table: self.section.to_string(),
+                    limit: self.limit,
+                    factor: NAME_BYTES_PER_FILE_BYTE,
+                })
+            }
+        };
+        self.budget -= len;
+        std::str::from_utf8(&rest[..len]).map_err(|_| bad("not valid UTF-8"))
+    }
 }
 
 /// What the first bytes of a non-ELF input look like, to tell a person what they passed.
@@ -261,11 +306,10 @@ impl<'a> Elf<'a> {
             format!("section-name table (section #{shstrndx})")
         })?;
 
+        let mut names = Names::new(".shstrtab", shstr_data, bytes.len());
         let mut sections = Vec::with_capacity(count);
         for (index, raw) in raws.iter().enumerate() {
-            let name = name_at(".shstrtab", shstr_data, raw.name, || {
-                format!("the name of section #{index}")
-            })?;
+            let name = names.at(raw.name, || format!("the name of section #{index}"))?;
             if raw.kind != SHT_NOBITS {
                 range(bytes, raw.offset, raw.size, || {
                     format!("contents of section `{name}` (#{index})")
@@ -281,12 +325,18 @@ impl<'a> Elf<'a> {
                 entsize: raw.entsize,
             });
         }
+        check_no_overlap(&sections)?;
+        let mut by_name = HashMap::with_capacity(sections.len());
+        for (index, s) in sections.iter().enumerate() {
+            by_name.entry(s.name).or_insert(index);
+        }
         Ok(Self {
             bytes,
             os_abi: bytes[7],
             abi_version: bytes[8],
             flags,
             sections,
+            by_name,
         })
     }
 
@@ -313,7 +363,7 @@ impl<'a> Elf<'a> {
 
     /// The first section called `name`.
     pub fn section(&self, name: &str) -> Option<&Section<'a>> {
-        self.sections.iter().find(|s| s.name == name)
+        self.sections.get(*self.by_name.get(name)?)
     }
 
     /// The symbols of the `SHT_SYMTAB` section, in table order (index 0 included, so a
@@ -338,16 +388,14 @@ impl<'a> Elf<'a> {
                 index: u64::from(symtab.link),
                 count: self.sections.len(),
             })?;
-        let strings = self.data(strtab);
+        let mut names = Names::new(strtab.name, self.data(strtab), self.bytes.len());
         self.data(symtab)
             .chunks_exact(SYMBOL_LEN as usize)
             .enumerate()
             .map(|(index, entry)| {
                 // `entry` is exactly 24 bytes, so every field read is inside it.
                 let name_off = u32_at(entry, 0).unwrap_or(0);
-                let name = name_at(strtab.name, strings, name_off, || {
-                    format!("the name of symbol #{index}")
-                })?;
+                let name = names.at(name_off, || format!("the name of symbol #{index}"))?;
                 Ok(Symbol {
                     name,
                     info: entry[4],
@@ -382,6 +430,36 @@ fn check_segments(bytes: &[u8], phoff: u64, phentsize: u16, phnum: u16) -> Resul
         range(bytes, offset, size, || {
             format!("contents of segment #{index}")
         })?;
+    }
+    Ok(())
+}
+
+/// Rejects sections that share bytes. The ELF specification forbids it ("Sections in a file
+/// may not overlap", System V gABI, "Sections"), and allowing it would let one block of
+/// `.nv.info` records be decoded once per section that points at it.
+fn check_no_overlap(sections: &[Section<'_>]) -> Result<(), CubinError> {
+    // Extents were checked in `parse`, so `offset + size` does not overflow.
+    let mut extents: Vec<(u64, u64, &str)> = sections
+        .iter()
+        .filter(|s| s.kind != SHT_NOBITS && s.size > 0)
+        .map(|s| (s.offset, s.offset.saturating_add(s.size), s.name))
+        .collect();
+    extents.sort_unstable();
+    // The section reaching furthest so far: any later one starting before its end overlaps it.
+    let mut furthest: Option<(u64, &str)> = None;
+    for &(start, end, name) in &extents {
+        match furthest {
+            Some((reach, holder)) if start < reach => {
+                return Err(CubinError::OverlappingSections {
+                    first: holder.to_string(),
+                    second: name.to_string(),
+                    offset: start,
+                    end: reach.min(end),
+                });
+            }
+            Some((reach, _)) if reach >= end => {}
+            _ => furthest = Some((end, name)),
+        }
     }
     Ok(())
 }

@@ -24,7 +24,7 @@ mod elf;
 mod nvinfo;
 mod ptxas;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use thiserror::Error;
 
@@ -34,6 +34,10 @@ use elf::{Elf, Symbol};
 
 pub use nvinfo::NvInfoProblem;
 pub use ptxas::{parse_ptxas_info, PtxasKernelInfo, PtxasLogError};
+
+#[cfg(any(test, fuzzing))]
+#[doc(hidden)]
+pub mod fuzz;
 
 /// What a CUBIN says about its kernels.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -119,6 +123,26 @@ pub enum CubinError {
         entry_size: u64,
         expected_entry_size: u64,
     },
+    #[error(
+        "sections `{first}` and `{second}` share bytes {offset} to {end} of the file; ELF \
+         sections never overlap, so the CUBIN is corrupt"
+    )]
+    OverlappingSections {
+        first: String,
+        second: String,
+        offset: u64,
+        end: u64,
+    },
+    #[error(
+        "the names read from string table `{table}` add up to more than {limit} bytes, \
+         {factor} times the size of the whole file: many entries name the same long string, \
+         which no compiler writes; the CUBIN is corrupt"
+    )]
+    NamesTooLong {
+        table: String,
+        limit: usize,
+        factor: usize,
+    },
     #[error("section `{section}`: the attribute record at byte {offset} {problem}")]
     BadNvInfo {
         section: String,
@@ -147,6 +171,10 @@ const RESERVED_SHARED_BYTES: u64 = 1024;
 /// size and register cap from `EIATTR_MAX_THREADS`, `EIATTR_REQNTID`,
 /// `EIATTR_CTA_PER_CLUSTER` and `EIATTR_MAXREG_COUNT`.
 ///
+/// A kernel is listed once: a later function symbol with the same name names the same
+/// `.text`, `.nv.info` and `.nv.shared` sections (they are found by name), so it is skipped
+/// rather than read again.
+///
 /// Two fields stay at their defaults because the CUBIN does not hold them:
 /// `spill_store_bytes`/`spill_load_bytes` (use [`parse_ptxas_info`]) and
 /// `min_blocks_per_sm` (ptxas folds `__launch_bounds__`'s second argument into the register
@@ -156,7 +184,9 @@ const RESERVED_SHARED_BYTES: u64 = 1024;
 ///
 /// A [`CubinError`] when the bytes are not a little-endian ELF64 file for `EM_CUDA`, when
 /// any header, section or name lies outside the buffer, or when an `.nv.info` record is
-/// malformed. Never panics, whatever the input.
+/// malformed; also when sections overlap or many entries name one long string, which no
+/// compiler writes. Never panics, whatever the input, and its time and memory grow with the
+/// input's size, not with the counts and offsets its headers claim.
 pub fn read_cubin(bytes: &[u8]) -> Result<CubinInfo, CubinError> {
     let elf = Elf::parse(bytes)?;
     let sm = elf.sm_number();
@@ -194,10 +224,16 @@ pub fn read_cubin(bytes: &[u8]) -> Result<CubinInfo, CubinError> {
     let const_bytes = module_constant_bytes(&elf);
 
     let mut kernels = Vec::new();
+    // Without this, a file repeating one 24-byte symbol would copy its kernel's parameter
+    // records once per copy: memory quadratic in the file's size.
+    let mut seen = HashSet::new();
     for (index, sym) in symbols.iter().enumerate() {
         let Some(text) = kernel_text(&elf, sym) else {
             continue;
         };
+        if !seen.insert(sym.name) {
+            continue;
+        }
         let info_name = format!(".nv.info.{}", sym.name);
         let has_info = elf.section(&info_name).is_some();
         if !has_info && sym.other & Symbol::STO_CUDA_ENTRY == 0 {
@@ -263,5 +299,7 @@ fn module_constant_bytes(elf: &Elf<'_>) -> u32 {
     u32::try_from(total).unwrap_or(u32::MAX)
 }
 
+#[cfg(test)]
+mod robustness;
 #[cfg(test)]
 mod tests;

@@ -71,6 +71,12 @@ pub enum PtxasLogError {
          \"Compiling entry function\" line names the kernel they belong to"
     )]
     NoKernel { line: usize, text: String },
+    #[error(
+        "ptxas log line {line}: `{text}` does not name its kernel between single quotes, as \
+         in \"Compiling entry function 'saxpy' for 'sm_90'\"; the log is cut short or \
+         damaged"
+    )]
+    UnquotedKernel { line: usize, text: String },
 }
 
 /// Splits "ptxas info    : rest" / "ptxas         .     rest" into the rest, trimmed.
@@ -85,10 +91,10 @@ fn body(line: &str) -> Option<&str> {
     Some(rest.trim())
 }
 
-/// The text between the first pair of single quotes after `prefix`.
-fn quoted_after<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let rest = text.strip_prefix(prefix)?.trim_start().strip_prefix('\'')?;
-    rest.split('\'').next()
+/// The text between the pair of single quotes `text` starts with (after blanks).
+fn quoted(text: &str) -> Option<&str> {
+    let (name, _) = text.trim_start().strip_prefix('\'')?.split_once('\'')?;
+    Some(name)
 }
 
 /// Parses the comma-separated items of a resource line, calling `f(number, words)` for each
@@ -119,8 +125,9 @@ fn items(line_no: usize, text: &str, mut f: impl FnMut(u32, &str)) -> Result<(),
 /// # Errors
 ///
 /// [`PtxasLogError::BadNumber`] when a stack-frame or "Used ..." line holds something other
-/// than numbers where the counts go, and [`PtxasLogError::NoKernel`] when such a line comes
-/// before any "Compiling entry function" line.
+/// than numbers where the counts go, [`PtxasLogError::NoKernel`] when such a line comes
+/// before any "Compiling entry function" line, and [`PtxasLogError::UnquotedKernel`] when a
+/// "Compiling entry function" line does not quote its kernel's name (a log cut short).
 pub fn parse_ptxas_info(log: &str) -> Result<Vec<PtxasKernelInfo>, PtxasLogError> {
     let mut kernels: Vec<PtxasKernelInfo> = Vec::new();
     // The function the last "Function properties for X" line named: a stack-frame line
@@ -129,7 +136,13 @@ pub fn parse_ptxas_info(log: &str) -> Result<Vec<PtxasKernelInfo>, PtxasLogError
     for (i, raw) in log.lines().enumerate() {
         let line_no = i + 1;
         let Some(text) = body(raw) else { continue };
-        if let Some(name) = quoted_after(text, "Compiling entry function") {
+        if let Some(rest) = text.strip_prefix("Compiling entry function") {
+            // Without its closing quote the name may be cut short, and skipping the line
+            // would credit this kernel's figures to the previous one: neither is safe.
+            let name = quoted(rest).ok_or_else(|| PtxasLogError::UnquotedKernel {
+                line: line_no,
+                text: text.to_string(),
+            })?;
             let arch = text
                 .rsplit('\'')
                 .nth(1)
@@ -245,6 +258,32 @@ ptxas info    : Used 10 registers, used 0 barriers, 372 bytes cmem[0]
         let e = parse_ptxas_info("ptxas info    : Used 8 registers\n").unwrap_err();
         assert!(
             matches!(e, PtxasLogError::NoKernel { line: 1, .. }),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_kernel_name_without_its_closing_quote_is_an_error() {
+        // Found by the pure-tier truncation test written with the `ptxas` fuzz target: a log
+        // cut inside the name gave a kernel `bounded12` for `bounded128`.
+        let log = "ptxas info    : Compiling entry function 'bounded12";
+        let e = parse_ptxas_info(log).unwrap_err();
+        assert!(
+            matches!(e, PtxasLogError::UnquotedKernel { line: 1, .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("between single quotes"), "{e}");
+    }
+
+    #[test]
+    fn resources_after_an_unquoted_kernel_are_not_credited_to_the_previous_one() {
+        let log = "ptxas info    : Compiling entry function 'a' for 'sm_90'\n\
+                   ptxas info    : Used 8 registers\n\
+                   ptxas info    : Compiling entry function b for 'sm_90'\n\
+                   ptxas info    : Used 99 registers\n";
+        let e = parse_ptxas_info(log).unwrap_err();
+        assert!(
+            matches!(e, PtxasLogError::UnquotedKernel { line: 3, .. }),
             "{e:?}"
         );
     }

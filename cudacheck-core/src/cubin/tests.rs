@@ -129,3 +129,193 @@ fn not_elf_inputs_say_what_they_look_like() {
     assert!(e.to_string().contains("PTX text"), "{e}");
     assert!(e.to_string().contains("`2f 2f 0a 2f`"), "{e}");
 }
+
+// ---- files whose headers claim more than their size holds ----
+
+/// A section for [`build_elf`].
+struct Sec {
+    name: String,
+    kind: u32,
+    data: Vec<u8>,
+    link: u32,
+    entsize: u64,
+}
+
+impl Sec {
+    fn new(name: &str, kind: u32, data: Vec<u8>) -> Self {
+        Self {
+            name: name.to_string(),
+            kind,
+            data,
+            link: 0,
+            entsize: 0,
+        }
+    }
+}
+
+const SHT_PROGBITS: u32 = 1;
+const SHT_SYMTAB: u32 = 2;
+const SHT_STRTAB: u32 = 3;
+/// The type NVIDIA gives `.nv.info` sections (`SHT_CUDA_INFO`).
+const SHT_CUDA_INFO: u32 = 0x7000_0000;
+
+/// An sm_90 CUBIN-shaped ELF file: the null section, `secs` as sections #1 to #n with their
+/// contents one after another, then the section-name table.
+fn build_elf(secs: &[Sec]) -> Vec<u8> {
+    let mut names = vec![0u8];
+    let mut name_offsets = Vec::new();
+    for s in secs.iter().map(|s| s.name.as_str()).chain([".shstrtab"]) {
+        name_offsets.push(names.len() as u32);
+        names.extend_from_slice(s.as_bytes());
+        names.push(0);
+    }
+    let mut b = tiny_elf(0x41, 8, 0x0900_5a04)[..64].to_vec();
+    let mut extents = Vec::new();
+    for data in secs.iter().map(|s| &s.data).chain([&names]) {
+        extents.push((b.len() as u64, data.len() as u64));
+        b.extend_from_slice(data);
+    }
+    let shoff = b.len() as u64;
+    let count = secs.len() + 2;
+    b[40..48].copy_from_slice(&shoff.to_le_bytes());
+    b[60..62].copy_from_slice(&(count as u16).to_le_bytes());
+    b[62..64].copy_from_slice(&((count - 1) as u16).to_le_bytes());
+    b.extend_from_slice(&[0u8; 64]);
+    let kinds = secs.iter().map(|s| (s.kind, s.link, s.entsize));
+    for (i, (kind, link, entsize)) in kinds.chain([(SHT_STRTAB, 0, 0)]).enumerate() {
+        let mut sh = [0u8; 64];
+        sh[0..4].copy_from_slice(&name_offsets[i].to_le_bytes());
+        sh[4..8].copy_from_slice(&kind.to_le_bytes());
+        sh[24..32].copy_from_slice(&extents[i].0.to_le_bytes());
+        sh[32..40].copy_from_slice(&extents[i].1.to_le_bytes());
+        sh[40..44].copy_from_slice(&link.to_le_bytes());
+        sh[56..64].copy_from_slice(&entsize.to_le_bytes());
+        b.extend_from_slice(&sh);
+    }
+    b
+}
+
+/// A symbol table section: the null symbol, then `(name offset, section index)` kernels
+/// (`STT_FUNC`, global, `STO_CUDA_ENTRY`), with its string table at section #`strtab`.
+fn symtab(strtab: u32, kernels: impl IntoIterator<Item = (u32, u16)>) -> Sec {
+    let mut data = vec![0u8; 24];
+    for (name, shndx) in kernels {
+        let mut sym = [0u8; 24];
+        sym[0..4].copy_from_slice(&name.to_le_bytes());
+        sym[4] = 0x12;
+        sym[5] = 0x10;
+        sym[6..8].copy_from_slice(&shndx.to_le_bytes());
+        data.extend_from_slice(&sym);
+    }
+    Sec {
+        link: strtab,
+        entsize: 24,
+        ..Sec::new(".symtab", SHT_SYMTAB, data)
+    }
+}
+
+/// `n` `EIATTR_KPARAM_INFO` records of 4-byte parameters.
+fn kparams(n: u16) -> Vec<u8> {
+    let mut data = Vec::new();
+    for i in 0..n {
+        data.extend_from_slice(&[0x04, 0x17, 12, 0, 0, 0, 0, 0]);
+        data.extend_from_slice(&i.to_le_bytes());
+        data.extend_from_slice(&(i * 4).to_le_bytes());
+        data.extend_from_slice(&(4u32 << 18).to_le_bytes());
+    }
+    data
+}
+
+#[test]
+fn a_repeated_kernel_symbol_is_read_once() {
+    // Found by review for the `cubin` fuzz target: 3000 copies of one 24-byte symbol made
+    // 3000 kernels, each with its own copy of the 1000 parameter records: memory quadratic in
+    // the file's size (by the same count, a 2 MB file of this shape would ask for about 30 GB).
+    let bytes = build_elf(&[
+        Sec::new(".text.k", SHT_PROGBITS, vec![0; 16]),
+        Sec::new(".nv.info.k", SHT_CUDA_INFO, kparams(1000)),
+        Sec::new(".strtab", SHT_STRTAB, b"\0k\0".to_vec()),
+        symtab(3, (0..3000).map(|_| (1, 1))),
+    ]);
+    let info = read_cubin(&bytes).unwrap();
+    assert_eq!(info.kernels.len(), 1);
+    assert_eq!(info.kernels[0].symbol, "k");
+    assert_eq!(info.kernels[0].params.len(), 1000);
+}
+
+#[test]
+fn sections_sharing_bytes_are_rejected() {
+    // Found by review for the `cubin` fuzz target: once repeated symbols are read once,
+    // kernels of different names whose `.nv.info` sections all point at the same records still
+    // copied them once per kernel.
+    let mut bytes = build_elf(&[
+        Sec::new(".text.a", SHT_PROGBITS, vec![0; 16]),
+        Sec::new(".text.b", SHT_PROGBITS, vec![0; 16]),
+        Sec::new(".nv.info.a", SHT_CUDA_INFO, kparams(2)),
+        Sec::new(".nv.info.b", SHT_CUDA_INFO, kparams(2)),
+        Sec::new(".strtab", SHT_STRTAB, b"\0a\0b\0".to_vec()),
+        symtab(5, [(1, 1), (3, 2)]),
+    ]);
+    assert_eq!(read_cubin(&bytes).unwrap().kernels.len(), 2);
+    let shoff = u64::from_le_bytes(bytes[40..48].try_into().unwrap()) as usize;
+    let (a, b) = (shoff + 64 * 3, shoff + 64 * 4);
+    let a_offset = bytes[a + 24..a + 32].to_vec();
+    bytes[b + 24..b + 32].copy_from_slice(&a_offset);
+    let start = u64::from_le_bytes(a_offset.try_into().unwrap());
+    let e = read_cubin(&bytes).unwrap_err();
+    assert_eq!(
+        e,
+        CubinError::OverlappingSections {
+            first: ".nv.info.a".into(),
+            second: ".nv.info.b".into(),
+            offset: start,
+            end: start + 32,
+        }
+    );
+    assert!(e.to_string().contains("never overlap"), "{e}");
+}
+
+#[test]
+fn many_symbols_naming_one_long_string_are_rejected() {
+    // Found by review for the `cubin` fuzz target: each of 20 000 symbols scanned the same
+    // 64 KiB name for its NUL, 1.3 * 10^9 steps for a 0.5 MB file.
+    let mut strings = vec![0u8];
+    strings.extend_from_slice(&[b'k'; 65_536]);
+    strings.push(0);
+    let bytes = build_elf(&[
+        Sec::new(".strtab", SHT_STRTAB, strings),
+        symtab(1, (0..20_000).map(|_| (1, 0))),
+    ]);
+    let e = read_cubin(&bytes).unwrap_err();
+    assert_eq!(
+        e,
+        CubinError::NamesTooLong {
+            table: ".strtab".into(),
+            limit: 4 * bytes.len(),
+            factor: 4,
+        }
+    );
+    assert!(e.to_string().contains("4 times the size"), "{e}");
+}
+
+#[test]
+fn many_kernels_are_found_without_scanning_the_section_table() {
+    // Found by review for the `cubin` fuzz target: each kernel's `.nv.info.<name>` and
+    // `.nv.shared.<name>` lookups scanned all sections, quadratic in the section count.
+    let n = 20_000u16;
+    let mut secs: Vec<Sec> = (0..n)
+        .map(|i| Sec::new(&format!(".text.k{i:05}"), SHT_PROGBITS, Vec::new()))
+        .collect();
+    let mut strings = vec![0u8];
+    for i in 0..n {
+        strings.extend_from_slice(format!("k{i:05}\0").as_bytes());
+    }
+    secs.push(Sec::new(".strtab", SHT_STRTAB, strings));
+    secs.push(symtab(
+        u32::from(n) + 1,
+        (0..n).map(|i| (1 + 7 * u32::from(i), i + 1)),
+    ));
+    let info = read_cubin(&build_elf(&secs)).unwrap();
+    assert_eq!(info.kernels.len(), usize::from(n));
+    assert_eq!(info.kernels[12_345].symbol, "k12345");
+}

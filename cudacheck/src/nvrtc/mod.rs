@@ -57,6 +57,9 @@ mod jitlink;
 mod search;
 
 pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};
+#[cfg(any(test, fuzzing))]
+#[doc(hidden)]
+pub use diagnostic::check_parse_log;
 pub use diagnostic::{parse_log, Diagnostic, Severity};
 pub use discover::{nvrtc, Nvrtc, NvrtcNotFound, SearchAttempt, ENV_VAR};
 pub use jitlink::{
