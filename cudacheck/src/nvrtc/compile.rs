@@ -12,6 +12,7 @@ use super::diagnostic::{parse_log, Diagnostic, Severity};
 use super::discover::{nvrtc, Nvrtc, NvrtcNotFound};
 use super::ffi::{CallError, Program};
 use super::headers::compat_headers;
+use super::nvcc;
 
 /// A CUDA source file's text and the name diagnostics show for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -314,6 +315,38 @@ impl CompileError {
 /// - [`CompileError::InvalidOption`], [`CompileError::NameExpression`],
 ///   [`CompileError::NulInSource`], or [`CompileError::Nvrtc`] for other NVRTC failures.
 pub fn compile(source: &CudaSource, opts: &CompileOptions) -> Result<Compiled, CompileError> {
+    // The hook that makes a file written for nvcc compile unchanged (see `nvcc`): host code set
+    // aside, nvcc's implicit includes, and a retry without the launch references when an
+    // error came from them.
+    let prepared = nvcc::prepare(source);
+    match compile_prepared(&prepared.source, opts, &prepared.options) {
+        Err(CompileError::Failed {
+            source_name,
+            diagnostics,
+            log,
+        }) => match prepared.without_launched(&diagnostics) {
+            Some(plain) => compile_prepared(&plain, opts, &prepared.options),
+            None => Err(CompileError::Failed {
+                source_name,
+                diagnostics,
+                log,
+            }),
+        },
+        other => other,
+    }
+    .map_err(|mut e| {
+        if let CompileError::Failed { diagnostics, .. } = &mut e {
+            nvcc::explain(diagnostics);
+        }
+        e
+    })
+}
+
+fn compile_prepared(
+    source: &CudaSource,
+    opts: &CompileOptions,
+    nvcc_options: &[String],
+) -> Result<Compiled, CompileError> {
     let nvrtc = nvrtc()?;
     let sm = opts.arch.sm_name();
     if !nvrtc.supports(&sm) {
@@ -323,7 +356,9 @@ pub fn compile(source: &CudaSource, opts: &CompileOptions) -> Result<Compiled, C
             supported: nvrtc.supported_arches.clone(),
         });
     }
-    let options = opts.to_nvrtc_options(source, &nvrtc.include_dirs);
+    let mut options = opts.to_nvrtc_options(source, &nvrtc.include_dirs);
+    let at = options.len() - opts.extra_options.len();
+    options.splice(at..at, nvcc_options.iter().cloned());
     let c_options = options
         .iter()
         .map(|o| CString::new(o.as_str()))

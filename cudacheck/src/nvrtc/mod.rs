@@ -53,6 +53,7 @@ mod discover;
 mod doctor;
 mod ffi;
 pub mod headers;
+mod nvcc;
 mod search;
 
 pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};
