@@ -233,10 +233,12 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
     let launches = Launches::new(text, root, &items, &decisions);
     let (launched, unresolved_launches) = launches.resolve();
     let appended_from_line = (!launched.is_empty()).then(|| {
-        let line = u32::try_from(text.matches('\n').count() + 2).unwrap_or(u32::MAX);
+        let mut lines = text.matches('\n').count() + 1;
         if !out.ends_with('\n') {
             out.push('\n');
+            lines += 1;
         }
+        let line = u32::try_from(lines).unwrap_or(u32::MAX);
         out.push_str(&launch_references(&launched));
         line
     });
@@ -534,7 +536,8 @@ impl<'a, 't> Launches<'a, 't> {
                     }
                 }
                 let mut cursor = n.walk();
-                stack.extend(n.children(&mut cursor));
+                let children: Vec<Node> = n.children(&mut cursor).collect();
+                stack.extend(children.into_iter().rev());
             }
             // Launches inside statement macros (`LAUNCH(float, 4);` whose body holds `<<<`).
             let mut l = Vec::new();
@@ -550,7 +553,10 @@ impl<'a, 't> Launches<'a, 't> {
                 let Some((_, args)) = call_args(text, &l, j + 1) else {
                     continue;
                 };
-                let expanded = expand(mbody, params, &args);
+                // The expander joins single-character tokens with spaces: `< < <`.
+                let expanded = expand(mbody, params, &args)
+                    .replace("< < <", "<<<")
+                    .replace("> > >", ">>>");
                 for (at, _) in expanded.match_indices("<<<") {
                     if let Some(k) = callee_before(&expanded, at) {
                         sites.push((i, k.to_owned(), location(text, l[j])));
@@ -558,6 +564,7 @@ impl<'a, 't> Launches<'a, 't> {
                 }
             }
         }
+        sites.sort_by_key(|(i, _, loc)| (*i, loc.byte_range.start));
         let mut calls = Vec::new();
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
@@ -588,7 +595,8 @@ impl<'a, 't> Launches<'a, 't> {
                 }
             }
             let mut cursor = n.walk();
-            stack.extend(n.children(&mut cursor));
+            let children: Vec<Node> = n.children(&mut cursor).collect();
+            stack.extend(children.into_iter().rev());
         }
         Launches {
             items,
