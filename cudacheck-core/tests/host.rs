@@ -222,3 +222,28 @@ fn a_launch_that_depends_on_a_local_is_reported_not_named() {
     assert_eq!(host.unresolved_launches[0].depends_on, ["block"]);
     assert_eq!(host.unresolved_launches[0].location.line, 2);
 }
+
+#[test]
+fn an_invocation_that_defines_host_launchers_is_blanked_not_the_macro() {
+    let src = "template <typename T> __global__ void k(T* x) { x[0] = T(1); }\n\
+               #define LAUNCHER(tag, T) \\\n  extern \"C\" void launch_##tag(T* x) { k<T><<<1, 1>>>(x); }\n\
+               LAUNCHER(f32, float)\n\
+               LAUNCHER(f64, double)\n";
+    let host = set_aside_host_code(src).unwrap();
+    let kept = host.text_without_launched();
+    assert!(kept.contains("#define LAUNCHER(tag, T)"), "{kept}");
+    assert!(!kept.contains("LAUNCHER(f32"), "{kept}");
+    assert_eq!(position(kept, "__global__"), position(src, "__global__"));
+    assert_eq!(host.launched, ["k < float >", "k < double >"]);
+    assert!(host.functions.iter().all(|f| f.name == "LAUNCHER"
+        && f.decision == HostDecision::SetAside(SetAsideKind::MacroLaunchers)));
+}
+
+#[test]
+fn an_invocation_that_defines_kernels_is_left_alone() {
+    let src =
+        "#define UNARY(name, T) \\\n  extern \"C\" __global__ void name(T* x) { x[0] = T(1); }\n\
+               UNARY(neg_f32, float)\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.text, src);
+}

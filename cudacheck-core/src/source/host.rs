@@ -117,6 +117,9 @@ pub enum SetAsideKind {
     HostOnly,
     /// A declaration without a body.
     Declaration,
+    /// A namespace-scope invocation of a macro that expands to host launchers only
+    /// (`LAUNCHER(q4_0, f16, half)`); the invocation is blanked, the macro is not.
+    MacroLaunchers,
 }
 
 /// Why an unannotated function stays in the text NVRTC compiles.
@@ -149,6 +152,7 @@ impl fmt::Display for SetAsideKind {
             SetAsideKind::Launcher => "host launcher",
             SetAsideKind::HostOnly => "host function",
             SetAsideKind::Declaration => "host function declaration",
+            SetAsideKind::MacroLaunchers => "macro invocation defining host launchers",
         })
     }
 }
@@ -223,15 +227,29 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
         .map(|(it, &reached)| classify(text, it, reached))
         .collect();
 
+    let generated = macro_launchers(text, root);
+
     // 4. Emit: blank what was set aside, then reference what it launched.
     let mut out = blank(
         text,
-        items.iter().zip(&decisions).filter_map(|(it, d)| {
-            matches!(d, HostDecision::SetAside(_)).then_some(it.outer.clone())
-        }),
+        items
+            .iter()
+            .zip(&decisions)
+            .filter_map(|(it, d)| {
+                matches!(d, HostDecision::SetAside(_)).then_some(it.outer.clone())
+            })
+            .chain(generated.iter().map(|g| g.range.clone())),
     );
     let launches = Launches::new(text, root, &items, &decisions);
-    let (launched, unresolved_launches) = launches.resolve();
+    let (mut launched, unresolved_launches) = launches.resolve();
+    for g in &generated {
+        for k in &g.kernels {
+            let entry = (g.namespace.clone(), k.clone());
+            if !launched.contains(&entry) {
+                launched.push(entry);
+            }
+        }
+    }
     let appended_from_line = (!launched.is_empty()).then(|| {
         let mut lines = text.matches('\n').count() + 1;
         if !out.ends_with('\n') {
@@ -250,6 +268,11 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
             location: it.location.clone(),
             decision,
         })
+        .chain(generated.into_iter().map(|g| HostFunction {
+            name: g.name,
+            location: g.location,
+            decision: HostDecision::SetAside(SetAsideKind::MacroLaunchers),
+        }))
         .collect();
     Ok(HostCode {
         text: out,
@@ -686,6 +709,111 @@ impl<'a, 't> Launches<'a, 't> {
         }
         out
     }
+}
+
+/// A namespace-scope invocation of a macro whose expansion is host launchers only.
+struct MacroLaunchers {
+    name: String,
+    location: Location,
+    /// The invocation, from the macro's name to its `)` (and a `;` right after it).
+    range: std::ops::Range<usize>,
+    namespace: Vec<String>,
+    /// Template kernels the expansion launches.
+    kernels: Vec<String>,
+}
+
+fn macro_launchers(text: &str, root: Node) -> Vec<MacroLaunchers> {
+    let macros = launch_macros(text, root);
+    if macros.is_empty() {
+        return Vec::new();
+    }
+    let mut l = Vec::new();
+    leaves(root, &mut l, true);
+    let mut out = Vec::new();
+    let mut j = 0;
+    while j + 1 < l.len() {
+        let word = &text[l[j].byte_range()];
+        let found = macros
+            .get(word)
+            .filter(|_| &text[l[j + 1].byte_range()] == "(");
+        let Some((params, body)) = found else {
+            j += 1;
+            continue;
+        };
+        let Some((close, args)) = call_args(text, &l, j + 1) else {
+            j += 1;
+            continue;
+        };
+        let expanded = expand(body, params, &args)
+            .replace("< < <", "<<<")
+            .replace("> > >", ">>>");
+        if !only_host_definitions(&expanded) {
+            j = close + 1;
+            continue;
+        }
+        let mut end = l[close].end_byte();
+        if l.get(close + 1)
+            .is_some_and(|n| &text[n.byte_range()] == ";")
+        {
+            end = l[close + 1].end_byte();
+        }
+        let kernels = expanded
+            .match_indices("<<<")
+            .filter_map(|(at, _)| callee_before(&expanded, at))
+            .filter(|k| k.contains('<'))
+            .map(collapse)
+            .collect();
+        out.push(MacroLaunchers {
+            name: word.to_owned(),
+            location: location(text, l[j]),
+            range: l[j].start_byte()..end,
+            namespace: enclosing_namespaces(text, l[j]),
+            kernels,
+        });
+        j = close + 1;
+    }
+    out
+}
+
+/// Whether an expansion defines functions, none of them device code.
+fn only_host_definitions(expanded: &str) -> bool {
+    if identifiers(expanded).any(|w| matches!(w, "__device__" | "__global__")) {
+        return false;
+    }
+    let Ok(mut parser) = new_parser() else {
+        return false;
+    };
+    let Some(tree) = parser.parse(expanded, None) else {
+        return false;
+    };
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    let items: Vec<Node> = root.named_children(&mut cursor).collect();
+    !items.is_empty()
+        && items.iter().all(|n| match n.kind() {
+            "function_definition" | "comment" => true,
+            "linkage_specification" => n
+                .child_by_field_name("body")
+                .is_some_and(|b| b.kind() == "function_definition"),
+            _ => false,
+        })
+}
+
+fn enclosing_namespaces(text: &str, n: Node) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = n.parent();
+    while let Some(p) = cur {
+        if p.kind() == "namespace_definition" {
+            out.push(
+                p.child_by_field_name("name")
+                    .map(|x| text[x.byte_range()].to_owned())
+                    .unwrap_or_default(),
+            );
+        }
+        cur = p.parent();
+    }
+    out.reverse();
+    out
 }
 
 /// Whether this call is itself the `<<<...>>>` launch (not one nested in its arguments).
