@@ -118,17 +118,37 @@ fn host_declarations_are_set_aside() {
 }
 
 #[test]
-fn macro_bodies_are_untouched_and_what_they_name_is_kept() {
+fn macro_bodies_are_untouched_and_what_kernel_macros_name_is_kept() {
     let src = "int helper(int x) { return x + 1; }\n\
-               #define LAUNCH(T) void launch_##T(T* x) { k<T><<<1, 1>>>(x); helper(1); }\n\
-               template <typename T> __global__ void k(T* x) { x[0] = T(1); }\n";
+               int blocks(int n) { return n / 32; }\n\
+               #define KERNEL(T) __global__ void k_##T(T* x) { x[0] = helper(1); }\n\
+               #define LAUNCH(T) void launch_##T(T* x, int n) { k_##T<<<blocks(n), 1>>>(x); }\n";
     let host = set_aside_host_code(src).unwrap();
-    let define = "#define LAUNCH(T) void launch_##T(T* x) { k<T><<<1, 1>>>(x); helper(1); }";
-    assert!(host.text.contains(define), "{}", host.text);
+    for define in [
+        "#define KERNEL(T) __global__ void k_##T(T* x) { x[0] = helper(1); }",
+        "#define LAUNCH(T) void launch_##T(T* x, int n) { k_##T<<<blocks(n), 1>>>(x); }",
+    ] {
+        assert!(host.text.contains(define), "{}", host.text);
+    }
     assert_eq!(
         decision(src, "helper"),
         HostDecision::Kept(KeptReason::CalledFromDevice)
     );
+    // A launcher macro is host code: what only it calls is host code too.
+    assert_eq!(
+        decision(src, "blocks"),
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+}
+
+#[test]
+fn launches_through_nested_statement_macros_are_expanded() {
+    let src = "template <typename T, int B> __global__ void g(T* x) { x[0] = B; }\n\
+               #define BY_BLOCK(T, B) g<T, B><<<1, B>>>(x);\n\
+               #define BY_TYPE(T) switch (b) { case 32: BY_BLOCK(T, 32); break; default: BY_BLOCK(T, 64); }\n\
+               extern \"C\" void run(float* x, int b) { BY_TYPE(float); }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.launched, ["g < float , 32 >", "g < float , 64 >"]);
 }
 
 #[test]
@@ -236,7 +256,7 @@ fn an_invocation_that_defines_host_launchers_is_blanked_not_the_macro() {
     assert_eq!(position(kept, "__global__"), position(src, "__global__"));
     assert_eq!(host.launched, ["k < float >", "k < double >"]);
     assert!(host.functions.iter().all(|f| f.name == "LAUNCHER"
-        && f.decision == HostDecision::SetAside(SetAsideKind::MacroLaunchers)));
+        && f.decision == HostDecision::SetAside(SetAsideKind::MacroHostFunctions)));
 }
 
 #[test]

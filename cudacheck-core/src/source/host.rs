@@ -78,6 +78,24 @@ impl HostCode {
         }
     }
 
+    /// The text with the appended lines `lines` (1-based) emptied: for dropping the launch
+    /// references NVRTC could not compile while keeping the others.
+    pub fn text_without_lines(&self, lines: &HashSet<u32>) -> String {
+        let first = self.appended_from_line.unwrap_or(u32::MAX);
+        self.text
+            .split_inclusive('\n')
+            .enumerate()
+            .map(|(i, l)| {
+                let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+                if n >= first && lines.contains(&n) {
+                    "\n"
+                } else {
+                    l
+                }
+            })
+            .collect()
+    }
+
     /// The functions kept although they are not annotated for the device, because device code
     /// calls them (`constexpr` helpers, which nvcc's `--expt-relaxed-constexpr` lets device
     /// code call).
@@ -117,9 +135,9 @@ pub enum SetAsideKind {
     HostOnly,
     /// A declaration without a body.
     Declaration,
-    /// A namespace-scope invocation of a macro that expands to host launchers only
+    /// A namespace-scope invocation of a macro that expands to host functions only
     /// (`LAUNCHER(q4_0, f16, half)`); the invocation is blanked, the macro is not.
-    MacroLaunchers,
+    MacroHostFunctions,
 }
 
 /// Why an unannotated function stays in the text NVRTC compiles.
@@ -152,7 +170,7 @@ impl fmt::Display for SetAsideKind {
             SetAsideKind::Launcher => "host launcher",
             SetAsideKind::HostOnly => "host function",
             SetAsideKind::Declaration => "host function declaration",
-            SetAsideKind::MacroLaunchers => "macro invocation defining host launchers",
+            SetAsideKind::MacroHostFunctions => "macro invocation defining host functions",
         })
     }
 }
@@ -168,16 +186,22 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
     let failed = || SourceError::ParseFailed {
         file_name: String::new(),
     };
-    let mut tree = parser.parse(text, None).ok_or_else(failed)?;
+    // The grammar ends a macro body at a block comment inside it (`/* zero it */ \`), and the
+    // rest of the body then reads as top-level code; blanking comments first (every byte
+    // offset kept) avoids that. The tree indexes the original text.
+    let uncommented = blank_block_comments(text);
+    let mut tree = parser.parse(&uncommented, None).ok_or_else(failed)?;
     // As in `parse`: `__align__(N)` confuses the grammar; the blanked copy keeps every offset.
-    if let Some(blanked) = super::macros::blank_align_attributes(&tree, text) {
+    if let Some(blanked) = super::macros::blank_align_attributes(&tree, &uncommented) {
         tree = parser.parse(&blanked, None).ok_or_else(failed)?;
     }
     let root = tree.root_node();
 
-    // 1. The namespace-scope functions without a device annotation.
+    // 1. The namespace-scope functions without a device annotation, and the macros that
+    //    are host code (their expansion launches kernels or defines host functions only).
     let mut items = Vec::new();
     collect_items(text, root, &[], &mut items);
+    let macros = FileMacros::new(text, root);
 
     // 2. Which of them device code reaches: every identifier outside candidate functions counts
     //    as a use from device code (conservatively: a host global's initializer counts too),
@@ -197,8 +221,11 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
         };
         match leaf.kind() {
             "comment" | "string_content" | "raw_string_content" | "escape_sequence" => {}
-            // A macro body is one opaque token: every identifier in it may expand into device code.
-            "preproc_arg" => set.extend(identifiers(leaf_text)),
+            // A macro body is one opaque token: every identifier in it may expand into device
+            // code, unless the macro is host code itself.
+            "preproc_arg" if !macros.is_host(text, leaf.parent()) => {
+                set.extend(identifiers(leaf_text))
+            }
             _ if is_identifier(leaf_text) => {
                 set.insert(leaf_text);
             }
@@ -224,10 +251,9 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
     let decisions: Vec<HostDecision> = items
         .iter()
         .zip(&reached)
-        .map(|(it, &reached)| classify(text, it, reached))
+        .map(|(it, &reached)| classify(text, it, reached, &macros))
         .collect();
-
-    let generated = macro_launchers(text, root);
+    let generated = macro_host_functions(text, root, &macros);
 
     // 4. Emit: blank what was set aside, then reference what it launched.
     let mut out = blank(
@@ -240,7 +266,7 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
             })
             .chain(generated.iter().map(|g| g.range.clone())),
     );
-    let launches = Launches::new(text, root, &items, &decisions);
+    let launches = Launches::new(text, root, &items, &decisions, &macros);
     let (mut launched, unresolved_launches) = launches.resolve();
     for g in &generated {
         for k in &g.kernels {
@@ -271,7 +297,7 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
         .chain(generated.into_iter().map(|g| HostFunction {
             name: g.name,
             location: g.location,
-            decision: HostDecision::SetAside(SetAsideKind::MacroLaunchers),
+            decision: HostDecision::SetAside(SetAsideKind::MacroHostFunctions),
         }))
         .collect();
     Ok(HostCode {
@@ -297,11 +323,11 @@ struct Item<'t> {
     template_params: Vec<String>,
 }
 
-fn classify(text: &str, it: &Item, reached: bool) -> HostDecision {
+fn classify(text: &str, it: &Item, reached: bool, macros: &FileMacros) -> HostDecision {
     if reached {
         return HostDecision::Kept(KeptReason::CalledFromDevice);
     }
-    if it.func.has_error() {
+    if !extent_is_certain(text, it) {
         return HostDecision::Kept(KeptReason::SyntaxError);
     }
     if !balanced_preprocessor(&text[it.outer.clone()]) {
@@ -310,7 +336,10 @@ fn classify(text: &str, it: &Item, reached: bool) -> HostDecision {
     let Some(body) = it.body else {
         return HostDecision::SetAside(SetAsideKind::Declaration);
     };
-    let launches = has_kernel_call(body) || text[body.byte_range()].contains("<<<");
+    let body_text = &text[body.byte_range()];
+    let launches = has_kernel_call(body)
+        || body_text.contains("<<<")
+        || identifiers(body_text).any(|w| macros.launches(w));
     HostDecision::SetAside(if launches {
         SetAsideKind::Launcher
     } else {
@@ -486,6 +515,95 @@ fn balanced_preprocessor(s: &str) -> bool {
     depth == 0
 }
 
+/// Whether the function's extent is known. The parser recovers from what it cannot read
+/// (a macro invocation with a type as its argument, `LAUNCH(float, 4);`); inside a body that
+/// leaves the function's own extent intact when the body still runs from its `{` to a matching
+/// `}`. An error in the signature leaves the extent in doubt.
+fn extent_is_certain(text: &str, it: &Item) -> bool {
+    if !it.func.has_error() {
+        return true;
+    }
+    let Some(body) = it.body else {
+        return false;
+    };
+    let mut cursor = it.func.walk();
+    let signature_ok = it
+        .func
+        .children(&mut cursor)
+        .filter(|c| c.id() != body.id())
+        .all(|c| !c.has_error() && !c.is_error());
+    let b = blank_block_comments(&text[body.byte_range()]);
+    signature_ok && b.starts_with('{') && b.ends_with('}') && braces_balance(&b)
+}
+
+/// Whether `{` and `}` balance outside string and character literals and line comments
+/// (block comments are already blanked), never closing more than was opened.
+fn braces_balance(s: &str) -> bool {
+    let b = s.as_bytes();
+    let (mut depth, mut i) = (0i64, 0);
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' => i = skip_literal(b, i),
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    depth == 0
+}
+
+/// The index of the closing quote of the literal opening at `i` (or the end).
+fn skip_literal(b: &[u8], i: usize) -> usize {
+    let q = b[i];
+    let mut j = i + 1;
+    while j < b.len() && b[j] != q && b[j] != b'\n' {
+        j += if b[j] == b'\\' { 2 } else { 1 };
+    }
+    j.min(b.len())
+}
+
+/// `text` with every `/* ... */` comment's bytes made spaces (line breaks kept), outside string
+/// and character literals and line comments: same length, same byte offsets.
+fn blank_block_comments(text: &str) -> String {
+    let mut b = text.as_bytes().to_vec();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' => i = skip_literal(&b, i),
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let end = text[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
+                for c in &mut b[i..end] {
+                    if *c != b'\n' {
+                        *c = b' ';
+                    }
+                }
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Whole comments were replaced, byte for byte, by ASCII: still UTF-8.
+    String::from_utf8(b).unwrap_or_else(|_| text.to_owned())
+}
+
 fn has_kernel_call(n: Node) -> bool {
     let mut stack = vec![n];
     while let Some(n) = stack.pop() {
@@ -538,6 +656,7 @@ impl<'a, 't> Launches<'a, 't> {
         root: Node<'t>,
         items: &'a [Item<'t>],
         decisions: &[HostDecision],
+        macros: &FileMacros,
     ) -> Self {
         let set_aside: Vec<usize> = (0..items.len())
             .filter(|&i| {
@@ -545,7 +664,6 @@ impl<'a, 't> Launches<'a, 't> {
                     || decisions[i] == HostDecision::SetAside(SetAsideKind::HostOnly)
             })
             .collect();
-        let launch_macros = launch_macros(text, root);
         let mut sites = Vec::new();
         let mut locals = HashMap::new();
         for &i in &set_aside {
@@ -562,24 +680,21 @@ impl<'a, 't> Launches<'a, 't> {
                 let children: Vec<Node> = n.children(&mut cursor).collect();
                 stack.extend(children.into_iter().rev());
             }
-            // Launches inside statement macros (`LAUNCH(float, 4);` whose body holds `<<<`).
+            // Launches inside statement macros (`LAUNCH(float, 4);` whose expansion, through
+            // any depth of macros, holds `<<<`).
             let mut l = Vec::new();
             leaves(body, &mut l, false);
             for j in 0..l.len().saturating_sub(1) {
                 let word = &text[l[j].byte_range()];
-                let Some((params, mbody)) = launch_macros.get(word) else {
-                    continue;
-                };
-                if &text[l[j + 1].byte_range()] != "(" {
+                if !macros.launches(word) || &text[l[j + 1].byte_range()] != "(" {
                     continue;
                 }
                 let Some((_, args)) = call_args(text, &l, j + 1) else {
                     continue;
                 };
-                // The expander joins single-character tokens with spaces: `< < <`.
-                let expanded = expand(mbody, params, &args)
-                    .replace("< < <", "<<<")
-                    .replace("> > >", ">>>");
+                let Some(expanded) = macros.expand(word, &args) else {
+                    continue;
+                };
                 for (at, _) in expanded.match_indices("<<<") {
                     if let Some(k) = callee_before(&expanded, at) {
                         sites.push((i, k.to_owned(), location(text, l[j])));
@@ -712,7 +827,7 @@ impl<'a, 't> Launches<'a, 't> {
 }
 
 /// A namespace-scope invocation of a macro whose expansion is host launchers only.
-struct MacroLaunchers {
+struct HostMacroUse {
     name: String,
     location: Location,
     /// The invocation, from the macro's name to its `)` (and a `;` right after it).
@@ -722,9 +837,8 @@ struct MacroLaunchers {
     kernels: Vec<String>,
 }
 
-fn macro_launchers(text: &str, root: Node) -> Vec<MacroLaunchers> {
-    let macros = launch_macros(text, root);
-    if macros.is_empty() {
+fn macro_host_functions(text: &str, root: Node, macros: &FileMacros) -> Vec<HostMacroUse> {
+    if macros.defs.values().all(|d| d.host.is_none()) {
         return Vec::new();
     }
     let mut l = Vec::new();
@@ -733,20 +847,15 @@ fn macro_launchers(text: &str, root: Node) -> Vec<MacroLaunchers> {
     let mut j = 0;
     while j + 1 < l.len() {
         let word = &text[l[j].byte_range()];
-        let found = macros
-            .get(word)
-            .filter(|_| &text[l[j + 1].byte_range()] == "(");
-        let Some((params, body)) = found else {
+        if !macros.is_host_name(word) || &text[l[j + 1].byte_range()] != "(" {
             j += 1;
             continue;
-        };
+        }
         let Some((close, args)) = call_args(text, &l, j + 1) else {
             j += 1;
             continue;
         };
-        let expanded = expand(body, params, &args)
-            .replace("< < <", "<<<")
-            .replace("> > >", ">>>");
+        let expanded = macros.expand(word, &args).unwrap_or_default();
         if !only_host_definitions(&expanded) {
             j = close + 1;
             continue;
@@ -757,13 +866,16 @@ fn macro_launchers(text: &str, root: Node) -> Vec<MacroLaunchers> {
         {
             end = l[close + 1].end_byte();
         }
+        // Kernels whose arguments name the expansion's own locals (`constexpr int TILE_M`)
+        // cannot be named outside it.
+        let locals = expansion_locals(&expanded);
         let kernels = expanded
             .match_indices("<<<")
             .filter_map(|(at, _)| callee_before(&expanded, at))
-            .filter(|k| k.contains('<'))
+            .filter(|k| k.contains('<') && !identifiers(k).any(|w| locals.contains(w)))
             .map(collapse)
             .collect();
-        out.push(MacroLaunchers {
+        out.push(HostMacroUse {
             name: word.to_owned(),
             location: location(text, l[j]),
             range: l[j].start_byte()..end,
@@ -799,6 +911,17 @@ fn only_host_definitions(expanded: &str) -> bool {
         })
 }
 
+/// The parameters and local variables of the functions an expansion defines.
+fn expansion_locals(expanded: &str) -> HashSet<String> {
+    let Ok(mut parser) = new_parser() else {
+        return HashSet::new();
+    };
+    let Some(tree) = parser.parse(expanded, None) else {
+        return HashSet::new();
+    };
+    local_names(expanded, tree.root_node())
+}
+
 fn enclosing_namespaces(text: &str, n: Node) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = n.parent();
@@ -825,18 +948,40 @@ fn has_direct_kernel_call(n: Node) -> bool {
     found
 }
 
-/// Function-like macros whose body launches a kernel: name -> (parameters, body).
-fn launch_macros(text: &str, root: Node) -> HashMap<String, (Vec<String>, String)> {
-    let mut out = HashMap::new();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        if n.kind() == "preproc_function_def" {
-            let body = n
-                .child_by_field_name("value")
-                .map(|v| &text[v.byte_range()]);
-            let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
-            if let (Some(body), Some(name)) = (body, name) {
-                if body.contains("<<<") {
+/// The file's function-like macros, with the host code among them marked.
+struct FileMacros {
+    defs: HashMap<String, MacroDef>,
+}
+
+struct MacroDef {
+    params: Vec<String>,
+    body: String,
+    host: Option<HostMacro>,
+}
+
+/// Why a macro is host code.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HostMacro {
+    /// Its expansion launches kernels (`<<<`) and defines no device code.
+    Launches,
+    /// Its expansion defines host functions only.
+    DefinesHostFunctions,
+}
+
+impl FileMacros {
+    /// How deep macros that invoke macros are expanded.
+    const DEPTH: u32 = 8;
+
+    fn new(text: &str, root: Node) -> Self {
+        let mut defs = HashMap::new();
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "preproc_function_def" {
+                let body = n
+                    .child_by_field_name("value")
+                    .map(|v| &text[v.byte_range()]);
+                let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
+                if let (Some(body), Some(name)) = (body, name) {
                     let params = n
                         .child_by_field_name("parameters")
                         .map(|p| {
@@ -849,15 +994,145 @@ fn launch_macros(text: &str, root: Node) -> HashMap<String, (Vec<String>, String
                             names
                         })
                         .unwrap_or_default();
-                    out.insert(name.to_owned(), (params, body.to_owned()));
+                    defs.insert(
+                        name.to_owned(),
+                        MacroDef {
+                            params,
+                            body: body.to_owned(),
+                            host: None,
+                        },
+                    );
+                }
+                continue;
+            }
+            let mut cursor = n.walk();
+            stack.extend(n.named_children(&mut cursor));
+        }
+        let mut macros = FileMacros { defs };
+        // Classified on the expansion with the parameters' own names as arguments.
+        let names: Vec<String> = macros.defs.keys().cloned().collect();
+        for name in names {
+            let params = macros.defs[&name].params.clone();
+            let Some(full) = macros.expand(&name, &params) else {
+                continue;
+            };
+            let device = identifiers(&full).any(|w| matches!(w, "__device__" | "__global__"));
+            let host = if device {
+                None
+            } else if full.contains("<<<") {
+                Some(HostMacro::Launches)
+            } else if only_host_definitions(&full) {
+                Some(HostMacro::DefinesHostFunctions)
+            } else {
+                None
+            };
+            if let Some(d) = macros.defs.get_mut(&name) {
+                d.host = host;
+            }
+        }
+        macros
+    }
+
+    /// Whether the macro `name` launches kernels.
+    fn launches(&self, name: &str) -> bool {
+        self.defs
+            .get(name)
+            .is_some_and(|d| d.host == Some(HostMacro::Launches))
+    }
+
+    fn is_host_name(&self, name: &str) -> bool {
+        self.defs.get(name).is_some_and(|d| d.host.is_some())
+    }
+
+    /// Whether `def` (the `preproc_function_def` a macro body sits in) is host code.
+    fn is_host(&self, text: &str, def: Option<Node>) -> bool {
+        def.filter(|d| d.kind() == "preproc_function_def")
+            .and_then(|d| d.child_by_field_name("name"))
+            .is_some_and(|n| self.is_host_name(&text[n.byte_range()]))
+    }
+
+    /// `name(args)` expanded, and every macro invocation in the expansion expanded in turn.
+    fn expand(&self, name: &str, args: &[String]) -> Option<String> {
+        let def = self.defs.get(name)?;
+        let once = expand(&def.body, &def.params, args);
+        Some(normalize_chevrons(&self.expand_text(&once, Self::DEPTH)))
+    }
+
+    fn expand_text(&self, s: &str, depth: u32) -> String {
+        if depth == 0 {
+            return s.to_owned();
+        }
+        let mut out = String::with_capacity(s.len());
+        let mut i = 0;
+        let b = s.as_bytes();
+        while i < b.len() {
+            let c = b[i];
+            if c.is_ascii_alphabetic() || c == b'_' {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                let word = &s[start..i];
+                if let Some(def) = self.defs.get(word) {
+                    let mut j = i;
+                    while j < b.len() && b[j].is_ascii_whitespace() {
+                        j += 1;
+                    }
+                    if let Some((args, end)) = split_call_args(s, j) {
+                        let e = expand(&def.body, &def.params, &args);
+                        out.push_str(&self.expand_text(&e, depth - 1));
+                        out.push(' ');
+                        i = end;
+                        continue;
+                    }
+                }
+                out.push_str(word);
+                continue;
+            }
+            let ch = s[i..].chars().next().unwrap_or(' ');
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+        out
+    }
+}
+
+/// The expander joins single-character tokens with spaces: `< < <`.
+fn normalize_chevrons(s: &str) -> String {
+    s.replace("< < <", "<<<").replace("> > >", ">>>")
+}
+
+/// The arguments of the call whose `(` is at `open`, and the index after its `)`.
+fn split_call_args(s: &str, open: usize) -> Option<(Vec<String>, usize)> {
+    let b = s.as_bytes();
+    if b.get(open) != Some(&b'(') {
+        return None;
+    }
+    let (mut depth, mut i, mut start) = (0i32, open, open + 1);
+    let mut args = Vec::new();
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' => i = skip_literal(b, i),
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let last = s[start..i].trim();
+                    if !last.is_empty() || !args.is_empty() {
+                        args.push(last.to_owned());
+                    }
+                    return Some((args, i + 1));
                 }
             }
-            continue;
+            b',' if depth == 1 => {
+                args.push(s[start..i].trim().to_owned());
+                start = i + 1;
+            }
+            _ => {}
         }
-        let mut cursor = n.walk();
-        stack.extend(n.named_children(&mut cursor));
+        i += 1;
     }
-    out
+    None
 }
 
 /// The names a function declares for itself: parameters and local variables.

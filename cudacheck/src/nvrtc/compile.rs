@@ -319,22 +319,20 @@ pub fn compile(source: &CudaSource, opts: &CompileOptions) -> Result<Compiled, C
     // aside, nvcc's implicit includes, and a retry without the launch references when an
     // error came from them.
     let prepared = nvcc::prepare(source);
-    match compile_prepared(&prepared.source, opts, &prepared.options) {
-        Err(CompileError::Failed {
-            source_name,
-            diagnostics,
-            log,
-        }) => match prepared.without_launched(&diagnostics) {
-            Some(plain) => compile_prepared(&plain, opts, &prepared.options),
-            None => Err(CompileError::Failed {
-                source_name,
-                diagnostics,
-                log,
-            }),
-        },
-        other => other,
+    let mut result = compile_prepared(&prepared.source, opts, &prepared.options);
+    for attempt in 0..2 {
+        let retry = match &result {
+            Err(CompileError::Failed { diagnostics, .. }) => {
+                prepared.without_launched(diagnostics, attempt)
+            }
+            _ => None,
+        };
+        match retry {
+            Some(fewer) => result = compile_prepared(&fewer, opts, &prepared.options),
+            None => break,
+        }
     }
-    .map_err(|mut e| {
+    result.map_err(|mut e| {
         if let CompileError::Failed { diagnostics, .. } = &mut e {
             nvcc::explain(diagnostics);
         }

@@ -18,7 +18,9 @@
 //! to `cuda::std`) or that device code uses a sliver of (`<algorithm>`: min, max, clamp).
 //! Their definitions match CCCL's own NVRTC definitions token for token where both define a
 //! name, so mixing them with `<cuda/std/...>` headers is silent. `<cuda.h>` is replaced too: the
-//! toolkit's declares the driver API, and NVRTC rejects host function declarations.
+//! toolkit's declares the driver API, and NVRTC rejects host function declarations; so is CUB's
+//! umbrella `<cub/cub.cuh>`, whose device-wide algorithms are host code (the block, warp and
+//! thread levels are kept).
 //!
 //! Host-only C++ headers (`<vector>`, `<mutex>`, `<iostream>`, ...) resolve to empty
 //! [`HOST_ONLY_HEADERS`]: kernel files include them for the host code beside their kernels,
@@ -65,6 +67,7 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("type_traits", include_str!("compat/type_traits")),
     ("limits", include_str!("compat/limits")),
     ("cuda.h", include_str!("compat/cuda.h")),
+    ("cub/cub.cuh", include_str!("compat/cub/cub.cuh")),
 ];
 
 /// C++ library headers that only host code can use. Each resolves to [`HOST_ONLY_STUB`], so
@@ -198,7 +201,7 @@ mod tests {
                 "{name}"
             );
         }
-        assert_eq!(COMPAT_HEADERS.len(), 23);
+        assert_eq!(COMPAT_HEADERS.len(), 24);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! What still fails gets a `help:` note naming the construct and the fix ([`explain`]).
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use cudacheck_core::source::{set_aside_host_code, HostCode};
 
@@ -57,34 +58,42 @@ pub(crate) fn prepare(source: &CudaSource) -> Prepared<'_> {
 }
 
 impl Prepared<'_> {
-    /// The same source without the appended launch references, when an error in the compile
-    /// of `diagnostics` may come from them (they name kernels the way the launcher spelled
-    /// them, which can mean something else outside it). `None` when there are none, or when
-    /// the errors are all in the user's own lines.
-    pub fn without_launched(&self, diagnostics: &[Diagnostic]) -> Option<CudaSource> {
+    /// The source again, without the appended launch references that errors in
+    /// `diagnostics` point at (they name kernels as the launcher spelled them, which can mean
+    /// something else outside it), or without all of them on a second try. `None` when no
+    /// error points there: the errors are the user's own.
+    pub fn without_launched(&self, diagnostics: &[Diagnostic], attempt: u32) -> Option<CudaSource> {
         let host = self.host.as_ref()?;
         let first = host.appended_from_line?;
-        let in_appended = |d: &Diagnostic| {
-            let line_of = |file: &str, line: Option<u32>| {
-                file == self.source.name && line.is_some_and(|l| l >= first)
-            };
-            line_of(&d.file, d.line)
-                || d.notes.iter().any(|n| {
-                    // `instantiation of "..." at line N of FILE`
-                    n.rsplit_once(" at line ")
-                        .and_then(|(_, rest)| rest.split_once(" of "))
-                        .and_then(|(l, f)| Some((l.parse::<u32>().ok()?, f.trim_matches('"'))))
-                        .is_some_and(|(l, f)| f == self.source.name && l >= first)
-                })
+        let name = self.source.name.as_str();
+        let mut lines: HashSet<u32> = HashSet::new();
+        for d in diagnostics.iter().filter(|d| d.is_error()) {
+            if d.file == name {
+                lines.extend(d.line.filter(|&l| l >= first));
+            }
+            for note in &d.notes {
+                // `instantiation of "..." at line N of FILE`
+                let at = note
+                    .rsplit_once(" at line ")
+                    .and_then(|(_, rest)| rest.split_once(" of "))
+                    .and_then(|(l, f)| Some((l.parse::<u32>().ok()?, f.trim_matches('"'))));
+                if let Some((l, _)) = at.filter(|(l, f)| *f == name && *l >= first) {
+                    lines.insert(l);
+                }
+            }
+        }
+        if lines.is_empty() {
+            return None;
+        }
+        let text = if attempt == 0 {
+            host.text_without_lines(&lines)
+        } else {
+            host.text_without_launched().to_string()
         };
-        diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .any(in_appended)
-            .then(|| CudaSource {
-                text: host.text_without_launched().to_string(),
-                ..self.source.clone().into_owned()
-            })
+        Some(CudaSource {
+            text,
+            ..self.source.clone().into_owned()
+        })
     }
 }
 
