@@ -267,3 +267,33 @@ fn an_invocation_that_defines_kernels_is_left_alone() {
     let host = set_aside_host_code(src).unwrap();
     assert_eq!(host.text, src);
 }
+
+#[test]
+fn a_kernel_after_a_macro_invocation_without_semicolon_stays_a_kernel() {
+    // The parser folds `__global__` into the invocation before it; the kernel is still one.
+    let src = "#define OP(T, N) extern \"C\" int count_##N(const T* x) { return 0; }\n\
+               OP(float, f32)\n\
+               __global__ void after(float* x) { x[0] = 1; }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert!(
+        host.functions.iter().all(|f| f.name != "after"),
+        "{:#?}",
+        host.functions
+    );
+    assert!(host
+        .text
+        .contains("__global__ void after(float* x) { x[0] = 1; }"));
+}
+
+#[test]
+fn a_function_doing_host_only_things_is_host_code_even_if_a_macro_names_it() {
+    let src = "inline cudaError_t set_smem_once(const void* f, int v) {\n\
+                 static std::mutex m; std::lock_guard<std::mutex> l(m);\n\
+                 return cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, v);\n\
+               }\n\
+               #define SET_SMEM(F, V) set_smem_once(F, V)\n";
+    assert_eq!(
+        decision(src, "set_smem_once"),
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+}

@@ -232,11 +232,22 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
             _ => {}
         }
     }
+    // A function whose body does what only host code can (launch a kernel, call the runtime
+    // API, lock a std::mutex) is host code whoever names it: if device code really called it,
+    // nvcc would reject the file as well. Such a name in a macro body (a host helper macro in a
+    // header) does not keep it.
+    let host_evidence: Vec<bool> = items
+        .iter()
+        .map(|it| {
+            it.body
+                .is_some_and(|b| does_host_only_things(&text[b.byte_range()]))
+        })
+        .collect();
     let mut reached = vec![false; items.len()];
     loop {
         let mut grew = false;
         for (i, it) in items.iter().enumerate() {
-            if !reached[i] && used.contains(it.name.as_str()) {
+            if !reached[i] && !host_evidence[i] && used.contains(it.name.as_str()) {
                 reached[i] = true;
                 used.extend(inside[i].iter().copied());
                 grew = true;
@@ -424,6 +435,9 @@ fn item<'t>(
         .and_then(|t| t.child_by_field_name("parameters"))
         .map(|p| template_param_names(text, p))
         .unwrap_or_default();
+    if annotated_before(text, outer.start_byte()) {
+        return None;
+    }
     for word in identifiers(prefix) {
         if matches!(word, "__device__" | "__global__") {
             return None;
@@ -443,6 +457,68 @@ fn item<'t>(
         namespace: namespace.to_vec(),
         template_params,
     })
+}
+
+/// Whether a function body does something only host code can: launch with `<<<`, call the
+/// CUDA runtime or driver API (`cudaMalloc(`, `cuLaunchKernel(`), or use the C++ library's
+/// host-only synchronization and I/O.
+fn does_host_only_things(body: &str) -> bool {
+    if body.contains("<<<") {
+        return true;
+    }
+    let words: Vec<&str> = identifiers(body).collect();
+    words.iter().any(|w| {
+        let api = w
+            .strip_prefix("cuda")
+            .or_else(|| w.strip_prefix("cu"))
+            .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()));
+        api || matches!(
+            *w,
+            "mutex" | "lock_guard" | "unique_lock" | "cout" | "cerr" | "fprintf" | "stderr"
+        )
+    })
+}
+
+/// Whether the words just before `start` annotate the function for the device. Error recovery
+/// can leave a function's `__global__` in the node before it (after a macro invocation with no
+/// `;`, such as `DEFINE(float)` on the line above), so the function itself looks unannotated.
+fn annotated_before(text: &str, start: usize) -> bool {
+    let b = text.as_bytes();
+    let mut i = start;
+    loop {
+        while i > 0 && b[i - 1].is_ascii_whitespace() {
+            i -= 1;
+        }
+        if i > 0 && b[i - 1] == b')' {
+            // `__launch_bounds__(256)`
+            let mut depth = 0;
+            while i > 0 {
+                i -= 1;
+                match b[i] {
+                    b')' => depth += 1,
+                    b'(' => depth -= 1,
+                    _ => {}
+                }
+                if depth == 0 {
+                    break;
+                }
+            }
+            while i > 0 && b[i - 1].is_ascii_whitespace() {
+                i -= 1;
+            }
+            return text[..i].ends_with("__launch_bounds__");
+        }
+        let end = i;
+        while i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_') {
+            i -= 1;
+        }
+        match &text[i..end] {
+            "__global__" | "__device__" => return true,
+            "static" | "inline" | "__forceinline__" | "__noinline__" | "__host__" | "extern"
+            | "constexpr" => {}
+            _ => return false,
+        }
+    }
 }
 
 fn template_param_names(text: &str, list: Node) -> Vec<String> {

@@ -14,7 +14,8 @@
 //! fill the gap for `<stdint.h>`, `<cstdint>`, `<math.h>`, `<cmath>`, `<float.h>`, `<cfloat>`,
 //! `<limits.h>`, `<climits>`, `<assert.h>`, `<cassert>`, `<stddef.h>`, `<cstddef>`,
 //! `<stdio.h>`, `<cstdio>`, `<stdlib.h>`, `<cstdlib>`, `<string.h>`, `<cstring>`, and for the
-//! C++ headers whose device half CCCL has (`<utility>`, `<type_traits>`, `<limits>`, forwarded
+//! C++ headers whose device half CCCL has (`<utility>`, `<type_traits>`, `<limits>`, `<tuple>`,
+//! `<array>`, forwarded
 //! to `cuda::std`) or that device code uses a sliver of (`<algorithm>`: min, max, clamp).
 //! Their definitions match CCCL's own NVRTC definitions token for token where both define a
 //! name, so mixing them with `<cuda/std/...>` headers is silent. `<cuda.h>` is replaced too: the
@@ -66,17 +67,42 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("utility", include_str!("compat/utility")),
     ("type_traits", include_str!("compat/type_traits")),
     ("limits", include_str!("compat/limits")),
+    ("tuple", include_str!("compat/tuple")),
+    ("array", include_str!("compat/array")),
     ("cuda.h", include_str!("compat/cuda.h")),
     ("cub/cub.cuh", include_str!("compat/cub/cub.cuh")),
 ];
 
 /// C++ library headers that only host code can use. Each resolves to [`HOST_ONLY_STUB`], so
 /// that a kernel file including one for its host launchers compiles once those are set aside.
+/// CUB's device-wide algorithms (`cub::DeviceScan`, ...) are among them: they are host
+/// functions that launch CUB's kernels, and under NVRTC their headers do not compile.
 pub const HOST_ONLY_HEADERS: &[&str] = &[
+    "cub/device/device_adjacent_difference.cuh",
+    "cub/device/device_copy.cuh",
+    "cub/device/device_for.cuh",
+    "cub/device/device_histogram.cuh",
+    "cub/device/device_memcpy.cuh",
+    "cub/device/device_merge.cuh",
+    "cub/device/device_merge_sort.cuh",
+    "cub/device/device_partition.cuh",
+    "cub/device/device_radix_sort.cuh",
+    "cub/device/device_reduce.cuh",
+    "cub/device/device_run_length_encode.cuh",
+    "cub/device/device_scan.cuh",
+    "cub/device/device_segmented_radix_sort.cuh",
+    "cub/device/device_segmented_reduce.cuh",
+    "cub/device/device_segmented_sort.cuh",
+    "cub/device/device_select.cuh",
+    "cub/device/device_transform.cuh",
     "vector",
     "map",
     "unordered_map",
+    "unordered_set",
     "set",
+    "list",
+    "deque",
+    "atomic",
     "string",
     "mutex",
     "thread",
@@ -201,7 +227,7 @@ mod tests {
                 "{name}"
             );
         }
-        assert_eq!(COMPAT_HEADERS.len(), 24);
+        assert_eq!(COMPAT_HEADERS.len(), 26);
     }
 
     #[test]

@@ -15,85 +15,204 @@
 //!
 //! What still fails gets a `help:` note naming the construct and the fix ([`explain`]).
 
-use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
-use cudacheck_core::source::{set_aside_host_code, HostCode};
+use cudacheck_core::source::{parse_source, set_aside_host_code, HostCode};
 
-use super::compile::CudaSource;
+use super::compile::{CompileOptions, CudaSource};
 use super::diagnostic::Diagnostic;
 use super::headers::{HOST_ONLY_HEADERS, IMPLICIT_HEADER_NAME};
 
-/// A source made ready for NVRTC, with the options that go with it.
-pub(crate) struct Prepared<'s> {
-    pub source: Cow<'s, CudaSource>,
+/// How many of a file's own headers are read, at most: a guard against include cycles through
+/// differently spelled paths and against pathological trees.
+const MAX_HEADERS: usize = 256;
+
+/// A source made ready for NVRTC, with the options and headers that go with it.
+pub(crate) struct Prepared {
     /// Passed to NVRTC before the user's own extra options.
     pub options: Vec<String>,
-    host: Option<HostCode>,
+    original: CudaSource,
+    /// The main file's host code, when setting it aside changed the text.
+    main: Option<HostCode>,
+    /// The project's own headers whose host code was set aside, handed to NVRTC in memory.
+    headers: Vec<HeaderCopy>,
 }
 
-/// Sets the host code of `source` aside and picks the options that emulate nvcc.
-pub(crate) fn prepare(source: &CudaSource) -> Prepared<'_> {
+/// A header of the project (found beside the file or under an `-I` directory), host code set
+/// aside. NVRTC looks in-memory headers up by the name an `#include` spells, and names them so
+/// in its diagnostics; [`Prepared::restore_header_paths`] puts the path back.
+struct HeaderCopy {
+    spelling: String,
+    path: PathBuf,
+    host: HostCode,
+}
+
+/// One compile's inputs: the source text and the in-memory headers (include name, text).
+pub(crate) struct Attempt {
+    pub source: CudaSource,
+    pub headers: Vec<(String, String)>,
+}
+
+/// Sets the host code of `source` and of its own headers aside and picks the options that
+/// emulate nvcc. A file the parser cannot read is compiled as it is: NVRTC's own diagnostics
+/// say more about it than a parse failure would.
+pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
     let options = vec![
         format!("--pre-include={IMPLICIT_HEADER_NAME}"),
         "-default-device".to_string(),
     ];
-    // A file the parser cannot read at all is compiled as it is: NVRTC's own diagnostics say
-    // more about it than a parse failure would.
-    let host = set_aside_host_code(&source.text)
+    let main = set_aside_host_code(&source.text)
         .ok()
         .filter(HostCode::changed);
-    let source = match &host {
-        Some(h) => Cow::Owned(CudaSource {
-            text: h.text.clone(),
-            ..source.clone()
-        }),
-        None => Cow::Borrowed(source),
-    };
+    let headers = local_headers(source, &opts.include_dirs);
+    // An in-memory header has no directory of its own, so its relative includes
+    // (`#include "../utils.cuh"`) are searched for on the include path: its file's directory
+    // goes there, last, where it can only resolve what would otherwise not be found.
+    let mut options = options;
+    let mut dirs: Vec<&Path> = headers.iter().filter_map(|h| h.path.parent()).collect();
+    dirs.sort();
+    dirs.dedup();
+    options.extend(dirs.iter().map(|d| format!("-I{}", d.display())));
     Prepared {
-        source,
         options,
-        host,
+        original: source.clone(),
+        main,
+        headers,
     }
 }
 
-impl Prepared<'_> {
-    /// The source again, without the appended launch references that errors in
-    /// `diagnostics` point at (they name kernels as the launcher spelled them, which can mean
-    /// something else outside it), or without all of them on a second try. `None` when no
-    /// error points there: the errors are the user's own.
-    pub fn without_launched(&self, diagnostics: &[Diagnostic], attempt: u32) -> Option<CudaSource> {
-        let host = self.host.as_ref()?;
-        let first = host.appended_from_line?;
-        let name = self.source.name.as_str();
-        let mut lines: HashSet<u32> = HashSet::new();
-        for d in diagnostics.iter().filter(|d| d.is_error()) {
-            if d.file == name {
-                lines.extend(d.line.filter(|&l| l >= first));
+/// The project's headers the file includes, directly or through each other, resolved as NVRTC
+/// resolves them (the including file's directory, then the `-I` directories), with host code
+/// set aside; only those whose text changed. A spelling that names two different files is
+/// left alone, since an in-memory header can stand for one of them only.
+fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> Vec<HeaderCopy> {
+    // Spelling -> the file it names (`None` once it has named two).
+    let mut spellings: HashMap<String, Option<PathBuf>> = HashMap::new();
+    let mut read: HashMap<PathBuf, Option<HostCode>> = HashMap::new();
+    let mut queue: Vec<(String, Option<PathBuf>)> = vec![(source.text.clone(), source.dir.clone())];
+    while let Some((text, dir)) = queue.pop() {
+        let Ok(model) = parse_source(&text, "") else {
+            continue;
+        };
+        for spelling in model.includes {
+            let candidates = dir.iter().chain(include_dirs).map(|d| d.join(&spelling));
+            let Some(path) = candidates
+                .filter(|p| p.is_file())
+                .find_map(|p| p.canonicalize().ok())
+            else {
+                continue;
+            };
+            let entry = spellings
+                .entry(spelling)
+                .or_insert_with(|| Some(path.clone()));
+            if entry.as_ref().is_some_and(|p| *p != path) {
+                *entry = None;
             }
-            for note in &d.notes {
-                // `instantiation of "..." at line N of FILE`
-                let at = note
-                    .rsplit_once(" at line ")
-                    .and_then(|(_, rest)| rest.split_once(" of "))
-                    .and_then(|(l, f)| Some((l.parse::<u32>().ok()?, f.trim_matches('"'))));
-                if let Some((l, _)) = at.filter(|(l, f)| *f == name && *l >= first) {
-                    lines.insert(l);
+            if read.contains_key(&path) || read.len() >= MAX_HEADERS {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                read.insert(path, None);
+                continue;
+            };
+            read.insert(path.clone(), set_aside_host_code(&text).ok());
+            queue.push((text, path.parent().map(Path::to_path_buf)));
+        }
+    }
+    let mut out: Vec<HeaderCopy> = spellings
+        .into_iter()
+        .filter_map(|(spelling, path)| {
+            let path = path?;
+            let host = read.get(&path)?.as_ref()?;
+            host.changed().then(|| HeaderCopy {
+                spelling,
+                path,
+                host: host.clone(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.spelling.cmp(&b.spelling));
+    out
+}
+
+impl Prepared {
+    /// The first attempt: everything set aside, every launch reference in.
+    pub fn first(&self) -> Attempt {
+        self.attempt(&HashMap::new(), false)
+    }
+
+    /// The next attempt after a failure, without the launch references that errors in
+    /// `diagnostics` point at (they name kernels as the launcher spelled them, which can mean
+    /// something else outside it), or, on a second retry, without any. `None` when no error
+    /// points at one: the errors are the user's own.
+    pub fn retry(&self, diagnostics: &[Diagnostic], attempt: u32) -> Option<Attempt> {
+        let mut lines: HashMap<&str, HashSet<u32>> = HashMap::new();
+        let units = self
+            .main
+            .iter()
+            .map(|h| (self.original.name.as_str(), h))
+            .chain(self.headers.iter().map(|h| (h.spelling.as_str(), &h.host)));
+        let mut any = false;
+        for (name, host) in units {
+            let Some(first) = host.appended_from_line else {
+                continue;
+            };
+            let set = lines.entry(name).or_default();
+            for d in diagnostics.iter().filter(|d| d.is_error()) {
+                if d.file == name {
+                    set.extend(d.line.filter(|&l| l >= first));
+                }
+                for note in &d.notes {
+                    // `instantiation of "..." at line N of FILE`
+                    let at = note
+                        .rsplit_once(" at line ")
+                        .and_then(|(_, rest)| rest.split_once(" of "))
+                        .and_then(|(l, f)| Some((l.parse::<u32>().ok()?, f.trim_matches('"'))));
+                    if let Some((l, _)) = at.filter(|(l, f)| *f == name && *l >= first) {
+                        set.insert(l);
+                    }
                 }
             }
+            any |= !set.is_empty();
         }
-        if lines.is_empty() {
-            return None;
-        }
-        let text = if attempt == 0 {
-            host.text_without_lines(&lines)
-        } else {
-            host.text_without_launched().to_string()
+        any.then(|| self.attempt(&lines, attempt > 0))
+    }
+
+    fn attempt(&self, drop: &HashMap<&str, HashSet<u32>>, drop_all: bool) -> Attempt {
+        let text_of = |name: &str, host: &HostCode| -> String {
+            if drop_all {
+                host.text_without_launched().to_string()
+            } else {
+                match drop.get(name) {
+                    Some(lines) if !lines.is_empty() => host.text_without_lines(lines),
+                    _ => host.text.clone(),
+                }
+            }
         };
-        Some(CudaSource {
-            text,
-            ..self.source.clone().into_owned()
-        })
+        let source = match &self.main {
+            Some(h) => CudaSource {
+                text: text_of(&self.original.name, h),
+                ..self.original.clone()
+            },
+            None => self.original.clone(),
+        };
+        let headers = self
+            .headers
+            .iter()
+            .map(|h| (h.spelling.clone(), text_of(&h.spelling, &h.host)))
+            .collect();
+        Attempt { source, headers }
+    }
+
+    /// NVRTC names an in-memory header by its include spelling; diagnostics should name the
+    /// file the user can open.
+    pub fn restore_header_paths(&self, diagnostics: &mut [Diagnostic]) {
+        for d in diagnostics.iter_mut() {
+            if let Some(h) = self.headers.iter().find(|h| h.spelling == d.file) {
+                d.file = h.path.display().to_string();
+            }
+        }
     }
 }
 

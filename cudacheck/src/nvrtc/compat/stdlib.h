@@ -9,4 +9,10 @@
 #define EXIT_SUCCESS 0
 #define EXIT_FAILURE 1
 
+// glibc's <stdlib.h> includes <sys/types.h>, whose System V shorthands every Linux nvcc build
+// sees (g++ defines _DEFAULT_SOURCE); kernels written there use them without an include.
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+
 #endif // CUDACHECK_COMPAT_STDLIB_H
