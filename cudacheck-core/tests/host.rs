@@ -297,3 +297,15 @@ fn a_function_doing_host_only_things_is_host_code_even_if_a_macro_names_it() {
         HostDecision::SetAside(SetAsideKind::HostOnly)
     );
 }
+
+#[test]
+fn a_launch_that_deduces_template_arguments_names_the_deduced_kernel() {
+    let src = "template <typename T> __global__ void scale(const T* __restrict__ in, T* out, int n) {}\n\
+               template <typename T> void run(const void* in, void* out, int n) {\n\
+                   scale<<<1, 32>>>(static_cast<const T*>(in), static_cast<T*>(out), n);\n\
+               }\n\
+               extern \"C\" void run_f32(const void* i, void* o, int n) { run<float>(i, o, n); }\n\
+               extern \"C\" void run_direct(const double* i, double* o, int n) { scale<<<1, 32>>>(i, o, n); }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.launched, ["scale<float>", "scale<double>"]);
+}

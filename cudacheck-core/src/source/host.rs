@@ -718,7 +718,7 @@ fn blank(text: &str, ranges: impl Iterator<Item = std::ops::Range<usize>>) -> St
 /// parameters.
 struct Launches<'a, 't> {
     items: &'a [Item<'t>],
-    /// Per set-aside item: (kernel as written, where, local names of the launcher).
+    /// Per set-aside item: (the launched kernel, where).
     sites: Vec<(usize, String, Location)>,
     locals: HashMap<usize, HashSet<String>>,
     /// Explicit calls `f<args>(...)` to set-aside function templates: (callee item, the item
@@ -742,14 +742,32 @@ impl<'a, 't> Launches<'a, 't> {
             .collect();
         let mut sites = Vec::new();
         let mut locals = HashMap::new();
+        let mut types_of: HashMap<usize, HashMap<String, String>> = HashMap::new();
+        let template_kernels = template_kernels(text, root);
         for &i in &set_aside {
             let Some(body) = items[i].body else { continue };
             locals.insert(i, local_names(text, items[i].func));
+            types_of.insert(i, declared_types(text, items[i].func));
             let mut stack = vec![body];
             while let Some(n) = stack.pop() {
                 if n.kind() == "call_expression" && has_direct_kernel_call(n) {
                     if let Some(f) = n.child_by_field_name("function") {
-                        sites.push((i, text[f.byte_range()].to_owned(), location(text, f)));
+                        let callee = text[f.byte_range()].to_owned();
+                        // A template kernel whose arguments the launch deduces: named through
+                        // a function pointer of the argument types (`void (*)(float*, int)`).
+                        let name = callee.split('<').next().unwrap_or("").trim();
+                        let name = name.rsplit("::").next().unwrap_or(name).trim();
+                        let deduced = template_kernels
+                            .get(name)
+                            .filter(|_| !callee.contains('<'))
+                            .and_then(|t| {
+                                let types = n
+                                    .child_by_field_name("arguments")
+                                    .and_then(|a| argument_types(text, a, &types_of[&i]))?;
+                                t.deduce(&callee, &types)
+                            });
+                        let kernel = deduced.unwrap_or(callee);
+                        sites.push((i, kernel, location(text, f)));
                     }
                 }
                 let mut cursor = n.walk();
@@ -825,16 +843,16 @@ impl<'a, 't> Launches<'a, 't> {
     fn resolve(&self) -> (Vec<(Vec<String>, String)>, Vec<UnresolvedLaunch>) {
         let mut launched: Vec<(Vec<String>, String)> = Vec::new();
         let mut unresolved = Vec::new();
-        for (i, kernel, loc) in &self.sites {
-            if !kernel.contains('<') {
+        for (i, site, loc) in &self.sites {
+            if !site.contains('<') {
                 // A plain kernel is compiled whether or not anything launches it.
                 continue;
             }
             let item = &self.items[*i];
+            let locals = &self.locals[i];
             let mut missing: Vec<String> = Vec::new();
             for binding in self.bindings(*i, 0) {
-                let k = substitute(kernel, &item.template_params, &binding);
-                let locals = &self.locals[i];
+                let k = substitute(site, &item.template_params, &binding);
                 let deps: Vec<String> = identifiers(&k)
                     .filter(|w| locals.contains(*w) || item.template_params.iter().any(|p| p == w))
                     .map(str::to_owned)
@@ -852,7 +870,7 @@ impl<'a, 't> Launches<'a, 't> {
                 missing.sort();
                 missing.dedup();
                 unresolved.push(UnresolvedLaunch {
-                    kernel: collapse(kernel),
+                    kernel: collapse(site),
                     location: loc.clone(),
                     depends_on: missing,
                 });
@@ -1015,6 +1033,225 @@ fn enclosing_namespaces(text: &str, n: Node) -> Vec<String> {
     out
 }
 
+/// A `__global__` function template: its template parameters (name, has a default) and its
+/// function parameters' types as written.
+struct KernelTemplate {
+    template_params: Vec<(String, bool)>,
+    param_types: Vec<String>,
+}
+
+impl KernelTemplate {
+    /// `k<float>` for a launch of `k` with arguments of `arg_types`, deducing each template
+    /// parameter from the first function parameter that mentions it, the way a call does after
+    /// dropping qualifiers (`const T* __restrict__` against `float*` gives `T = float`).
+    fn deduce(&self, kernel: &str, arg_types: &[String]) -> Option<String> {
+        let plain = |t: &str| -> String {
+            t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == ':'))
+                .filter(|w| !matches!(*w, "" | "const" | "volatile" | "__restrict__" | "restrict"))
+                .collect::<Vec<_>>()
+                .join(" ")
+                .replace(" *", "*")
+        };
+        let mut args: Vec<String> = Vec::new();
+        for (name, has_default) in &self.template_params {
+            let found = self.param_types.iter().zip(arg_types).find_map(|(p, a)| {
+                let (p, a) = (plain(p), plain(a));
+                let at = p.split(' ').position(|w| w.trim_end_matches('*') == name)?;
+                let words: Vec<&str> = p.split(' ').collect();
+                let pre = words[..at].join(" ");
+                let post = &words[at][name.len()..];
+                let rest = a.strip_prefix(pre.as_str())?.trim_start();
+                let bound = rest.strip_suffix(post)?.trim();
+                (!bound.is_empty() && !bound.ends_with('*') || post.is_empty())
+                    .then(|| bound.to_owned())
+                    .filter(|b| !b.is_empty())
+            });
+            match found {
+                Some(b) => args.push(b),
+                None if *has_default => break,
+                None => return None,
+            }
+        }
+        Some(format!("{kernel}<{}>", args.join(", ")))
+    }
+}
+
+/// The file's `__global__` function templates, by name.
+fn template_kernels(text: &str, root: Node) -> HashMap<String, KernelTemplate> {
+    let mut out = HashMap::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "template_declaration" {
+            let mut c = n.walk();
+            let inner = n
+                .named_children(&mut c)
+                .find(|x| matches!(x.kind(), "function_definition" | "declaration"));
+            if let Some(f) = inner {
+                let mut c = f.walk();
+                let decl = f
+                    .children_by_field_name("declarator", &mut c)
+                    .find(|d| d.kind() == "function_declarator");
+                let name = decl.and_then(|d| d.child_by_field_name("declarator"));
+                if let (Some(decl), Some(name)) = (decl, name) {
+                    let prefix = &text[f.start_byte()..name.start_byte()];
+                    if identifiers(prefix).any(|w| w == "__global__") {
+                        let template_params = n
+                            .child_by_field_name("parameters")
+                            .map(|p| {
+                                let names = template_param_names(text, p);
+                                let mut c = p.walk();
+                                let defaults: Vec<bool> = p
+                                    .named_children(&mut c)
+                                    .map(|x| x.kind().starts_with("optional"))
+                                    .collect();
+                                names.into_iter().zip(defaults).collect()
+                            })
+                            .unwrap_or_default();
+                        let param_types = decl
+                            .child_by_field_name("parameters")
+                            .map(|p| {
+                                let mut c = p.walk();
+                                let v: Vec<String> = p
+                                    .named_children(&mut c)
+                                    .filter(|x| x.kind().ends_with("parameter_declaration"))
+                                    .map(|x| {
+                                        let ty = x
+                                            .child_by_field_name("type")
+                                            .map_or("", |t| &text[t.byte_range()]);
+                                        let stars =
+                                            x.child_by_field_name("declarator").map_or(0, |d| {
+                                                text[d.byte_range()].matches('*').count()
+                                            });
+                                        format!("{ty}{}", "*".repeat(stars))
+                                    })
+                                    .collect();
+                                v
+                            })
+                            .unwrap_or_default();
+                        out.insert(
+                            text[name.byte_range()].to_owned(),
+                            KernelTemplate {
+                                template_params,
+                                param_types,
+                            },
+                        );
+                    }
+                }
+            }
+            continue;
+        }
+        if matches!(n.kind(), "function_definition" | "preproc_function_def") {
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
+}
+
+/// The declared type of each parameter and local variable of a function, as written, with its
+/// pointer levels (`const float *x` gives `const float*`); `auto` is left out.
+fn declared_types(text: &str, func: Node) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut stack = vec![func];
+    while let Some(n) = stack.pop() {
+        if matches!(
+            n.kind(),
+            "parameter_declaration" | "optional_parameter_declaration" | "declaration"
+        ) {
+            if let Some(ty) = n.child_by_field_name("type") {
+                let base = collapse(&text[ty.byte_range()]);
+                let mut c = n.walk();
+                let is_const = n
+                    .children(&mut c)
+                    .any(|q| q.kind() == "type_qualifier" && &text[q.byte_range()] == "const");
+                let mut c = n.walk();
+                let decls: Vec<Node> = n.children_by_field_name("declarator", &mut c).collect();
+                for d in decls {
+                    let mut stars = String::new();
+                    let mut d = d;
+                    loop {
+                        match d.kind() {
+                            "pointer_declarator" | "array_declarator" => stars.push('*'),
+                            "init_declarator" | "reference_declarator" => {}
+                            _ => break,
+                        }
+                        match d
+                            .child_by_field_name("declarator")
+                            .or_else(|| d.named_child(0))
+                        {
+                            Some(inner) => d = inner,
+                            None => break,
+                        }
+                    }
+                    if d.kind() == "identifier" && base != "auto" {
+                        let konst = if is_const { "const " } else { "" };
+                        out.insert(
+                            text[d.byte_range()].to_owned(),
+                            format!("{konst}{base}{stars}"),
+                        );
+                    }
+                }
+            }
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
+}
+
+/// The type of each argument of a launch, when every one is plain to read: a variable of the
+/// launcher, a cast, or a literal. `None` otherwise.
+fn argument_types(
+    text: &str,
+    args: Node,
+    declared: &HashMap<String, String>,
+) -> Option<Vec<String>> {
+    let mut cursor = args.walk();
+    let list: Vec<Node> = args.named_children(&mut cursor).collect();
+    list.into_iter()
+        .filter(|a| a.kind() != "comment")
+        .map(|a| match a.kind() {
+            "identifier" => declared.get(&text[a.byte_range()]).cloned(),
+            "cast_expression" => a
+                .child_by_field_name("type")
+                .map(|t| collapse(&text[t.byte_range()])),
+            "call_expression" => {
+                let f = a.child_by_field_name("function")?;
+                let cast = f.child_by_field_name("name").map(|n| &text[n.byte_range()]);
+                if f.kind() == "template_function"
+                    && matches!(
+                        cast,
+                        Some("static_cast" | "reinterpret_cast" | "const_cast")
+                    )
+                {
+                    let t = &text[f.child_by_field_name("arguments")?.byte_range()];
+                    Some(collapse(t.trim().strip_prefix('<')?.strip_suffix('>')?))
+                } else {
+                    None
+                }
+            }
+            "number_literal" => {
+                let n = &text[a.byte_range()];
+                Some(
+                    if n.contains('.') || (n.contains(['e', 'E']) && !n.starts_with("0x")) {
+                        if n.ends_with(['f', 'F']) {
+                            "float"
+                        } else {
+                            "double"
+                        }
+                    } else {
+                        "int"
+                    }
+                    .to_owned(),
+                )
+            }
+            "true" | "false" => Some("bool".to_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Whether this call is itself the `<<<...>>>` launch (not one nested in its arguments).
 fn has_direct_kernel_call(n: Node) -> bool {
     let mut cursor = n.walk();
@@ -1175,7 +1412,9 @@ impl FileMacros {
 
 /// The expander joins single-character tokens with spaces: `< < <`.
 fn normalize_chevrons(s: &str) -> String {
-    s.replace("< < <", "<<<").replace("> > >", ">>>")
+    s.replace("< < <", "<<<")
+        .replace("> > >", ">>>")
+        .replace(": :", "::")
 }
 
 /// The arguments of the call whose `(` is at `open`, and the index after its `)`.
