@@ -124,15 +124,23 @@ fn nvrtc_host_code_that_cannot_be_set_aside_names_construct_and_fix() {
 }
 
 #[test]
-fn nvrtc_host_function_kept_for_device_code_names_the_fix() {
+fn nvrtc_device_code_calling_host_code_names_the_fix() {
     if !nvrtc_or_skip() {
         return;
     }
     // Device code calls a host helper that uses the runtime API: nvcc rejects the call too.
     let src = "int device_count() { int n = 0; cudaGetDeviceCount(&n); return n; }\n\
                extern \"C\" __global__ void k(int* x) { x[0] = device_count(); }\n";
-    let e = build("kept.cu", src).unwrap_err();
+    let e = build("host_call.cu", src).unwrap_err();
+    let CompileError::Failed { diagnostics, .. } = &e else {
+        panic!("expected a compile failure, got {e}");
+    };
+    let d = diagnostics.iter().find(|d| d.is_error()).unwrap();
+    assert_eq!(d.line, Some(2), "the error is at the device call: {e}");
     let text = e.to_string();
-    assert!(text.contains("kept.cu:1"), "{text}");
-    assert!(text.contains("help:"), "{text}");
+    assert!(
+        text.contains("`device_count` (line 1) is host code"),
+        "{text}"
+    );
+    assert!(text.contains("`__device__` function"), "{text}");
 }

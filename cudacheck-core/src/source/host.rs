@@ -182,6 +182,19 @@ impl fmt::Display for SetAsideKind {
 /// [`SourceError::GrammarUnavailable`] or [`SourceError::ParseFailed`] when the file cannot be
 /// parsed at all (a NUL byte counts as unparsable).
 pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
+    set_aside_host_code_in(text, &HashSet::new())
+}
+
+/// [`set_aside_host_code`] for a file that is part of a larger translation unit (a header):
+/// `used_elsewhere` holds the identifiers the other files of the unit mention, and a function
+/// named there counts as used by device code, as one named in this file would.
+///
+/// # Errors
+/// As [`set_aside_host_code`].
+pub fn set_aside_host_code_in(
+    text: &str,
+    used_elsewhere: &HashSet<String>,
+) -> Result<HostCode, SourceError> {
     let mut parser = new_parser()?;
     let failed = || SourceError::ParseFailed {
         file_name: String::new(),
@@ -208,7 +221,7 @@ pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
     //    then the identifiers inside each function found used, until nothing changes.
     let mut all_leaves = Vec::new();
     leaves(root, &mut all_leaves, false);
-    let mut used: HashSet<&str> = HashSet::new();
+    let mut used: HashSet<&str> = used_elsewhere.iter().map(String::as_str).collect();
     let mut inside: Vec<HashSet<&str>> = vec![HashSet::new(); items.len()];
     for leaf in &all_leaves {
         let leaf_text = text.get(leaf.byte_range()).unwrap_or("");

@@ -38,8 +38,8 @@ mod structs;
 mod types;
 
 pub use host::{
-    set_aside_host_code, HostCode, HostDecision, HostFunction, KeptReason, SetAsideKind,
-    UnresolvedLaunch,
+    set_aside_host_code, set_aside_host_code_in, HostCode, HostDecision, HostFunction, KeptReason,
+    SetAsideKind, UnresolvedLaunch,
 };
 pub use kernel::{
     KernelDecl, LaunchBoundsDecl, ParamDecl, SharedArray, TemplateParam, TemplateParamKind,

@@ -338,7 +338,7 @@ pub fn compile(source: &CudaSource, opts: &CompileOptions) -> Result<Compiled, C
     result.map_err(|mut e| {
         if let CompileError::Failed { diagnostics, .. } = &mut e {
             prepared.restore_header_paths(diagnostics);
-            nvcc::explain(diagnostics);
+            prepared.explain(diagnostics);
         }
         e
     })

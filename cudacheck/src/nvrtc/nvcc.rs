@@ -18,7 +18,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use cudacheck_core::source::{parse_source, set_aside_host_code, HostCode};
+use cudacheck_core::source::{
+    parse_source, set_aside_host_code, set_aside_host_code_in, HostCode, HostDecision,
+};
 
 use super::compile::{CompileOptions, CudaSource};
 use super::diagnostic::Diagnostic;
@@ -89,7 +91,7 @@ pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
 fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> Vec<HeaderCopy> {
     // Spelling -> the file it names (`None` once it has named two).
     let mut spellings: HashMap<String, Option<PathBuf>> = HashMap::new();
-    let mut read: HashMap<PathBuf, Option<HostCode>> = HashMap::new();
+    let mut texts: HashMap<PathBuf, String> = HashMap::new();
     let mut queue: Vec<(String, Option<PathBuf>)> = vec![(source.text.clone(), source.dir.clone())];
     while let Some((text, dir)) = queue.pop() {
         let Ok(model) = parse_source(&text, "") else {
@@ -109,25 +111,47 @@ fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> Vec<HeaderCop
             if entry.as_ref().is_some_and(|p| *p != path) {
                 *entry = None;
             }
-            if read.contains_key(&path) || read.len() >= MAX_HEADERS {
+            if texts.contains_key(&path) || texts.len() >= MAX_HEADERS {
                 continue;
             }
             let Ok(text) = std::fs::read_to_string(&path) else {
-                read.insert(path, None);
                 continue;
             };
-            read.insert(path.clone(), set_aside_host_code(&text).ok());
+            texts.insert(path.clone(), text.clone());
             queue.push((text, path.parent().map(Path::to_path_buf)));
+        }
+    }
+    // A header's helper is used by the files that include it: what any other file of the
+    // translation unit names counts as used.
+    let words = |t: &str| -> HashSet<String> {
+        t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let per_file: HashMap<&PathBuf, HashSet<String>> =
+        texts.iter().map(|(p, t)| (p, words(t))).collect();
+    let main_words = words(&source.text);
+    let mut hosts: HashMap<&PathBuf, HostCode> = HashMap::new();
+    for (path, text) in &texts {
+        let mut elsewhere = main_words.clone();
+        for (other, w) in &per_file {
+            if *other != path {
+                elsewhere.extend(w.iter().cloned());
+            }
+        }
+        if let Ok(host) = set_aside_host_code_in(text, &elsewhere) {
+            hosts.insert(path, host);
         }
     }
     let mut out: Vec<HeaderCopy> = spellings
         .into_iter()
         .filter_map(|(spelling, path)| {
             let path = path?;
-            let host = read.get(&path)?.as_ref()?;
+            let host = hosts.get(&path)?;
             host.changed().then(|| HeaderCopy {
                 spelling,
-                path,
+                path: path.clone(),
                 host: host.clone(),
             })
         })
@@ -205,6 +229,34 @@ impl Prepared {
         Attempt { source, headers }
     }
 
+    /// For a use of a host function this file set aside (`identifier "f" is undefined`), a
+    /// `help:` note saying so; the generic notes of [`explain`] for the rest.
+    pub fn explain(&self, diagnostics: &mut [Diagnostic]) {
+        let set_aside = self
+            .main
+            .iter()
+            .chain(self.headers.iter().map(|h| &h.host))
+            .flat_map(|h| &h.functions)
+            .filter(|f| matches!(f.decision, HostDecision::SetAside(_)));
+        let names: Vec<(&str, u32)> = set_aside
+            .map(|f| (f.name.as_str(), f.location.line))
+            .collect();
+        for d in diagnostics.iter_mut().filter(|d| d.is_error()) {
+            let Some(name) = quoted_after(&d.message, "identifier ") else {
+                continue;
+            };
+            if let Some((_, line)) = names.iter().find(|(n, _)| *n == name) {
+                d.notes.push(format!(
+                    "help: `{name}` (line {line}) is host code: it has no `__device__` and does \
+                     what only host code can (launch kernels, call the runtime API), so it was set \
+                     aside as nvcc's device pass sets it aside. nvcc rejects this call from device \
+                     code too: give device code its own `__device__` function"
+                ));
+            }
+        }
+        explain(diagnostics);
+    }
+
     /// NVRTC names an in-memory header by its include spelling; diagnostics should name the
     /// file the user can open.
     pub fn restore_header_paths(&self, diagnostics: &mut [Diagnostic]) {
@@ -218,7 +270,7 @@ impl Prepared {
 
 /// Adds a `help:` note to each error whose cause is a known difference between nvcc and
 /// NVRTC, naming the construct and the fix.
-pub(crate) fn explain(diagnostics: &mut [Diagnostic]) {
+fn explain(diagnostics: &mut [Diagnostic]) {
     for d in diagnostics.iter_mut().filter(|d| d.is_error()) {
         if let Some(help) = help_for(&d.message) {
             d.notes.push(format!("help: {help}"));

@@ -15,6 +15,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <cstdio>
+// CCCL, which the C++ ones forward to, needs C++17; older standards go without them.
+#if __cplusplus >= 201703L
 #include <utility>
 #include <type_traits>
+#endif
 #endif // CUDACHECK_IMPLICIT_H

@@ -51,8 +51,9 @@
 // header includes it, as nvcc's implicit <cuda_runtime.h> includes the C library's), so any
 // other body would draw warning #47-D ("incompatible redefinition") from every file that also
 // includes <cuda/std/cmath>. An identical redefinition is silent.
-// Without CCCL on the include path, the bit patterns below do the same job.
-#if __has_include(<cuda/std/limits>)
+// Without CCCL on the include path (or below C++17, which CCCL needs), the bit patterns below do
+// the same job.
+#if __cplusplus >= 201703L && __has_include(<cuda/std/limits>)
 #include <cuda/std/limits>
 #ifndef INFINITY
 #define INFINITY _CUDA_VSTD::numeric_limits<float>::infinity()
