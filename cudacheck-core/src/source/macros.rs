@@ -197,7 +197,7 @@ fn definition(src: &str, n: Node, kernel_words: &[String]) -> Option<MacroKernel
 
 /// The leaves of the tree outside function bodies and `#define`s, where a top-level macro
 /// invocation can be. Zero-width leaves the parser invented (`MISSING`) are left out.
-fn leaves<'t>(root: Node<'t>, out: &mut Vec<Node<'t>>, skip_bodies: bool) {
+pub(super) fn leaves<'t>(root: Node<'t>, out: &mut Vec<Node<'t>>, skip_bodies: bool) {
     // An explicit stack: deeply nested expressions must not overflow the call stack.
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
@@ -223,7 +223,7 @@ fn leaves<'t>(root: Node<'t>, out: &mut Vec<Node<'t>>, skip_bodies: bool) {
 }
 
 /// Index of the `)` closing the `(` at `open`, and the leaf ranges of each argument between.
-fn call_args(src: &str, l: &[Node], open: usize) -> Option<(usize, Vec<String>)> {
+pub(super) fn call_args(src: &str, l: &[Node], open: usize) -> Option<(usize, Vec<String>)> {
     let text = |n: &Node| src.get(n.byte_range()).unwrap_or("");
     let mut depth = 0usize;
     let mut args = Vec::new();
@@ -312,7 +312,7 @@ impl MacroKernel {
 
 /// Substitutes `args` for `params` in `body`, with `#x` stringizing and `a ## b` pasting. The
 /// arguments are not themselves macro-expanded (nothing else is known about other macros).
-fn expand(body: &str, params: &[String], args: &[String]) -> String {
+pub(super) fn expand(body: &str, params: &[String], args: &[String]) -> String {
     let lookup: HashMap<&str, String> = params
         .iter()
         .enumerate()

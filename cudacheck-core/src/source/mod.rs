@@ -30,12 +30,17 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+mod host;
 mod kernel;
 mod macros;
 mod parse;
 mod structs;
 mod types;
 
+pub use host::{
+    set_aside_host_code, set_aside_host_code_in, HostCode, HostDecision, HostFunction, KeptReason,
+    SetAsideKind, UnresolvedLaunch,
+};
 pub use kernel::{
     KernelDecl, LaunchBoundsDecl, ParamDecl, SharedArray, TemplateParam, TemplateParamKind,
 };

@@ -12,6 +12,7 @@ use super::diagnostic::{parse_log, Diagnostic, Severity};
 use super::discover::{nvrtc, Nvrtc, NvrtcNotFound};
 use super::ffi::{CallError, Program};
 use super::headers::compat_headers;
+use super::nvcc;
 
 /// A CUDA source file's text and the name diagnostics show for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,10 +110,12 @@ impl CudaSource {
 /// `--std=c++17` unless `extra_options` sets a standard, `-I` for the source's directory, then
 /// `include_dirs`, then the CUDA header directories discovery found.
 ///
-/// `-default-device` is *not* passed: with it NVRTC would compile unannotated functions as
-/// device code, which nvcc does not, so a kernel file could check clean here and fail under
-/// nvcc. NVRTC's own error for an unannotated function names the flag; add it to
-/// `extra_options` to opt in.
+/// [`compile`] also passes what emulates nvcc, before `extra_options`:
+/// `--pre-include` of nvcc's implicit includes, and `-default-device`, so that the unannotated
+/// functions left once host code is set aside (host `constexpr` helpers device code calls)
+/// get the device meaning nvcc's `--expt-relaxed-constexpr` gives them. `-default-device` is
+/// more lenient than nvcc for a non-`constexpr` unannotated helper called from device code
+/// (nvcc rejects the call); see the README's known limits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompileOptions {
     pub arch: Arch,
@@ -314,6 +317,39 @@ impl CompileError {
 /// - [`CompileError::InvalidOption`], [`CompileError::NameExpression`],
 ///   [`CompileError::NulInSource`], or [`CompileError::Nvrtc`] for other NVRTC failures.
 pub fn compile(source: &CudaSource, opts: &CompileOptions) -> Result<Compiled, CompileError> {
+    // The hook that makes a file written for nvcc compile unchanged (see `nvcc`): host code set
+    // aside, nvcc's implicit includes, and a retry without the launch references when an
+    // error came from them.
+    let prepared = nvcc::prepare(source, opts);
+    let first = prepared.first();
+    let mut result = compile_prepared(&first.source, &first.headers, opts, &prepared.options);
+    for attempt in 0..2 {
+        let retry = match &result {
+            Err(CompileError::Failed { diagnostics, .. }) => prepared.retry(diagnostics, attempt),
+            _ => None,
+        };
+        match retry {
+            Some(next) => {
+                result = compile_prepared(&next.source, &next.headers, opts, &prepared.options)
+            }
+            None => break,
+        }
+    }
+    result.map_err(|mut e| {
+        if let CompileError::Failed { diagnostics, .. } = &mut e {
+            prepared.restore_header_paths(diagnostics);
+            prepared.explain(diagnostics);
+        }
+        e
+    })
+}
+
+fn compile_prepared(
+    source: &CudaSource,
+    own_headers: &[(String, String)],
+    opts: &CompileOptions,
+    nvcc_options: &[String],
+) -> Result<Compiled, CompileError> {
     let nvrtc = nvrtc()?;
     let sm = opts.arch.sm_name();
     if !nvrtc.supports(&sm) {
@@ -323,7 +359,9 @@ pub fn compile(source: &CudaSource, opts: &CompileOptions) -> Result<Compiled, C
             supported: nvrtc.supported_arches.clone(),
         });
     }
-    let options = opts.to_nvrtc_options(source, &nvrtc.include_dirs);
+    let mut options = opts.to_nvrtc_options(source, &nvrtc.include_dirs);
+    let at = options.len() - opts.extra_options.len();
+    options.splice(at..at, nvcc_options.iter().cloned());
     let c_options = options
         .iter()
         .map(|o| CString::new(o.as_str()))
@@ -346,8 +384,15 @@ pub fn compile(source: &CudaSource, opts: &CompileOptions) -> Result<Compiled, C
         offset,
     };
     let c_name = CString::new(source.name.as_str()).map_err(|e| nul(e.nul_position()))?;
-    let headers = compat_headers(&user_dirs(source, opts))
-        .into_iter()
+    // The project's own headers, host code set aside, first: they stand for files on disk.
+    let headers = own_headers
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .chain(
+            compat_headers(&user_dirs(source, opts))
+                .into_iter()
+                .filter(|(n, _)| !own_headers.iter().any(|(o, _)| o == n)),
+        )
         .map(|(n, t)| Ok((CString::new(n)?, CString::new(t)?)))
         .collect::<Result<Vec<_>, std::ffi::NulError>>()
         .map_err(|e| nul(e.nul_position()))?;

@@ -10,11 +10,28 @@
 //! # Compatibility headers
 //! NVRTC 13 ships no C or C++ library headers at all (`#include <cstdint>` fails with "could not
 //! open source file"), although it predefines `size_t`, `ptrdiff_t`, `NULL`, `assert`,
-//! `printf` and the whole CUDA math library. The small headers in `compat/` fill the gap for
-//! `<stdint.h>`, `<cstdint>`, `<math.h>`, `<cmath>`, `<float.h>`, `<cfloat>`, `<limits.h>`,
-//! `<climits>`, `<assert.h>`, `<cassert>`, `<stddef.h>`, `<cstddef>`, `<stdio.h>`, `<cstdio>`;
-//! their definitions match CCCL's own NVRTC definitions token for token where both define a
-//! name, so mixing them with `<cuda/std/...>` headers is silent.
+//! `printf`, `malloc`, `memcpy` and the whole CUDA math library. The small headers in `compat/`
+//! fill the gap for `<stdint.h>`, `<cstdint>`, `<math.h>`, `<cmath>`, `<float.h>`, `<cfloat>`,
+//! `<limits.h>`, `<climits>`, `<assert.h>`, `<cassert>`, `<stddef.h>`, `<cstddef>`,
+//! `<stdio.h>`, `<cstdio>`, `<stdlib.h>`, `<cstdlib>`, `<string.h>`, `<cstring>`, and for the
+//! C++ headers whose device half CCCL has (`<utility>`, `<type_traits>`, `<limits>`, `<tuple>`,
+//! `<array>`, forwarded
+//! to `cuda::std`) or that device code uses a sliver of (`<algorithm>`: min, max, clamp).
+//! Their definitions match CCCL's own NVRTC definitions token for token where both define a
+//! name, so mixing them with `<cuda/std/...>` headers is silent. `<cuda.h>` is replaced too: the
+//! toolkit's declares the driver API, and NVRTC rejects host function declarations; so is CUB's
+//! umbrella `<cub/cub.cuh>`, whose device-wide algorithms are host code (the block, warp and
+//! thread levels are kept).
+//!
+//! Host-only C++ headers (`<vector>`, `<mutex>`, `<iostream>`, ...) resolve to empty
+//! [`HOST_ONLY_HEADERS`]: kernel files include them for the host code beside their kernels,
+//! which [`set_aside_host_code`](cudacheck_core::source::set_aside_host_code) blanks before
+//! NVRTC runs. Device code that does use them fails with NVRTC's "namespace std has no member",
+//! which [`diagnostic`](super::diagnostic) explains.
+//!
+//! [`IMPLICIT_HEADER`] is read before every source (`--pre-include`): nvcc includes
+//! `<cuda_runtime.h>` in every file, and through it the C library's math, stdlib, string and
+//! stdio headers, so `INFINITY` or `M_PI` need no include there.
 //!
 //! They are handed to NVRTC in memory (nvrtcCreateProgram's `headers`/`includeNames`) rather
 //! than written to a temporary directory: nothing touches the file system, so there is no
@@ -42,15 +59,83 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("cstddef", include_str!("compat/cstddef")),
     ("stdio.h", include_str!("compat/stdio.h")),
     ("cstdio", include_str!("compat/cstdio")),
+    ("stdlib.h", include_str!("compat/stdlib.h")),
+    ("cstdlib", include_str!("compat/cstdlib")),
+    ("string.h", include_str!("compat/string.h")),
+    ("cstring", include_str!("compat/cstring")),
+    ("algorithm", include_str!("compat/algorithm")),
+    ("utility", include_str!("compat/utility")),
+    ("type_traits", include_str!("compat/type_traits")),
+    ("limits", include_str!("compat/limits")),
+    ("tuple", include_str!("compat/tuple")),
+    ("array", include_str!("compat/array")),
+    ("cuda.h", include_str!("compat/cuda.h")),
+    ("cub/cub.cuh", include_str!("compat/cub/cub.cuh")),
 ];
 
+/// C++ library headers that only host code can use. Each resolves to [`HOST_ONLY_STUB`], so
+/// that a kernel file including one for its host launchers compiles once those are set aside.
+/// CUB's device-wide algorithms (`cub::DeviceScan`, ...) are among them: they are host
+/// functions that launch CUB's kernels, and under NVRTC their headers do not compile.
+pub const HOST_ONLY_HEADERS: &[&str] = &[
+    "cub/device/device_adjacent_difference.cuh",
+    "cub/device/device_copy.cuh",
+    "cub/device/device_for.cuh",
+    "cub/device/device_histogram.cuh",
+    "cub/device/device_memcpy.cuh",
+    "cub/device/device_merge.cuh",
+    "cub/device/device_merge_sort.cuh",
+    "cub/device/device_partition.cuh",
+    "cub/device/device_radix_sort.cuh",
+    "cub/device/device_reduce.cuh",
+    "cub/device/device_run_length_encode.cuh",
+    "cub/device/device_scan.cuh",
+    "cub/device/device_segmented_radix_sort.cuh",
+    "cub/device/device_segmented_reduce.cuh",
+    "cub/device/device_segmented_sort.cuh",
+    "cub/device/device_select.cuh",
+    "cub/device/device_transform.cuh",
+    "vector",
+    "map",
+    "unordered_map",
+    "unordered_set",
+    "set",
+    "list",
+    "deque",
+    "atomic",
+    "string",
+    "mutex",
+    "thread",
+    "exception",
+    "stdexcept",
+    "iostream",
+    "sstream",
+    "fstream",
+    "memory",
+    "functional",
+];
+
+/// The text of every [`HOST_ONLY_HEADERS`] entry.
+pub const HOST_ONLY_STUB: &str = "// cudacheck compatibility header: a host-only C++ library \
+header, empty under NVRTC.\n// Device code cannot use what it declares; the host code that \
+does is set aside before NVRTC compiles the file.\n";
+
+/// The include name of [`IMPLICIT_HEADER`], chosen so no project's own header shadows it.
+pub const IMPLICIT_HEADER_NAME: &str = "__cudacheck_implicit.h";
+
+/// What nvcc's implicit `#include <cuda_runtime.h>` gives every file; NVRTC reads it first.
+pub const IMPLICIT_HEADER: &str = include_str!("compat/implicit.h");
+
 /// The compatibility headers to hand NVRTC: all of them except those that a file in one of
-/// `user_dirs` shadows.
+/// `user_dirs` shadows, then the host-only stubs (likewise), then the implicit header.
 pub fn compat_headers(user_dirs: &[PathBuf]) -> Vec<(&'static str, &'static str)> {
+    let shadowed = |name: &str| user_dirs.iter().any(|d| d.join(name).is_file());
     COMPAT_HEADERS
         .iter()
-        .filter(|(name, _)| !user_dirs.iter().any(|d| d.join(name).is_file()))
         .copied()
+        .chain(HOST_ONLY_HEADERS.iter().map(|n| (*n, HOST_ONLY_STUB)))
+        .filter(|(name, _)| !shadowed(name))
+        .chain([(IMPLICIT_HEADER_NAME, IMPLICIT_HEADER)])
         .collect()
 }
 
@@ -142,7 +227,7 @@ mod tests {
                 "{name}"
             );
         }
-        assert_eq!(COMPAT_HEADERS.len(), 14);
+        assert_eq!(COMPAT_HEADERS.len(), 26);
     }
 
     #[test]
@@ -157,7 +242,10 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         assert!(!names.contains(&"stdint.h"));
         assert!(names.contains(&"cstdint"));
-        assert_eq!(names.len(), COMPAT_HEADERS.len() - 1);
+        assert_eq!(
+            names.len(),
+            COMPAT_HEADERS.len() + HOST_ONLY_HEADERS.len() + 1 - 1
+        );
     }
 
     #[test]

@@ -54,6 +54,7 @@ mod doctor;
 mod ffi;
 pub mod headers;
 mod jitlink;
+mod nvcc;
 mod search;
 
 pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};

@@ -46,9 +46,24 @@
 #define M_SQRT1_2 0.70710678118654752440
 #endif
 
+// INFINITY and NAN are spelled exactly as <cuda/std/cmath> spells them under NVRTC, where it
+// defines them unconditionally: this header comes first in every compile (cudacheck's implicit
+// header includes it, as nvcc's implicit <cuda_runtime.h> includes the C library's), so any
+// other body would draw warning #47-D ("incompatible redefinition") from every file that also
+// includes <cuda/std/cmath>. An identical redefinition is silent.
+// Without CCCL on the include path (or below C++17, which CCCL needs), the bit patterns below do
+// the same job.
+#if __cplusplus >= 201703L && __has_include(<cuda/std/limits>)
+#include <cuda/std/limits>
+#ifndef INFINITY
+#define INFINITY _CUDA_VSTD::numeric_limits<float>::infinity()
+#endif
+#ifndef NAN
+#define NAN      _CUDA_VSTD::numeric_limits<float>::quiet_NaN()
+#endif
+#endif
 // NVRTC has no __builtin_huge_valf/__builtin_nanf, but it has __builtin_bit_cast, which keeps
-// these usable in constant expressions. <cuda/std/cmath> redefines INFINITY and NAN under NVRTC
-// with other bodies: including it after this header draws warning #47-D (harmless).
+// these usable in constant expressions.
 #ifndef INFINITY
 #define INFINITY (__builtin_bit_cast(float, 0x7f800000u))
 #endif

@@ -1,0 +1,311 @@
+//! Pure tests of setting host code aside (`source::set_aside_host_code`): what is blanked, what
+//! is kept, that every kept character stays on its line and column, and which launched kernels
+//! are named for NVRTC.
+
+use cudacheck_core::source::{set_aside_host_code, HostDecision, KeptReason, SetAsideKind};
+
+fn decision(src: &str, name: &str) -> HostDecision {
+    let host = set_aside_host_code(src).unwrap();
+    host.functions
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("`{name}` is not a host function: {:#?}", host.functions))
+        .decision
+        .clone()
+}
+
+/// (line, column) of the first occurrence of `needle`, columns in characters.
+fn position(text: &str, needle: &str) -> (usize, usize) {
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("`{needle}` not in {text}"));
+    let line = text[..at].matches('\n').count() + 1;
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    (line, text[line_start..at].chars().count() + 1)
+}
+
+const LAUNCHER: &str = r#"#include <cstdio>
+__global__ void scale(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }
+
+extern "C" void launch_scale(float* x, int n, cudaStream_t s) {
+    scale<<<(n + 255) / 256, 256, 0, s>>>(x, n);  // é
+}
+__global__ void after(float* y) { y[0] = 1.0f; }
+"#;
+
+#[test]
+fn a_launcher_is_blanked_and_every_other_character_keeps_its_place() {
+    let host = set_aside_host_code(LAUNCHER).unwrap();
+    assert_eq!(
+        decision(LAUNCHER, "launch_scale"),
+        HostDecision::SetAside(SetAsideKind::Launcher)
+    );
+    assert!(!host.text.contains("launch_scale") && !host.text.contains("<<<"));
+    assert_eq!(host.text.lines().count(), LAUNCHER.lines().count());
+    for needle in [
+        "__global__ void scale",
+        "x[i] *= 2.0f",
+        "__global__ void after",
+        "y[0]",
+    ] {
+        assert_eq!(
+            position(&host.text, needle),
+            position(LAUNCHER, needle),
+            "{needle}"
+        );
+    }
+    // Nothing was launched that needs naming: `scale` is not a template.
+    assert!(host.launched.is_empty());
+    assert_eq!(host.appended_from_line, None);
+}
+
+#[test]
+fn device_functions_and_kernels_are_never_host_functions() {
+    let src = "__device__ float sq(float x) { return x * x; }\n\
+               __host__ __device__ float cube(float x) { return x * x * x; }\n\
+               __global__ void k(float* x) { x[0] = sq(x[0]) + cube(x[1]); }\n\
+               static __device__ __forceinline__ int lane() { return threadIdx.x & 31; }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert!(host.functions.is_empty(), "{:#?}", host.functions);
+    assert_eq!(host.text, src);
+    assert!(!host.changed());
+}
+
+#[test]
+fn a_constexpr_helper_device_code_calls_is_kept() {
+    let src = "constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }\n\
+               __global__ void k(int* x) { x[0] = ceil_div(x[1], 4); }\n";
+    assert_eq!(
+        decision(src, "ceil_div"),
+        HostDecision::Kept(KeptReason::CalledFromDevice)
+    );
+    assert_eq!(set_aside_host_code(src).unwrap().text, src);
+}
+
+#[test]
+fn a_helper_only_host_code_calls_is_set_aside_with_its_caller() {
+    let src = "static int blocks_for(int n) { return (n + 255) / 256; }\n\
+               __global__ void k(float* x) { x[0] = 1; }\n\
+               void launch(float* x, int n) { k<<<blocks_for(n), 256>>>(x); }\n";
+    assert_eq!(
+        decision(src, "blocks_for"),
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+    assert_eq!(
+        decision(src, "launch"),
+        HostDecision::SetAside(SetAsideKind::Launcher)
+    );
+}
+
+#[test]
+fn helpers_device_code_reaches_through_another_helper_are_kept() {
+    let src = "constexpr int two() { return 2; }\n\
+               constexpr int four() { return two() * two(); }\n\
+               __global__ void k(int* x) { x[0] = four(); }\n";
+    assert_eq!(
+        decision(src, "two"),
+        HostDecision::Kept(KeptReason::CalledFromDevice)
+    );
+}
+
+#[test]
+fn host_declarations_are_set_aside() {
+    let src = "void launch(float* x, int n);\n__global__ void k(float* x) { x[0] = 1; }\n";
+    assert_eq!(
+        decision(src, "launch"),
+        HostDecision::SetAside(SetAsideKind::Declaration)
+    );
+}
+
+#[test]
+fn macro_bodies_are_untouched_and_what_kernel_macros_name_is_kept() {
+    let src = "int helper(int x) { return x + 1; }\n\
+               int blocks(int n) { return n / 32; }\n\
+               #define KERNEL(T) __global__ void k_##T(T* x) { x[0] = helper(1); }\n\
+               #define LAUNCH(T) void launch_##T(T* x, int n) { k_##T<<<blocks(n), 1>>>(x); }\n";
+    let host = set_aside_host_code(src).unwrap();
+    for define in [
+        "#define KERNEL(T) __global__ void k_##T(T* x) { x[0] = helper(1); }",
+        "#define LAUNCH(T) void launch_##T(T* x, int n) { k_##T<<<blocks(n), 1>>>(x); }",
+    ] {
+        assert!(host.text.contains(define), "{}", host.text);
+    }
+    assert_eq!(
+        decision(src, "helper"),
+        HostDecision::Kept(KeptReason::CalledFromDevice)
+    );
+    // A launcher macro is host code: what only it calls is host code too.
+    assert_eq!(
+        decision(src, "blocks"),
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+}
+
+#[test]
+fn launches_through_nested_statement_macros_are_expanded() {
+    let src = "template <typename T, int B> __global__ void g(T* x) { x[0] = B; }\n\
+               #define BY_BLOCK(T, B) g<T, B><<<1, B>>>(x);\n\
+               #define BY_TYPE(T) switch (b) { case 32: BY_BLOCK(T, 32); break; default: BY_BLOCK(T, 64); }\n\
+               extern \"C\" void run(float* x, int b) { BY_TYPE(float); }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.launched, ["g < float , 32 >", "g < float , 64 >"]);
+}
+
+#[test]
+fn a_macro_that_may_mean_device_keeps_the_function_out_of_reach() {
+    let src = "#define HOST_DEVICE __host__ __device__\n\
+               HOST_DEVICE inline float half_of(float x) { return x / 2; }\n\
+               __global__ void k(float* x) { x[0] = 1; }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert!(host.functions.is_empty(), "{:#?}", host.functions);
+    assert_eq!(host.text, src);
+}
+
+#[test]
+fn a_function_holding_a_define_is_kept() {
+    let src = "void setup() {\n#define BLOCK 256\n}\n__global__ void k(int* x) { x[0] = BLOCK; }\n";
+    assert_eq!(
+        decision(src, "setup"),
+        HostDecision::Kept(KeptReason::Preprocessor)
+    );
+    let balanced = "void setup(int* p) {\n#if FAST\n  p[0] = 1;\n#endif\n}\n";
+    assert_eq!(
+        decision(balanced, "setup"),
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+}
+
+#[test]
+fn a_launched_template_specialization_is_named_after_the_last_line() {
+    let src = "template <typename T, int N> __global__ void k(T* x) { x[0] = N; }\n\
+               void launch(float* x) { k<float, 4><<<1, 32>>>(x); }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.launched, ["k<float, 4>"]);
+    assert_eq!(host.appended_from_line, Some(3));
+    let appended = &host.text[host.text_without_launched().len()..];
+    assert!(appended.contains("(void)&k<float, 4>;"), "{appended}");
+    assert_eq!(
+        host.text_without_launched().lines().count(),
+        src.lines().count()
+    );
+}
+
+#[test]
+fn a_launchers_template_parameters_are_bound_by_its_explicit_callers() {
+    let src = "namespace q {\n\
+               template <int X, bool B> __global__ void mm(float* x) { x[0] = X + B; }\n\
+               template <int X> static void inst(float* x) {\n\
+                   mm<X, false><<<1, 1>>>(x);\n\
+                   mm<X, true><<<1, 1>>>(x);\n\
+               }\n\
+               void pick(float* x, int w) {\n\
+                   switch (w) { case 8: inst<8>(x); break; case 16: inst<16>(x); break; }\n\
+               }\n\
+               }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(
+        host.launched,
+        [
+            "mm<8, false>",
+            "mm<16, false>",
+            "mm<8, true>",
+            "mm<16, true>"
+        ]
+    );
+    // They are named inside the launcher's namespace.
+    assert!(
+        host.text.contains("namespace q { static __device__ void"),
+        "{}",
+        host.text
+    );
+}
+
+#[test]
+fn launches_through_a_statement_macro_are_expanded() {
+    let src = "template <int QK> __global__ void g(float* x) { x[0] = QK; }\n\
+               #define LAUNCH_G(qk) g<qk><<<1, 1, 0, s>>>(x);\n\
+               extern \"C\" void run(float* x, int t, cudaStream_t s) {\n\
+                   switch (t) { case 0: { LAUNCH_G(32); break; } case 1: { LAUNCH_G(256); break; } }\n\
+               }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.launched, ["g < 32 >", "g < 256 >"]);
+}
+
+#[test]
+fn a_launch_that_depends_on_a_local_is_reported_not_named() {
+    let src = "template <int B> __global__ void k(float* x) { x[0] = B; }\n\
+               void launch(float* x) { constexpr int block = 128; k<block><<<1, block>>>(x); }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert!(host.launched.is_empty());
+    assert_eq!(host.unresolved_launches.len(), 1);
+    assert_eq!(host.unresolved_launches[0].kernel, "k<block>");
+    assert_eq!(host.unresolved_launches[0].depends_on, ["block"]);
+    assert_eq!(host.unresolved_launches[0].location.line, 2);
+}
+
+#[test]
+fn an_invocation_that_defines_host_launchers_is_blanked_not_the_macro() {
+    let src = "template <typename T> __global__ void k(T* x) { x[0] = T(1); }\n\
+               #define LAUNCHER(tag, T) \\\n  extern \"C\" void launch_##tag(T* x) { k<T><<<1, 1>>>(x); }\n\
+               LAUNCHER(f32, float)\n\
+               LAUNCHER(f64, double)\n";
+    let host = set_aside_host_code(src).unwrap();
+    let kept = host.text_without_launched();
+    assert!(kept.contains("#define LAUNCHER(tag, T)"), "{kept}");
+    assert!(!kept.contains("LAUNCHER(f32"), "{kept}");
+    assert_eq!(position(kept, "__global__"), position(src, "__global__"));
+    assert_eq!(host.launched, ["k < float >", "k < double >"]);
+    assert!(host.functions.iter().all(|f| f.name == "LAUNCHER"
+        && f.decision == HostDecision::SetAside(SetAsideKind::MacroHostFunctions)));
+}
+
+#[test]
+fn an_invocation_that_defines_kernels_is_left_alone() {
+    let src =
+        "#define UNARY(name, T) \\\n  extern \"C\" __global__ void name(T* x) { x[0] = T(1); }\n\
+               UNARY(neg_f32, float)\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.text, src);
+}
+
+#[test]
+fn a_kernel_after_a_macro_invocation_without_semicolon_stays_a_kernel() {
+    // The parser folds `__global__` into the invocation before it; the kernel is still one.
+    let src = "#define OP(T, N) extern \"C\" int count_##N(const T* x) { return 0; }\n\
+               OP(float, f32)\n\
+               __global__ void after(float* x) { x[0] = 1; }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert!(
+        host.functions.iter().all(|f| f.name != "after"),
+        "{:#?}",
+        host.functions
+    );
+    assert!(host
+        .text
+        .contains("__global__ void after(float* x) { x[0] = 1; }"));
+}
+
+#[test]
+fn a_function_doing_host_only_things_is_host_code_even_if_a_macro_names_it() {
+    let src = "inline cudaError_t set_smem_once(const void* f, int v) {\n\
+                 static std::mutex m; std::lock_guard<std::mutex> l(m);\n\
+                 return cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, v);\n\
+               }\n\
+               #define SET_SMEM(F, V) set_smem_once(F, V)\n";
+    assert_eq!(
+        decision(src, "set_smem_once"),
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+}
+
+#[test]
+fn a_launch_that_deduces_template_arguments_names_the_deduced_kernel() {
+    let src = "template <typename T> __global__ void scale(const T* __restrict__ in, T* out, int n) {}\n\
+               template <typename T> void run(const void* in, void* out, int n) {\n\
+                   scale<<<1, 32>>>(static_cast<const T*>(in), static_cast<T*>(out), n);\n\
+               }\n\
+               extern \"C\" void run_f32(const void* i, void* o, int n) { run<float>(i, o, n); }\n\
+               extern \"C\" void run_direct(const double* i, double* o, int n) { scale<<<1, 32>>>(i, o, n); }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.launched, ["scale<float>", "scale<double>"]);
+}

@@ -1,0 +1,23 @@
+// cudacheck's implicit header: NVRTC reads it before every source (--pre-include), standing in
+// for what nvcc puts in front of every .cu file. nvcc includes <cuda_runtime.h> implicitly, and
+// through it the host C library's <math.h>, <cmath>, <stdlib.h>, <string.h> and <stdio.h>, and
+// the C++ library's <utility> (cuda_runtime.h includes it) and <type_traits> (<cmath> does), so
+// kernels written for nvcc use INFINITY, NAN, M_PI, std::sqrt, std::swap, std::is_same_v or
+// EXIT_FAILURE without any include. The toolkit's <cuda_runtime.h> compiles under NVRTC (it leaves out its host half
+// there); the C library parts come from cudacheck's compatibility headers. <cuda_fp16.h> and the
+// other type headers are not implicit under nvcc either, so they are not included here.
+#ifndef CUDACHECK_IMPLICIT_H
+#define CUDACHECK_IMPLICIT_H
+#if __has_include(<cuda_runtime.h>)
+#include <cuda_runtime.h>
+#endif
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <cstdio>
+// CCCL, which the C++ ones forward to, needs C++17; older standards go without them.
+#if __cplusplus >= 201703L
+#include <utility>
+#include <type_traits>
+#endif
+#endif // CUDACHECK_IMPLICIT_H

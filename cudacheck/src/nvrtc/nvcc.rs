@@ -1,0 +1,408 @@
+//! What nvcc does around a `.cu` file that NVRTC does not, done before NVRTC runs, so that a
+//! file nvcc compiles compiles here unchanged.
+//!
+//! - nvcc's device pass drops host functions; NVRTC rejects them. The file's host code is set
+//!   aside by [`set_aside_host_code`] (blanked in place, lines and columns kept), and the kernel
+//!   specializations it launched are named after the last line so they are still instantiated.
+//! - nvcc includes `<cuda_runtime.h>` (and with it the C library's math, stdlib, string and
+//!   stdio headers) into every file: NVRTC reads [`IMPLICIT_HEADER_NAME`] first.
+//! - The projects we measured all build with `--expt-relaxed-constexpr`, which lets device code
+//!   call unannotated `constexpr` functions. NVRTC has no such option; `-default-device` gives
+//!   every unannotated function that remains after host code is set aside (the main file's
+//!   device-called helpers, and headers' `constexpr` helpers) a device meaning. It is more
+//!   lenient than nvcc in one way, written down in the README: a non-`constexpr` unannotated
+//!   function that device code calls compiles here, where nvcc rejects the call.
+//!
+//! What still fails gets a `help:` note naming the construct and the fix ([`explain`]).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use cudacheck_core::source::{
+    parse_source, set_aside_host_code, set_aside_host_code_in, HostCode, HostDecision,
+};
+
+use super::compile::{CompileOptions, CudaSource};
+use super::diagnostic::Diagnostic;
+use super::headers::{HOST_ONLY_HEADERS, IMPLICIT_HEADER_NAME};
+
+/// How many of a file's own headers are read, at most: a guard against include cycles through
+/// differently spelled paths and against pathological trees.
+const MAX_HEADERS: usize = 256;
+
+/// A source made ready for NVRTC, with the options and headers that go with it.
+pub(crate) struct Prepared {
+    /// Passed to NVRTC before the user's own extra options.
+    pub options: Vec<String>,
+    original: CudaSource,
+    /// The main file's host code, when setting it aside changed the text.
+    main: Option<HostCode>,
+    /// The project's own headers whose host code was set aside, handed to NVRTC in memory.
+    headers: Vec<HeaderCopy>,
+}
+
+/// A header of the project (found beside the file or under an `-I` directory), host code set
+/// aside. NVRTC looks in-memory headers up by the name an `#include` spells, and names them so
+/// in its diagnostics; [`Prepared::restore_header_paths`] puts the path back.
+struct HeaderCopy {
+    spelling: String,
+    path: PathBuf,
+    host: HostCode,
+}
+
+/// One compile's inputs: the source text and the in-memory headers (include name, text).
+pub(crate) struct Attempt {
+    pub source: CudaSource,
+    pub headers: Vec<(String, String)>,
+}
+
+/// Sets the host code of `source` and of its own headers aside and picks the options that
+/// emulate nvcc. A file the parser cannot read is compiled as it is: NVRTC's own diagnostics
+/// say more about it than a parse failure would.
+pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
+    let options = vec![
+        format!("--pre-include={IMPLICIT_HEADER_NAME}"),
+        "-default-device".to_string(),
+    ];
+    let main = set_aside_host_code(&source.text)
+        .ok()
+        .filter(HostCode::changed);
+    let headers = local_headers(source, &opts.include_dirs);
+    // An in-memory header has no directory of its own, so its relative includes
+    // (`#include "../utils.cuh"`) are searched for on the include path: its file's directory
+    // goes there, last, where it can only resolve what would otherwise not be found.
+    let mut options = options;
+    let mut dirs: Vec<&Path> = headers.iter().filter_map(|h| h.path.parent()).collect();
+    dirs.sort();
+    dirs.dedup();
+    options.extend(dirs.iter().map(|d| format!("-I{}", d.display())));
+    Prepared {
+        options,
+        original: source.clone(),
+        main,
+        headers,
+    }
+}
+
+/// The project's headers the file includes, directly or through each other, resolved as NVRTC
+/// resolves them (the including file's directory, then the `-I` directories), with host code
+/// set aside; only those whose text changed. A spelling that names two different files is
+/// left alone, since an in-memory header can stand for one of them only.
+fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> Vec<HeaderCopy> {
+    // Spelling -> the file it names (`None` once it has named two).
+    let mut spellings: HashMap<String, Option<PathBuf>> = HashMap::new();
+    let mut texts: HashMap<PathBuf, String> = HashMap::new();
+    let mut queue: Vec<(String, Option<PathBuf>)> = vec![(source.text.clone(), source.dir.clone())];
+    while let Some((text, dir)) = queue.pop() {
+        let Ok(model) = parse_source(&text, "") else {
+            continue;
+        };
+        for spelling in model.includes {
+            let candidates = dir.iter().chain(include_dirs).map(|d| d.join(&spelling));
+            let Some(path) = candidates
+                .filter(|p| p.is_file())
+                .find_map(|p| p.canonicalize().ok())
+            else {
+                continue;
+            };
+            let entry = spellings
+                .entry(spelling)
+                .or_insert_with(|| Some(path.clone()));
+            if entry.as_ref().is_some_and(|p| *p != path) {
+                *entry = None;
+            }
+            if texts.contains_key(&path) || texts.len() >= MAX_HEADERS {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            texts.insert(path.clone(), text.clone());
+            queue.push((text, path.parent().map(Path::to_path_buf)));
+        }
+    }
+    // A header's helper is used by the files that include it: what any other file of the
+    // translation unit names counts as used.
+    let words = |t: &str| -> HashSet<String> {
+        t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let per_file: HashMap<&PathBuf, HashSet<String>> =
+        texts.iter().map(|(p, t)| (p, words(t))).collect();
+    let main_words = words(&source.text);
+    let mut hosts: HashMap<&PathBuf, HostCode> = HashMap::new();
+    for (path, text) in &texts {
+        let mut elsewhere = main_words.clone();
+        for (other, w) in &per_file {
+            if *other != path {
+                elsewhere.extend(w.iter().cloned());
+            }
+        }
+        if let Ok(host) = set_aside_host_code_in(text, &elsewhere) {
+            hosts.insert(path, host);
+        }
+    }
+    let mut out: Vec<HeaderCopy> = spellings
+        .into_iter()
+        .filter_map(|(spelling, path)| {
+            let path = path?;
+            let host = hosts.get(&path)?;
+            host.changed().then(|| HeaderCopy {
+                spelling,
+                path: path.clone(),
+                host: host.clone(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.spelling.cmp(&b.spelling));
+    out
+}
+
+impl Prepared {
+    /// The first attempt: everything set aside, every launch reference in.
+    pub fn first(&self) -> Attempt {
+        self.attempt(&HashMap::new(), false)
+    }
+
+    /// The next attempt after a failure, without the launch references that errors in
+    /// `diagnostics` point at (they name kernels as the launcher spelled them, which can mean
+    /// something else outside it), or, on a second retry, without any. `None` when no error
+    /// points at one: the errors are the user's own.
+    pub fn retry(&self, diagnostics: &[Diagnostic], attempt: u32) -> Option<Attempt> {
+        let mut lines: HashMap<&str, HashSet<u32>> = HashMap::new();
+        let units = self
+            .main
+            .iter()
+            .map(|h| (self.original.name.as_str(), h))
+            .chain(self.headers.iter().map(|h| (h.spelling.as_str(), &h.host)));
+        let mut any = false;
+        for (name, host) in units {
+            let Some(first) = host.appended_from_line else {
+                continue;
+            };
+            let set = lines.entry(name).or_default();
+            for d in diagnostics.iter().filter(|d| d.is_error()) {
+                if d.file == name {
+                    set.extend(d.line.filter(|&l| l >= first));
+                }
+                for note in &d.notes {
+                    // `instantiation of "..." at line N of FILE`
+                    let at = note
+                        .rsplit_once(" at line ")
+                        .and_then(|(_, rest)| rest.split_once(" of "))
+                        .and_then(|(l, f)| Some((l.parse::<u32>().ok()?, f.trim_matches('"'))));
+                    if let Some((l, _)) = at.filter(|(l, f)| *f == name && *l >= first) {
+                        set.insert(l);
+                    }
+                }
+            }
+            any |= !set.is_empty();
+        }
+        any.then(|| self.attempt(&lines, attempt > 0))
+    }
+
+    fn attempt(&self, drop: &HashMap<&str, HashSet<u32>>, drop_all: bool) -> Attempt {
+        let text_of = |name: &str, host: &HostCode| -> String {
+            if drop_all {
+                host.text_without_launched().to_string()
+            } else {
+                match drop.get(name) {
+                    Some(lines) if !lines.is_empty() => host.text_without_lines(lines),
+                    _ => host.text.clone(),
+                }
+            }
+        };
+        let source = match &self.main {
+            Some(h) => CudaSource {
+                text: text_of(&self.original.name, h),
+                ..self.original.clone()
+            },
+            None => self.original.clone(),
+        };
+        let headers = self
+            .headers
+            .iter()
+            .map(|h| (h.spelling.clone(), text_of(&h.spelling, &h.host)))
+            .collect();
+        Attempt { source, headers }
+    }
+
+    /// For a use of a host function this file set aside (`identifier "f" is undefined`), a
+    /// `help:` note saying so; the generic notes of [`explain`] for the rest.
+    pub fn explain(&self, diagnostics: &mut [Diagnostic]) {
+        let set_aside = self
+            .main
+            .iter()
+            .chain(self.headers.iter().map(|h| &h.host))
+            .flat_map(|h| &h.functions)
+            .filter(|f| matches!(f.decision, HostDecision::SetAside(_)));
+        let names: Vec<(&str, u32)> = set_aside
+            .map(|f| (f.name.as_str(), f.location.line))
+            .collect();
+        for d in diagnostics.iter_mut().filter(|d| d.is_error()) {
+            let Some(name) = quoted_after(&d.message, "identifier ") else {
+                continue;
+            };
+            if let Some((_, line)) = names.iter().find(|(n, _)| *n == name) {
+                d.notes.push(format!(
+                    "help: `{name}` (line {line}) is host code: it has no `__device__` and does \
+                     what only host code can (launch kernels, call the runtime API), so it was set \
+                     aside as nvcc's device pass sets it aside. nvcc rejects this call from device \
+                     code too: give device code its own `__device__` function"
+                ));
+            }
+        }
+        explain(diagnostics);
+    }
+
+    /// NVRTC names an in-memory header by its include spelling; diagnostics should name the
+    /// file the user can open.
+    pub fn restore_header_paths(&self, diagnostics: &mut [Diagnostic]) {
+        for d in diagnostics.iter_mut() {
+            if let Some(h) = self.headers.iter().find(|h| h.spelling == d.file) {
+                d.file = h.path.display().to_string();
+            }
+        }
+    }
+}
+
+/// Adds a `help:` note to each error whose cause is a known difference between nvcc and
+/// NVRTC, naming the construct and the fix.
+fn explain(diagnostics: &mut [Diagnostic]) {
+    for d in diagnostics.iter_mut().filter(|d| d.is_error()) {
+        if let Some(help) = help_for(&d.message) {
+            d.notes.push(format!("help: {help}"));
+        }
+    }
+}
+
+fn help_for(message: &str) -> Option<String> {
+    if message.contains("host functions are not allowed in JIT mode")
+        || message.contains("explicitly marked as a __host__ function")
+    {
+        return Some(
+            "this is host code that cudacheck could not set aside: device code names it, it \
+             sits in a header or a macro, or its text holds a `#define`. NVRTC compiles device \
+             code only. Mark it `__host__ __device__` if device code needs it, or move host \
+             code (launchers, `<<<...>>>`, runtime API calls) into a file NVRTC does not \
+             compile"
+                .to_string(),
+        );
+    }
+    if message.contains("calling a __host__ function") {
+        return Some(
+            "device code calls a host function: mark the callee `__host__ __device__` (or \
+             `constexpr`) if it can run on the device; if the caller is host code, it is in a \
+             header or macro cudacheck cannot set aside: keep it out of the code NVRTC compiles"
+                .to_string(),
+        );
+    }
+    if let Some(name) = quoted_after(message, "identifier ").filter(|n| is_runtime_api(n)) {
+        return Some(format!(
+            "`{name}` is a CUDA runtime host API: the code calling it is host code, which NVRTC \
+             does not compile. cudacheck sets aside host functions of the main file; move this \
+             one out of headers and macros the kernels need"
+        ));
+    }
+    if message.contains("host variables are not allowed in JIT mode") {
+        return Some(
+            "a namespace-scope variable without `__device__`/`__constant__` is host data: mark \
+             it `__device__` or `__constant__` (or `constexpr`) if kernels read it"
+                .to_string(),
+        );
+    }
+    if let Some(name) = quoted_after(message, "namespace \"std\" has no member ") {
+        let header = host_only_header_of(name);
+        return Some(match header {
+            Some(h) => format!(
+                "`std::{name}` comes from `<{h}>`, a host-only C++ library header: device code \
+                 cannot use it. Pass the kernel a pointer and a length (or use \
+                 `cuda::std::` from CCCL where it has a device version)"
+            ),
+            None => format!(
+                "NVRTC has no C++ standard library; `std::{name}` may exist for the device as \
+                 `cuda::std::{name}` (include the matching `<cuda/std/...>` header)"
+            ),
+        });
+    }
+    if message.contains("\"thrust\"") || message.contains("thrust::") {
+        return Some(
+            "Thrust's algorithms are host code that launches kernels; NVRTC compiles device \
+             code only. Keep Thrust calls in host code that nvcc compiles"
+                .to_string(),
+        );
+    }
+    if message.contains("cannot open source file") {
+        return Some(
+            "NVRTC has no system headers; cudacheck supplies the C library and device-usable \
+             C++ headers. Pass the header's directory with -I, or leave host-only includes \
+             out of the code NVRTC compiles"
+                .to_string(),
+        );
+    }
+    None
+}
+
+/// `cudaMalloc`, `cudaFuncSetAttribute`, `cuLaunchKernel`, ...
+fn is_runtime_api(name: &str) -> bool {
+    let rest = name
+        .strip_prefix("cuda")
+        .or_else(|| name.strip_prefix("cu"));
+    rest.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()))
+}
+
+/// `name` in `... has no member "name"`.
+fn quoted_after<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
+    let rest = &message[message.find(prefix)? + prefix.len()..];
+    rest.strip_prefix('"')?.split('"').next()
+}
+
+/// The host-only header declaring `std::name`, for the names kernels reach for.
+fn host_only_header_of(name: &str) -> Option<&'static str> {
+    let header = match name {
+        "vector" => "vector",
+        "map" | "multimap" => "map",
+        "unordered_map" => "unordered_map",
+        "set" | "multiset" => "set",
+        "string" | "to_string" => "string",
+        "mutex" | "lock_guard" | "unique_lock" => "mutex",
+        "thread" => "thread",
+        "exception" => "exception",
+        "runtime_error" | "invalid_argument" | "out_of_range" | "logic_error" => "stdexcept",
+        "cout" | "cerr" | "endl" => "iostream",
+        "stringstream" | "ostringstream" | "istringstream" => "sstream",
+        "unique_ptr" | "shared_ptr" | "make_unique" | "make_shared" => "memory",
+        "function" => "functional",
+        _ => return None,
+    };
+    HOST_ONLY_HEADERS.iter().copied().find(|h| *h == header)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_only_std_names_point_at_their_header() {
+        let help = help_for("namespace \"std\" has no member \"vector\"").unwrap();
+        assert!(
+            help.contains("`<vector>`") && help.contains("host-only"),
+            "{help}"
+        );
+        let help = help_for("namespace \"std\" has no member \"bit_cast\"").unwrap();
+        assert!(help.contains("cuda::std::bit_cast"), "{help}");
+    }
+
+    #[test]
+    fn host_functions_left_in_say_how_to_fix_them() {
+        let help = help_for(
+            "A function without execution space annotations (__host__/__device__/__global__) \
+             is considered a host function, and host functions are not allowed in JIT mode.",
+        )
+        .unwrap();
+        assert!(help.contains("`__host__ __device__`"), "{help}");
+        assert_eq!(help_for("expected a \";\""), None);
+    }
+}

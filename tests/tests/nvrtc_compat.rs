@@ -1,0 +1,146 @@
+//! NVRTC tier: files written for nvcc compile unchanged. Each source is small and self-written,
+//! reproducing one construct the kernel libraries of real projects use (host launchers beside
+//! their kernels, host `constexpr` helpers, C and C++ library includes, nvcc's implicit
+//! includes), and one that cannot compile, whose error names the construct and the fix.
+
+use cudacheck::nvrtc::{compile, CompileError, CompileOptions, Compiled, CudaSource};
+use cudacheck_core::cubin::read_cubin;
+use cudacheck_tests::nvrtc_or_skip;
+
+fn build(name: &str, text: &str) -> Result<Compiled, CompileError> {
+    compile(
+        &CudaSource::from_str(name, text),
+        &CompileOptions::new("sm_90".parse().unwrap()),
+    )
+}
+
+fn kernel_symbols(c: &Compiled) -> Vec<String> {
+    let mut s: Vec<String> = read_cubin(&c.cubin)
+        .unwrap()
+        .kernels
+        .into_iter()
+        .map(|k| k.symbol)
+        .collect();
+    s.sort();
+    s
+}
+
+#[test]
+fn nvrtc_host_launcher_next_to_its_kernel() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = "#include <cuda_runtime.h>\n\
+               extern \"C\" __global__ void scale(float* x, int n) {\n\
+                   int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f;\n\
+               }\n\
+               extern \"C\" void launch_scale(float* x, int n, cudaStream_t s) {\n\
+                   scale<<<(n + 255) / 256, 256, 0, s>>>(x, n);\n\
+                   cudaGetLastError();\n\
+               }\n";
+    let c = build("launcher.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["scale"]);
+}
+
+#[test]
+fn nvrtc_template_kernel_launched_only_from_host_is_instantiated() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = "template <int N> __global__ void fill(int* x) { x[threadIdx.x] = N; }\n\
+               template <int N> static void run(int* x) { fill<N><<<1, 32>>>(x); }\n\
+               void pick(int* x, int w) { if (w == 4) run<4>(x); else run<8>(x); }\n";
+    let c = build("instantiate.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["_Z4fillILi4EEvPi", "_Z4fillILi8EEvPi"]);
+}
+
+#[test]
+fn nvrtc_host_constexpr_helper_called_from_device_code() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = "constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }\n\
+               extern \"C\" __global__ void k(int* x) { x[0] = ceil_div(x[1], 32); }\n";
+    let c = build("constexpr.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["k"]);
+}
+
+#[test]
+fn nvrtc_c_and_cpp_library_includes_resolve() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = "#include <stdlib.h>\n#include <cstdlib>\n#include <cuda.h>\n\
+               #include <cuda_runtime.h>\n#include <cuda_runtime_api.h>\n#include <algorithm>\n\
+               #include <cstdint>\n#include <cstring>\n#include <type_traits>\n#include <limits>\n\
+               #include <utility>\n#include <vector>\n#include <mutex>\n\
+               extern \"C\" __global__ void k(float* x, std::uint32_t n) {\n\
+                   static_assert(std::is_same_v<std::int64_t, int64_t>);\n\
+                   float a = x[0], b = x[1]; std::swap(a, b);\n\
+                   x[2] = std::min(a, b) + std::max(a, b) + std::numeric_limits<float>::epsilon();\n\
+                   x[3] = CUDA_VERSION >= 12000 ? 1.0f : 0.0f;\n\
+               }\n";
+    let c = build("includes.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["k"]);
+}
+
+#[test]
+fn nvrtc_infinity_without_any_include() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = "extern \"C\" __global__ void k(float* x) {\n\
+                   x[0] = INFINITY; x[1] = -NAN; x[2] = M_PI; x[3] = std::sqrt(x[4]);\n\
+               }\n";
+    let c = build("implicit.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["k"]);
+    // Mixing with CCCL's <cuda/std/cmath>, which defines INFINITY too, stays silent.
+    let src = format!("#include <cuda/std/cmath>\n{src}");
+    let c = build("implicit_cccl.cu", &src).unwrap_or_else(|e| panic!("{e}"));
+    assert!(c.warnings.is_empty(), "{:#?}", c.warnings);
+}
+
+#[test]
+fn nvrtc_host_code_that_cannot_be_set_aside_names_construct_and_fix() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // A vector in a kernel: host-only, and nothing host-only can be set aside inside a kernel.
+    let src = "#include <vector>\n\
+               extern \"C\" __global__ void k(float* x) { std::vector<float> v; x[0] = 1; }\n";
+    let e = build("vector.cu", src).unwrap_err();
+    let CompileError::Failed { diagnostics, .. } = &e else {
+        panic!("expected a compile failure, got {e}");
+    };
+    let d = diagnostics.iter().find(|d| d.is_error()).unwrap();
+    assert_eq!((d.line, d.file.as_str()), (Some(2), "vector.cu"));
+    let text = e.to_string();
+    assert!(text.contains("`std::vector`"), "{text}");
+    assert!(text.contains("host-only"), "{text}");
+    assert!(
+        text.contains("Pass the kernel a pointer and a length"),
+        "{text}"
+    );
+}
+
+#[test]
+fn nvrtc_device_code_calling_host_code_names_the_fix() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // Device code calls a host helper that uses the runtime API: nvcc rejects the call too.
+    let src = "int device_count() { int n = 0; cudaGetDeviceCount(&n); return n; }\n\
+               extern \"C\" __global__ void k(int* x) { x[0] = device_count(); }\n";
+    let e = build("host_call.cu", src).unwrap_err();
+    let CompileError::Failed { diagnostics, .. } = &e else {
+        panic!("expected a compile failure, got {e}");
+    };
+    let d = diagnostics.iter().find(|d| d.is_error()).unwrap();
+    assert_eq!(d.line, Some(2), "the error is at the device call: {e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("`device_count` (line 1) is host code"),
+        "{text}"
+    );
+    assert!(text.contains("`__device__` function"), "{text}");
+}
