@@ -13,6 +13,8 @@ use cudacheck_core::validate::{
     ValidateOptions,
 };
 use cudacheck_core::{Dim3, KernelResources};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::args::{CheckArgs, InstrumentArgs};
@@ -80,22 +82,13 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         cluster: None,
     });
 
-    let progress = files.len() > 1 && std::io::stderr().is_terminal() && !args.json;
-    let mut reports = Vec::with_capacity(files.len());
-    for (i, path) in files.iter().enumerate() {
-        if progress {
-            eprint!(
-                "\r\x1b[2K[{}/{}] compiling {}",
-                i + 1,
-                files.len(),
-                path.display()
-            );
+    let reports = match check_files(&files, args, &limits, config.as_ref()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the threads that compile in parallel: {e}");
+            return ExitCode::from(2);
         }
-        reports.push(check_file(path, args, &limits, config.as_ref()));
-    }
-    if progress {
-        eprint!("\r\x1b[2K");
-    }
+    };
 
     let kernels_checked = reports.iter().map(|f| f.kernels.len()).sum();
     let kernels_with_violations = reports
@@ -131,6 +124,43 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Checks every file, one per core at a time (NVRTC compiles in parallel from several
+/// threads), and returns the reports in the order of `files`, so the output is the same as a
+/// sequential run's whatever order the compiles finish in.
+fn check_files(
+    files: &[PathBuf],
+    args: &CheckArgs,
+    limits: &ArchLimits,
+    config: Option<&LaunchConfig>,
+) -> Result<Vec<FileReport>, rayon::ThreadPoolBuildError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.map_or(0, |j| j as usize))
+        .build()?;
+    // A bar only for a person watching: never in pipes, logs or --json output.
+    let bar = if files.len() > 1 && std::io::stderr().is_terminal() && !args.json {
+        let style = ProgressStyle::with_template("{bar:30} {pos}/{len} files {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let bar = ProgressBar::new(files.len() as u64).with_style(style);
+        bar.set_message("compiling");
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let reports = pool.install(|| {
+        files
+            .par_iter()
+            .map(|path| {
+                let report = check_file(path, args, limits, config);
+                bar.inc(1);
+                bar.set_message(format!("checked {}", path.display()));
+                report
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    Ok(reports)
 }
 
 fn check_file(

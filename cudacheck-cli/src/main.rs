@@ -4,12 +4,14 @@
 //! cudacheck check kernels/ --arch sm_90 --block 256
 //! cudacheck doctor
 //! cudacheck instrument --report kernels/saxpy.cu
+//! cudacheck cache info
 //! ```
 //!
 //! Exit status: 0 when every kernel is clean, 1 when a launch configuration violates a limit,
 //! 2 on compile errors or bad usage.
 
 mod args;
+mod cache;
 mod check;
 mod collect;
 mod render;
@@ -29,5 +31,6 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Instrument(args) => check::run_instrument(&args),
+        Command::Cache(args) => cache::run(&args),
     }
 }

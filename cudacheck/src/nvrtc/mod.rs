@@ -47,7 +47,7 @@
 //! See [`headers`]: CUDA include directories are found automatically, and small compatibility
 //! headers make `<stdint.h>`, `<cmath>`, `<cfloat>`, `<climits>`, ... resolve under NVRTC.
 
-mod compile;
+pub(crate) mod compile;
 mod diagnostic;
 mod discover;
 mod doctor;
