@@ -21,7 +21,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Kernel, SyncMode};
+use cudacheck::{InstrumentMode, Kernel, SyncMode};
 use cudacheck_examples::{kernel, report, stream_or_exit};
 
 const COLD_RUNS: usize = 5;
@@ -252,7 +252,7 @@ fn child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
         Case::Small => Kernel::new(kernel("saxpy.cu")?, "saxpy"),
         Case::Headers => Kernel::new(CudaSource::from_str("mix.cu", HEADERS_SRC), "mix"),
     }
-    .instrument(false)
+    .instrument(InstrumentMode::Off)
     .build();
     launch(&k, &mut out)?;
     let first_launch_ms = t.elapsed().as_secs_f64() * 1e3;

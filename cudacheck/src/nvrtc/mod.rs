@@ -53,10 +53,12 @@ mod discover;
 mod doctor;
 mod ffi;
 pub mod headers;
+mod locate;
 mod search;
 
 pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};
 pub use diagnostic::{parse_log, Diagnostic, Severity};
 pub use discover::{nvrtc, Nvrtc, NvrtcNotFound, SearchAttempt, ENV_VAR};
 pub use doctor::{doctor_report, DoctorReport, DriverStatus};
+pub(crate) use locate::{locate, Located};
 pub use search::SearchStep;
