@@ -128,7 +128,7 @@ pub fn run(args: &CheckArgs) -> ExitCode {
 
 /// Checks every file, one per core at a time (NVRTC compiles in parallel from several
 /// threads), and returns the reports in the order of `files`, so the output is the same as a
-/// sequential run's whatever order the compiles finish in.
+/// sequential run's whatever order the compiles run and finish in.
 fn check_files(
     files: &[PathBuf],
     args: &CheckArgs,
@@ -148,19 +148,26 @@ fn check_files(
     } else {
         ProgressBar::hidden()
     };
-    let reports = pool.install(|| {
-        files
-            .par_iter()
-            .map(|path| {
-                let report = check_file(path, args, limits, config);
+    // Largest source first: a long compile started last would run alone at the end while the
+    // other cores idle (the source's size is a fair guess of its compile time). `par_bridge`
+    // hands the files out one at a time in this order, to whichever thread is free.
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(std::fs::metadata(&files[i]).map_or(0, |m| m.len())));
+    let mut reports: Vec<(usize, FileReport)> = pool.install(|| {
+        order
+            .into_iter()
+            .par_bridge()
+            .map(|i| {
+                let report = check_file(&files[i], args, limits, config);
                 bar.inc(1);
-                bar.set_message(format!("checked {}", path.display()));
-                report
+                bar.set_message(format!("checked {}", files[i].display()));
+                (i, report)
             })
             .collect()
     });
     bar.finish_and_clear();
-    Ok(reports)
+    reports.sort_by_key(|(i, _)| *i);
+    Ok(reports.into_iter().map(|(_, r)| r).collect())
 }
 
 fn check_file(

@@ -346,7 +346,7 @@ mod tests {
         std::fs::write(d.join("sub/b.cuh"), "#include \"c.cuh\"\n").unwrap();
         std::fs::write(d.join("sub/c.cuh"), "int c;\n").unwrap();
         let search = SearchPath {
-            user_dirs: &[d.clone()],
+            user_dirs: std::slice::from_ref(&d),
             cuda_dirs: &[],
         };
         let found = header_files("k.cu", "#include \"a.cuh\"\n", Some(&d), &search).unwrap();
@@ -379,7 +379,7 @@ mod tests {
         let d = tmp("computed");
         std::fs::write(d.join("a.cuh"), "#include WHICH\n").unwrap();
         let search = SearchPath {
-            user_dirs: &[d.clone()],
+            user_dirs: std::slice::from_ref(&d),
             cuda_dirs: &[],
         };
         let e = header_files("k.cu", "#include \"a.cuh\"\n", Some(&d), &search).unwrap_err();
@@ -399,7 +399,7 @@ mod tests {
         )
         .unwrap();
         let search = SearchPath {
-            user_dirs: &[d.clone()],
+            user_dirs: std::slice::from_ref(&d),
             cuda_dirs: &[],
         };
         let found = header_files("k.cu", "#include \"a.cuh\"\n", Some(&d), &search).unwrap();
