@@ -426,3 +426,32 @@ fn cache_bad_size_setting_is_an_error_saying_how_to_write_it() {
     assert!(run.stderr.contains("whole number"), "{}", run.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn nvrtc_cli_cache_parallel_check_prints_the_sequential_output() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let off = [("CUDACHECK_CACHE", Path::new("0"))];
+    let args = |jobs: &'static str| {
+        [
+            "check",
+            "--arch",
+            "sm_90",
+            "-j",
+            jobs,
+            "kernels",
+            "cudacheck-cli/tests/data",
+        ]
+    };
+    let sequential = cudacheck(&args("1"), &off);
+    let parallel = cudacheck(&args("4"), &off);
+    assert_same(&parallel, &sequential, "-j 4 against -j 1");
+    assert!(
+        sequential.stdout.contains("summary: "),
+        "{}",
+        sequential.stdout
+    );
+    // Not a terminal: no progress bar, nothing at all on stderr.
+    assert_eq!(parallel.stderr, "");
+}
