@@ -14,13 +14,15 @@
 //! An `#include MACRO` (computed include) in the user's own files cannot be followed without a
 //! preprocessor, so such a source is compiled without the cache. In the CUDA toolkit's own
 //! directories (Thrust picks backends that way) it is skipped: those directories change only
-//! with the toolkit, and the key holds the NVRTC library's identity too. Toolkit headers are
-//! also read once per process, as they do not change under a running program; the user's
-//! files are read on every lookup.
+//! with the toolkit, and the key holds the NVRTC library's identity too. Toolkit headers'
+//! scans are reused while their size and modification time hold (see `toolkit.rs`); the
+//! user's files are read on every lookup.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
+
+use super::toolkit::toolkit_scan;
 
 /// Where a source's includes are looked up, in NVRTC's order.
 pub(crate) struct SearchPath<'a> {
@@ -28,6 +30,8 @@ pub(crate) struct SearchPath<'a> {
     pub user_dirs: &'a [PathBuf],
     /// The CUDA toolkit's include directories, searched after the user's.
     pub cuda_dirs: &'a [PathBuf],
+    /// Where toolkit headers' scans are kept between processes (see `toolkit.rs`).
+    pub memo: Option<&'a Path>,
 }
 
 /// One header file the source may read.
@@ -48,18 +52,18 @@ pub(crate) enum Unlisted {
 
 /// One include directive: the name between the brackets or quotes, and which it was.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Include {
-    name: String,
-    quoted: bool,
+pub(super) struct Include {
+    pub name: String,
+    pub quoted: bool,
 }
 
 /// What scanning one file found.
 #[derive(Debug)]
-struct Scanned {
-    digest: [u8; 32],
-    includes: Vec<Include>,
+pub(super) struct Scanned {
+    pub digest: [u8; 32],
+    pub includes: Vec<Include>,
     /// Line of the first computed include, if any.
-    computed: Option<usize>,
+    pub computed: Option<usize>,
 }
 
 /// Every header file `text` (the source, named `name`, in directory `dir`) may read, in the
@@ -103,7 +107,7 @@ pub(crate) fn header_files(
                 }
                 let in_toolkit = search.cuda_dirs.iter().any(|d| path.starts_with(d));
                 let scanned = if in_toolkit {
-                    toolkit_scan(&path)
+                    toolkit_scan(&path, search.memo)
                 } else {
                     std::fs::read(&path).ok().map(|b| Arc::new(scan(&b)))
                 }
@@ -145,23 +149,9 @@ fn candidates(inc: &Include, from_dir: &Path, search: &SearchPath<'_>) -> Vec<Pa
         .collect()
 }
 
-/// A toolkit header, scanned once per process.
-fn toolkit_scan(path: &Path) -> Option<Arc<Scanned>> {
-    static MEMO: OnceLock<Mutex<HashMap<PathBuf, Arc<Scanned>>>> = OnceLock::new();
-    let memo = MEMO.get_or_init(Default::default);
-    if let Some(s) = memo.lock().unwrap_or_else(|p| p.into_inner()).get(path) {
-        return Some(Arc::clone(s));
-    }
-    let scanned = Arc::new(scan(&std::fs::read(path).ok()?));
-    memo.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(path.to_path_buf(), Arc::clone(&scanned));
-    Some(scanned)
-}
-
 /// Hashes `bytes` and lists its include directives, outside comments, whatever `#if` they sit
 /// in.
-fn scan(bytes: &[u8]) -> Scanned {
+pub(super) fn scan(bytes: &[u8]) -> Scanned {
     let digest = *blake3::hash(bytes).as_bytes();
     let text = String::from_utf8_lossy(bytes);
     let mut includes = Vec::new();
@@ -348,6 +338,7 @@ mod tests {
         let search = SearchPath {
             user_dirs: std::slice::from_ref(&d),
             cuda_dirs: &[],
+            memo: None,
         };
         let found = header_files("k.cu", "#include \"a.cuh\"\n", Some(&d), &search).unwrap();
         let d = d.canonicalize().unwrap();
@@ -366,6 +357,7 @@ mod tests {
         let search = SearchPath {
             user_dirs: &[d.clone(), d.join("inc")],
             cuda_dirs: &[],
+            memo: None,
         };
         let list = || header_files("k.cu", "#include <h.cuh>\n", Some(&d), &search).unwrap();
         assert_eq!(list().len(), 1);
@@ -381,6 +373,7 @@ mod tests {
         let search = SearchPath {
             user_dirs: std::slice::from_ref(&d),
             cuda_dirs: &[],
+            memo: None,
         };
         let e = header_files("k.cu", "#include \"a.cuh\"\n", Some(&d), &search).unwrap_err();
         assert!(
@@ -401,6 +394,7 @@ mod tests {
         let search = SearchPath {
             user_dirs: std::slice::from_ref(&d),
             cuda_dirs: &[],
+            memo: None,
         };
         let found = header_files("k.cu", "#include \"a.cuh\"\n", Some(&d), &search).unwrap();
         assert_eq!(found.len(), 1);

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::deps::{header_files, SearchPath};
+use super::toolkit;
 use super::{warn_once, CacheMode, Entry, Key, ModuleCache, Outcome};
 use crate::nvrtc::compile::{compilation_failed, user_dirs};
 use crate::nvrtc::headers::compat_headers;
@@ -37,7 +38,8 @@ pub(crate) fn through(
             Err(_) => return compile(),
         },
     };
-    let Some(key) = key_for(source, opts, &compiler) else {
+    let memo = cache.dir().join(toolkit::MEMO_FILE);
+    let Some(key) = key_for(source, opts, &compiler, &memo) else {
         return compile();
     };
     if let Some(entry) = cache.get(&key) {
@@ -61,8 +63,12 @@ pub(crate) fn through(
         Err(_) => None,
     };
     if let Some(entry) = entry {
-        if let Err(e) = cache.put(&key, &entry) {
-            warn_once::<()>(&e);
+        match cache.put(&key, &entry) {
+            // The directory exists now, so the toolkit scans of a first compile can be kept.
+            Ok(()) => toolkit::save(&memo),
+            Err(e) => {
+                warn_once::<()>(&e);
+            }
         }
     }
     out
@@ -130,7 +136,12 @@ impl Compiler<'_> {
 
 /// The key of this compile, or `None` when its headers cannot be listed (the compile then
 /// runs uncached).
-fn key_for(source: &CudaSource, opts: &CompileOptions, compiler: &Compiler<'_>) -> Option<Key> {
+fn key_for(
+    source: &CudaSource,
+    opts: &CompileOptions,
+    compiler: &Compiler<'_>,
+    memo: &Path,
+) -> Option<Key> {
     let user = user_dirs(source, opts);
     let headers = header_files(
         &source.name,
@@ -139,9 +150,11 @@ fn key_for(source: &CudaSource, opts: &CompileOptions, compiler: &Compiler<'_>) 
         &SearchPath {
             user_dirs: &user,
             cuda_dirs: compiler.include_dirs,
+            memo: Some(memo),
         },
-    )
-    .ok()?;
+    );
+    toolkit::save(memo);
+    let headers = headers.ok()?;
     let mut k = Key::builder();
     k.source(&source.name, &source.text)
         .arch(opts.arch)

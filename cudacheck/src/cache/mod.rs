@@ -36,6 +36,7 @@ mod entry;
 mod hook;
 mod key;
 mod store;
+mod toolkit;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

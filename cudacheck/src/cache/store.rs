@@ -246,6 +246,8 @@ impl ModuleCache {
             bytes: 0,
             max_bytes: self.max_bytes,
         };
+        // The toolkit headers' scans (see `toolkit.rs`) go too: a clear cache is a cold one.
+        let _ = fs::remove_file(self.dir.join(super::toolkit::MEMO_FILE));
         for f in self.files()? {
             match fs::remove_file(&f.path) {
                 Ok(()) if !f.temp => {
