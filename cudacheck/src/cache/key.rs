@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use cudacheck_core::Arch;
 
@@ -40,6 +41,30 @@ impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Key({self})")
     }
+}
+
+/// The source of the code that turns a compile request into NVRTC's input (options, in-memory
+/// headers, any rewriting of the source) and an entry back into a result. The crate version
+/// changes only at releases; hashing this code too means a cudacheck built from changed code
+/// never answers from entries an older build stored. Add a file here when it starts to shape
+/// what NVRTC is given.
+const COMPILE_PATH: &[&str] = &[
+    include_str!("../nvrtc/compile.rs"),
+    include_str!("../nvrtc/headers.rs"),
+    include_str!("hook.rs"),
+    include_str!("entry.rs"),
+];
+
+fn compile_path_digest() -> &'static [u8; 32] {
+    static DIGEST: OnceLock<[u8; 32]> = OnceLock::new();
+    DIGEST.get_or_init(|| {
+        let mut h = blake3::Hasher::new();
+        for text in COMPILE_PATH {
+            h.update(&(text.len() as u64).to_le_bytes());
+            h.update(text.as_bytes());
+        }
+        *h.finalize().as_bytes()
+    })
 }
 
 /// The tag of each part, so parts of different kinds never collide.
@@ -80,13 +105,15 @@ impl Default for KeyBuilder {
 }
 
 impl KeyBuilder {
-    /// A builder already holding cudacheck's version and the entry format version.
+    /// A builder already holding cudacheck's version, the entry format version and the
+    /// digest of the code between a compile request and NVRTC (`COMPILE_PATH` in `key.rs`).
     pub fn new() -> Self {
         let mut b = KeyBuilder {
             hasher: blake3::Hasher::new(),
         };
         b.part(Part::Version, env!("CARGO_PKG_VERSION").as_bytes());
         b.part(Part::Version, &FORMAT_VERSION.to_le_bytes());
+        b.part(Part::Version, compile_path_digest());
         b
     }
 
