@@ -11,7 +11,11 @@ cd "$root"
 eval "$(scripts/setup-cuda.sh)" || { echo "setup-cuda.sh failed: cannot install NVRTC" >&2; exit 2; }
 export CUDACHECK_REQUIRE_NVRTC=1
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+# A module cache of the run's own: the suite never reads entries an earlier run or the user left
+# (tests of the cache itself use directories of their own).
+CUDACHECK_CACHE_DIR="$(mktemp -d)"
+export CUDACHECK_CACHE_DIR
+trap 'rm -f "$log"; rm -rf "$CUDACHECK_CACHE_DIR"' EXIT
 status=0
 
 run_tier() { # title, then the cargo test arguments

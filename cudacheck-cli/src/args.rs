@@ -22,6 +22,29 @@ pub enum Command {
     /// Build kernels bounds-checked (NVRTC, the PTX rewrite, ptxas) and report per kernel what
     /// is checked and what is not, with file:line and why.
     Instrument(InstrumentArgs),
+    /// Show the module cache (where it is, its size and entries) or clear it.
+    Cache(CacheArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub action: Option<CacheAction>,
+    /// Machine-readable output (same as `cache info --json`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheAction {
+    /// Where the cache is, whether it is on, its entries and size (the default).
+    Info {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete every entry.
+    Clear,
 }
 
 #[derive(Debug, Args)]
@@ -53,6 +76,9 @@ pub struct CheckArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
+    /// Files compiled at once (default: one per core).
+    #[arg(short = 'j', long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
 }
 
 #[derive(Debug, Args)]

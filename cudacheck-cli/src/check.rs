@@ -13,6 +13,8 @@ use cudacheck_core::validate::{
     ValidateOptions,
 };
 use cudacheck_core::{Dim3, KernelResources};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::args::CheckArgs;
@@ -80,22 +82,13 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         cluster: None,
     });
 
-    let progress = files.len() > 1 && std::io::stderr().is_terminal() && !args.json;
-    let mut reports = Vec::with_capacity(files.len());
-    for (i, path) in files.iter().enumerate() {
-        if progress {
-            eprint!(
-                "\r\x1b[2K[{}/{}] compiling {}",
-                i + 1,
-                files.len(),
-                path.display()
-            );
+    let reports = match check_files(&files, args, &limits, config.as_ref()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the threads that compile in parallel: {e}");
+            return ExitCode::from(2);
         }
-        reports.push(check_file(path, args, &limits, config.as_ref()));
-    }
-    if progress {
-        eprint!("\r\x1b[2K");
-    }
+    };
 
     let kernels_checked = reports.iter().map(|f| f.kernels.len()).sum();
     let kernels_with_violations = reports
@@ -131,6 +124,50 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Checks every file, one per core at a time (NVRTC compiles in parallel from several
+/// threads), and returns the reports in the order of `files`, so the output is the same as a
+/// sequential run's whatever order the compiles run and finish in.
+fn check_files(
+    files: &[PathBuf],
+    args: &CheckArgs,
+    limits: &ArchLimits,
+    config: Option<&LaunchConfig>,
+) -> Result<Vec<FileReport>, rayon::ThreadPoolBuildError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.map_or(0, |j| j as usize))
+        .build()?;
+    // A bar only for a person watching: never in pipes, logs or --json output.
+    let bar = if files.len() > 1 && std::io::stderr().is_terminal() && !args.json {
+        let style = ProgressStyle::with_template("{bar:30} {pos}/{len} files {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let bar = ProgressBar::new(files.len() as u64).with_style(style);
+        bar.set_message("compiling");
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    // Largest source first: a long compile started last would run alone at the end while the
+    // other cores idle (the source's size is a fair guess of its compile time). `par_bridge`
+    // hands the files out one at a time in this order, to whichever thread is free.
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(std::fs::metadata(&files[i]).map_or(0, |m| m.len())));
+    let mut reports: Vec<(usize, FileReport)> = pool.install(|| {
+        order
+            .into_iter()
+            .par_bridge()
+            .map(|i| {
+                let report = check_file(&files[i], args, limits, config);
+                bar.inc(1);
+                bar.set_message(format!("checked {}", files[i].display()));
+                (i, report)
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    reports.sort_by_key(|(i, _)| *i);
+    Ok(reports.into_iter().map(|(_, r)| r).collect())
 }
 
 fn check_file(

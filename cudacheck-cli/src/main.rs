@@ -4,12 +4,14 @@
 //! cudacheck check kernels/ --arch sm_90 --block 256
 //! cudacheck doctor
 //! cudacheck instrument --json kernels/
+//! cudacheck cache info
 //! ```
 //!
 //! Exit status: 0 when every kernel is clean, 1 when a launch configuration violates a limit,
 //! 2 on compile errors or bad usage.
 
 mod args;
+mod cache;
 mod check;
 mod collect;
 mod instrument;
@@ -30,5 +32,6 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Instrument(args) => instrument::run(&args),
+        Command::Cache(args) => cache::run(&args),
     }
 }

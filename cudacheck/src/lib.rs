@@ -33,6 +33,7 @@
 mod alloc;
 mod args;
 mod block;
+pub mod cache;
 mod context;
 mod driver;
 mod error;

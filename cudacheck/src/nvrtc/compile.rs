@@ -13,6 +13,7 @@ use super::discover::{nvrtc, Nvrtc, NvrtcNotFound};
 use super::ffi::{CallError, Program};
 use super::headers::compat_headers;
 use super::nvcc;
+use crate::cache::CacheMode;
 
 /// A CUDA source file's text and the name diagnostics show for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,6 +137,12 @@ pub struct CompileOptions {
     pub ptx: bool,
     /// `--ptxas-options=-v`: the log then carries ptxas's register/shared-memory report.
     pub ptxas_verbose: bool,
+    /// Which on-disk module cache to use (default: the one the environment sets up, see
+    /// [`crate::cache`]).
+    pub cache: CacheMode,
+    /// Added to the cache key: tells apart builds whose source and options are equal but whose
+    /// meaning to the caller differs (e.g. an instrumented build per launch shape).
+    pub cache_variant: Vec<u8>,
 }
 
 impl CompileOptions {
@@ -151,11 +158,17 @@ impl CompileOptions {
             line_info: true,
             ptx: false,
             ptxas_verbose: false,
+            cache: CacheMode::FromEnv,
+            cache_variant: Vec::new(),
         }
     }
 
     /// The option strings for NVRTC, user include dirs first.
-    fn to_nvrtc_options(&self, source: &CudaSource, cuda_dirs: &[PathBuf]) -> Vec<String> {
+    pub(crate) fn to_nvrtc_options(
+        &self,
+        source: &CudaSource,
+        cuda_dirs: &[PathBuf],
+    ) -> Vec<String> {
         let mut o = vec![format!("--gpu-architecture={}", self.arch.sm_name())];
         let sets_std = self
             .extra_options
@@ -187,7 +200,7 @@ impl CompileOptions {
     }
 }
 
-fn user_dirs(source: &CudaSource, opts: &CompileOptions) -> Vec<PathBuf> {
+pub(crate) fn user_dirs(source: &CudaSource, opts: &CompileOptions) -> Vec<PathBuf> {
     source
         .dir
         .iter()
@@ -316,7 +329,15 @@ impl CompileError {
 /// - [`CompileError::Failed`] with parsed [`Diagnostic`]s when the source has errors;
 /// - [`CompileError::InvalidOption`], [`CompileError::NameExpression`],
 ///   [`CompileError::NulInSource`], or [`CompileError::Nvrtc`] for other NVRTC failures.
+///
+/// A result found in the module cache ([`crate::cache`]) is returned without compiling; it is
+/// the same, warnings and errors included, as the compile would give.
 pub fn compile(source: &CudaSource, opts: &CompileOptions) -> Result<Compiled, CompileError> {
+    crate::cache::through(source, opts, || compile_uncached(source, opts))
+}
+
+/// [`compile`] without the module cache.
+fn compile_uncached(source: &CudaSource, opts: &CompileOptions) -> Result<Compiled, CompileError> {
     // The hook that makes a file written for nvcc compile unchanged (see `nvcc`): host code set
     // aside, nvcc's implicit includes, and a retry without the launch references when an
     // error came from them.
@@ -477,7 +498,7 @@ fn compile_prepared(
 
 /// NVRTC compiles name expressions as `#pragma nv_mangled_name <expr>` lines of a pseudo-file
 /// `__nv_name_map`; when every error is there, the source is fine and an expression is wrong.
-fn compilation_failed(
+pub(crate) fn compilation_failed(
     source: &CudaSource,
     opts: &CompileOptions,
     diagnostics: Vec<Diagnostic>,

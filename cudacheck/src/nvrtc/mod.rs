@@ -47,7 +47,7 @@
 //! See [`headers`]: CUDA include directories are found automatically, and small compatibility
 //! headers make `<stdint.h>`, `<cmath>`, `<cfloat>`, `<climits>`, ... resolve under NVRTC.
 
-mod compile;
+pub(crate) mod compile;
 mod diagnostic;
 mod discover;
 mod doctor;
@@ -55,6 +55,7 @@ mod ffi;
 pub mod headers;
 mod jitlink;
 mod nvcc;
+mod locate;
 mod search;
 
 pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};
@@ -67,4 +68,5 @@ pub use jitlink::{
     assemble_ptx, jitlink, AssembleError, Assembled, JitLink, JitLinkNotFound, NVJITLINK_ENV_VAR,
 };
 pub use doctor::{doctor_report, DoctorReport, DriverStatus};
+pub(crate) use locate::{locate, Located};
 pub use search::SearchStep;

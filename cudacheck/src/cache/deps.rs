@@ -1,0 +1,403 @@
+//! The header files a source may read, for the cache key.
+//!
+//! NVRTC cannot say which files it read without compiling (its `-MD` output comes with the
+//! compile), and the key is needed before the compile. So the closure is found the way a
+//! conservative build system does it: every `#include` and `__has_include` in the source and,
+//! recursively, in every header found, counts, including those inside `#if` branches that
+//! will not be taken (a superset of what the preprocessor reads can only cost a needless
+//! recompile, never a stale module). Each include name is looked up in every place NVRTC might
+//! take it from (the including file's directory for `"..."`, then every `-I` directory in
+//! order), and every file that exists there is hashed: a header that appears in front of
+//! another one on the search path changes the key as surely as an edited one. Headers handed
+//! to NVRTC in memory are hashed by the caller wholesale.
+//!
+//! An `#include MACRO` (computed include) in the user's own files cannot be followed without a
+//! preprocessor, so such a source is compiled without the cache. In the CUDA toolkit's own
+//! directories (Thrust picks backends that way) it is skipped: those directories change only
+//! with the toolkit, and the key holds the NVRTC library's identity too. Toolkit headers'
+//! scans are reused while their size and modification time hold (see `toolkit.rs`); the
+//! user's files are read on every lookup.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::toolkit::toolkit_scan;
+
+/// Where a source's includes are looked up, in NVRTC's order.
+pub(crate) struct SearchPath<'a> {
+    /// The `-I` directories the user's side adds (the source's own directory first).
+    pub user_dirs: &'a [PathBuf],
+    /// The CUDA toolkit's include directories, searched after the user's.
+    pub cuda_dirs: &'a [PathBuf],
+    /// Where toolkit headers' scans are kept between processes (see `toolkit.rs`).
+    pub memo: Option<&'a Path>,
+}
+
+/// One header file the source may read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HeaderFile {
+    pub path: PathBuf,
+    pub digest: [u8; 32],
+}
+
+/// Why a source's headers could not be listed; the source is then compiled without the cache.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Unlisted {
+    /// `#include MACRO` in one of the user's files.
+    ComputedInclude { file: String, line: usize },
+    /// A header exists but could not be read (permissions): its content cannot be hashed.
+    Unreadable { path: PathBuf },
+}
+
+/// One include directive: the name between the brackets or quotes, and which it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Include {
+    pub name: String,
+    pub quoted: bool,
+}
+
+/// What scanning one file found.
+#[derive(Debug)]
+pub(super) struct Scanned {
+    pub digest: [u8; 32],
+    pub includes: Vec<Include>,
+    /// Line of the first computed include, if any.
+    pub computed: Option<usize>,
+}
+
+/// Every header file `text` (the source, named `name`, in directory `dir`) may read, in the
+/// order first reached.
+pub(crate) fn header_files(
+    name: &str,
+    text: &str,
+    dir: Option<&Path>,
+    search: &SearchPath<'_>,
+) -> Result<Vec<HeaderFile>, Unlisted> {
+    let root = scan(text.as_bytes());
+    if let Some(line) = root.computed {
+        return Err(Unlisted::ComputedInclude {
+            file: name.to_string(),
+            line,
+        });
+    }
+    // A `"..."` include in an in-memory source is looked up in the current directory.
+    let cwd;
+    let root_dir = match dir {
+        Some(d) => d,
+        None => {
+            cwd = std::env::current_dir().unwrap_or_default();
+            cwd.as_path()
+        }
+    };
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut work: Vec<(PathBuf, Vec<Include>)> = vec![(root_dir.to_path_buf(), root.includes)];
+    while let Some((from_dir, includes)) = work.pop() {
+        // Pushed in reverse below, so headers are visited depth-first in include order.
+        let mut next = Vec::new();
+        for inc in &includes {
+            for candidate in candidates(inc, &from_dir, search) {
+                if !candidate.is_file() {
+                    continue;
+                }
+                let path = candidate.canonicalize().unwrap_or(candidate);
+                if !seen.insert(path.clone()) {
+                    continue;
+                }
+                let in_toolkit = search.cuda_dirs.iter().any(|d| path.starts_with(d));
+                let scanned = if in_toolkit {
+                    toolkit_scan(&path, search.memo)
+                } else {
+                    std::fs::read(&path).ok().map(|b| Arc::new(scan(&b)))
+                }
+                .ok_or_else(|| Unlisted::Unreadable { path: path.clone() })?;
+                if let (Some(line), false) = (scanned.computed, in_toolkit) {
+                    return Err(Unlisted::ComputedInclude {
+                        file: path.display().to_string(),
+                        line,
+                    });
+                }
+                out.push(HeaderFile {
+                    path: path.clone(),
+                    digest: scanned.digest,
+                });
+                let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+                next.push((dir, scanned.includes.clone()));
+            }
+        }
+        work.extend(next.into_iter().rev());
+    }
+    Ok(out)
+}
+
+/// Every place NVRTC may find `inc` when `from_dir`'s file includes it.
+fn candidates(inc: &Include, from_dir: &Path, search: &SearchPath<'_>) -> Vec<PathBuf> {
+    let name = Path::new(&inc.name);
+    if name.is_absolute() {
+        return vec![name.to_path_buf()];
+    }
+    let here = inc.quoted.then(|| from_dir.join(name));
+    here.into_iter()
+        .chain(
+            search
+                .user_dirs
+                .iter()
+                .chain(search.cuda_dirs)
+                .map(|d| d.join(name)),
+        )
+        .collect()
+}
+
+/// Hashes `bytes` and lists its include directives, outside comments, whatever `#if` they sit
+/// in.
+pub(super) fn scan(bytes: &[u8]) -> Scanned {
+    let digest = *blake3::hash(bytes).as_bytes();
+    let text = String::from_utf8_lossy(bytes);
+    let mut includes = Vec::new();
+    let mut computed = None;
+    for (line_no, line) in logical_lines(&strip_comments(&text)) {
+        let Some(rest) = line.trim_start().strip_prefix('#') else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let directive = ["include_next", "include", "import"]
+            .iter()
+            .find_map(|d| rest.strip_prefix(d));
+        if let Some(operand) = directive {
+            match quoted_name(operand) {
+                Some(inc) => includes.push(inc),
+                None => {
+                    computed.get_or_insert(line_no);
+                }
+            }
+        }
+        // `#if __has_include(<x>)`: whether x exists changes what is compiled.
+        let mut s = rest;
+        while let Some(i) = s.find("__has_include") {
+            s = &s[i + "__has_include".len()..];
+            let operand = s.trim_start_matches("_next").trim_start();
+            if let Some(inc) = operand.strip_prefix('(').and_then(quoted_name) {
+                includes.push(inc);
+            }
+        }
+    }
+    Scanned {
+        digest,
+        includes,
+        computed,
+    }
+}
+
+/// `<name>` or `"name"` at the start of `s` (after spaces).
+fn quoted_name(s: &str) -> Option<Include> {
+    let s = s.trim_start();
+    let (close, quoted) = match s.chars().next()? {
+        '<' => ('>', false),
+        '"' => ('"', true),
+        _ => return None,
+    };
+    let body = &s[1..];
+    let end = body.find(close)?;
+    Some(Include {
+        name: body[..end].to_string(),
+        quoted,
+    })
+}
+
+/// The text with comments replaced by a space (newlines kept, so line numbers hold), string
+/// and character literals left as they are.
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut prev = ' ';
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                    }
+                    if prev == '*' && c == '/' {
+                        break;
+                    }
+                    prev = c;
+                }
+                out.push(' ');
+            }
+            '"' | '\'' => {
+                out.push(c);
+                let mut escaped = false;
+                for d in chars.by_ref() {
+                    out.push(d);
+                    if d == '\n' || (d == c && !escaped) {
+                        break;
+                    }
+                    escaped = d == '\\' && !escaped;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Lines joined at backslash-newline, each with its 1-based starting line number.
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut start = 1;
+    for (i, line) in text.lines().enumerate() {
+        if current.is_empty() {
+            start = i + 1;
+        }
+        match line.strip_suffix('\\') {
+            Some(head) => current.push_str(head),
+            None => {
+                current.push_str(line);
+                out.push((start, std::mem::take(&mut current)));
+            }
+        }
+    }
+    if !current.is_empty() {
+        out.push((start, current));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(text: &str) -> Vec<(String, bool)> {
+        scan(text.as_bytes())
+            .includes
+            .into_iter()
+            .map(|i| (i.name, i.quoted))
+            .collect()
+    }
+
+    #[test]
+    fn includes_inside_every_if_branch_count() {
+        let text = "#if 0\n#include \"a.h\"\n#else\n  #  include <b.h>\n#endif\n";
+        assert_eq!(
+            names(text),
+            [("a.h".to_string(), true), ("b.h".to_string(), false)]
+        );
+    }
+
+    #[test]
+    fn includes_in_comments_do_not_count() {
+        let text = "// #include \"a.h\"\n/* #include \"b.h\"\n */\nconst char* s = \"/*\";\n#include \"c.h\"\n";
+        assert_eq!(names(text), [("c.h".to_string(), true)]);
+    }
+
+    #[test]
+    fn has_include_operands_count() {
+        let text = "#if __has_include(<cuda_fp8.h>) && defined(X)\n#endif\n";
+        assert_eq!(names(text), [("cuda_fp8.h".to_string(), false)]);
+    }
+
+    #[test]
+    fn a_continued_directive_is_one_line() {
+        assert_eq!(
+            names("#include \\\n  \"a.h\"\n"),
+            [("a.h".to_string(), true)]
+        );
+    }
+
+    #[test]
+    fn a_computed_include_is_found_with_its_line() {
+        let s = scan(b"\n\n#include HEADER\n");
+        assert_eq!(s.computed, Some(3));
+    }
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("cudacheck-deps-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("inc")).unwrap();
+        d
+    }
+
+    #[test]
+    fn headers_are_followed_through_other_headers() {
+        let d = tmp("follow");
+        std::fs::write(d.join("a.cuh"), "#include \"sub/b.cuh\"\n").unwrap();
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        std::fs::write(d.join("sub/b.cuh"), "#include \"c.cuh\"\n").unwrap();
+        std::fs::write(d.join("sub/c.cuh"), "int c;\n").unwrap();
+        let search = SearchPath {
+            user_dirs: std::slice::from_ref(&d),
+            cuda_dirs: &[],
+            memo: None,
+        };
+        let found = header_files("k.cu", "#include \"a.cuh\"\n", Some(&d), &search).unwrap();
+        let d = d.canonicalize().unwrap();
+        let paths: Vec<_> = found.iter().map(|h| h.path.clone()).collect();
+        assert_eq!(
+            paths,
+            [d.join("a.cuh"), d.join("sub/b.cuh"), d.join("sub/c.cuh")]
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_header_that_shadows_another_on_the_search_path_is_listed() {
+        let d = tmp("shadow");
+        std::fs::write(d.join("inc/h.cuh"), "int a;\n").unwrap();
+        let search = SearchPath {
+            user_dirs: &[d.clone(), d.join("inc")],
+            cuda_dirs: &[],
+            memo: None,
+        };
+        let list = || header_files("k.cu", "#include <h.cuh>\n", Some(&d), &search).unwrap();
+        assert_eq!(list().len(), 1);
+        std::fs::write(d.join("h.cuh"), "int b;\n").unwrap();
+        assert_eq!(list().len(), 2);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_computed_include_in_a_user_header_makes_the_source_unlisted() {
+        let d = tmp("computed");
+        std::fs::write(d.join("a.cuh"), "#include WHICH\n").unwrap();
+        let search = SearchPath {
+            user_dirs: std::slice::from_ref(&d),
+            cuda_dirs: &[],
+            memo: None,
+        };
+        let e = header_files("k.cu", "#include \"a.cuh\"\n", Some(&d), &search).unwrap_err();
+        assert!(
+            matches!(e, Unlisted::ComputedInclude { line: 1, .. }),
+            "{e:?}"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn include_cycles_end() {
+        let d = tmp("cycle");
+        std::fs::write(
+            d.join("a.cuh"),
+            "#include \"../cycle-x/../a.cuh\"\n#include \"a.cuh\"\n",
+        )
+        .unwrap();
+        let search = SearchPath {
+            user_dirs: std::slice::from_ref(&d),
+            cuda_dirs: &[],
+            memo: None,
+        };
+        let found = header_files("k.cu", "#include \"a.cuh\"\n", Some(&d), &search).unwrap();
+        assert_eq!(found.len(), 1);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

@@ -1,0 +1,428 @@
+//! The directory of entries: lookups, atomic stores, least-recently-used eviction.
+//!
+//! Entries live in `<dir>/v1/<key>.entry`, one file each. Many processes may use one directory
+//! at once without a lock:
+//! - a store writes a temporary file in the same directory and renames it over the entry's
+//!   name (`rename` replaces atomically on POSIX file systems), so a reader sees a whole old
+//!   file, a whole new one, or none; two processes storing one key store the same bytes;
+//! - a reader checks length and checksum before using anything (see [`super::entry`]), so a
+//!   file damaged some other way (a crash of the disk, a hand edit) is a miss, and is removed;
+//! - a hit sets the entry's modification time to now: that is the recency eviction sorts by
+//!   (access times are unreliable under `noatime`/`relatime`);
+//! - after a store, if the directory holds more than the cap, the least recently used entries
+//!   are deleted until it holds 90 % of it. Another process deleting the same file first is
+//!   fine: a file already gone counts as deleted.
+
+use std::fs::{self, File};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use thiserror::Error;
+
+use super::entry::{Entry, EntryError};
+use super::key::Key;
+
+/// The default size cap: 1 GiB.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+/// The subdirectory of the cache directory that entries of this format live in.
+const ENTRIES: &str = "v1";
+const SUFFIX: &str = "entry";
+/// Temporary files start with this; ones older than [`STALE_TEMP`] were left by a process that
+/// died mid-store and are removed by the next eviction pass.
+const TEMP_PREFIX: &str = ".tmp-";
+const STALE_TEMP: Duration = Duration::from_secs(3600);
+
+/// An on-disk cache of compiled modules. Cheap to clone; holds no open files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleCache {
+    dir: PathBuf,
+    max_bytes: u64,
+}
+
+/// A cache directory that cannot be used.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum CacheError {
+    #[error(
+        "cannot create the module cache directory `{dir}`: {source}. Set CUDACHECK_CACHE_DIR \
+         to a writable directory, or CUDACHECK_CACHE=0 to compile without a cache"
+    )]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "cannot write to the module cache `{dir}`: {source}. Free space there, set \
+         CUDACHECK_CACHE_DIR to a writable directory, or CUDACHECK_CACHE=0 to compile without \
+         a cache"
+    )]
+    Write {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the module cache directory `{dir}`: {source}")]
+    ReadDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What `cudacheck cache info` prints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CacheInfo {
+    pub dir: PathBuf,
+    pub entries: u64,
+    pub bytes: u64,
+    pub max_bytes: u64,
+}
+
+/// What a lookup found, for callers that want to know more than hit or miss.
+#[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lookup {
+    Hit(Entry),
+    Miss,
+    /// The file existed but was not a valid entry for the key; it was removed.
+    Corrupt(EntryError),
+}
+
+impl ModuleCache {
+    /// A cache in `dir` holding at most `max_bytes` of entries. Nothing is created until the
+    /// first store.
+    pub fn at(dir: impl Into<PathBuf>, max_bytes: u64) -> Self {
+        ModuleCache {
+            dir: dir.into(),
+            max_bytes,
+        }
+    }
+
+    /// The cache directory (entries are in its `v1/` subdirectory).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    fn entries_dir(&self) -> PathBuf {
+        self.dir.join(ENTRIES)
+    }
+
+    fn path_of(&self, key: &Key) -> PathBuf {
+        self.entries_dir().join(format!("{key}.{SUFFIX}"))
+    }
+
+    /// The entry for `key`, if there is a valid one. A missing, unreadable, truncated or
+    /// corrupt entry is a miss; a damaged one is removed so the next store replaces it.
+    pub fn get(&self, key: &Key) -> Option<Entry> {
+        match self.lookup(key) {
+            Lookup::Hit(e) => Some(e),
+            Lookup::Miss | Lookup::Corrupt(_) => None,
+        }
+    }
+
+    /// [`get`](Self::get), saying why a file present was not used.
+    pub fn lookup(&self, key: &Key) -> Lookup {
+        let path = self.path_of(key);
+        let Ok(bytes) = fs::read(&path) else {
+            return Lookup::Miss;
+        };
+        match Entry::decode(&bytes, key) {
+            Ok(entry) => {
+                // Recency for eviction. A read-only cache still serves hits, so a failure here
+                // is ignored.
+                if let Ok(f) = File::options().append(true).open(&path) {
+                    let _ = f.set_modified(SystemTime::now());
+                }
+                Lookup::Hit(entry)
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&path);
+                Lookup::Corrupt(e)
+            }
+        }
+    }
+
+    /// Stores `entry` under `key`, atomically, then evicts the least recently used entries if
+    /// the cache is over its cap.
+    ///
+    /// # Errors
+    /// [`CacheError::CreateDir`] or [`CacheError::Write`] when the directory cannot be created
+    /// or written (read-only, full); the cache is then simply not used for this module.
+    pub fn put(&self, key: &Key, entry: &Entry) -> Result<(), CacheError> {
+        let dir = self.entries_dir();
+        if let Err(source) = fs::create_dir_all(&dir) {
+            return Err(CacheError::CreateDir { dir, source });
+        }
+        // Marks the directory as a cache for backup tools (https://bford.info/cachedir/).
+        let tag = self.dir.join("CACHEDIR.TAG");
+        if !tag.exists() {
+            let _ = fs::write(
+                &tag,
+                "Signature: 8a477f597d28d172789f06886806bc55\n\
+                 # This directory is cudacheck's module cache; `cudacheck cache clear` empties it.\n",
+            );
+        }
+        let write = |dir: &Path| -> std::io::Result<()> {
+            let mut tmp = tempfile::Builder::new()
+                .prefix(TEMP_PREFIX)
+                .tempfile_in(dir)?;
+            tmp.write_all(&entry.encode(key))?;
+            tmp.persist(self.path_of(key)).map_err(|e| e.error)?;
+            Ok(())
+        };
+        write(&dir).map_err(|source| CacheError::Write {
+            dir: dir.clone(),
+            source,
+        })?;
+        self.evict()
+    }
+
+    /// Deletes the least recently used entries until the cache holds at most 90 % of its cap,
+    /// when it holds more than the cap; also removes temporary files left by dead processes.
+    ///
+    /// # Errors
+    /// [`CacheError::ReadDir`] when the directory cannot be listed.
+    pub fn evict(&self) -> Result<(), CacheError> {
+        let files = self.files()?;
+        let now = SystemTime::now();
+        for f in files.iter().filter(|f| f.temp) {
+            if now.duration_since(f.modified).unwrap_or_default() > STALE_TEMP {
+                let _ = fs::remove_file(&f.path);
+            }
+        }
+        let mut entries: Vec<&DirFile> = files.iter().filter(|f| !f.temp).collect();
+        let mut total: u64 = entries.iter().map(|f| f.len).sum();
+        if total <= self.max_bytes {
+            return Ok(());
+        }
+        let target = self.max_bytes / 10 * 9;
+        entries.sort_by_key(|f| f.modified);
+        for f in entries {
+            if total <= target {
+                break;
+            }
+            match fs::remove_file(&f.path) {
+                Ok(()) => total = total.saturating_sub(f.len),
+                // Another process evicted it first.
+                Err(e) if e.kind() == ErrorKind::NotFound => total = total.saturating_sub(f.len),
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The cache's location, entry count and size.
+    ///
+    /// # Errors
+    /// [`CacheError::ReadDir`] when the directory exists but cannot be listed.
+    pub fn info(&self) -> Result<CacheInfo, CacheError> {
+        let entries: Vec<DirFile> = self.files()?.into_iter().filter(|f| !f.temp).collect();
+        Ok(CacheInfo {
+            dir: self.dir.clone(),
+            entries: entries.len() as u64,
+            bytes: entries.iter().map(|f| f.len).sum(),
+            max_bytes: self.max_bytes,
+        })
+    }
+
+    /// Deletes every entry (and temporary file); returns how many entries and bytes it removed.
+    /// Only cudacheck's own files are touched, whatever else the directory holds.
+    ///
+    /// # Errors
+    /// [`CacheError::ReadDir`] when the directory cannot be listed, [`CacheError::Write`] when
+    /// an entry cannot be removed.
+    pub fn clear(&self) -> Result<CacheInfo, CacheError> {
+        let mut removed = CacheInfo {
+            dir: self.dir.clone(),
+            entries: 0,
+            bytes: 0,
+            max_bytes: self.max_bytes,
+        };
+        // The toolkit headers' scans (see `toolkit.rs`) go too: a clear cache is a cold one.
+        let _ = fs::remove_file(self.dir.join(super::toolkit::MEMO_FILE));
+        for f in self.files()? {
+            match fs::remove_file(&f.path) {
+                Ok(()) if !f.temp => {
+                    removed.entries += 1;
+                    removed.bytes += f.len;
+                }
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(CacheError::Write {
+                        dir: self.entries_dir(),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// The entries and temporary files; none when the directory does not exist yet.
+    fn files(&self) -> Result<Vec<DirFile>, CacheError> {
+        let dir = self.entries_dir();
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => return Err(CacheError::ReadDir { dir, source }),
+        };
+        let mut out = Vec::new();
+        for item in rd.flatten() {
+            let name = item.file_name();
+            let name = name.to_string_lossy();
+            let temp = name.starts_with(TEMP_PREFIX);
+            if !temp && !name.ends_with(SUFFIX) {
+                continue;
+            }
+            // Gone between the listing and the stat: another process evicted it.
+            let Ok(meta) = item.metadata() else {
+                continue;
+            };
+            out.push(DirFile {
+                path: item.path(),
+                len: meta.len(),
+                modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                temp,
+            });
+        }
+        Ok(out)
+    }
+}
+
+struct DirFile {
+    path: PathBuf,
+    len: u64,
+    modified: SystemTime,
+    temp: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::key::KeyBuilder;
+
+    fn cache(tag: &str, max_bytes: u64) -> ModuleCache {
+        let d = std::env::temp_dir().join(format!("cudacheck-store-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        ModuleCache::at(d, max_bytes)
+    }
+
+    fn key(n: u32) -> Key {
+        KeyBuilder::new().variant(&n.to_le_bytes()).build()
+    }
+
+    fn entry(size: usize) -> Entry {
+        Entry::compiled(vec![7; size], None, String::new(), Vec::new())
+    }
+
+    #[test]
+    fn a_stored_entry_is_found() {
+        let c = cache("found", DEFAULT_MAX_BYTES);
+        assert_eq!(c.get(&key(1)), None);
+        c.put(&key(1), &entry(10)).unwrap();
+        assert_eq!(c.get(&key(1)), Some(entry(10)));
+        assert_eq!(c.get(&key(2)), None);
+        let _ = fs::remove_dir_all(c.dir());
+    }
+
+    #[test]
+    fn a_truncated_file_is_a_miss_and_is_removed() {
+        let c = cache("trunc", DEFAULT_MAX_BYTES);
+        c.put(&key(1), &entry(100)).unwrap();
+        let path = c.path_of(&key(1));
+        let bytes = fs::read(&path).unwrap();
+        fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(matches!(
+            c.lookup(&key(1)),
+            Lookup::Corrupt(EntryError::Truncated { .. })
+        ));
+        assert!(!path.exists());
+        let _ = fs::remove_dir_all(c.dir());
+    }
+
+    #[test]
+    fn a_corrupted_file_is_a_miss() {
+        let c = cache("corrupt", DEFAULT_MAX_BYTES);
+        c.put(&key(1), &entry(100)).unwrap();
+        let path = c.path_of(&key(1));
+        let mut bytes = fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(c.lookup(&key(1)), Lookup::Corrupt(EntryError::Checksum));
+        let _ = fs::remove_dir_all(c.dir());
+    }
+
+    #[test]
+    fn eviction_keeps_the_most_recently_used() {
+        // Each entry is 1000 bytes of CUBIN plus framing; the cap holds three.
+        let c = cache("lru", 3500);
+        for n in 0..3 {
+            c.put(&key(n), &entry(1000)).unwrap();
+        }
+        // Ages: 0 oldest. A hit on 0 makes 1 the least recently used.
+        let old = SystemTime::now() - Duration::from_secs(100);
+        for n in 0..3 {
+            let f = File::options()
+                .append(true)
+                .open(c.path_of(&key(n)))
+                .unwrap();
+            f.set_modified(old + Duration::from_secs(n.into())).unwrap();
+        }
+        assert!(c.get(&key(0)).is_some());
+        c.put(&key(3), &entry(1000)).unwrap();
+        let present: Vec<u32> = (0..4).filter(|n| c.path_of(&key(*n)).exists()).collect();
+        assert_eq!(present, [0, 3]);
+        assert!(c.info().unwrap().bytes <= 3500);
+        let _ = fs::remove_dir_all(c.dir());
+    }
+
+    #[test]
+    fn clear_removes_entries_and_reports_them() {
+        let c = cache("clear", DEFAULT_MAX_BYTES);
+        c.put(&key(1), &entry(10)).unwrap();
+        c.put(&key(2), &entry(10)).unwrap();
+        let before = c.info().unwrap();
+        assert_eq!(before.entries, 2);
+        let removed = c.clear().unwrap();
+        assert_eq!((removed.entries, removed.bytes), (2, before.bytes));
+        assert_eq!(c.info().unwrap().entries, 0);
+        let _ = fs::remove_dir_all(c.dir());
+    }
+
+    #[test]
+    fn a_cache_that_was_never_written_is_empty() {
+        let c = cache("never", DEFAULT_MAX_BYTES);
+        assert_eq!(c.info().unwrap().entries, 0);
+        assert_eq!(c.clear().unwrap().entries, 0);
+    }
+
+    #[test]
+    fn threads_storing_at_once_leave_only_valid_entries() {
+        let c = cache("threads", DEFAULT_MAX_BYTES);
+        std::thread::scope(|s| {
+            for t in 0..8u32 {
+                let c = &c;
+                s.spawn(move || {
+                    for n in 0..20u32 {
+                        // Half the keys are shared between all threads.
+                        let k = if n % 2 == 0 { n } else { t * 1000 + n };
+                        c.put(&key(k), &entry(n as usize * 10)).unwrap();
+                        assert_eq!(c.get(&key(k)), Some(entry(n as usize * 10)));
+                    }
+                });
+            }
+        });
+        assert_eq!(c.info().unwrap().entries, 10 + 8 * 10);
+        let _ = fs::remove_dir_all(c.dir());
+    }
+}

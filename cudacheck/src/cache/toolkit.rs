@@ -1,0 +1,236 @@
+//! Scans of the CUDA toolkit's headers, kept between processes.
+//!
+//! A source that includes `<cuda_fp16.h>` and a few `<cuda/std/...>` headers reaches about 300
+//! toolkit headers (3 MB); reading, hashing and scanning them on every process start would cost
+//! more than the cache hit it serves. So each toolkit header's scan (its BLAKE3 and include
+//! list) is kept in one file of the cache directory, `toolkit-scan-v1`, and reused while the
+//! header's size and modification time are unchanged (the check ccache's direct mode makes).
+//! Only toolkit headers are treated so: the user's own files are read on every lookup. The
+//! file carries a BLAKE3 of its body; a damaged or foreign one is ignored and rewritten.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::UNIX_EPOCH;
+
+use super::deps::{scan, Include, Scanned};
+
+/// The memo file's name in the cache directory.
+pub(crate) const MEMO_FILE: &str = "toolkit-scan-v1";
+const MAGIC: &str = "cudacheck-toolkit-scan-v1";
+
+/// What identifies a file's content without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    mtime_ns: u128,
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = fs::metadata(path).ok()?;
+    Some(Stamp {
+        len: m.len(),
+        mtime_ns: m
+            .modified()
+            .ok()?
+            .duration_since(UNIX_EPOCH)
+            .ok()?
+            .as_nanos(),
+    })
+}
+
+#[derive(Default)]
+struct Memo {
+    scans: HashMap<PathBuf, (Stamp, Arc<Scanned>)>,
+    /// Memo files already read into `scans`.
+    loaded: Vec<PathBuf>,
+    /// Scans not yet written to disk.
+    added: bool,
+}
+
+fn memo() -> std::sync::MutexGuard<'static, Memo> {
+    static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
+    MEMO.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The scan of toolkit header `path`: from memory or `file` when the header is unchanged,
+/// else read now. `None` when the header cannot be read.
+pub(crate) fn toolkit_scan(path: &Path, file: Option<&Path>) -> Option<Arc<Scanned>> {
+    let now = stamp(path)?;
+    {
+        let mut m = memo();
+        if let Some(f) = file.filter(|f| !m.loaded.iter().any(|l| l == f)) {
+            m.loaded.push(f.to_path_buf());
+            for (p, entry) in read(f) {
+                m.scans.entry(p).or_insert(entry);
+            }
+        }
+        if let Some((s, scanned)) = m.scans.get(path) {
+            if *s == now {
+                return Some(Arc::clone(scanned));
+            }
+        }
+    }
+    let scanned = Arc::new(scan(&fs::read(path).ok()?));
+    let mut m = memo();
+    m.scans
+        .insert(path.to_path_buf(), (now, Arc::clone(&scanned)));
+    m.added = true;
+    Some(scanned)
+}
+
+/// Writes the memo to `file` when scans were added since it was last written. A failure is
+/// ignored: the memo only saves time.
+pub(crate) fn save(file: &Path) {
+    let body = {
+        let mut m = memo();
+        if !m.added {
+            return;
+        }
+        m.added = false;
+        let mut body = String::new();
+        for (path, (s, scanned)) in &m.scans {
+            if let Some(line) = line(path, *s, scanned) {
+                body.push_str(&line);
+            }
+        }
+        body
+    };
+    let text = format!(
+        "{MAGIC}\t{}\n{body}",
+        blake3::hash(body.as_bytes()).to_hex()
+    );
+    let Some(dir) = file.parent() else {
+        return;
+    };
+    let write = || -> std::io::Result<()> {
+        let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+        tmp.write_all(text.as_bytes())?;
+        tmp.persist(file).map_err(|e| e.error)?;
+        Ok(())
+    };
+    let _ = write();
+}
+
+/// `path \t len \t mtime \t digest \t computed-line or - \t <name or "name ...`; `None` for a
+/// path or name that a tab or newline would break.
+fn line(path: &Path, s: Stamp, scanned: &Scanned) -> Option<String> {
+    let bad = |t: &str| t.contains(['\t', '\n']);
+    let p = path.to_str().filter(|p| !bad(p))?;
+    let mut out = format!(
+        "{p}\t{}\t{}\t{}\t{}",
+        s.len,
+        s.mtime_ns,
+        blake3::Hash::from_bytes(scanned.digest).to_hex(),
+        scanned.computed.map_or("-".to_string(), |l| l.to_string())
+    );
+    for inc in &scanned.includes {
+        if bad(&inc.name) {
+            return None;
+        }
+        out.push('\t');
+        out.push(if inc.quoted { '"' } else { '<' });
+        out.push_str(&inc.name);
+    }
+    out.push('\n');
+    Some(out)
+}
+
+/// The entries of memo file `file`; none when it is missing, damaged or of another format.
+fn read(file: &Path) -> Vec<(PathBuf, (Stamp, Arc<Scanned>))> {
+    let Ok(text) = fs::read_to_string(file) else {
+        return Vec::new();
+    };
+    let Some((head, body)) = text.split_once('\n') else {
+        return Vec::new();
+    };
+    let expected = format!("{MAGIC}\t{}", blake3::hash(body.as_bytes()).to_hex());
+    if head != expected {
+        return Vec::new();
+    }
+    body.lines().filter_map(parse_line).collect()
+}
+
+fn parse_line(l: &str) -> Option<(PathBuf, (Stamp, Arc<Scanned>))> {
+    let mut f = l.split('\t');
+    let path = PathBuf::from(f.next()?);
+    let len = f.next()?.parse().ok()?;
+    let mtime_ns = f.next()?.parse().ok()?;
+    let digest = *blake3::Hash::from_hex(f.next()?).ok()?.as_bytes();
+    let computed = match f.next()? {
+        "-" => None,
+        n => Some(n.parse().ok()?),
+    };
+    let includes = f
+        .map(|i| {
+            let quoted = i.starts_with('"');
+            Include {
+                name: i[1..].to_string(),
+                quoted,
+            }
+        })
+        .collect();
+    let scanned = Scanned {
+        digest,
+        includes,
+        computed,
+    };
+    Some((path, (Stamp { len, mtime_ns }, Arc::new(scanned))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_round_trips() {
+        let scanned = scan(b"#include <a.h>\n#include \"b/c.h\"\n#include X\n");
+        let s = Stamp {
+            len: 42,
+            mtime_ns: 1_700_000_000_123_456_789,
+        };
+        let l = line(Path::new("/cuda/include/x.h"), s, &scanned).unwrap();
+        let (p, (s2, back)) = parse_line(l.trim_end()).unwrap();
+        assert_eq!(p, Path::new("/cuda/include/x.h"));
+        assert_eq!(s2, s);
+        assert_eq!(back.digest, scanned.digest);
+        assert_eq!(back.includes, scanned.includes);
+        assert_eq!(back.computed, Some(3));
+    }
+
+    #[test]
+    fn a_damaged_memo_file_is_ignored() {
+        let d = std::env::temp_dir().join(format!("cudacheck-memo-{}", std::process::id()));
+        fs::create_dir_all(&d).unwrap();
+        let f = d.join(MEMO_FILE);
+        let body =
+            "/x.h\t1\t2\t0000000000000000000000000000000000000000000000000000000000000000\t-\n";
+        let good = format!(
+            "{MAGIC}\t{}\n{body}",
+            blake3::hash(body.as_bytes()).to_hex()
+        );
+        fs::write(&f, &good).unwrap();
+        assert_eq!(read(&f).len(), 1);
+        fs::write(&f, good.replace("/x.h", "/y.h")).unwrap();
+        assert!(read(&f).is_empty());
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_changed_header_is_scanned_again() {
+        let d = std::env::temp_dir().join(format!("cudacheck-memo-hdr-{}", std::process::id()));
+        fs::create_dir_all(&d).unwrap();
+        let h = d.join("h.h");
+        fs::write(&h, "#include <one.h>\n").unwrap();
+        let first = toolkit_scan(&h, None).unwrap();
+        fs::write(&h, "#include <two.h>\n#include <three.h>\n").unwrap();
+        let second = toolkit_scan(&h, None).unwrap();
+        assert_eq!(first.includes.len(), 1);
+        assert_eq!(second.includes.len(), 2);
+        let _ = fs::remove_dir_all(&d);
+    }
+}
