@@ -17,15 +17,15 @@
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use cudacheck_core::limits::ArchLimits;
 use cudacheck_core::validate::LaunchConfig;
 use cudarc::driver::{CudaContext, CudaStream};
 
-use crate::driver::{self, DeviceInfo};
-use crate::error::{DriverError, Error, LaunchRecord};
-use crate::ring::LaunchRing;
+use crate::driver::{self, DeviceInfo, DriverError};
+use crate::error::Error;
+use crate::ring::{KernelName, LaunchRecord, LaunchRing};
 
 /// What cudacheck knows about one context.
 #[derive(Debug)]
@@ -36,11 +36,24 @@ pub(crate) struct ContextState {
     pub(crate) limits: ArchLimits,
     poisoned: AtomicBool,
     poison: Mutex<Option<Poison>>,
-    ring: Mutex<LaunchRing>,
+    ring: LaunchRing,
     /// Set by [`recover`]: the context was reset, every module loaded in it is dead.
     reset: AtomicBool,
     /// The device memory bounds-checked launches pass their lengths and fault record in.
-    pub(crate) scratch: Mutex<crate::instrument::Scratch>,
+    pub(crate) scratch: Mutex<Scratch>,
+    /// A non-blocking stream of this context for copies that must not join a capture (see
+    /// [`ContextState::private_stream`]).
+    private_stream: OnceLock<usize>,
+}
+
+/// A per-context block of device memory bounds-checked launches use (the fault record, then
+/// the lengths array). Grown when a kernel needs more lengths; never freed while its context
+/// lives (it is a few hundred bytes), and freed with the context by the driver: holding a
+/// plain address keeps no context alive.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    pub(crate) ptr: u64,
+    pub(crate) bytes: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -86,9 +99,10 @@ pub(crate) fn state_of(ctx: &Arc<CudaContext>) -> Result<Arc<ContextState>, Erro
         limits,
         poisoned: AtomicBool::new(false),
         poison: Mutex::new(None),
-        ring: Mutex::new(LaunchRing::default()),
+        ring: LaunchRing::default(),
         reset: AtomicBool::new(false),
-        scratch: Mutex::new(crate::instrument::Scratch::default()),
+        scratch: Mutex::new(Scratch::default()),
+        private_stream: OnceLock::new(),
     });
     reg.push(Arc::clone(&state));
     Ok(state)
@@ -136,20 +150,32 @@ impl ContextState {
         }
     }
 
-    /// Records a launch in the ring; returns its sequence number.
+    /// Records a launch in the ring (lock-free); returns its sequence number.
     #[inline]
     pub(crate) fn record(
         &self,
-        kernel: &Arc<str>,
-        config: LaunchConfig,
+        kernel: &'static KernelName,
+        config: &LaunchConfig,
         site: &'static Location<'static>,
     ) -> u64 {
-        lock(&self.ring).record(kernel, config, site)
+        self.ring.record(kernel, config, site)
     }
 
     /// The launch `seq`, if the ring still holds it.
     pub(crate) fn launch_record(&self, seq: u64) -> Option<LaunchRecord> {
-        lock(&self.ring).get(seq)
+        self.ring.get(seq)
+    }
+
+    /// This context's private non-blocking stream, created on first use. Copies on it never
+    /// wait for, or join, a capture in progress on the user's streams. The context must be
+    /// current.
+    pub(crate) fn private_stream(&self) -> Result<cudarc::driver::sys::CUstream, DriverError> {
+        if let Some(s) = self.private_stream.get() {
+            return Ok(*s as cudarc::driver::sys::CUstream);
+        }
+        let s = driver::private_stream()?;
+        // Two threads racing here each create one; the loser's stays unused (a handle).
+        Ok(*self.private_stream.get_or_init(|| s) as cudarc::driver::sys::CUstream)
     }
 
     /// Turns a driver error seen at `site` into the error to return, marking the context
@@ -165,7 +191,7 @@ impl ContextState {
         let suspects = if culprit.is_some() {
             Vec::new()
         } else {
-            lock(&self.ring).snapshot()
+            self.ring.snapshot()
         };
         if fault.poisons() {
             let mut p = lock(&self.poison);
@@ -249,9 +275,10 @@ pub fn device_limits(stream: &Arc<CudaStream>) -> Result<ArchLimits, Error> {
     Ok(state_of(stream.context())?.limits.clone())
 }
 
+/// Makes `ctx` current on this thread (a `cuCtxGetCurrent` when it already is).
+#[inline]
 pub(crate) fn bind(ctx: &CudaContext) -> Result<(), DriverError> {
-    ctx.bind_to_thread()
-        .map_err(|e| DriverError::from_cudarc("cuCtxSetCurrent", e))
+    driver::make_current(ctx.cu_ctx())
 }
 
 /// Tries to reset the stream's context after a sticky fault, and returns a fresh stream (the

@@ -1,67 +1,33 @@
 //! [`Launch`]: one checked kernel launch, built up and then [`run`](Launch::run).
 //!
-//! The hot path allocates nothing: arguments go into a fixed-capacity inline array, the
-//! validation of a configuration is memoized per kernel and context, and the ring of recent
-//! launches is written in place.
+//! Plain and bounds-checked launches take one path (`Launch::launch_with`), parameterized by
+//! a plan (`plan.rs`): the plan picks the build, appends its hidden parameters before the
+//! launch and performs the post-launch step after it. The plain plan adds nothing, so the
+//! release hot path is the path itself, and it allocates nothing: arguments go into a
+//! fixed-capacity inline array, the validation of a configuration is memoized per kernel and
+//! context without a lock, the context is made current only when it is not, and the ring of
+//! recent launches is written in place without a lock.
+
+mod checked;
+mod plan;
 
 use std::ffi::c_void;
 use std::panic::Location;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use cudacheck_core::validate::LaunchConfig;
 use cudacheck_core::Dim3;
 use cudarc::driver::{CudaEvent, CudaStream, SyncOnDrop};
 
 use crate::args::{ArgSlot, KernelArg, KernelArgMut, SlotKind, MAX_ARGS};
+use crate::build::PrepareError;
 use crate::context::bind;
-use crate::driver::{self, RawConfig};
-use crate::error::{DriverError, Error, LaunchError, LaunchErrorKind};
-use crate::kernel::{Kernel, PrepareError};
-
-/// Whether a launch waits for the kernel and checks for faults right after launching.
-///
-/// Resolution, first match wins: the launch's own [`Launch::sync`] (`Always`/`Never`), the
-/// kernel's [`KernelBuilder::sync`](crate::KernelBuilder::sync), the `CUDACHECK_SYNC`
-/// environment variable (`1`/`0`, read once per process), then the build profile: debug
-/// builds synchronize, release builds do not.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SyncMode {
-    /// Synchronize and check after every launch: faults name their launch exactly.
-    Always,
-    /// Do not synchronize: faults surface at a later call, naming the recent launches.
-    Never,
-    /// Defer to `CUDACHECK_SYNC`, then the build profile.
-    #[default]
-    FromEnv,
-}
-
-/// `CUDACHECK_SYNC`, read once: `Some(true)` for 1/true/always, `Some(false)` for
-/// 0/false/never, `None` when unset or unrecognized.
-fn env_sync() -> Option<bool> {
-    static ENV: OnceLock<Option<bool>> = OnceLock::new();
-    *ENV.get_or_init(|| parse_sync(std::env::var("CUDACHECK_SYNC").ok().as_deref()))
-}
-
-/// A yes/no environment value: `Some(true)` for 1/true/yes/always/on, `Some(false)` for
-/// 0/false/no/never/off, `None` otherwise.
-pub(crate) fn parse_sync(v: Option<&str>) -> Option<bool> {
-    match v?.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "always" | "on" => Some(true),
-        "0" | "false" | "no" | "never" | "off" => Some(false),
-        _ => None,
-    }
-}
-
-/// The resolution order documented on [`SyncMode`].
-fn resolve_sync(launch: SyncMode, kernel: SyncMode, env: Option<bool>, debug: bool) -> bool {
-    match (launch, kernel) {
-        (SyncMode::Always, _) => true,
-        (SyncMode::Never, _) => false,
-        (_, SyncMode::Always) => true,
-        (_, SyncMode::Never) => false,
-        _ => env.unwrap_or(debug),
-    }
-}
+use crate::driver::{self, Capture, DriverError, RawConfig};
+use crate::error::{Error, LaunchError, LaunchErrorKind};
+use crate::kernel::Kernel;
+use crate::policy::{after_launch, instrumented, sync_wanted, SyncMode};
+use checked::Checked;
+use plan::{LaunchPlan, Plain, Step, HIDDEN_MAX};
 
 /// A grid, a block and dynamic shared memory, as one value: what macro-generated wrappers take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -321,13 +287,7 @@ impl<'a> Launch<'a> {
     }
 
     pub(crate) fn refuse(&self, site: &'static Location<'static>, kind: LaunchErrorKind) -> Error {
-        LaunchError {
-            kernel: self.kernel.name().to_string(),
-            site,
-            config: self.cfg,
-            kind,
-        }
-        .into()
+        refusal(self.kernel, site, &self.cfg, kind)
     }
 
     /// Validates against the device and the kernel (memoized per kernel, context and
@@ -385,28 +345,26 @@ impl<'a> Launch<'a> {
             ));
         }
         // One test keeps bounds checking and kernel timing off the plain path.
-        if self.events.is_some() || self.instrumented() {
+        if self.events.is_none() && !self.instrumented() {
             // SAFETY: this function's contract, forwarded.
-            return unsafe { self.run_slow(site) };
+            return unsafe { self.launch_with(site, Plain) };
         }
         // SAFETY: this function's contract, forwarded.
-        unsafe { self.run_plain(site, None) }
+        unsafe { self.run_slow(site) }
     }
 
-    /// Whether this launch is bounds-checked: the launch, then the kernel's mode or the
-    /// environment (resolved when the kernel was built), then the profile.
+    /// Whether this launch is bounds-checked (see [`InstrumentMode`](crate::InstrumentMode)).
     #[inline]
     fn instrumented(&self) -> bool {
-        match self.instrument {
-            Some(on) => on,
-            None => match self.kernel.instrument_default() {
-                Some(on) => on,
-                None => self.profile_debug,
-            },
-        }
+        instrumented(
+            self.instrument,
+            self.kernel.instrument_default(),
+            self.profile_debug,
+        )
     }
 
-    /// A bounds-checked launch, or a timed plain one.
+    /// A bounds-checked launch, or a timed plain one. A kernel the instrumenter did not
+    /// rewrite, or a source it cannot read, launches plain.
     ///
     /// # Safety
     ///
@@ -414,34 +372,39 @@ impl<'a> Launch<'a> {
     #[cold]
     unsafe fn run_slow(&mut self, site: &'static Location<'static>) -> Result<(), Error> {
         if self.instrumented() {
-            // SAFETY: this function's contract, forwarded.
-            unsafe { crate::instrument::run_checked(self, site) }
-        } else {
-            let events = self.events;
-            // SAFETY: this function's contract, forwarded.
-            unsafe { self.run_plain(site, events) }
+            if let Some(plan) = Checked::new(self.kernel, &self.cfg) {
+                // SAFETY: this function's contract, forwarded.
+                return unsafe { self.launch_with(site, plan) };
+            }
         }
+        // SAFETY: this function's contract, forwarded.
+        unsafe { self.launch_with(site, Plain) }
     }
 
-    /// The launch of the kernel as written: validate, check arguments, launch, maybe wait.
+    /// The one launch path: build, health, validation, arguments, the plan's `before` (hidden
+    /// parameters), the launch, the ring, the plan's `after` (the post-launch step).
     ///
     /// # Safety
     ///
     /// As [`run`](Self::run).
     #[inline(always)]
-    pub(crate) unsafe fn run_plain(
+    unsafe fn launch_with<'k, P: LaunchPlan<'k>>(
         &mut self,
         site: &'static Location<'static>,
-        events: Option<(&CudaEvent, &CudaEvent)>,
-    ) -> Result<(), Error> {
+        mut plan: P,
+    ) -> Result<(), Error>
+    where
+        'a: 'k,
+    {
+        let kernel: &'k Kernel = self.kernel;
         let ctx = self.stream.context();
-        let loaded = self.kernel.loaded(ctx)?;
+        let loaded = plan.build(kernel, ctx, &self.cfg)?;
         let state = &loaded.state;
         state.check_health()?;
 
         let opt_in = self
             .shared_opt_in
-            .unwrap_or_else(|| self.kernel.default_shared_opt_in());
+            .unwrap_or_else(|| kernel.default_shared_opt_in());
         bind(ctx)?;
         match loaded.prepare(&self.cfg, opt_in) {
             Ok(()) => {}
@@ -452,12 +415,39 @@ impl<'a> Launch<'a> {
                 return Err(self.refuse(site, LaunchErrorKind::Driver { error }))
             }
         }
-        self.check_args(&loaded.resources.params, site)?;
+        let params = &loaded.resources.params;
+        self.check_args(&params[..params.len().saturating_sub(P::HIDDEN)], site)?;
+        let n = self.nargs;
 
-        // The parameter array points into `self.args`, which stays put until `run` returns.
-        let mut params = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
-        for (p, slot) in params.iter_mut().zip(&self.args[..self.nargs]) {
+        // Waiting is what capture forbids, so only a launch that would wait asks.
+        let sync = P::ALWAYS_SYNC
+            || self.guard_overflow
+            || sync_wanted(self.sync, kernel.default_sync(), self.profile_debug);
+        let capture = if sync {
+            driver::capture_status(self.stream.cu_stream())
+                .map_err(|error| self.refuse(site, LaunchErrorKind::Driver { error }))?
+        } else {
+            Capture::None
+        };
+        let step = Step {
+            kernel,
+            stream: self.stream,
+            loaded,
+            args: &self.args[..n],
+            cfg: &self.cfg,
+            site,
+            capture,
+        };
+        let hidden = plan.before(&step)?;
+
+        // The parameter array points into `self.args` and `hidden`, which stay put until the
+        // launch is queued.
+        let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARGS + HIDDEN_MAX];
+        for (p, slot) in ptrs.iter_mut().zip(step.args) {
             *p = slot.param_ptr();
+        }
+        for (p, h) in ptrs[n..].iter_mut().zip(&hidden[..P::HIDDEN]) {
+            *p = h as *const u64 as *mut c_void;
         }
         let raw = RawConfig {
             grid: self.cfg.grid,
@@ -465,19 +455,21 @@ impl<'a> Launch<'a> {
             shared_bytes: self.cfg.dynamic_shared_bytes,
             cluster: self.cfg.cluster,
         };
-        if let Some((start, _)) = events {
+        if let Some((start, _)) = self.events {
             record_event(start, self.stream)?;
         }
         // SAFETY: the function belongs to a module loaded in this stream's context (the
         // loaded entry is this context's), which `bind` made current; there is one pointer per
-        // parameter (count checked), each to a live value of the parameter's size (sizes
-        // checked against the CUBIN); the memory promise is this function's `# Safety`.
+        // parameter (count checked), each to a live value of the parameter's size (the user's
+        // sizes checked against the CUBIN; the hidden ones are the plan's 8-byte device
+        // addresses, which it keeps valid until the kernel is done); the memory promise is
+        // this function's `# Safety`.
         let launched = unsafe {
             driver::launch(
                 &loaded.function,
                 &raw,
                 self.stream.cu_stream(),
-                &mut params[..self.nargs],
+                &mut ptrs[..n + P::HIDDEN],
             )
         };
         if let Err(error) = launched {
@@ -487,28 +479,15 @@ impl<'a> Launch<'a> {
             }
             return Err(self.refuse(site, LaunchErrorKind::Driver { error }));
         }
-        if let Some((_, end)) = events {
+        if let Some((_, end)) = self.events {
             record_event(end, self.stream)?;
         }
-        let seq = state.record(self.kernel.name_arc(), self.cfg, site);
-
-        let sync = self.guard_overflow
-            || resolve_sync(
-                self.sync,
-                self.kernel.default_sync(),
-                env_sync(),
-                self.profile_debug,
-            );
-        if !sync {
-            return Ok(());
-        }
-        match driver::stream_synchronize(self.stream.cu_stream()) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let culprit = state.launch_record(seq);
-                Err(state.fault(e, site, culprit))
-            }
-        }
+        // A captured kernel did not run: the ring names launches that did.
+        let seq = match capture {
+            Capture::None => Some(state.record(kernel.ring_name(), &self.cfg, site)),
+            _ => None,
+        };
+        plan.after(&step, after_launch(sync, capture != Capture::None), seq)
     }
 
     /// Argument count and sizes against the CUBIN's parameter table, and buffers against the
@@ -572,6 +551,23 @@ impl<'a> Launch<'a> {
     }
 }
 
+/// A launch refused before or by the driver: the kernel, the site, the configuration, why.
+#[cold]
+pub(crate) fn refusal(
+    kernel: &Kernel,
+    site: &'static Location<'static>,
+    cfg: &LaunchConfig,
+    kind: LaunchErrorKind,
+) -> Error {
+    LaunchError {
+        kernel: kernel.name().to_string(),
+        site,
+        config: *cfg,
+        kind,
+    }
+    .into()
+}
+
 /// `cuEventRecord` of `event` on `stream`.
 pub(crate) fn record_event(event: &CudaEvent, stream: &CudaStream) -> Result<(), Error> {
     event
@@ -582,33 +578,6 @@ pub(crate) fn record_event(event: &CudaEvent, stream: &CudaStream) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sync_resolution_order() {
-        use SyncMode::*;
-        // The launch wins over everything.
-        assert!(resolve_sync(Always, Never, Some(false), false));
-        assert!(!resolve_sync(Never, Always, Some(true), true));
-        // Then the kernel's builder, over the environment.
-        assert!(resolve_sync(FromEnv, Always, Some(false), false));
-        assert!(!resolve_sync(FromEnv, Never, Some(true), true));
-        // Then the environment, over the profile.
-        assert!(resolve_sync(FromEnv, FromEnv, Some(true), false));
-        assert!(!resolve_sync(FromEnv, FromEnv, Some(false), true));
-        // Then the profile.
-        assert!(resolve_sync(FromEnv, FromEnv, None, true));
-        assert!(!resolve_sync(FromEnv, FromEnv, None, false));
-    }
-
-    #[test]
-    fn env_values() {
-        assert_eq!(parse_sync(Some("1")), Some(true));
-        assert_eq!(parse_sync(Some(" Always ")), Some(true));
-        assert_eq!(parse_sync(Some("0")), Some(false));
-        assert_eq!(parse_sync(Some("never")), Some(false));
-        assert_eq!(parse_sync(Some("maybe")), None);
-        assert_eq!(parse_sync(None), None);
-    }
 
     #[test]
     fn launch_dims_from_tuples() {
