@@ -12,6 +12,7 @@ mod checked;
 mod plan;
 
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::panic::Location;
 use std::sync::Arc;
 
@@ -108,23 +109,37 @@ pub struct Launch<'a> {
     pub(crate) shared_opt_in: Option<bool>,
     failed_requirement: Option<&'static str>,
     pub(crate) nargs: usize,
-    pub(crate) args: [ArgSlot; MAX_ARGS],
+    /// The first `min(nargs, MAX_ARGS)` are initialized (see [`slots`](Self::slots)); the
+    /// rest are never written, so that starting a launch costs no 768-byte fill.
+    args: [MaybeUninit<ArgSlot>; MAX_ARGS],
     /// cudarc's stream-ordering records for buffer arguments, kept only when the context
     /// orders several streams (see `args::keep`); dropped after the launch is queued, which is
     /// when cudarc wants them recorded. Few slots keep the launch small (the builder moves it
     /// by value); past them, see `guard_overflow`.
-    guards: [Option<SyncOnDrop<'a>>; GUARDS],
+    /// The first `nguards` are initialized, and dropped by `Launch`'s `Drop`.
+    guards: [MaybeUninit<SyncOnDrop<'a>>; GUARDS],
     nguards: usize,
     /// More buffers needed ordering than `guards` holds: the extra guards recorded before the
     /// launch, so the launch synchronizes instead, which orders everything after it.
     guard_overflow: bool,
 }
 
+impl Drop for Launch<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        for g in &mut self.guards[..self.nguards] {
+            // SAFETY: `push` initialized the first `nguards` guards and nothing else reads or
+            // drops them; each is dropped once, here.
+            unsafe { g.assume_init_drop() };
+        }
+    }
+}
+
 /// Ordering guards a launch keeps inline (multi-stream contexts only).
 const GUARDS: usize = 8;
 
 impl<'a> Launch<'a> {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(kernel: &'a Kernel, stream: &'a Arc<CudaStream>) -> Self {
         Launch {
             kernel,
@@ -139,21 +154,21 @@ impl<'a> Launch<'a> {
             shared_opt_in: None,
             failed_requirement: None,
             nargs: 0,
-            args: [ArgSlot::EMPTY; MAX_ARGS],
-            guards: [const { None }; GUARDS],
+            args: [MaybeUninit::uninit(); MAX_ARGS],
+            guards: [const { MaybeUninit::uninit() }; GUARDS],
             nguards: 0,
             guard_overflow: false,
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn grid(mut self, g: impl Into<Dim3>) -> Self {
         self.cfg.grid = g.into();
         self.grid_set = true;
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn block(mut self, b: impl Into<Dim3>) -> Self {
         self.cfg.block = b.into();
         self.block_set = true;
@@ -161,21 +176,21 @@ impl<'a> Launch<'a> {
     }
 
     /// Dynamic (`extern __shared__`) shared memory per block, in bytes.
-    #[inline]
+    #[inline(always)]
     pub fn shared_bytes(mut self, bytes: u32) -> Self {
         self.cfg.dynamic_shared_bytes = bytes;
         self
     }
 
     /// Blocks per thread block cluster (sm_90 and later).
-    #[inline]
+    #[inline(always)]
     pub fn cluster(mut self, c: impl Into<Dim3>) -> Self {
         self.cfg.cluster = Some(c.into());
         self
     }
 
     /// Grid, optional block and shared memory in one value (what macro wrappers take).
-    #[inline]
+    #[inline(always)]
     pub fn dims(mut self, d: impl Into<LaunchDims>) -> Self {
         let d = d.into();
         self = self.grid(d.grid).shared_bytes(d.shared_bytes);
@@ -186,7 +201,7 @@ impl<'a> Launch<'a> {
     }
 
     /// The whole configuration at once.
-    #[inline]
+    #[inline(always)]
     pub fn config(mut self, cfg: LaunchConfig) -> Self {
         self.cfg = cfg;
         self.grid_set = true;
@@ -195,7 +210,7 @@ impl<'a> Launch<'a> {
     }
 
     /// Overrides the sync mode for this launch (see [`SyncMode`]).
-    #[inline]
+    #[inline(always)]
     pub fn sync(mut self, mode: SyncMode) -> Self {
         self.sync = mode;
         self
@@ -210,7 +225,7 @@ impl<'a> Launch<'a> {
     /// instrumenter does not rewrite (see [`Kernel::coverage`]) launches unchecked.
     ///
     /// [`InstrumentMode`]: crate::InstrumentMode
-    #[inline]
+    #[inline(always)]
     pub fn instrument(mut self, on: bool) -> Self {
         self.instrument = Some(on);
         self
@@ -220,7 +235,7 @@ impl<'a> Launch<'a> {
     /// that `start.elapsed_ms(&end)` times the kernel alone: without a bounds-checked launch's
     /// upload, synchronization and readback. Both events must belong to the stream's context
     /// and be created with timing enabled.
-    #[inline]
+    #[inline(always)]
     pub fn kernel_events(mut self, start: &'a CudaEvent, end: &'a CudaEvent) -> Self {
         self.events = Some((start, end));
         self
@@ -229,14 +244,14 @@ impl<'a> Launch<'a> {
     /// The build profile to fall back on when no sync mode and no `CUDACHECK_SYNC` is given
     /// (and, likewise, no instrumentation setting and no `CUDACHECK_INSTRUMENT`): macro-generated
     /// code passes `cfg!(debug_assertions)` of the user's crate.
-    #[inline]
+    #[inline(always)]
     pub fn profile_default(mut self, debug: bool) -> Self {
         self.profile_debug = debug;
         self
     }
 
     /// Whether this launch may opt the kernel in to more than 48 KiB of shared memory.
-    #[inline]
+    #[inline(always)]
     pub fn shared_opt_in(mut self, allow: bool) -> Self {
         self.shared_opt_in = Some(allow);
         self
@@ -244,7 +259,7 @@ impl<'a> Launch<'a> {
 
     /// A `requires(...)` clause: when `holds` is false the launch returns
     /// [`Error::RequirementFailed`] naming `clause`, without launching.
-    #[inline]
+    #[inline(always)]
     pub fn require(mut self, holds: bool, clause: &'static str) -> Self {
         if !holds && self.failed_requirement.is_none() {
             self.failed_requirement = Some(clause);
@@ -253,7 +268,7 @@ impl<'a> Launch<'a> {
     }
 
     /// Pushes an argument the kernel reads: `&CudaSlice<T>`, `&CudaView<T>`, or a scalar.
-    #[inline]
+    #[inline(always)]
     pub fn arg<T: KernelArg + ?Sized>(mut self, arg: &'a T) -> Self {
         let (slot, guard) = arg.slot(self.stream);
         self.push(slot, guard);
@@ -261,29 +276,46 @@ impl<'a> Launch<'a> {
     }
 
     /// Pushes a buffer the kernel writes: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
-    #[inline]
+    #[inline(always)]
     pub fn arg_mut<T: KernelArgMut + ?Sized>(mut self, arg: &'a mut T) -> Self {
         let (slot, guard) = arg.slot_mut(self.stream);
         self.push(slot, guard);
         self
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, slot: ArgSlot, guard: Option<SyncOnDrop<'a>>) {
         if self.nargs < MAX_ARGS {
-            self.args[self.nargs] = slot;
+            self.args[self.nargs] = MaybeUninit::new(slot);
         }
         if let Some(g) = guard {
-            if self.nguards < GUARDS {
-                self.guards[self.nguards] = Some(g);
-                self.nguards += 1;
-            } else {
-                drop(g);
-                self.guard_overflow = true;
-            }
+            self.push_guard(g);
         }
         // Counted even past capacity, so that the error can say how many were given.
         self.nargs += 1;
+    }
+
+    /// Out of line and by reference: kept in the builder's flow, the branch makes the
+    /// compiler copy the whole launch (a kilobyte) at every `arg` of every launch.
+    #[cold]
+    #[inline(never)]
+    fn push_guard(&mut self, g: SyncOnDrop<'a>) {
+        if self.nguards < GUARDS {
+            self.guards[self.nguards] = MaybeUninit::new(g);
+            self.nguards += 1;
+        } else {
+            drop(g);
+            self.guard_overflow = true;
+        }
+    }
+
+    /// The arguments pushed (at most [`MAX_ARGS`]).
+    #[inline(always)]
+    fn slots(&self) -> &[ArgSlot] {
+        let n = self.nargs.min(MAX_ARGS);
+        // SAFETY: `push` initializes `args[k]` before counting it, for every k < MAX_ARGS, and
+        // nothing un-initializes them; `MaybeUninit<ArgSlot>` has `ArgSlot`'s layout.
+        unsafe { std::slice::from_raw_parts(self.args.as_ptr().cast::<ArgSlot>(), n) }
     }
 
     pub(crate) fn refuse(&self, site: &'static Location<'static>, kind: LaunchErrorKind) -> Error {
@@ -310,7 +342,7 @@ impl<'a> Launch<'a> {
     /// the kernel computes), exactly as cudarc's launch asks. Pointer parameters must be passed
     /// buffers of the element type the kernel expects.
     #[track_caller]
-    #[inline]
+    #[inline(always)]
     pub unsafe fn run(mut self) -> Result<(), Error> {
         let site = Location::caller();
         // SAFETY: this function's contract, forwarded.
@@ -433,7 +465,7 @@ impl<'a> Launch<'a> {
             kernel,
             stream: self.stream,
             loaded,
-            args: &self.args[..n],
+            args: self.slots(),
             cfg: &self.cfg,
             site,
             capture,
@@ -508,7 +540,7 @@ impl<'a> Launch<'a> {
                 },
             ));
         }
-        for (index, (slot, param)) in self.args[..self.nargs].iter().zip(params).enumerate() {
+        for (index, (slot, param)) in self.slots().iter().zip(params).enumerate() {
             if slot.param_size() != param.size {
                 return Err(self.refuse(
                     site,
