@@ -97,6 +97,7 @@ pub(crate) fn collector(id: u64) -> Option<Arc<Collector>> {
 
 /// The fault records of the bounds-checked launches captured into one graph, to read after
 /// the graph ran. See the [module documentation](self) for the semantics.
+#[must_use = "the captured launches' faults are reported only by Checks::check"]
 pub struct Checks {
     collector: Arc<Collector>,
     id: u64,

@@ -21,7 +21,6 @@ use crate::context::{bind, ContextState};
 use crate::driver::{self, FunctionAttributes};
 use crate::error::Error;
 use crate::instrument::{self, Coverage, Rewritten, Spec};
-use crate::launch::Launch;
 use crate::nvrtc::{self, CompileError, CompileOptions, CudaSource};
 use crate::policy::{InstrumentMode, SyncMode};
 use crate::ring::{intern, KernelName};
@@ -324,12 +323,6 @@ impl Kernel {
     /// The Rust-side parameter list given with [`KernelBuilder::params`].
     pub fn params(&self) -> Option<&'static [ParamSpec]> {
         self.inner.builder.params
-    }
-
-    /// Starts a launch of this kernel on `stream`.
-    #[inline]
-    pub fn launch<'a>(&'a self, stream: &'a Arc<CudaStream>) -> Launch<'a> {
-        Launch::new(self, stream)
     }
 
     /// Compiles (once per architecture, cached) and loads (once per context) the kernel for

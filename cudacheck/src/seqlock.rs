@@ -138,21 +138,25 @@ mod tests {
     #[test]
     fn readers_never_see_a_half_written_slot() {
         // One writer keeps writing pairs of equal words; readers must only see equal pairs.
+        use std::sync::atomic::AtomicBool;
         let s = std::sync::Arc::new(SeqSlot::<2>::default());
-        let w = std::sync::Arc::clone(&s);
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (w, st) = (std::sync::Arc::clone(&s), std::sync::Arc::clone(&stop));
         let writer = std::thread::spawn(move || {
-            for i in 1..200_000u64 {
+            let mut i = 1u64;
+            while !st.load(Ordering::Relaxed) {
                 w.write(2 * i, [i, i]);
+                i += 1;
             }
         });
-        let mut seen = 0;
-        while !writer.is_finished() {
+        for _ in 0..200_000 {
             if let Some((_, [a, b])) = s.read() {
-                assert_eq!(a, b);
-                seen += 1;
+                assert_eq!(a, b, "a torn read");
             }
         }
+        stop.store(true, Ordering::Relaxed);
         writer.join().unwrap();
-        assert!(seen > 0);
+        let (stamp, [a, b]) = s.read().expect("no writer: the read succeeds");
+        assert_eq!((a, b, stamp), (a, a, 2 * a));
     }
 }

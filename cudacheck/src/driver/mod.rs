@@ -560,7 +560,8 @@ pub enum Capture {
     Invalidated,
 }
 
-/// Whether `stream` is being captured, and the capture sequence's id.
+/// Whether `stream` is being captured, and the capture sequence's id
+/// (`cuStreamGetCaptureInfo_v3`, the driver entry point cudarc's CUDA 13 bindings offer).
 pub fn capture_status(stream: CUstream) -> Result<Capture, DriverError> {
     let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     let mut id: sys::cuuint64_t = 0;

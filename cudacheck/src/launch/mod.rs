@@ -124,6 +124,14 @@ pub struct Launch<'a> {
     guard_overflow: bool,
 }
 
+impl Kernel {
+    /// Starts a launch of this kernel on `stream`.
+    #[inline(always)]
+    pub fn launch<'a>(&'a self, stream: &'a Arc<CudaStream>) -> Launch<'a> {
+        Launch::new(self, stream)
+    }
+}
+
 impl Drop for Launch<'_> {
     #[inline(always)]
     fn drop(&mut self) {
@@ -220,7 +228,8 @@ impl<'a> Launch<'a> {
     /// `CUDACHECK_INSTRUMENT` variable and the build profile.
     ///
     /// A bounds-checked launch runs the kernel's instrumented build, always synchronizes (the
-    /// fault record must be read), and returns [`Error::OutOfBounds`] or [`Error::DeviceAssert`]
+    /// fault record must be read; under stream capture the record is read by
+    /// [`capture::Checks`](crate::capture::Checks) instead), and returns [`Error::OutOfBounds`] or [`Error::DeviceAssert`]
     /// for the first bad access or failed `assert`; the context stays usable. A kernel the
     /// instrumenter does not rewrite (see [`Kernel::coverage`]) launches unchecked.
     ///
@@ -333,7 +342,9 @@ impl<'a> Launch<'a> {
     /// synchronizing check), [`Error::AsyncFault`] (an earlier launch's fault surfacing now),
     /// [`Error::ContextPoisoned`], and the compile/load errors of [`Kernel::load`] on the first
     /// launch in a context. A bounds-checked launch (see [`Launch::instrument`]) also returns
-    /// [`Error::OutOfBounds`] and [`Error::DeviceAssert`].
+    /// [`Error::OutOfBounds`] and [`Error::DeviceAssert`], and, into a stream being captured
+    /// without a [`capture::Checks`](crate::capture::Checks),
+    /// [`LaunchErrorKind::CapturedWithoutChecks`].
     ///
     /// # Safety
     ///
