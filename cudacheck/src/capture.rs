@@ -117,9 +117,17 @@ impl Checks {
         let Capture::Active { id } = driver::capture_status(stream.cu_stream())? else {
             return Err(Error::Capture(CaptureError::NotCapturing));
         };
-        let collector = Arc::new(Collector::default());
         let mut all = lock(&COLLECTORS);
         all.retain(|(_, w)| w.strong_count() > 0);
+        // A second `Checks` of the same capture shares the first one's records.
+        if let Some(collector) = all
+            .iter()
+            .find(|(i, _)| *i == id)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            return Ok(Checks { collector, id });
+        }
+        let collector = Arc::new(Collector::default());
         all.push((id, Arc::downgrade(&collector)));
         Ok(Checks { collector, id })
     }
@@ -172,7 +180,9 @@ impl Checks {
 
 impl Drop for Checks {
     fn drop(&mut self) {
-        lock(&COLLECTORS).retain(|(i, _)| *i != self.id);
+        // The entry goes with the last `Checks` of its capture (then its `Weak` is dead).
+        let last = Arc::strong_count(&self.collector) == 1;
+        lock(&COLLECTORS).retain(|(i, _)| !(last && *i == self.id));
     }
 }
 

@@ -58,7 +58,7 @@ pub(super) struct Checked<'k> {
 impl Checked<'_> {
     /// The plan for `kernel`, or `None` when the instrumenter did not rewrite it (or cannot
     /// read its source): such a launch runs plain.
-    pub(super) fn new(kernel: &Kernel, _cfg: &LaunchConfig) -> Option<Self> {
+    pub(super) fn new(kernel: &Kernel) -> Option<Self> {
         match kernel.rewrite() {
             Ok(r) if r.kernel.is_some() => Some(Checked {
                 rewritten: Arc::clone(r),

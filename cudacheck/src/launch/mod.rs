@@ -415,7 +415,7 @@ impl<'a> Launch<'a> {
     #[cold]
     unsafe fn run_slow(&mut self, site: &'static Location<'static>) -> Result<(), Error> {
         if self.instrumented() {
-            if let Some(plan) = Checked::new(self.kernel, &self.cfg) {
+            if let Some(plan) = Checked::new(self.kernel) {
                 // SAFETY: this function's contract, forwarded.
                 return unsafe { self.launch_with(site, plan) };
             }
