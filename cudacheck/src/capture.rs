@@ -11,7 +11,10 @@
 //!   "synchronize" (debug builds) is recorded like a release launch. Faults of a plain kernel
 //!   of the graph surface when the graph's stream is next checked
 //!   ([`synchronize`](crate::synchronize), [`check`](crate::check)), as a release launch's do.
-//! - It is not entered in the context's ring of recent launches (it did not run).
+//! - A launch that asked (one that would synchronize, or a bounds-checked one) is not entered
+//!   in the context's ring of recent launches: it did not run. A release launch does not ask
+//!   (asking costs a driver call), so it is entered as if it ran, and a fault of a replay may
+//!   name it among the suspects.
 //! - A **bounds-checked** launch needs a [`Checks`] for the capture, created on the capturing
 //!   stream before the launch; without one the launch is refused
 //!   ([`LaunchErrorKind::CapturedWithoutChecks`](crate::LaunchErrorKind::CapturedWithoutChecks)).
