@@ -279,21 +279,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     drop(modes);
 
+    // The raw cudarc median of the same kernel: what every row is compared with.
+    let raw_ns = |kernel: &str| {
+        rows.iter()
+            .find(|x| x.kernel == kernel && x.mode == "raw cudarc")
+            .map_or(f64::NAN, |x| x.median_ns)
+    };
     let device = ctx.name()?;
     let mut md = format!(
         "Host-side launch cost on {device} ({arch}): median over {ROUNDS} interleaved rounds of \
          the per-launch time, launches timed in batches of {BATCH} with the stream synchronized \
          between batches, outside the clock (debug mode includes its own wait for the GPU)\n\n\
-         | kernel | mode | launches/round | median ns | min ns | vs raw | heap allocs/launch |\n\
-         |---|---|---:|---:|---:|---:|---:|\n"
+         | kernel | mode | launches/round | median ns | min ns | vs raw | ratio | heap allocs/launch |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|\n"
     );
     for r in &rows {
-        let raw = rows
-            .iter()
-            .find(|x| x.kernel == r.kernel && x.mode == "raw cudarc")
-            .map_or(r.median_ns, |x| x.median_ns);
+        let raw = raw_ns(r.kernel);
         md.push_str(&format!(
-            "| {} | {} | {} | {:.0} | {:.0} | {:+.0} ns ({:+.1}%) | {:.3} |\n",
+            "| {} | {} | {} | {:.0} | {:.0} | {:+.0} ns ({:+.1}%) | {:.3} | {:.3} |\n",
             r.kernel,
             r.mode,
             r.launches,
@@ -301,9 +304,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             r.min_ns,
             r.median_ns - raw,
             (r.median_ns / raw - 1.0) * 100.0,
+            r.median_ns / raw,
             r.allocs_per_launch
         ));
     }
+    // Issue 11's target: a release launch no dearer than raw cudarc, and no heap allocation.
+    for r in rows.iter().filter(|r| r.mode == "cudacheck release") {
+        let raw = raw_ns(r.kernel);
+        let met = r.median_ns <= raw && r.allocs_per_launch == 0.0;
+        md.push_str(&format!(
+            "\n{}: cudacheck release / raw cudarc = {:.3}, {} heap allocations per launch: \
+             target (ratio <= 1.00, 0 allocations) {}",
+            r.kernel,
+            r.median_ns / raw,
+            r.allocs_per_launch,
+            if met { "met" } else { "NOT met" }
+        ));
+    }
+    md.push('\n');
     print!("{md}");
     let json = serde_json::json!({
         "device": device,
@@ -315,6 +333,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "launches_per_round": r.launches,
             "median_ns_per_launch": r.median_ns,
             "min_ns_per_launch": r.min_ns,
+            "ratio_vs_raw": r.median_ns / raw_ns(r.kernel),
             "heap_allocs_per_launch": r.allocs_per_launch,
         })).collect::<Vec<_>>(),
     });

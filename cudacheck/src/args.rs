@@ -60,18 +60,7 @@ pub(crate) enum SlotKind {
 /// bounds check more lenient.
 pub(crate) const MAX_RECORDED_LEN: u64 = (1 << 40) - 1;
 
-fn no_type() -> &'static str {
-    ""
-}
-
 impl ArgSlot {
-    pub(crate) const EMPTY: ArgSlot = ArgSlot {
-        word: 0,
-        size_or_len: 0,
-        kind: SlotKind::Scalar,
-        ty: no_type,
-    };
-
     pub(crate) fn scalar<T>(v: &T) -> Self {
         ArgSlot {
             word: v as *const T as usize as u64,

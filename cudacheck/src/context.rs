@@ -23,9 +23,9 @@ use cudacheck_core::limits::ArchLimits;
 use cudacheck_core::validate::LaunchConfig;
 use cudarc::driver::{CudaContext, CudaStream};
 
-use crate::driver::{self, DeviceInfo};
-use crate::error::{DriverError, Error, LaunchRecord};
-use crate::ring::LaunchRing;
+use crate::driver::{self, DeviceInfo, DriverError};
+use crate::error::Error;
+use crate::ring::{KernelName, LaunchRecord, LaunchRing};
 
 /// What cudacheck knows about one context.
 #[derive(Debug)]
@@ -36,11 +36,21 @@ pub(crate) struct ContextState {
     pub(crate) limits: ArchLimits,
     poisoned: AtomicBool,
     poison: Mutex<Option<Poison>>,
-    ring: Mutex<LaunchRing>,
+    ring: LaunchRing,
     /// Set by [`recover`]: the context was reset, every module loaded in it is dead.
     reset: AtomicBool,
-    /// The device memory bounds-checked launches pass their lengths and fault record in.
-    pub(crate) scratch: Mutex<crate::instrument::Scratch>,
+    /// The device memory bounds-checked launches pass their fault record in.
+    pub(crate) scratch: Mutex<Scratch>,
+}
+
+/// A per-context block of device memory eager bounds-checked launches write their fault
+/// record to (the lengths travel as kernel parameters). Never freed while its context lives
+/// (it is 128 bytes), and freed with the context by the driver: holding a plain address keeps
+/// no context alive.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    pub(crate) ptr: u64,
+    pub(crate) bytes: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -86,9 +96,9 @@ pub(crate) fn state_of(ctx: &Arc<CudaContext>) -> Result<Arc<ContextState>, Erro
         limits,
         poisoned: AtomicBool::new(false),
         poison: Mutex::new(None),
-        ring: Mutex::new(LaunchRing::default()),
+        ring: LaunchRing::default(),
         reset: AtomicBool::new(false),
-        scratch: Mutex::new(crate::instrument::Scratch::default()),
+        scratch: Mutex::new(Scratch::default()),
     });
     reg.push(Arc::clone(&state));
     Ok(state)
@@ -136,20 +146,20 @@ impl ContextState {
         }
     }
 
-    /// Records a launch in the ring; returns its sequence number.
+    /// Records a launch in the ring (lock-free); returns its sequence number.
     #[inline]
     pub(crate) fn record(
         &self,
-        kernel: &Arc<str>,
-        config: LaunchConfig,
+        kernel: &'static KernelName,
+        config: &LaunchConfig,
         site: &'static Location<'static>,
     ) -> u64 {
-        lock(&self.ring).record(kernel, config, site)
+        self.ring.record(kernel, config, site)
     }
 
     /// The launch `seq`, if the ring still holds it.
     pub(crate) fn launch_record(&self, seq: u64) -> Option<LaunchRecord> {
-        lock(&self.ring).get(seq)
+        self.ring.get(seq)
     }
 
     /// Turns a driver error seen at `site` into the error to return, marking the context
@@ -165,7 +175,7 @@ impl ContextState {
         let suspects = if culprit.is_some() {
             Vec::new()
         } else {
-            lock(&self.ring).snapshot()
+            self.ring.snapshot()
         };
         if fault.poisons() {
             let mut p = lock(&self.poison);
@@ -249,9 +259,10 @@ pub fn device_limits(stream: &Arc<CudaStream>) -> Result<ArchLimits, Error> {
     Ok(state_of(stream.context())?.limits.clone())
 }
 
+/// Makes `ctx` current on this thread (a `cuCtxGetCurrent` when it already is).
+#[inline]
 pub(crate) fn bind(ctx: &CudaContext) -> Result<(), DriverError> {
-    ctx.bind_to_thread()
-        .map_err(|e| DriverError::from_cudarc("cuCtxSetCurrent", e))
+    driver::make_current(ctx.cu_ctx())
 }
 
 /// Tries to reset the stream's context after a sticky fault, and returns a fresh stream (the

@@ -5,16 +5,17 @@
 //! `source` is the [`LaunchErrorKind`] saying what was wrong; a driver failure is a
 //! [`DriverError`] naming the call, the code, its name and what usually causes it.
 
-use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
 
 use cudacheck_core::validate::{LaunchConfig, Violation};
 use thiserror::Error;
 
-use crate::driver::codes;
+pub use crate::driver::DriverError;
+use crate::driver::DriverMissing;
 use crate::instrument::{DeviceAssert, OutOfBounds};
 use crate::nvrtc::{CompileError, NvrtcNotFound};
+use crate::ring::LaunchRecord;
 
 /// Everything a cudacheck call can fail with.
 #[derive(Debug, Error)]
@@ -169,6 +170,10 @@ pub enum Error {
         source: Box<crate::instrument::BuildError>,
     },
 
+    /// A [`capture`](crate::capture) call at the wrong point of a stream capture.
+    #[error(transparent)]
+    Capture(CaptureError),
+
     /// The CUBIN NVRTC produced could not be read for the kernel's resources.
     #[error("kernel `{kernel}`: could not read the compiled CUBIN")]
     Cubin {
@@ -181,6 +186,12 @@ pub enum Error {
 impl From<LaunchError> for Error {
     fn from(e: LaunchError) -> Self {
         Error::Launch(Box::new(e))
+    }
+}
+
+impl From<DriverMissing> for Error {
+    fn from(e: DriverMissing) -> Self {
+        Error::DriverNotFound { reason: e.reason }
     }
 }
 
@@ -204,84 +215,6 @@ impl Error {
             },
             _ => None,
         }
-    }
-}
-
-/// A driver call that failed: which call, the `CUresult`, its name and (through
-/// [`explanation`](Self::explanation)) its usual causes.
-///
-/// The explanation is looked up from `code` rather than stored, which keeps this (and so
-/// [`enum@Error`]) small enough to return cheaply from users' own functions.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("{call} failed with {name} ({code}): {}", self.explanation())]
-pub struct DriverError {
-    /// The driver API function, e.g. `cuLaunchKernel`.
-    pub call: &'static str,
-    /// The raw `CUresult`.
-    pub code: u32,
-    /// `CUDA_ERROR_...`, or "an unknown CUresult" for a code this version does not know (the
-    /// message shows `code` beside it).
-    pub name: &'static str,
-}
-
-impl DriverError {
-    /// The error `code` returned by `call`.
-    pub fn new(call: &'static str, code: u32) -> Self {
-        Self {
-            call,
-            code,
-            name: codes::describe(code).0,
-        }
-    }
-
-    /// What usually causes this error, written for a person.
-    pub fn explanation(&self) -> &'static str {
-        codes::describe(self.code).1
-    }
-
-    /// From cudarc's error type.
-    pub fn from_cudarc(call: &'static str, e: cudarc::driver::DriverError) -> Self {
-        Self::new(call, e.0 as u32)
-    }
-
-    /// Whether this error leaves the context unusable (a "sticky" error).
-    pub fn poisons(&self) -> bool {
-        codes::poisons(self.code)
-    }
-
-    /// Whether this is `CUDA_ERROR_OUT_OF_MEMORY`.
-    pub fn is_out_of_memory(&self) -> bool {
-        self.code == codes::OUT_OF_MEMORY
-    }
-}
-
-/// One launch as the per-context ring remembers it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LaunchRecord {
-    /// The launch's number in its context, from 1.
-    pub seq: u64,
-    pub kernel: Arc<str>,
-    pub config: LaunchConfig,
-    /// Where in the Rust program the launch was made.
-    pub site: &'static Location<'static>,
-}
-
-impl fmt::Display for LaunchRecord {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "launch #{} of `{}` at {} (grid {}, block {}, {} bytes dynamic shared",
-            self.seq,
-            self.kernel,
-            self.site,
-            self.config.grid,
-            self.config.block,
-            self.config.dynamic_shared_bytes
-        )?;
-        if let Some(c) = self.config.cluster {
-            write!(f, ", cluster {c}")?;
-        }
-        f.write_str(")")
     }
 }
 
@@ -356,9 +289,37 @@ pub enum LaunchErrorKind {
         same_device: bool,
     },
 
+    /// A bounds-checked launch into a stream being captured, with no
+    /// [`capture::Checks`](crate::capture::Checks) to report its faults after the graph runs.
+    #[error(
+        "the launch is bounds-checked and its stream is being captured into a graph, but no \
+         `cudacheck::capture::Checks` collects this capture's fault records; call \
+         `Checks::begin(&stream)` right after beginning the capture and `checks.check(&stream)` \
+         after each replay, or launch unchecked with `.instrument(false)`"
+    )]
+    CapturedWithoutChecks,
+
     /// The driver refused the launch (a cause cudacheck does not check for itself).
     #[error("the driver refused the launch: {error}")]
     Driver { error: DriverError },
+}
+
+/// A [`capture::Checks`](crate::capture::Checks) call at the wrong point of a capture.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// `Checks::begin` on a stream that is not being captured.
+    #[error(
+        "`capture::Checks::begin` was called on a stream that is not being captured; call it \
+         right after `begin_capture` (cuStreamBeginCapture) on the same stream"
+    )]
+    NotCapturing,
+    /// `Checks::check` while the stream is still being captured.
+    #[error(
+        "`capture::Checks::check` was called while the stream is still being captured; end the \
+         capture (`end_capture`), launch the graph, then check"
+    )]
+    StillCapturing,
 }
 
 fn violations_text(v: &[Violation]) -> String {

@@ -7,22 +7,22 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 use cudacheck_core::cubin::read_cubin;
 use cudacheck_core::limits::ArchLimits;
-use cudacheck_core::validate::{
-    kernel_max_threads, validate, LaunchConfig, ValidateOptions, Violation,
-};
+use cudacheck_core::validate::kernel_max_threads;
 use cudacheck_core::{Arch, KernelResources};
 use cudarc::driver::{CudaContext, CudaStream};
 
-use crate::context::{bind, state_of, ContextState};
+use crate::build::{Builds, Compiled, Loaded, Make, Variant};
+use crate::context::{bind, ContextState};
 use crate::driver::{self, FunctionAttributes};
-use crate::error::{DriverError, Error};
-use crate::launch::{Launch, SyncMode};
+use crate::error::Error;
+use crate::instrument::{self, ArgView, BuildError, Coverage, Spec};
 use crate::nvrtc::{self, CompileError, CompileOptions, CudaSource};
+use crate::policy::{InstrumentMode, SyncMode};
+use crate::ring::{intern, KernelName};
 
 /// One parameter of the kernel as the Rust side declares it; checked against the compiled
 /// kernel's parameter table at load ([`Error::SignatureMismatch`]).
@@ -79,32 +79,6 @@ impl fmt::Display for ParamSpec {
             ParamKind::Value { ty, .. } => write!(f, "{ty} {}", self.name),
         }
     }
-}
-
-/// Whether launches of a kernel are bounds-checked ([`KernelBuilder::instrument`]).
-///
-/// An instrumented launch runs a rewritten copy of the kernel (see
-/// [`cudacheck_core::instrument`]) that checks every access through its pointer parameters and
-/// fixed-size arrays, synchronizes, and returns [`Error::OutOfBounds`] or
-/// [`Error::DeviceAssert`] for the first bad access or failed `assert`, naming the CUDA source
-/// line, instead of letting the kernel corrupt memory or poison the context.
-///
-/// Resolution, first match wins:
-/// 1. the launch's own [`Launch::instrument`](crate::Launch::instrument);
-/// 2. the kernel's mode, [`On`](Self::On) or [`Off`](Self::Off) (from
-///    [`KernelBuilder::instrument`] or the macro's `instrument = true/false`);
-/// 3. the `CUDACHECK_INSTRUMENT` environment variable (`1`/`0`, read once per process);
-/// 4. the build profile: on in debug builds, off in release builds (for macro-declared kernels,
-///    the profile of the crate that declares them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum InstrumentMode {
-    /// Never bounds-check this kernel's launches (a launch may still ask for it).
-    Off,
-    /// Bounds-check every launch of this kernel (unless a launch says otherwise).
-    On,
-    /// Defer to `CUDACHECK_INSTRUMENT`, then the build profile.
-    #[default]
-    Auto,
 }
 
 /// Builds a [`Kernel`]; see [`Kernel::new`].
@@ -186,20 +160,14 @@ impl KernelBuilder {
     }
 
     pub fn build(self) -> Kernel {
-        let instrument_default = match self.instrument {
-            InstrumentMode::On => Some(true),
-            InstrumentMode::Off => Some(false),
-            InstrumentMode::Auto => crate::instrument::env_instrument(),
-        };
+        let name: Arc<str> = self.name.as_str().into();
         Kernel {
             inner: Arc::new(KernelInner {
-                name: self.name.as_str().into(),
-                instrument_default,
-                instrumented: crate::instrument::InstCache::default(),
+                ring_name: intern(&name),
+                name,
+                instrument_default: self.instrument.kernel_default(),
                 builder: self,
-                compiled: Mutex::new(Vec::new()),
-                loaded: RwLock::new(Vec::new()),
-                last: AtomicPtr::new(std::ptr::null_mut()),
+                builds: Builds::default(),
             }),
         }
     }
@@ -214,155 +182,14 @@ pub struct Kernel {
 #[derive(Debug)]
 struct KernelInner {
     name: Arc<str>,
+    /// The name as the launch ring stores it (one word).
+    ring_name: &'static KernelName,
     builder: KernelBuilder,
-    /// One compiled CUBIN per architecture, shared by every context of that architecture.
-    compiled: Mutex<Vec<Arc<Compiled>>>,
-    /// One loaded module per context. Entries are never removed while the kernel lives, so
-    /// a pointer to one stays valid for the kernel's lifetime (see `last`); entries of dead
-    /// contexts are few (one per context ever used) and inert.
-    loaded: RwLock<Vec<Arc<Loaded>>>,
-    /// The entry of the last launch: the hot path checks it with two loads and no lock.
-    last: AtomicPtr<Loaded>,
-    /// Whether launches are instrumented when the launch does not say: the builder's mode, or
-    /// for `Auto` the environment; `None` leaves it to the launch's build profile. Resolved once
-    /// here so that a plain launch pays one test for it.
+    /// The plain build and the bounds-checked ones, per architecture and per context.
+    builds: Builds,
+    /// Whether launches are instrumented when the launch does not say (see
+    /// [`InstrumentMode::kernel_default`]).
     instrument_default: Option<bool>,
-    /// The bounds-checked build of the kernel, compiled and loaded apart from the plain one.
-    instrumented: crate::instrument::InstCache,
-}
-
-/// The CUBIN of one kernel for one architecture, with its resources.
-#[derive(Debug)]
-pub(crate) struct Compiled {
-    pub(crate) arch: Arch,
-    pub(crate) cubin: Vec<u8>,
-    pub(crate) symbol: String,
-    pub(crate) resources: KernelResources,
-    log: String,
-}
-
-/// A kernel loaded in one context.
-#[derive(Debug)]
-pub(crate) struct Loaded {
-    pub(crate) state: Arc<ContextState>,
-    module: driver::Module,
-    pub(crate) function: driver::Function,
-    compiled: Arc<Compiled>,
-    pub(crate) attrs: FunctionAttributes,
-    /// What launches are validated against: the CUBIN's resources with the driver's own numbers
-    /// for registers and static shared memory (they agree; the driver's are authoritative for the
-    /// code it loaded).
-    pub(crate) resources: KernelResources,
-    /// The kernel's current `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
-    opted_in: AtomicU32,
-    memo: Memo,
-    opt_in_lock: Mutex<()>,
-}
-
-impl Drop for Loaded {
-    fn drop(&mut self) {
-        // A destroyed or reset context took its modules with it; unloading the stale handle
-        // could hit a module of a newer context. (A context kept alive by another
-        // `CudaContext` of the same primary context only leaks the module.)
-        if !self.state.is_alive() {
-            self.module.forget();
-        }
-    }
-}
-
-/// The last few configurations that passed validation, so repeated launches skip it.
-const MEMO_SIZE: usize = 8;
-
-/// Validated configurations as 64-bit keys in atomics: the hot path reads them without a lock.
-/// Two different configurations sharing a key (odds 2^-64 per pair) would only let the driver,
-/// not cudacheck, reject an invalid one.
-#[derive(Debug, Default)]
-struct Memo {
-    keys: [AtomicU64; MEMO_SIZE],
-    next: AtomicUsize,
-}
-
-impl Memo {
-    /// A well-mixed, never-zero key of a configuration and the opt-in choice.
-    fn key(cfg: &LaunchConfig, opt_in: bool) -> u64 {
-        let c = cfg.cluster;
-        let words = [
-            cfg.grid.x,
-            cfg.grid.y,
-            cfg.grid.z,
-            cfg.block.x,
-            cfg.block.y,
-            cfg.block.z,
-            cfg.dynamic_shared_bytes,
-            c.map_or(0, |c| c.x),
-            c.map_or(0, |c| c.y),
-            c.map_or(0, |c| c.z),
-            u32::from(c.is_some()) | u32::from(opt_in) << 1,
-        ];
-        let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-        for w in words {
-            // splitmix64's finalizer on each word folded in: every input bit reaches every
-            // output bit.
-            h = (h ^ u64::from(w)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            h ^= h >> 31;
-            h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-            h ^= h >> 29;
-        }
-        h | 1
-    }
-
-    #[inline]
-    fn contains(&self, key: u64) -> bool {
-        self.keys.iter().any(|k| k.load(Ordering::Relaxed) == key)
-    }
-
-    fn insert(&self, key: u64) {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % MEMO_SIZE;
-        self.keys[i].store(key, Ordering::Relaxed);
-    }
-}
-
-impl Loaded {
-    /// Validates `cfg` (memoized) and opts in to the dynamic shared memory it needs.
-    #[inline]
-    pub(crate) fn prepare(&self, cfg: &LaunchConfig, opt_in: bool) -> Result<(), PrepareError> {
-        let key = Memo::key(cfg, opt_in);
-        if self.memo.contains(key) {
-            return Ok(());
-        }
-        self.validate_and_opt_in(cfg, opt_in)?;
-        self.memo.insert(key);
-        Ok(())
-    }
-
-    #[cold]
-    fn validate_and_opt_in(&self, cfg: &LaunchConfig, opt_in: bool) -> Result<(), PrepareError> {
-        validate(
-            &self.resources,
-            cfg,
-            &self.state.limits,
-            &ValidateOptions {
-                shared_opt_in: opt_in,
-            },
-        )
-        .map_err(PrepareError::Invalid)?;
-        // A launch may use at most MAX_DYNAMIC_SHARED_SIZE_BYTES of dynamic shared memory; the
-        // default is what fits beside the static part in 48 KiB. Serialized so that two threads
-        // never lower each other's setting.
-        let _serial = self.opt_in_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if cfg.dynamic_shared_bytes > self.opted_in.load(Ordering::Relaxed) {
-            driver::set_max_dynamic_shared(&self.function, cfg.dynamic_shared_bytes)
-                .map_err(PrepareError::Driver)?;
-            self.opted_in
-                .store(cfg.dynamic_shared_bytes, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-}
-
-pub(crate) enum PrepareError {
-    Invalid(Vec<Violation>),
-    Driver(DriverError),
 }
 
 /// What [`Kernel::load`] reports: the kernel's resources and the device's limits.
@@ -428,21 +255,67 @@ impl Kernel {
         &self.inner.builder.source
     }
 
-    pub(crate) fn inst_cache(&self) -> &crate::instrument::InstCache {
-        &self.inner.instrumented
+    /// The name as the launch ring stores it.
+    #[inline]
+    pub(crate) fn ring_name(&self) -> &'static KernelName {
+        self.inner.ring_name
     }
 
-    /// What bounds checking covers in this kernel: how many accesses are checked, and which are
-    /// not and why. `Ok(None)` when the instrumenter does not rewrite this kernel (its
-    /// definition comes from a macro, or the parser could not read it): its launches then run
-    /// unchecked even when instrumentation is on. Needs no GPU and no NVRTC.
+    /// What a fault report of this kernel's bounds-checked build needs besides the record:
+    /// its site table and the launch's arguments.
+    pub(crate) fn fault_context<'a>(
+        &'a self,
+        sites: &'a cudacheck_core::instrument::InstrumentedKernel,
+        args: &'a [ArgView],
+        site: &'static std::panic::Location<'static>,
+        config: &cudacheck_core::validate::LaunchConfig,
+    ) -> instrument::FaultContext<'a> {
+        instrument::FaultContext {
+            kernel: self.name_arc(),
+            site,
+            config: *config,
+            build: sites,
+            source: self.source(),
+            name: self.name(),
+            args,
+        }
+    }
+
+    fn build_error(&self, arch: Arch, e: BuildError) -> Error {
+        Error::Instrument {
+            kernel: self.name().to_string(),
+            file: self.source().name.clone(),
+            arch: arch.sm_name(),
+            source: Box::new(e),
+        }
+    }
+
+    /// NVRTC's PTX of the kernel's source for `arch`, instrumented for `shape`, and the
+    /// kernel's symbol and NVRTC's log.
+    fn instrumented_ptx(
+        &self,
+        arch: Arch,
+        shape: Option<Spec>,
+    ) -> Result<(cudacheck_core::instrument::InstrumentedPtx, String, String), Error> {
+        let (out, symbol) = self.nvrtc_output(arch, true)?;
+        let ptx = out.ptx.unwrap_or_default();
+        let inst = instrument::instrument(&ptx, shape).map_err(|e| self.build_error(arch, e))?;
+        Ok((inst, symbol, out.log))
+    }
+
+    /// What bounds checking covers in this kernel: how many accesses are checked, proven in
+    /// bounds, or left unchecked and why, in its build for the kernel's architecture (sm_90
+    /// when it names none). `Ok(None)` when the compiled source has no such kernel. Needs
+    /// NVRTC, no GPU.
     ///
     /// # Errors
     ///
-    /// [`Error::Instrument`] when the source cannot be instrumented at all (a NUL byte, or the
-    /// parser gave up on the file).
-    pub fn coverage(&self) -> Result<Option<crate::instrument::Coverage>, Error> {
-        crate::instrument::coverage(self)
+    /// [`Error::Compile`] or [`Error::NvrtcNotFound`] when the source does not compile, and
+    /// [`Error::Instrument`] when its PTX cannot be read.
+    pub fn coverage(&self) -> Result<Option<Coverage>, Error> {
+        let arch = self.inner.builder.arch.unwrap_or(Arch::new(9, 0));
+        let (inst, symbol, _) = self.instrumented_ptx(arch, None)?;
+        Ok(inst.kernel(&symbol).map(|k| k.coverage.clone()))
     }
 
     pub(crate) fn default_sync(&self) -> SyncMode {
@@ -456,12 +329,6 @@ impl Kernel {
     /// The Rust-side parameter list given with [`KernelBuilder::params`].
     pub fn params(&self) -> Option<&'static [ParamSpec]> {
         self.inner.builder.params
-    }
-
-    /// Starts a launch of this kernel on `stream`.
-    #[inline]
-    pub fn launch<'a>(&'a self, stream: &'a Arc<CudaStream>) -> Launch<'a> {
-        Launch::new(self, stream)
     }
 
     /// Compiles (once per architecture, cached) and loads (once per context) the kernel for
@@ -507,122 +374,30 @@ impl Kernel {
         )?)
     }
 
-    /// The kernel loaded in `ctx`: found under a read lock on the hot path, loaded (and
+    /// The plain build loaded in `ctx`: two loads and no lock on the hot path, loaded (and
     /// compiled if needed) the first time.
     #[inline]
     pub(crate) fn loaded(&self, ctx: &Arc<CudaContext>) -> Result<&Loaded, Error> {
-        let last = self.inner.last.load(Ordering::Acquire);
-        if !last.is_null() {
-            // SAFETY: `last` points into an `Arc<Loaded>` of `self.inner.loaded`, whose entries
-            // are never removed while the kernel lives (it is only pushed to), and `&self`
-            // keeps the kernel alive for the returned borrow.
-            let l = unsafe { &*last };
-            if l.state.is_state_of(ctx) {
-                return Ok(l);
-            }
-        }
-        self.loaded_slow(ctx)
+        self.inner.builds.plain(ctx, self)
     }
 
-    #[cold]
-    fn loaded_slow(&self, ctx: &Arc<CudaContext>) -> Result<&Loaded, Error> {
-        loop {
-            {
-                let table = self.inner.loaded.read().unwrap_or_else(|p| p.into_inner());
-                if let Some(l) = table.iter().find(|l| l.state.is_state_of(ctx)) {
-                    let p = Arc::as_ptr(l);
-                    self.inner.last.store(p as *mut Loaded, Ordering::Release);
-                    // SAFETY: as in `loaded`: the entry outlives the table lock because entries
-                    // are never removed while the kernel (borrowed by `&self`) lives.
-                    return Ok(unsafe { &*p });
-                }
-            }
-            self.load_into(ctx)?;
-        }
-    }
-
-    #[cold]
-    fn load_into(&self, ctx: &Arc<CudaContext>) -> Result<(), Error> {
-        let state = state_of(ctx)?;
-        state.check_health()?;
-        let arch = self.target_arch(&state);
-        let compiled = self.compiled_for(arch)?;
-        let loaded = Self::load_compiled(ctx, state, compiled)?;
-        let mut table = self.inner.loaded.write().unwrap_or_else(|p| p.into_inner());
-        if !table.iter().any(|l| l.state.is_state_of(ctx)) {
-            table.push(loaded);
-        }
-        Ok(())
-    }
-
-    /// The architecture to compile for on the context of `state`.
-    /// The architecture the builder fixed, if any.
-    pub(crate) fn declared_arch(&self) -> Option<Arch> {
-        self.inner.builder.arch
-    }
-
-    pub(crate) fn target_arch(&self, state: &ContextState) -> Arch {
-        self.inner.builder.arch.unwrap_or(state.device.arch)
-    }
-
-    /// Loads `compiled` into `ctx` (whose state is `state`).
-    pub(crate) fn load_compiled(
-        ctx: &Arc<CudaContext>,
-        state: Arc<ContextState>,
-        compiled: Arc<Compiled>,
-    ) -> Result<Arc<Loaded>, Error> {
-        bind(ctx)?;
-        let module = driver::Module::load_cubin(&compiled.cubin)?;
-        let function = module.function(&compiled.symbol)?;
-        let attrs = driver::function_attributes(&function)?;
-        let mut resources = compiled.resources.clone();
-        resources.registers = attrs.num_regs;
-        resources.static_shared_bytes = attrs.shared_size_bytes;
-        resources.local_bytes = attrs.local_size_bytes;
-        let loaded = Arc::new(Loaded {
-            state,
-            module,
-            function,
-            compiled,
-            opted_in: AtomicU32::new(attrs.max_dynamic_shared_size_bytes),
-            attrs,
-            resources,
-            memo: Memo::default(),
-            opt_in_lock: Mutex::new(()),
-        });
-        Ok(loaded)
-    }
-
-    /// The CUBIN for `arch`, compiled on first use.
+    /// The plain CUBIN for `arch`, compiled on first use.
     pub(crate) fn compiled_for(&self, arch: Arch) -> Result<Arc<Compiled>, Error> {
-        // Held while compiling: two threads asking for the same arch compile once.
-        let mut cache = self
-            .inner
-            .compiled
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = cache.iter().find(|c| c.arch == arch) {
-            return Ok(Arc::clone(c));
-        }
-        let c = Arc::new(self.compile(&self.inner.builder.source, arch)?);
-        cache.push(Arc::clone(&c));
-        Ok(c)
+        self.inner.builds.compiled(Variant::Plain, arch, self)
     }
 
-    /// Compiles the kernel's source with its options for `arch`.
-    pub(crate) fn compile(&self, source: &CudaSource, arch: Arch) -> Result<Compiled, Error> {
-        let (out, symbol) = self.nvrtc_output(source, arch, false)?;
-        self.finish(arch, out.cubin, symbol, 0, out.log)
-    }
-
-    /// NVRTC's output for `source` with the kernel's options (the PTX too when `ptx`), and the
-    /// kernel's symbol in it.
-    pub(crate) fn nvrtc_output(
+    /// The bounds-checked build for `shape` loaded in `ctx`, made on first use.
+    pub(crate) fn loaded_checked(
         &self,
-        source: &CudaSource,
-        arch: Arch,
-        ptx: bool,
-    ) -> Result<(nvrtc::Compiled, String), Error> {
+        ctx: &Arc<CudaContext>,
+        shape: Option<Spec>,
+    ) -> Result<&Loaded, Error> {
+        self.inner.builds.get(ctx, Variant::Checked { shape }, self)
+    }
+
+    /// NVRTC's output for the kernel's source with its options for `arch` (the PTX too when
+    /// `ptx`), and the kernel's symbol in it.
+    fn nvrtc_output(&self, arch: Arch, ptx: bool) -> Result<(nvrtc::Compiled, String), Error> {
         let b = &self.inner.builder;
         let mut opts = CompileOptions::new(arch);
         opts.include_dirs = b.include_dirs.clone();
@@ -631,7 +406,7 @@ impl Kernel {
         opts.max_registers = b.max_registers;
         opts.name_expressions = vec![b.name.clone()];
         opts.ptx = ptx;
-        let out = nvrtc::compile(source, &opts).map_err(|e| match e {
+        let out = nvrtc::compile(&b.source, &opts).map_err(|e| match e {
             CompileError::NvrtcNotFound(n) => Error::NvrtcNotFound(Box::new(n)),
             other => Error::Compile {
                 kernel: b.name.clone(),
@@ -651,7 +426,7 @@ impl Kernel {
     /// The kernel's resources in `cubin`, its signature checked against the Rust declaration.
     /// `hidden` parameters trail the user's in the compiled kernel and are left out of the
     /// signature check.
-    pub(crate) fn finish(
+    fn finish(
         &self,
         arch: Arch,
         cubin: Vec<u8>,
@@ -672,14 +447,10 @@ impl Kernel {
             });
         };
         if let Some(params) = b.params {
-            if hidden == 0 {
-                check_signature(&b.name, params, &resources)?;
-            } else {
-                let mut user = resources.clone();
-                let n = user.params.len().saturating_sub(hidden);
-                user.params.truncate(n);
-                check_signature(&b.name, params, &user)?;
-            }
+            let mut user = resources.clone();
+            let n = user.params.len().saturating_sub(hidden);
+            user.params.truncate(n);
+            check_signature(&b.name, params, &user)?;
         }
         Ok(Compiled {
             arch,
@@ -687,7 +458,37 @@ impl Kernel {
             symbol,
             resources,
             log,
+            sites: None,
         })
+    }
+}
+
+impl Make for Kernel {
+    fn arch(&self, state: &ContextState) -> Arch {
+        self.inner.builder.arch.unwrap_or(state.device.arch)
+    }
+
+    /// The plain source as written; a checked variant: NVRTC's PTX instrumented for the
+    /// shape and assembled by nvJitLink, with its hidden parameters and its site table.
+    fn compile(&self, variant: Variant, arch: Arch) -> Result<Compiled, Error> {
+        match variant {
+            Variant::Plain => {
+                let (out, symbol) = self.nvrtc_output(arch, false)?;
+                self.finish(arch, out.cubin, symbol, 0, out.log)
+            }
+            Variant::Checked { shape } => {
+                let (inst, symbol, log) = self.instrumented_ptx(arch, shape)?;
+                let Some(entry) = inst.kernel(&symbol).cloned() else {
+                    return Err(self.build_error(arch, BuildError::NoEntry { symbol }));
+                };
+                let assembled = nvrtc::assemble_ptx(&inst.ptx, arch, &self.source().name)
+                    .map_err(|e| self.build_error(arch, e.into()))?;
+                let hidden = cudacheck_core::instrument::hidden_params(entry.num_params as usize);
+                let mut c = self.finish(arch, assembled.cubin, symbol, hidden, log)?;
+                c.sites = Some(Arc::new(entry));
+                Ok(c)
+            }
+        }
     }
 }
 
@@ -814,58 +615,6 @@ mod tests {
                 "parameter 2 `float a` is 4 bytes in Rust but 8 bytes in the compiled kernel"
             ),
             "{e}"
-        );
-    }
-
-    #[test]
-    fn memo_remembers_the_last_configs() {
-        let m = Memo::default();
-        let cfg = |g| LaunchConfig::new(cudacheck_core::Dim3::x(g), cudacheck_core::Dim3::x(256));
-        for g in 1..=MEMO_SIZE as u32 {
-            m.insert(Memo::key(&cfg(g), true));
-        }
-        assert!(m.contains(Memo::key(&cfg(1), true)));
-        assert!(
-            !m.contains(Memo::key(&cfg(1), false)),
-            "the opt-in choice is part of the key"
-        );
-        m.insert(Memo::key(&cfg(100), true));
-        assert!(
-            !m.contains(Memo::key(&cfg(1), true)),
-            "the oldest is evicted"
-        );
-        assert!(m.contains(Memo::key(&cfg(100), true)));
-    }
-
-    #[test]
-    fn memo_keys_differ_for_nearby_configs() {
-        use cudacheck_core::Dim3;
-        use std::collections::HashSet;
-        let mut configs = HashSet::new();
-        for g in 0..48u32 {
-            for b in [0u32, 1, 2, 32, 64, 256, 1024] {
-                for s in [0u32, 1, 1024] {
-                    for (grid, block) in [
-                        (Dim3::new(g, 1, 1), Dim3::new(b, 1, 1)),
-                        (Dim3::new(1, g, 1), Dim3::new(1, b, 1)),
-                        (Dim3::new(1, 1, g), Dim3::new(b, 1, 1)),
-                    ] {
-                        let mut c = LaunchConfig::new(grid, block);
-                        c.dynamic_shared_bytes = s;
-                        configs.insert((c, true));
-                        configs.insert((c, false));
-                        c.cluster = Some(Dim3::x(1));
-                        configs.insert((c, true));
-                    }
-                }
-            }
-        }
-        let keys: HashSet<u64> = configs.iter().map(|(c, o)| Memo::key(c, *o)).collect();
-        assert!(configs.len() > 5000);
-        assert_eq!(
-            keys.len(),
-            configs.len(),
-            "no two configurations share a key"
         );
     }
 }

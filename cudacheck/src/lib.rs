@@ -30,18 +30,24 @@
 //! created on first use. See [`recover`] for going on after a sticky device fault.
 #![warn(unsafe_op_in_unsafe_fn)]
 
+// The runtime's layers, bottom up; each module uses only those above it in this list (the
+// README's architecture section draws them).
 mod alloc;
-mod args;
+mod args; //      argument slots
 mod block;
-pub mod cache;
-mod context;
-mod driver;
-mod error;
-mod instrument;
-mod kernel;
-mod launch;
+mod build; //     compiled and loaded builds, keyed by variant
+pub mod cache; //  the on-disk module cache
+pub mod capture; // checked launches under stream capture
+mod context; //   per-context state
+mod driver; //    FFI and `DriverError`
+mod error; //     `Error` (wraps the above and the fault reports of `instrument`)
+mod instrument; // bounds-checked builds' PTX and fault reports
+mod kernel; //    `Kernel`
+mod launch; //    `Launch`: the one launch path and its plans
 mod offline;
-mod ring;
+mod policy; //    sync / instrument resolution
+mod ring; //      `LaunchRecord` and the ring of recent launches
+mod seqlock; //   lock-free slots
 
 pub mod nvrtc;
 
@@ -56,13 +62,14 @@ pub use context::{
     check, default_stream, device_count, device_limits, is_poisoned, recover, synchronize,
 };
 pub use driver::codes;
-pub use driver::FunctionAttributes;
-pub use error::{DriverError, Error, LaunchError, LaunchErrorKind, LaunchRecord};
+pub use driver::{DriverError, FunctionAttributes};
+pub use error::{CaptureError, Error, LaunchError, LaunchErrorKind};
 pub use instrument::{Coverage, DeviceAssert, OutOfBounds};
-pub use kernel::{InstrumentMode, Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
-pub use launch::{Grid, Launch, LaunchDims, SyncMode};
+pub use kernel::{Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
+pub use launch::{Grid, Launch, LaunchDims};
 pub use offline::OfflineCheck;
-pub use ring::RING_CAPACITY;
+pub use policy::{InstrumentMode, SyncMode};
+pub use ring::{LaunchRecord, RING_CAPACITY};
 
 pub use cudacheck_core as core;
 pub use cudacheck_macros::checked_kernel;

@@ -5,11 +5,14 @@
 //!
 //! - **No call before [`ensure_loaded`]**. cudarc's dynamic loader panics when `libcuda.so.1`
 //!   is missing; we load it with `libloading` first, so a machine without a driver gets
-//!   [`Error::DriverNotFound`] instead of a panic. (glibc's `dlopen` of the same soname later
+//!   [`DriverMissing`] (the runtime's `Error::DriverNotFound`) instead of a panic. (glibc's `dlopen` of the same soname later
 //!   returns the object already loaded, so cudarc then finds ours.)
 //! - Every `unsafe` block says why it is sound.
 
 pub mod codes;
+mod error;
+
+pub use error::{DriverError, DriverMissing};
 
 use std::ffi::{c_int, c_void, CString};
 use std::sync::OnceLock;
@@ -17,11 +20,10 @@ use std::sync::OnceLock;
 use cudacheck_core::limits::{ArchLimits, LimitsOrigin};
 use cudacheck_core::{Arch, Dim3};
 use cudarc::driver::sys::{
-    self, CUdevice, CUdevice_attribute as DevAttr, CUfunction, CUfunction_attribute as FnAttr,
-    CUmodule, CUresult, CUstream,
+    self, CUcontext, CUdevice, CUdevice_attribute as DevAttr, CUfunction,
+    CUfunction_attribute as FnAttr, CUmodule, CUresult, CUstream, CUstreamCaptureMode,
+    CUstreamCaptureStatus,
 };
-
-use crate::error::{DriverError, Error};
 
 /// The soname the NVIDIA driver installs on Linux.
 const LIBCUDA: &str = "libcuda.so.1";
@@ -38,8 +40,8 @@ fn check(call: &'static str, r: CUresult) -> Result<(), DriverError> {
 ///
 /// # Errors
 ///
-/// [`Error::DriverNotFound`] with the loader's reason.
-pub fn ensure_loaded() -> Result<(), Error> {
+/// [`DriverMissing`] with the loader's reason.
+pub fn ensure_loaded() -> Result<(), DriverMissing> {
     static LIB: OnceLock<Result<libloading::Library, String>> = OnceLock::new();
     let lib = LIB.get_or_init(|| {
         // SAFETY: loading libcuda runs its initializers, which have no preconditions; the
@@ -49,7 +51,7 @@ pub fn ensure_loaded() -> Result<(), Error> {
     });
     match lib {
         Ok(_) => Ok(()),
-        Err(reason) => Err(Error::DriverNotFound {
+        Err(reason) => Err(DriverMissing {
             reason: reason.clone(),
         }),
     }
@@ -499,20 +501,6 @@ pub unsafe fn mem_free(ptr: u64) -> Result<(), DriverError> {
     check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr) })
 }
 
-/// `cuMemcpyHtoDAsync` of `src` to device address `dst` on `stream`. From pageable memory the
-/// driver copies `src` out before returning, so `src` may be reused at once.
-///
-/// # Safety
-///
-/// `dst` is device memory of the stream's context, current on this thread, with at least
-/// `src.len()` bytes that no running kernel uses.
-pub unsafe fn memcpy_htod_async(dst: u64, src: &[u8], stream: CUstream) -> Result<(), DriverError> {
-    // SAFETY: `src` is a live slice for the call; the rest is the caller's contract.
-    check("cuMemcpyHtoDAsync", unsafe {
-        sys::cuMemcpyHtoDAsync_v2(dst, src.as_ptr().cast(), src.len(), stream)
-    })
-}
-
 /// `cuMemcpyDtoHAsync` of `dst.len()` bytes at device address `src` into `dst`. To pageable
 /// memory the call returns only once the copy is done, so `dst` holds the bytes on `Ok`.
 ///
@@ -529,6 +517,101 @@ pub unsafe fn memcpy_dtoh_async(
     // caller's contract.
     check("cuMemcpyDtoHAsync", unsafe {
         sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src, dst.len(), stream)
+    })
+}
+
+/// Makes `ctx` current on this thread unless it already is: one `cuCtxGetCurrent` on the
+/// hot path. (cudarc's `bind_to_thread` does the same, after an atomic swap of its own error
+/// state that a launch does not need.)
+#[inline]
+pub fn make_current(ctx: CUcontext) -> Result<(), DriverError> {
+    let mut cur: CUcontext = std::ptr::null_mut();
+    // SAFETY: `cur` is a valid out-pointer; the call only reads this thread's current context.
+    check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut cur) })?;
+    if cur == ctx {
+        return Ok(());
+    }
+    // SAFETY: `ctx` is a live context handle: the caller holds the `CudaContext` it came from.
+    check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })
+}
+
+/// Where a stream stands with respect to stream capture (`cuStreamGetCaptureInfo`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capture {
+    /// Work queued on the stream runs.
+    None,
+    /// Work queued on the stream is recorded into a graph: capture sequence `id`.
+    Active { id: u64 },
+    /// The capture was invalidated by an illegal call; `cuStreamEndCapture` will fail.
+    Invalidated,
+}
+
+/// Whether `stream` is being captured, and the capture sequence's id
+/// (`cuStreamGetCaptureInfo_v3`, the driver entry point cudarc's CUDA 13 bindings offer).
+pub fn capture_status(stream: CUstream) -> Result<Capture, DriverError> {
+    let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut id: sys::cuuint64_t = 0;
+    // SAFETY: `status` and `id` are valid out-pointers; the other outputs are optional and
+    // passed as null; `stream` is a live stream of the current context.
+    check("cuStreamGetCaptureInfo", unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            stream,
+            &mut status,
+            &mut id,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    })?;
+    Ok(match status {
+        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Capture::None,
+        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE => Capture::Active { id },
+        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_INVALIDATED => Capture::Invalidated,
+    })
+}
+
+/// While alive, this thread may make calls that stream capture otherwise forbids (allocating,
+/// loading a module, copying on a private stream): `cuThreadExchangeStreamCaptureMode` to
+/// `RELAXED`, restored on drop. This is how NVIDIA's documentation has a library make such a
+/// call while its caller captures; none of these calls touches the capturing stream.
+pub struct RelaxedCapture {
+    previous: CUstreamCaptureMode,
+}
+
+impl RelaxedCapture {
+    pub fn enter() -> Result<RelaxedCapture, DriverError> {
+        let mut mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: `mode` is a valid in/out pointer; the call swaps this thread's capture mode.
+        check("cuThreadExchangeStreamCaptureMode", unsafe {
+            sys::cuThreadExchangeStreamCaptureMode(&mut mode)
+        })?;
+        Ok(RelaxedCapture { previous: mode })
+    }
+}
+
+impl Drop for RelaxedCapture {
+    fn drop(&mut self) {
+        let mut mode = self.previous;
+        // SAFETY: as in `enter`; a failure leaves the thread relaxed, which only permits more.
+        let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
+    }
+}
+
+/// `cuMemsetD8Async(dst, 0, bytes, stream)`; under capture, a memset node of the graph.
+///
+/// # Safety
+///
+/// `dst` is device memory of the stream's context, current on this thread, with at least
+/// `bytes` bytes that no running kernel uses.
+pub unsafe fn memset_zero_async(
+    dst: u64,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract.
+    check("cuMemsetD8Async", unsafe {
+        sys::cuMemsetD8Async(dst, 0, bytes, stream)
     })
 }
 

@@ -1,67 +1,34 @@
 //! [`Launch`]: one checked kernel launch, built up and then [`run`](Launch::run).
 //!
-//! The hot path allocates nothing: arguments go into a fixed-capacity inline array, the
-//! validation of a configuration is memoized per kernel and context, and the ring of recent
-//! launches is written in place.
+//! Plain and bounds-checked launches take one path (`Launch::launch_with`), parameterized by
+//! a plan (`plan.rs`): the plan picks the build, appends its hidden parameters before the
+//! launch and performs the post-launch step after it. The plain plan adds nothing, so the
+//! release hot path is the path itself, and it allocates nothing: arguments go into a
+//! fixed-capacity inline array, the validation of a configuration is memoized per kernel and
+//! context without a lock, the context is made current only when it is not, and the ring of
+//! recent launches is written in place without a lock.
+
+mod checked;
+mod plan;
 
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::panic::Location;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use cudacheck_core::validate::LaunchConfig;
 use cudacheck_core::Dim3;
 use cudarc::driver::{CudaEvent, CudaStream, SyncOnDrop};
 
 use crate::args::{ArgSlot, KernelArg, KernelArgMut, SlotKind, MAX_ARGS};
+use crate::build::PrepareError;
 use crate::context::bind;
-use crate::driver::{self, RawConfig};
-use crate::error::{DriverError, Error, LaunchError, LaunchErrorKind};
-use crate::kernel::{Kernel, PrepareError};
-
-/// Whether a launch waits for the kernel and checks for faults right after launching.
-///
-/// Resolution, first match wins: the launch's own [`Launch::sync`] (`Always`/`Never`), the
-/// kernel's [`KernelBuilder::sync`](crate::KernelBuilder::sync), the `CUDACHECK_SYNC`
-/// environment variable (`1`/`0`, read once per process), then the build profile: debug
-/// builds synchronize, release builds do not.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SyncMode {
-    /// Synchronize and check after every launch: faults name their launch exactly.
-    Always,
-    /// Do not synchronize: faults surface at a later call, naming the recent launches.
-    Never,
-    /// Defer to `CUDACHECK_SYNC`, then the build profile.
-    #[default]
-    FromEnv,
-}
-
-/// `CUDACHECK_SYNC`, read once: `Some(true)` for 1/true/always, `Some(false)` for
-/// 0/false/never, `None` when unset or unrecognized.
-fn env_sync() -> Option<bool> {
-    static ENV: OnceLock<Option<bool>> = OnceLock::new();
-    *ENV.get_or_init(|| parse_sync(std::env::var("CUDACHECK_SYNC").ok().as_deref()))
-}
-
-/// A yes/no environment value: `Some(true)` for 1/true/yes/always/on, `Some(false)` for
-/// 0/false/no/never/off, `None` otherwise.
-pub(crate) fn parse_sync(v: Option<&str>) -> Option<bool> {
-    match v?.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "always" | "on" => Some(true),
-        "0" | "false" | "no" | "never" | "off" => Some(false),
-        _ => None,
-    }
-}
-
-/// The resolution order documented on [`SyncMode`].
-fn resolve_sync(launch: SyncMode, kernel: SyncMode, env: Option<bool>, debug: bool) -> bool {
-    match (launch, kernel) {
-        (SyncMode::Always, _) => true,
-        (SyncMode::Never, _) => false,
-        (_, SyncMode::Always) => true,
-        (_, SyncMode::Never) => false,
-        _ => env.unwrap_or(debug),
-    }
-}
+use crate::driver::{self, Capture, DriverError, RawConfig};
+use crate::error::{Error, LaunchError, LaunchErrorKind};
+use crate::kernel::Kernel;
+use crate::policy::{after_launch, instrumented, sync_wanted, SyncMode};
+use checked::Checked;
+use plan::{LaunchPlan, Plain, Step, HIDDEN_MAX};
 
 /// A grid, a block and dynamic shared memory, as one value: what macro-generated wrappers take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,23 +109,45 @@ pub struct Launch<'a> {
     pub(crate) shared_opt_in: Option<bool>,
     failed_requirement: Option<&'static str>,
     pub(crate) nargs: usize,
-    pub(crate) args: [ArgSlot; MAX_ARGS],
+    /// The first `min(nargs, MAX_ARGS)` are initialized (see [`slots`](Self::slots)); the
+    /// rest are never written, so that starting a launch costs no 768-byte fill.
+    args: [MaybeUninit<ArgSlot>; MAX_ARGS],
     /// cudarc's stream-ordering records for buffer arguments, kept only when the context
     /// orders several streams (see `args::keep`); dropped after the launch is queued, which is
     /// when cudarc wants them recorded. Few slots keep the launch small (the builder moves it
     /// by value); past them, see `guard_overflow`.
-    guards: [Option<SyncOnDrop<'a>>; GUARDS],
+    /// The first `nguards` are initialized, and dropped by `Launch`'s `Drop`.
+    guards: [MaybeUninit<SyncOnDrop<'a>>; GUARDS],
     nguards: usize,
     /// More buffers needed ordering than `guards` holds: the extra guards recorded before the
     /// launch, so the launch synchronizes instead, which orders everything after it.
     guard_overflow: bool,
 }
 
+impl Kernel {
+    /// Starts a launch of this kernel on `stream`.
+    #[inline(always)]
+    pub fn launch<'a>(&'a self, stream: &'a Arc<CudaStream>) -> Launch<'a> {
+        Launch::new(self, stream)
+    }
+}
+
+impl Drop for Launch<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        for g in &mut self.guards[..self.nguards] {
+            // SAFETY: `push` initialized the first `nguards` guards and nothing else reads or
+            // drops them; each is dropped once, here.
+            unsafe { g.assume_init_drop() };
+        }
+    }
+}
+
 /// Ordering guards a launch keeps inline (multi-stream contexts only).
 const GUARDS: usize = 8;
 
 impl<'a> Launch<'a> {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(kernel: &'a Kernel, stream: &'a Arc<CudaStream>) -> Self {
         Launch {
             kernel,
@@ -173,21 +162,21 @@ impl<'a> Launch<'a> {
             shared_opt_in: None,
             failed_requirement: None,
             nargs: 0,
-            args: [ArgSlot::EMPTY; MAX_ARGS],
-            guards: [const { None }; GUARDS],
+            args: [MaybeUninit::uninit(); MAX_ARGS],
+            guards: [const { MaybeUninit::uninit() }; GUARDS],
             nguards: 0,
             guard_overflow: false,
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn grid(mut self, g: impl Into<Dim3>) -> Self {
         self.cfg.grid = g.into();
         self.grid_set = true;
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn block(mut self, b: impl Into<Dim3>) -> Self {
         self.cfg.block = b.into();
         self.block_set = true;
@@ -195,21 +184,21 @@ impl<'a> Launch<'a> {
     }
 
     /// Dynamic (`extern __shared__`) shared memory per block, in bytes.
-    #[inline]
+    #[inline(always)]
     pub fn shared_bytes(mut self, bytes: u32) -> Self {
         self.cfg.dynamic_shared_bytes = bytes;
         self
     }
 
     /// Blocks per thread block cluster (sm_90 and later).
-    #[inline]
+    #[inline(always)]
     pub fn cluster(mut self, c: impl Into<Dim3>) -> Self {
         self.cfg.cluster = Some(c.into());
         self
     }
 
     /// Grid, optional block and shared memory in one value (what macro wrappers take).
-    #[inline]
+    #[inline(always)]
     pub fn dims(mut self, d: impl Into<LaunchDims>) -> Self {
         let d = d.into();
         self = self.grid(d.grid).shared_bytes(d.shared_bytes);
@@ -220,7 +209,7 @@ impl<'a> Launch<'a> {
     }
 
     /// The whole configuration at once.
-    #[inline]
+    #[inline(always)]
     pub fn config(mut self, cfg: LaunchConfig) -> Self {
         self.cfg = cfg;
         self.grid_set = true;
@@ -229,7 +218,7 @@ impl<'a> Launch<'a> {
     }
 
     /// Overrides the sync mode for this launch (see [`SyncMode`]).
-    #[inline]
+    #[inline(always)]
     pub fn sync(mut self, mode: SyncMode) -> Self {
         self.sync = mode;
         self
@@ -239,12 +228,13 @@ impl<'a> Launch<'a> {
     /// `CUDACHECK_INSTRUMENT` variable and the build profile.
     ///
     /// A bounds-checked launch runs the kernel's instrumented build, always synchronizes (the
-    /// fault record must be read), and returns [`Error::OutOfBounds`] or [`Error::DeviceAssert`]
+    /// fault record must be read; under stream capture the record is read by
+    /// [`capture::Checks`](crate::capture::Checks) instead), and returns [`Error::OutOfBounds`] or [`Error::DeviceAssert`]
     /// for the first bad access or failed `assert`; the context stays usable. A kernel the
     /// instrumenter does not rewrite (see [`Kernel::coverage`]) launches unchecked.
     ///
     /// [`InstrumentMode`]: crate::InstrumentMode
-    #[inline]
+    #[inline(always)]
     pub fn instrument(mut self, on: bool) -> Self {
         self.instrument = Some(on);
         self
@@ -254,7 +244,7 @@ impl<'a> Launch<'a> {
     /// that `start.elapsed_ms(&end)` times the kernel alone: without a bounds-checked launch's
     /// upload, synchronization and readback. Both events must belong to the stream's context
     /// and be created with timing enabled.
-    #[inline]
+    #[inline(always)]
     pub fn kernel_events(mut self, start: &'a CudaEvent, end: &'a CudaEvent) -> Self {
         self.events = Some((start, end));
         self
@@ -263,14 +253,14 @@ impl<'a> Launch<'a> {
     /// The build profile to fall back on when no sync mode and no `CUDACHECK_SYNC` is given
     /// (and, likewise, no instrumentation setting and no `CUDACHECK_INSTRUMENT`): macro-generated
     /// code passes `cfg!(debug_assertions)` of the user's crate.
-    #[inline]
+    #[inline(always)]
     pub fn profile_default(mut self, debug: bool) -> Self {
         self.profile_debug = debug;
         self
     }
 
     /// Whether this launch may opt the kernel in to more than 48 KiB of shared memory.
-    #[inline]
+    #[inline(always)]
     pub fn shared_opt_in(mut self, allow: bool) -> Self {
         self.shared_opt_in = Some(allow);
         self
@@ -278,7 +268,7 @@ impl<'a> Launch<'a> {
 
     /// A `requires(...)` clause: when `holds` is false the launch returns
     /// [`Error::RequirementFailed`] naming `clause`, without launching.
-    #[inline]
+    #[inline(always)]
     pub fn require(mut self, holds: bool, clause: &'static str) -> Self {
         if !holds && self.failed_requirement.is_none() {
             self.failed_requirement = Some(clause);
@@ -287,7 +277,7 @@ impl<'a> Launch<'a> {
     }
 
     /// Pushes an argument the kernel reads: `&CudaSlice<T>`, `&CudaView<T>`, or a scalar.
-    #[inline]
+    #[inline(always)]
     pub fn arg<T: KernelArg + ?Sized>(mut self, arg: &'a T) -> Self {
         let (slot, guard) = arg.slot(self.stream);
         self.push(slot, guard);
@@ -295,39 +285,50 @@ impl<'a> Launch<'a> {
     }
 
     /// Pushes a buffer the kernel writes: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
-    #[inline]
+    #[inline(always)]
     pub fn arg_mut<T: KernelArgMut + ?Sized>(mut self, arg: &'a mut T) -> Self {
         let (slot, guard) = arg.slot_mut(self.stream);
         self.push(slot, guard);
         self
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, slot: ArgSlot, guard: Option<SyncOnDrop<'a>>) {
         if self.nargs < MAX_ARGS {
-            self.args[self.nargs] = slot;
+            self.args[self.nargs] = MaybeUninit::new(slot);
         }
         if let Some(g) = guard {
-            if self.nguards < GUARDS {
-                self.guards[self.nguards] = Some(g);
-                self.nguards += 1;
-            } else {
-                drop(g);
-                self.guard_overflow = true;
-            }
+            self.push_guard(g);
         }
         // Counted even past capacity, so that the error can say how many were given.
         self.nargs += 1;
     }
 
-    pub(crate) fn refuse(&self, site: &'static Location<'static>, kind: LaunchErrorKind) -> Error {
-        LaunchError {
-            kernel: self.kernel.name().to_string(),
-            site,
-            config: self.cfg,
-            kind,
+    /// Out of line and by reference: kept in the builder's flow, the branch makes the
+    /// compiler copy the whole launch (a kilobyte) at every `arg` of every launch.
+    #[cold]
+    #[inline(never)]
+    fn push_guard(&mut self, g: SyncOnDrop<'a>) {
+        if self.nguards < GUARDS {
+            self.guards[self.nguards] = MaybeUninit::new(g);
+            self.nguards += 1;
+        } else {
+            drop(g);
+            self.guard_overflow = true;
         }
-        .into()
+    }
+
+    /// The arguments pushed (at most [`MAX_ARGS`]).
+    #[inline(always)]
+    fn slots(&self) -> &[ArgSlot] {
+        let n = self.nargs.min(MAX_ARGS);
+        // SAFETY: `push` initializes `args[k]` before counting it, for every k < MAX_ARGS, and
+        // nothing un-initializes them; `MaybeUninit<ArgSlot>` has `ArgSlot`'s layout.
+        unsafe { std::slice::from_raw_parts(self.args.as_ptr().cast::<ArgSlot>(), n) }
+    }
+
+    pub(crate) fn refuse(&self, site: &'static Location<'static>, kind: LaunchErrorKind) -> Error {
+        refusal(self.kernel, site, &self.cfg, kind)
     }
 
     /// Validates against the device and the kernel (memoized per kernel, context and
@@ -341,7 +342,9 @@ impl<'a> Launch<'a> {
     /// synchronizing check), [`Error::AsyncFault`] (an earlier launch's fault surfacing now),
     /// [`Error::ContextPoisoned`], and the compile/load errors of [`Kernel::load`] on the first
     /// launch in a context. A bounds-checked launch (see [`Launch::instrument`]) also returns
-    /// [`Error::OutOfBounds`] and [`Error::DeviceAssert`].
+    /// [`Error::OutOfBounds`] and [`Error::DeviceAssert`], and, into a stream being captured
+    /// without a [`capture::Checks`](crate::capture::Checks),
+    /// [`LaunchErrorKind::CapturedWithoutChecks`].
     ///
     /// # Safety
     ///
@@ -350,7 +353,7 @@ impl<'a> Launch<'a> {
     /// the kernel computes), exactly as cudarc's launch asks. Pointer parameters must be passed
     /// buffers of the element type the kernel expects.
     #[track_caller]
-    #[inline]
+    #[inline(always)]
     pub unsafe fn run(mut self) -> Result<(), Error> {
         let site = Location::caller();
         // SAFETY: this function's contract, forwarded.
@@ -385,28 +388,27 @@ impl<'a> Launch<'a> {
             ));
         }
         // One test keeps bounds checking and kernel timing off the plain path.
-        if self.events.is_some() || self.instrumented() {
+        if self.events.is_none() && !self.instrumented() {
             // SAFETY: this function's contract, forwarded.
-            return unsafe { self.run_slow(site) };
+            return unsafe { self.launch_with(site, Plain) };
         }
         // SAFETY: this function's contract, forwarded.
-        unsafe { self.run_plain(site, None) }
+        unsafe { self.run_slow(site) }
     }
 
-    /// Whether this launch is bounds-checked: the launch, then the kernel's mode or the
-    /// environment (resolved when the kernel was built), then the profile.
+    /// Whether this launch is bounds-checked (see [`InstrumentMode`](crate::InstrumentMode)).
     #[inline]
     fn instrumented(&self) -> bool {
-        match self.instrument {
-            Some(on) => on,
-            None => match self.kernel.instrument_default() {
-                Some(on) => on,
-                None => self.profile_debug,
-            },
-        }
+        instrumented(
+            self.instrument,
+            self.kernel.instrument_default(),
+            self.profile_debug,
+        )
     }
 
-    /// A bounds-checked launch, or a timed plain one.
+    /// A bounds-checked launch, or a timed plain one. Every kernel NVRTC compiles has a
+    /// bounds-checked build; a build that cannot be made is an error (`Error::Instrument`),
+    /// never a silent plain launch.
     ///
     /// # Safety
     ///
@@ -415,33 +417,36 @@ impl<'a> Launch<'a> {
     unsafe fn run_slow(&mut self, site: &'static Location<'static>) -> Result<(), Error> {
         if self.instrumented() {
             // SAFETY: this function's contract, forwarded.
-            unsafe { crate::instrument::run_checked(self, site) }
-        } else {
-            let events = self.events;
-            // SAFETY: this function's contract, forwarded.
-            unsafe { self.run_plain(site, events) }
+            return unsafe { self.launch_with(site, Checked::new()) };
         }
+        // SAFETY: this function's contract, forwarded.
+        unsafe { self.launch_with(site, Plain) }
     }
 
-    /// The launch of the kernel as written: validate, check arguments, launch, maybe wait.
+    /// The one launch path: build, health, validation, arguments, the plan's `before` (hidden
+    /// parameters), the launch, the ring, the plan's `after` (the post-launch step).
     ///
     /// # Safety
     ///
     /// As [`run`](Self::run).
     #[inline(always)]
-    pub(crate) unsafe fn run_plain(
+    unsafe fn launch_with<'k, P: LaunchPlan<'k>>(
         &mut self,
         site: &'static Location<'static>,
-        events: Option<(&CudaEvent, &CudaEvent)>,
-    ) -> Result<(), Error> {
+        mut plan: P,
+    ) -> Result<(), Error>
+    where
+        'a: 'k,
+    {
+        let kernel: &'k Kernel = self.kernel;
         let ctx = self.stream.context();
-        let loaded = self.kernel.loaded(ctx)?;
+        let loaded = plan.build(kernel, ctx, &self.cfg)?;
         let state = &loaded.state;
         state.check_health()?;
 
         let opt_in = self
             .shared_opt_in
-            .unwrap_or_else(|| self.kernel.default_shared_opt_in());
+            .unwrap_or_else(|| kernel.default_shared_opt_in());
         bind(ctx)?;
         match loaded.prepare(&self.cfg, opt_in) {
             Ok(()) => {}
@@ -452,12 +457,41 @@ impl<'a> Launch<'a> {
                 return Err(self.refuse(site, LaunchErrorKind::Driver { error }))
             }
         }
-        self.check_args(&loaded.resources.params, site)?;
+        let params = &loaded.resources.params;
+        let user = P::user_params(params.len()).min(params.len());
+        let hidden_n = params.len() - user;
+        self.check_args(&params[..user], site)?;
+        let n = self.nargs;
 
-        // The parameter array points into `self.args`, which stays put until `run` returns.
-        let mut params = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
-        for (p, slot) in params.iter_mut().zip(&self.args[..self.nargs]) {
+        // Waiting is what capture forbids, so only a launch that would wait asks.
+        let sync = P::ALWAYS_SYNC
+            || self.guard_overflow
+            || sync_wanted(self.sync, kernel.default_sync(), self.profile_debug);
+        let capture = if sync {
+            driver::capture_status(self.stream.cu_stream())
+                .map_err(|error| self.refuse(site, LaunchErrorKind::Driver { error }))?
+        } else {
+            Capture::None
+        };
+        let step = Step {
+            kernel,
+            stream: self.stream,
+            loaded,
+            args: self.slots(),
+            cfg: &self.cfg,
+            site,
+            capture,
+        };
+        let hidden = plan.before(&step)?;
+
+        // The parameter array points into `self.args` and `hidden`, which stay put until the
+        // launch is queued.
+        let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARGS + HIDDEN_MAX];
+        for (p, slot) in ptrs.iter_mut().zip(step.args) {
             *p = slot.param_ptr();
+        }
+        for (p, h) in ptrs[n..].iter_mut().zip(&hidden[..hidden_n]) {
+            *p = h as *const u64 as *mut c_void;
         }
         let raw = RawConfig {
             grid: self.cfg.grid,
@@ -465,19 +499,21 @@ impl<'a> Launch<'a> {
             shared_bytes: self.cfg.dynamic_shared_bytes,
             cluster: self.cfg.cluster,
         };
-        if let Some((start, _)) = events {
+        if let Some((start, _)) = self.events {
             record_event(start, self.stream)?;
         }
         // SAFETY: the function belongs to a module loaded in this stream's context (the
         // loaded entry is this context's), which `bind` made current; there is one pointer per
-        // parameter (count checked), each to a live value of the parameter's size (sizes
-        // checked against the CUBIN); the memory promise is this function's `# Safety`.
+        // parameter (count checked), each to a live value of the parameter's size (the user's
+        // sizes checked against the CUBIN; the hidden ones are the plan's 8-byte device
+        // addresses, which it keeps valid until the kernel is done); the memory promise is
+        // this function's `# Safety`.
         let launched = unsafe {
             driver::launch(
                 &loaded.function,
                 &raw,
                 self.stream.cu_stream(),
-                &mut params[..self.nargs],
+                &mut ptrs[..n + hidden_n],
             )
         };
         if let Err(error) = launched {
@@ -487,28 +523,15 @@ impl<'a> Launch<'a> {
             }
             return Err(self.refuse(site, LaunchErrorKind::Driver { error }));
         }
-        if let Some((_, end)) = events {
+        if let Some((_, end)) = self.events {
             record_event(end, self.stream)?;
         }
-        let seq = state.record(self.kernel.name_arc(), self.cfg, site);
-
-        let sync = self.guard_overflow
-            || resolve_sync(
-                self.sync,
-                self.kernel.default_sync(),
-                env_sync(),
-                self.profile_debug,
-            );
-        if !sync {
-            return Ok(());
-        }
-        match driver::stream_synchronize(self.stream.cu_stream()) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let culprit = state.launch_record(seq);
-                Err(state.fault(e, site, culprit))
-            }
-        }
+        // A captured kernel did not run: the ring names launches that did.
+        let seq = match capture {
+            Capture::None => Some(state.record(kernel.ring_name(), &self.cfg, site)),
+            _ => None,
+        };
+        plan.after(&step, after_launch(sync, capture != Capture::None), seq)
     }
 
     /// Argument count and sizes against the CUBIN's parameter table, and buffers against the
@@ -529,7 +552,7 @@ impl<'a> Launch<'a> {
                 },
             ));
         }
-        for (index, (slot, param)) in self.args[..self.nargs].iter().zip(params).enumerate() {
+        for (index, (slot, param)) in self.slots().iter().zip(params).enumerate() {
             if slot.param_size() != param.size {
                 return Err(self.refuse(
                     site,
@@ -572,6 +595,23 @@ impl<'a> Launch<'a> {
     }
 }
 
+/// A launch refused before or by the driver: the kernel, the site, the configuration, why.
+#[cold]
+pub(crate) fn refusal(
+    kernel: &Kernel,
+    site: &'static Location<'static>,
+    cfg: &LaunchConfig,
+    kind: LaunchErrorKind,
+) -> Error {
+    LaunchError {
+        kernel: kernel.name().to_string(),
+        site,
+        config: *cfg,
+        kind,
+    }
+    .into()
+}
+
 /// `cuEventRecord` of `event` on `stream`.
 pub(crate) fn record_event(event: &CudaEvent, stream: &CudaStream) -> Result<(), Error> {
     event
@@ -582,33 +622,6 @@ pub(crate) fn record_event(event: &CudaEvent, stream: &CudaStream) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sync_resolution_order() {
-        use SyncMode::*;
-        // The launch wins over everything.
-        assert!(resolve_sync(Always, Never, Some(false), false));
-        assert!(!resolve_sync(Never, Always, Some(true), true));
-        // Then the kernel's builder, over the environment.
-        assert!(resolve_sync(FromEnv, Always, Some(false), false));
-        assert!(!resolve_sync(FromEnv, Never, Some(true), true));
-        // Then the environment, over the profile.
-        assert!(resolve_sync(FromEnv, FromEnv, Some(true), false));
-        assert!(!resolve_sync(FromEnv, FromEnv, Some(false), true));
-        // Then the profile.
-        assert!(resolve_sync(FromEnv, FromEnv, None, true));
-        assert!(!resolve_sync(FromEnv, FromEnv, None, false));
-    }
-
-    #[test]
-    fn env_values() {
-        assert_eq!(parse_sync(Some("1")), Some(true));
-        assert_eq!(parse_sync(Some(" Always ")), Some(true));
-        assert_eq!(parse_sync(Some("0")), Some(false));
-        assert_eq!(parse_sync(Some("never")), Some(false));
-        assert_eq!(parse_sync(Some("maybe")), None);
-        assert_eq!(parse_sync(None), None);
-    }
 
     #[test]
     fn launch_dims_from_tuples() {

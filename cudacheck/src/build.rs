@@ -1,0 +1,335 @@
+//! A kernel's builds: the CUBINs compiled for it and the modules loaded from them, keyed by
+//! [`Variant`] (the plain kernel, or its bounds-checked rewrite specialised for a launch
+//! shape) in one cache: compiled once per variant and architecture, loaded once per variant
+//! and context. Each loaded build memoizes the configurations it validated.
+//!
+//! This module knows nothing of sources or NVRTC: the kernel hands it a compile function.
+
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use cudacheck_core::validate::{validate, LaunchConfig, ValidateOptions, Violation};
+use cudacheck_core::{Arch, KernelResources};
+use cudarc::driver::CudaContext;
+
+use crate::context::{bind, state_of, ContextState};
+use crate::driver::{self, DriverError, FunctionAttributes};
+use crate::error::Error;
+use crate::instrument::Spec;
+use crate::seqlock::{pack_config, SeqSlot, CONFIG_WORDS};
+
+/// Which build of a kernel a launch runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// The source as written.
+    Plain,
+    /// The bounds-checked rewrite, specialised for a launch shape (`None`: a block no GPU
+    /// runs, which validation then refuses; see [`Spec::of`]).
+    Checked { shape: Option<Spec> },
+}
+
+/// The CUBIN of one kernel for one architecture, with its resources.
+#[derive(Debug)]
+pub(crate) struct Compiled {
+    pub(crate) arch: Arch,
+    pub(crate) cubin: Vec<u8>,
+    pub(crate) symbol: String,
+    pub(crate) resources: KernelResources,
+    pub(crate) log: String,
+    /// A bounds-checked build's site table (which access and line each fault record names).
+    pub(crate) sites: Option<Arc<cudacheck_core::instrument::InstrumentedKernel>>,
+}
+
+/// A build loaded in one context.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) state: Arc<ContextState>,
+    module: driver::Module,
+    pub(crate) function: driver::Function,
+    pub(crate) compiled: Arc<Compiled>,
+    pub(crate) attrs: FunctionAttributes,
+    /// What launches are validated against: the CUBIN's resources with the driver's own numbers
+    /// for registers and static shared memory (they agree; the driver's are authoritative for the
+    /// code it loaded).
+    pub(crate) resources: KernelResources,
+    /// The kernel's current `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+    opted_in: AtomicU32,
+    memo: Memo,
+    /// Serializes validation's side effects: the opt-in and the memo's writes.
+    validate_lock: Mutex<()>,
+}
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        // A destroyed or reset context took its modules with it; unloading the stale handle
+        // could hit a module of a newer context. (A context kept alive by another
+        // `CudaContext` of the same primary context only leaks the module.)
+        if !self.state.is_alive() {
+            self.module.forget();
+        }
+    }
+}
+
+/// Configurations a build remembers as validated.
+const MEMO_SLOTS: usize = 4;
+
+/// The last configurations that passed validation, compared word for word (no hashing, so no
+/// collisions) without a lock: each is a [`SeqSlot`] of the packed configuration and opt-in.
+#[derive(Debug, Default)]
+struct Memo {
+    slots: [SeqSlot<CONFIG_WORDS>; MEMO_SLOTS],
+    /// Writes so far (under `validate_lock`): picks the slot and the stamp of the next one.
+    writes: AtomicU64,
+}
+
+impl Memo {
+    #[inline]
+    fn words(cfg: &LaunchConfig, opt_in: bool) -> [u64; CONFIG_WORDS] {
+        pack_config(cfg, u32::from(opt_in))
+    }
+
+    #[inline]
+    fn contains(&self, words: &[u64; CONFIG_WORDS]) -> bool {
+        self.slots.iter().any(|s| s.holds(words))
+    }
+
+    /// Caller holds the build's `validate_lock`: one writer at a time.
+    fn insert(&self, words: [u64; CONFIG_WORDS]) {
+        let n = self.writes.fetch_add(1, Ordering::Relaxed);
+        self.slots[n as usize % MEMO_SLOTS].write(2 * (n + 1), words);
+    }
+}
+
+impl Loaded {
+    /// Validates `cfg` (memoized) and opts in to the dynamic shared memory it needs.
+    #[inline]
+    pub(crate) fn prepare(&self, cfg: &LaunchConfig, opt_in: bool) -> Result<(), PrepareError> {
+        let words = Memo::words(cfg, opt_in);
+        if self.memo.contains(&words) {
+            return Ok(());
+        }
+        self.validate_and_opt_in(cfg, opt_in, words)
+    }
+
+    #[cold]
+    fn validate_and_opt_in(
+        &self,
+        cfg: &LaunchConfig,
+        opt_in: bool,
+        words: [u64; CONFIG_WORDS],
+    ) -> Result<(), PrepareError> {
+        validate(
+            &self.resources,
+            cfg,
+            &self.state.limits,
+            &ValidateOptions {
+                shared_opt_in: opt_in,
+            },
+        )
+        .map_err(PrepareError::Invalid)?;
+        // A launch may use at most MAX_DYNAMIC_SHARED_SIZE_BYTES of dynamic shared memory; the
+        // default is what fits beside the static part in 48 KiB. Serialized so that two threads
+        // never lower each other's setting.
+        let _serial = self.validate_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if cfg.dynamic_shared_bytes > self.opted_in.load(Ordering::Relaxed) {
+            driver::set_max_dynamic_shared(&self.function, cfg.dynamic_shared_bytes)
+                .map_err(PrepareError::Driver)?;
+            self.opted_in
+                .store(cfg.dynamic_shared_bytes, Ordering::Relaxed);
+        }
+        self.memo.insert(words);
+        Ok(())
+    }
+
+    /// Loads `compiled` into `ctx` (whose state is `state`).
+    pub(crate) fn load(
+        ctx: &Arc<CudaContext>,
+        state: Arc<ContextState>,
+        compiled: Arc<Compiled>,
+    ) -> Result<Loaded, Error> {
+        bind(ctx)?;
+        // A first launch may come inside a stream capture, where loading a module is otherwise
+        // refused (and would invalidate the capture).
+        let _relaxed = driver::RelaxedCapture::enter()?;
+        let module = driver::Module::load_cubin(&compiled.cubin)?;
+        let function = module.function(&compiled.symbol)?;
+        let attrs = driver::function_attributes(&function)?;
+        let mut resources = compiled.resources.clone();
+        resources.registers = attrs.num_regs;
+        resources.static_shared_bytes = attrs.shared_size_bytes;
+        resources.local_bytes = attrs.local_size_bytes;
+        Ok(Loaded {
+            state,
+            module,
+            function,
+            compiled,
+            opted_in: AtomicU32::new(attrs.max_dynamic_shared_size_bytes),
+            attrs,
+            resources,
+            memo: Memo::default(),
+            validate_lock: Mutex::new(()),
+        })
+    }
+}
+
+pub(crate) enum PrepareError {
+    Invalid(Vec<Violation>),
+    Driver(DriverError),
+}
+
+/// Every build of one kernel. Entries are never removed while the kernel lives, so a
+/// reference to one stays valid for the kernel's lifetime (see `last_plain`); entries of dead
+/// contexts are few (one per context and variant ever used) and inert.
+#[derive(Debug, Default)]
+pub(crate) struct Builds {
+    compiled: Mutex<Vec<(Variant, Arc<Compiled>)>>,
+    loaded: RwLock<Vec<(Variant, Arc<Loaded>)>>,
+    /// The plain build of the last plain launch: the hot path checks it with two loads and
+    /// no lock.
+    last_plain: AtomicPtr<Loaded>,
+}
+
+/// How to make a build that is not cached: the architecture to compile for on a context, and
+/// the compile itself.
+pub(crate) trait Make {
+    fn arch(&self, state: &ContextState) -> Arch;
+    fn compile(&self, variant: Variant, arch: Arch) -> Result<Compiled, Error>;
+}
+
+impl Builds {
+    /// The plain build loaded in `ctx`, made on first use.
+    #[inline]
+    pub(crate) fn plain(&self, ctx: &Arc<CudaContext>, make: &dyn Make) -> Result<&Loaded, Error> {
+        let last = self.last_plain.load(Ordering::Acquire);
+        if !last.is_null() {
+            // SAFETY: `last` points into an `Arc<Loaded>` of `self.loaded`, whose entries are
+            // never removed while `self` lives, and `&self` is borrowed for the result.
+            let l = unsafe { &*last };
+            if l.state.is_state_of(ctx) {
+                return Ok(l);
+            }
+        }
+        let l = self.get(ctx, Variant::Plain, make)?;
+        self.last_plain
+            .store(l as *const Loaded as *mut Loaded, Ordering::Release);
+        Ok(l)
+    }
+
+    /// The build `variant` loaded in `ctx`: found under a read lock, compiled (once per
+    /// variant and architecture) and loaded (once per variant and context) on first use.
+    pub(crate) fn get(
+        &self,
+        ctx: &Arc<CudaContext>,
+        variant: Variant,
+        make: &dyn Make,
+    ) -> Result<&Loaded, Error> {
+        let table = self.loaded.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = find(&table, ctx, variant) {
+            return Ok(l);
+        }
+        drop(table);
+        self.load_into(ctx, variant, make)
+    }
+
+    /// The CUBIN of `variant` for `arch`, compiled on first use.
+    pub(crate) fn compiled(
+        &self,
+        variant: Variant,
+        arch: Arch,
+        make: &dyn Make,
+    ) -> Result<Arc<Compiled>, Error> {
+        // Held while compiling: two threads asking for the same build compile once.
+        let mut cache = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = cache.iter().find(|(v, c)| *v == variant && c.arch == arch) {
+            return Ok(Arc::clone(c));
+        }
+        let c = Arc::new(make.compile(variant, arch)?);
+        cache.push((variant, Arc::clone(&c)));
+        Ok(c)
+    }
+
+    #[cold]
+    fn load_into(
+        &self,
+        ctx: &Arc<CudaContext>,
+        variant: Variant,
+        make: &dyn Make,
+    ) -> Result<&Loaded, Error> {
+        let state = state_of(ctx)?;
+        state.check_health()?;
+        let compiled = self.compiled(variant, make.arch(&state), make)?;
+        let loaded = Arc::new(Loaded::load(ctx, state, compiled)?);
+        let mut table = self.loaded.write().unwrap_or_else(|p| p.into_inner());
+        // Another thread may have loaded it meanwhile: keep the first, drop ours.
+        if let Some(l) = find(&table, ctx, variant) {
+            return Ok(l);
+        }
+        let p = Arc::as_ptr(&loaded);
+        table.push((variant, loaded));
+        // SAFETY: as in `find`: the entry just pushed is never removed while `self` lives.
+        Ok(unsafe { &*p })
+    }
+}
+
+/// The entry for `variant` in `ctx`, as a reference that outlives the table's lock.
+fn find<'a>(
+    table: &[(Variant, Arc<Loaded>)],
+    ctx: &Arc<CudaContext>,
+    variant: Variant,
+) -> Option<&'a Loaded> {
+    let (_, l) = table
+        .iter()
+        .find(|(v, l)| *v == variant && l.state.is_state_of(ctx))?;
+    let p = Arc::as_ptr(l);
+    // SAFETY: entries of `Builds::loaded` are never removed while their `Builds` lives, and
+    // callers tie `'a` to a borrow of that `Builds`.
+    Some(unsafe { &*p })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudacheck_core::Dim3;
+
+    #[test]
+    fn memo_remembers_the_last_configs_exactly() {
+        let m = Memo::default();
+        let cfg = |g| LaunchConfig::new(Dim3::x(g), Dim3::x(256));
+        for g in 1..=MEMO_SLOTS as u32 {
+            m.insert(Memo::words(&cfg(g), true));
+        }
+        assert!(m.contains(&Memo::words(&cfg(1), true)));
+        assert!(
+            !m.contains(&Memo::words(&cfg(1), false)),
+            "the opt-in choice is part of the key"
+        );
+        m.insert(Memo::words(&cfg(100), true));
+        assert!(
+            !m.contains(&Memo::words(&cfg(1), true)),
+            "the oldest is evicted"
+        );
+        assert!(m.contains(&Memo::words(&cfg(100), true)));
+    }
+
+    #[test]
+    fn memo_tells_a_cluster_from_none() {
+        let m = Memo::default();
+        let plain = LaunchConfig::new(Dim3::x(4), Dim3::x(256));
+        let mut one = plain;
+        one.cluster = Some(Dim3::new(0, 0, 0));
+        m.insert(Memo::words(&plain, false));
+        assert!(!m.contains(&Memo::words(&one, false)));
+    }
+
+    #[test]
+    fn variants_key_builds_apart() {
+        let shape = Spec::of(Dim3::x(256), 0);
+        assert_ne!(Variant::Plain, Variant::Checked { shape });
+        assert_ne!(
+            Variant::Checked { shape },
+            Variant::Checked {
+                shape: Spec::of(Dim3::x(128), 0)
+            }
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! The bounds-checked plan: the kernel's instrumented build, with the length in bytes of each
+//! buffer argument and a zeroed fault record passed as its hidden parameters (one `.u64` per
+//! user parameter, then the record's address; see `cudacheck_core::instrument`). Eagerly, the
+//! record goes into the context's scratch block, the launch waits, and the record is read back.
+//! Under stream capture, each launch gets a block of its own that lives as long as the context,
+//! the graph zeroes the record before each run (a memset node), and [`capture::Checks`] reads
+//! it after.
+
+use std::sync::{Arc, MutexGuard};
+
+use cudacheck_core::instrument::{InstrumentedKernel, RECORD_BYTES, UNKNOWN_LEN};
+use cudacheck_core::validate::LaunchConfig;
+use cudarc::driver::CudaContext;
+
+use super::plan::{LaunchPlan, Step, HIDDEN_MAX};
+use crate::args::{ArgSlot, MAX_ARGS};
+use crate::build::Loaded;
+use crate::capture::{self, Captured};
+use crate::context::Scratch;
+use crate::driver::{self, Capture, DriverError};
+use crate::error::{Error, LaunchErrorKind};
+use crate::instrument::{self, ArgView, Spec};
+use crate::kernel::Kernel;
+use crate::policy::After;
+
+/// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`.
+const CAPTURE_INVALIDATED: u32 = 901;
+
+/// The hidden parameters' values, into `out` (`args.len() + 1` entries): entry k is argument
+/// k's length in bytes (its element count times its element size; [`UNKNOWN_LEN`], through
+/// which every access passes, for a scalar, a raw address or a buffer of another context),
+/// then the record's address.
+fn fill_hidden(args: &[ArgSlot], record: u64, out: &mut [u64]) {
+    for (o, slot) in out.iter_mut().zip(args) {
+        *o = match (slot.buffer_len(), slot.buffer_elem_size()) {
+            (Some(n), Some(e)) => n.saturating_mul(u64::from(e)),
+            _ => UNKNOWN_LEN,
+        };
+    }
+    out[args.len()] = record;
+}
+
+/// What a fault report needs of the launch's arguments: each buffer's address and element size.
+pub(crate) fn arg_views(args: &[ArgSlot]) -> ([ArgView; MAX_ARGS], usize) {
+    let mut v = [ArgView::default(); MAX_ARGS];
+    for (a, slot) in v.iter_mut().zip(args) {
+        if let (Some(_), Some(e)) = (slot.buffer_len(), slot.buffer_elem_size()) {
+            *a = ArgView {
+                ptr: slot.word,
+                elem_bytes: e,
+            };
+        }
+    }
+    (v, args.len().min(MAX_ARGS))
+}
+
+/// A bounds-checked launch in progress.
+pub(super) struct Checked<'k> {
+    /// Eager launches: the context's scratch block, held until the record is read (launches
+    /// sharing it wait for each other).
+    scratch: Option<MutexGuard<'k, Scratch>>,
+    /// Captured launches: where the record goes once the launch is captured.
+    collector: Option<Arc<capture::Collector>>,
+    /// The device address of this launch's fault record.
+    record: u64,
+}
+
+impl Checked<'_> {
+    pub(super) fn new() -> Self {
+        Checked {
+            scratch: None,
+            collector: None,
+            record: 0,
+        }
+    }
+}
+
+/// The site table of a checked build.
+fn sites_of(loaded: &Loaded) -> Arc<InstrumentedKernel> {
+    loaded
+        .compiled
+        .sites
+        .clone()
+        .expect("checked builds carry their site table")
+}
+
+impl<'k> LaunchPlan<'k> for Checked<'k> {
+    /// One length per user parameter, then the record: `total = 2 * user + 1`.
+    fn user_params(total: usize) -> usize {
+        total.saturating_sub(1) / 2
+    }
+    /// The record must be read after the kernel.
+    const ALWAYS_SYNC: bool = true;
+
+    fn build(
+        &mut self,
+        kernel: &'k Kernel,
+        ctx: &Arc<CudaContext>,
+        cfg: &LaunchConfig,
+    ) -> Result<&'k Loaded, Error> {
+        let shape = Spec::of(cfg.block, cfg.dynamic_shared_bytes);
+        kernel.loaded_checked(ctx, shape)
+    }
+
+    fn before(&mut self, step: &Step<'_, 'k>) -> Result<[u64; HIDDEN_MAX], Error> {
+        let stream = step.stream.cu_stream();
+        let state = &step.loaded.state;
+        match step.capture {
+            Capture::None => {
+                let mut scratch = state.scratch.lock().unwrap_or_else(|p| p.into_inner());
+                if scratch.bytes < RECORD_BYTES {
+                    let ptr = driver::mem_alloc(RECORD_BYTES)?;
+                    if scratch.ptr != 0 {
+                        // SAFETY: the old block came from `mem_alloc` in this (current)
+                        // context, and no queued work uses it: every launch that did waited
+                        // for its kernel under this lock.
+                        let _ = unsafe { driver::mem_free(scratch.ptr) };
+                    }
+                    scratch.ptr = ptr;
+                    scratch.bytes = RECORD_BYTES;
+                }
+                // SAFETY: the block is this context's, at least `RECORD_BYTES` long, and unused
+                // by running kernels (see above); the context is current.
+                unsafe { driver::memset_zero_async(scratch.ptr, RECORD_BYTES, stream) }?;
+                self.record = scratch.ptr;
+                self.scratch = Some(scratch);
+            }
+            Capture::Active { id } => {
+                let Some(collector) = capture::collector(id) else {
+                    return Err(step.refuse(LaunchErrorKind::CapturedWithoutChecks));
+                };
+                // Allocating and copying are refused during capture; none of them touches
+                // the capturing stream.
+                let _relaxed = driver::RelaxedCapture::enter()?;
+                let block = driver::mem_alloc(RECORD_BYTES)?;
+                // The graph zeroes the record before each run: this memset is captured.
+                // SAFETY: the record is the first `RECORD_BYTES` of `block`; nothing runs yet.
+                unsafe { driver::memset_zero_async(block, RECORD_BYTES, stream) }?;
+                self.record = block;
+                self.collector = Some(collector);
+            }
+            Capture::Invalidated => {
+                let error = DriverError::new("cuStreamGetCaptureInfo", CAPTURE_INVALIDATED);
+                return Err(step.refuse(LaunchErrorKind::Driver { error }));
+            }
+        }
+        let mut hidden = [0u64; HIDDEN_MAX];
+        fill_hidden(step.args, self.record, &mut hidden[..step.args.len() + 1]);
+        Ok(hidden)
+    }
+
+    fn after(self, step: &Step<'_, 'k>, after: After, seq: Option<u64>) -> Result<(), Error> {
+        if after == After::Captured {
+            if let Some(c) = &self.collector {
+                let (args, n) = arg_views(step.args);
+                c.push(Captured {
+                    kernel: step.kernel.clone(),
+                    sites: sites_of(step.loaded),
+                    args: args[..n].to_vec(),
+                    site: step.site,
+                    config: *step.cfg,
+                    record: self.record,
+                });
+            }
+            return Ok(());
+        }
+        step.synchronize(seq)?;
+        let stream = step.stream.cu_stream();
+        let mut rec = [0u8; RECORD_BYTES];
+        // SAFETY: the record is the first `RECORD_BYTES` of the block; the kernel has finished.
+        unsafe { driver::memcpy_dtoh_async(&mut rec, self.record, stream) }?;
+        // To pageable memory the copy is done when the call returns; waiting once more costs a
+        // microsecond and does not lean on that.
+        driver::stream_synchronize(stream)
+            .map_err(|e| step.loaded.state.fault(e, step.site, None))?;
+        drop(self.scratch);
+        let sites = sites_of(step.loaded);
+        let (args, n) = arg_views(step.args);
+        instrument::report(
+            &rec,
+            &step
+                .kernel
+                .fault_context(&sites, &args[..n], step.site, step.cfg),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_values_are_a_length_per_argument_then_the_record() {
+        let v = 3.0f32;
+        let scalar = ArgSlot::scalar(&v);
+        let mut out = [0u64; 2];
+        fill_hidden(&[scalar], 0x1000, &mut out);
+        assert_eq!(out, [UNKNOWN_LEN, 0x1000]);
+    }
+
+    #[test]
+    fn plans_split_user_and_hidden_parameters() {
+        assert_eq!(Checked::user_params(7), 3);
+        assert_eq!(Checked::user_params(1), 0);
+    }
+}
