@@ -324,30 +324,63 @@ fn nvrtc_cli_missing_nvrtc_is_explained_not_a_panic() {
 }
 
 #[test]
-fn nvrtc_cli_instrument_prints_the_rewrite_and_with_report_the_coverage() {
-    // Pure, but kept with the CLI tests: it runs the binary.
+fn nvrtc_cli_instrument_reports_coverage_from_an_assembled_build() {
     let (code, out, err) = cudacheck(&["instrument", "kernels/saxpy.cu"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("__cc_record* __cc_rec"),
-        "hidden params: {out}"
-    );
-    assert!(out.contains("#line 1 \"kernels/saxpy.cu\""), "{out}");
-    assert!(
-        !out.contains("accesses checked"),
-        "no report unless asked: {out}"
-    );
-    let (code, out, _) = cudacheck(&["instrument", "--report", "kernels/saxpy.cu"]);
-    assert_eq!(code, 0);
-    assert!(
-        out.contains("__cc_record* __cc_rec"),
-        "source still printed: {out}"
-    );
-    assert!(
-        out.contains("kernel `saxpy` (line 2): 3 accesses checked, none left unchecked"),
+        out.contains("kernel `saxpy`: 3 accesses checked, none left unchecked"),
         "{out}"
     );
+    let (code, out, err) = cudacheck(&["instrument", "--ptx", "kernels/saxpy.cu"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(".param .u64 __cc_rec"), "hidden params: {out}");
     let (code, _, err) = cudacheck(&["instrument", "no/such.cu"]);
     assert_eq!(code, 2);
     assert!(err.contains("no/such.cu"), "{err}");
+}
+
+#[test]
+fn nvrtc_cli_instrument_json_lists_every_kernel_and_what_is_unchecked() {
+    let dir = std::env::temp_dir().join(format!("cudacheck-cli-inst-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("k.cu");
+    std::fs::write(
+        &file,
+        r#"__device__ __noinline__ void far(float* p, int i) { p[i] = 1.0f; }
+template <typename T> __global__ void scale(T* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2; }
+template __global__ void scale<float>(float*, int);
+extern "C" __global__ void k(float** t, float* out, int i) { out[0] = t[0][1]; far(out, i); }
+"#,
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let (code, out, err) = cudacheck(&["instrument", "--json", "--arch", "sm_80", path]);
+    assert_eq!(code, 0, "{err}{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let kernels = v["files"][0]["kernels"].as_array().expect("kernels");
+    let by_name = |n: &str| kernels.iter().find(|k| k["name"] == n).cloned();
+    let scale = by_name("scale<float>").expect("template instantiation listed");
+    assert_eq!(scale["unchecked"].as_array().unwrap().len(), 0, "{scale}");
+    assert!(scale["checked"].as_u64().unwrap() >= 2, "{scale}");
+    let k = by_name("k").expect("k listed");
+    let unchecked = k["unchecked"].as_array().unwrap();
+    assert!(
+        unchecked
+            .iter()
+            .any(|u| u["reason"].as_str().unwrap().contains("loaded from memory")),
+        "{k}"
+    );
+    assert!(
+        unchecked
+            .iter()
+            .any(|u| u["reason"].as_str().unwrap().contains("`far`") && u["line"] == 1),
+        "{k}"
+    );
+    // A file that does not compile: exit 2 and its error in the JSON.
+    std::fs::write(&file, "__global__ void broken( {").unwrap();
+    let (code, out, _) = cudacheck(&["instrument", "--json", path]);
+    assert_eq!(code, 2);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(v["files"][0]["error"].as_str().is_some(), "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
