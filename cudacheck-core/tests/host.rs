@@ -309,3 +309,13 @@ fn a_launch_that_deduces_template_arguments_names_the_deduced_kernel() {
     let host = set_aside_host_code(src).unwrap();
     assert_eq!(host.launched, ["scale<float>", "scale<double>"]);
 }
+
+#[test]
+fn a_header_helper_the_including_file_names_is_kept() {
+    let header = "constexpr int div_ceil(int a, int b) { return (a + b - 1) / b; }\n";
+    let host = cudacheck_core::source::set_aside_host_code(header).unwrap();
+    assert!(host.changed(), "alone, nothing in the header calls it");
+    let used: std::collections::HashSet<String> = ["div_ceil".to_string()].into();
+    let host = cudacheck_core::source::set_aside_host_code_in(header, &used).unwrap();
+    assert_eq!(host.text, header);
+}

@@ -1,0 +1,511 @@
+//! The kernels set-aside host code launches, and how to name them for NVRTC: template
+//! arguments as written, bound by explicit calls of the launcher, or deduced from the launch's
+//! argument types.
+
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::Node;
+
+use super::expand::*;
+use super::items::*;
+use super::text::*;
+use super::{HostDecision, Item, SetAsideKind, UnresolvedLaunch};
+use crate::source::macros::{call_args, leaves};
+use crate::source::parse::location;
+use crate::source::Location;
+
+pub(super) fn has_kernel_call(n: Node) -> bool {
+    let mut stack = vec![n];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "kernel_call_syntax" {
+            return true;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    false
+}
+
+/// The launches inside set-aside functions, and what binds their launchers' template
+/// parameters.
+pub(super) struct Launches<'a, 't> {
+    pub(super) items: &'a [Item<'t>],
+    /// Per set-aside item: (the launched kernel, where).
+    pub(super) sites: Vec<(usize, String, Location)>,
+    pub(super) locals: HashMap<usize, HashSet<String>>,
+    /// Explicit calls `f<args>(...)` to set-aside function templates: (callee item, the item
+    /// the call sits in, if any, template arguments).
+    pub(super) calls: Vec<(usize, Option<usize>, Vec<String>)>,
+}
+
+impl<'a, 't> Launches<'a, 't> {
+    pub(super) fn new(
+        text: &'a str,
+        root: Node<'t>,
+        items: &'a [Item<'t>],
+        decisions: &[HostDecision],
+        macros: &FileMacros,
+    ) -> Self {
+        let set_aside: Vec<usize> = (0..items.len())
+            .filter(|&i| {
+                decisions[i] == HostDecision::SetAside(SetAsideKind::Launcher)
+                    || decisions[i] == HostDecision::SetAside(SetAsideKind::HostOnly)
+            })
+            .collect();
+        let mut sites = Vec::new();
+        let mut locals = HashMap::new();
+        let mut types_of: HashMap<usize, HashMap<String, String>> = HashMap::new();
+        let template_kernels = template_kernels(text, root);
+        for &i in &set_aside {
+            let Some(body) = items[i].body else { continue };
+            locals.insert(i, local_names(text, items[i].func));
+            types_of.insert(i, declared_types(text, items[i].func));
+            let mut stack = vec![body];
+            while let Some(n) = stack.pop() {
+                if n.kind() == "call_expression" && has_direct_kernel_call(n) {
+                    if let Some(f) = n.child_by_field_name("function") {
+                        let callee = text[f.byte_range()].to_owned();
+                        // A template kernel whose arguments the launch deduces: named through
+                        // a function pointer of the argument types (`void (*)(float*, int)`).
+                        let name = callee.split('<').next().unwrap_or("").trim();
+                        let name = name.rsplit("::").next().unwrap_or(name).trim();
+                        let deduced = template_kernels
+                            .get(name)
+                            .filter(|_| !callee.contains('<'))
+                            .and_then(|t| {
+                                let types = n
+                                    .child_by_field_name("arguments")
+                                    .and_then(|a| argument_types(text, a, &types_of[&i]))?;
+                                t.deduce(&callee, &types)
+                            });
+                        let kernel = deduced.unwrap_or(callee);
+                        sites.push((i, kernel, location(text, f)));
+                    }
+                }
+                let mut cursor = n.walk();
+                let children: Vec<Node> = n.children(&mut cursor).collect();
+                stack.extend(children.into_iter().rev());
+            }
+            // Launches inside statement macros (`LAUNCH(float, 4);` whose expansion, through
+            // any depth of macros, holds `<<<`).
+            let mut l = Vec::new();
+            leaves(body, &mut l, false);
+            for j in 0..l.len().saturating_sub(1) {
+                let word = &text[l[j].byte_range()];
+                if !macros.launches(word) || &text[l[j + 1].byte_range()] != "(" {
+                    continue;
+                }
+                let Some((_, args)) = call_args(text, &l, j + 1) else {
+                    continue;
+                };
+                let Some(expanded) = macros.expand(word, &args) else {
+                    continue;
+                };
+                for (at, _) in expanded.match_indices("<<<") {
+                    if let Some(k) = callee_before(&expanded, at) {
+                        sites.push((i, k.to_owned(), location(text, l[j])));
+                    }
+                }
+            }
+        }
+        sites.sort_by_key(|(i, _, loc)| (*i, loc.byte_range.start));
+        let mut calls = Vec::new();
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "call_expression" {
+                if let Some(tf) = n
+                    .child_by_field_name("function")
+                    .filter(|f| f.kind() == "template_function")
+                {
+                    let name = tf
+                        .child_by_field_name("name")
+                        .map(|x| &text[x.byte_range()]);
+                    let callee = set_aside
+                        .iter()
+                        .copied()
+                        .find(|&i| Some(items[i].name.as_str()) == name);
+                    if let (Some(callee), Some(args)) =
+                        (callee, tf.child_by_field_name("arguments"))
+                    {
+                        let within = items.iter().position(|it| {
+                            it.outer.start <= n.start_byte() && n.end_byte() <= it.outer.end
+                        });
+                        calls.push((
+                            callee,
+                            within,
+                            split_template_args(&text[args.byte_range()]),
+                        ));
+                    }
+                }
+            }
+            let mut cursor = n.walk();
+            let children: Vec<Node> = n.children(&mut cursor).collect();
+            stack.extend(children.into_iter().rev());
+        }
+        Launches {
+            items,
+            sites,
+            locals,
+            calls,
+        }
+    }
+
+    /// The concrete kernel specializations, deduplicated in source order, and the launches that
+    /// stay unresolved.
+    pub(super) fn resolve(&self) -> (Vec<(Vec<String>, String)>, Vec<UnresolvedLaunch>) {
+        let mut launched: Vec<(Vec<String>, String)> = Vec::new();
+        let mut unresolved = Vec::new();
+        for (i, site, loc) in &self.sites {
+            if !site.contains('<') {
+                // A plain kernel is compiled whether or not anything launches it.
+                continue;
+            }
+            let item = &self.items[*i];
+            let locals = &self.locals[i];
+            let mut missing: Vec<String> = Vec::new();
+            for binding in self.bindings(*i, 0) {
+                let k = substitute(site, &item.template_params, &binding);
+                let deps: Vec<String> = identifiers(&k)
+                    .filter(|w| locals.contains(*w) || item.template_params.iter().any(|p| p == w))
+                    .map(str::to_owned)
+                    .collect();
+                if deps.is_empty() {
+                    let entry = (item.namespace.clone(), collapse(&k));
+                    if !launched.contains(&entry) {
+                        launched.push(entry);
+                    }
+                } else {
+                    missing.extend(deps);
+                }
+            }
+            if !missing.is_empty() {
+                missing.sort();
+                missing.dedup();
+                unresolved.push(UnresolvedLaunch {
+                    kernel: collapse(site),
+                    location: loc.clone(),
+                    depends_on: missing,
+                });
+            }
+        }
+        (launched, unresolved)
+    }
+
+    /// The template arguments item `i` is known to be called with; one empty binding for a
+    /// function that is not a template, or whose callers are not known (its parameters then
+    /// stay unbound and the launch unresolved).
+    pub(super) fn bindings(&self, i: usize, depth: u32) -> Vec<Vec<String>> {
+        const MAX_DEPTH: u32 = 4;
+        const MAX_BINDINGS: usize = 256;
+        let item = &self.items[i];
+        if item.template_params.is_empty() || depth > MAX_DEPTH {
+            return vec![Vec::new()];
+        }
+        let mut out: Vec<Vec<String>> = Vec::new();
+        for (callee, within, args) in &self.calls {
+            if *callee != i {
+                continue;
+            }
+            let outer: Vec<Vec<String>> = match within {
+                Some(w) if *w != i && !self.items[*w].template_params.is_empty() => {
+                    self.bindings(*w, depth + 1)
+                }
+                _ => vec![Vec::new()],
+            };
+            for b in outer {
+                let concrete: Vec<String> = args
+                    .iter()
+                    .map(|a| match within {
+                        Some(w) => substitute(a, &self.items[*w].template_params, &b),
+                        None => a.clone(),
+                    })
+                    .collect();
+                if !out.contains(&concrete) && out.len() < MAX_BINDINGS {
+                    out.push(concrete);
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(Vec::new());
+        }
+        out
+    }
+}
+
+/// A `__global__` function template: its template parameters (name, has a default) and its
+/// function parameters' types as written.
+pub(super) struct KernelTemplate {
+    pub(super) template_params: Vec<(String, bool)>,
+    pub(super) param_types: Vec<String>,
+}
+
+impl KernelTemplate {
+    /// `k<float>` for a launch of `k` with arguments of `arg_types`, deducing each template
+    /// parameter from the first function parameter that mentions it, the way a call does after
+    /// dropping qualifiers (`const T* __restrict__` against `float*` gives `T = float`).
+    pub(super) fn deduce(&self, kernel: &str, arg_types: &[String]) -> Option<String> {
+        let plain = |t: &str| -> String {
+            t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == ':'))
+                .filter(|w| !matches!(*w, "" | "const" | "volatile" | "__restrict__" | "restrict"))
+                .collect::<Vec<_>>()
+                .join(" ")
+                .replace(" *", "*")
+        };
+        let mut args: Vec<String> = Vec::new();
+        for (name, has_default) in &self.template_params {
+            let found = self.param_types.iter().zip(arg_types).find_map(|(p, a)| {
+                let (p, a) = (plain(p), plain(a));
+                let at = p.split(' ').position(|w| w.trim_end_matches('*') == name)?;
+                let words: Vec<&str> = p.split(' ').collect();
+                let pre = words[..at].join(" ");
+                let post = &words[at][name.len()..];
+                let rest = a.strip_prefix(pre.as_str())?.trim_start();
+                let bound = rest.strip_suffix(post)?.trim();
+                (!bound.is_empty() && !bound.ends_with('*') || post.is_empty())
+                    .then(|| bound.to_owned())
+                    .filter(|b| !b.is_empty())
+            });
+            match found {
+                Some(b) => args.push(b),
+                None if *has_default => break,
+                None => return None,
+            }
+        }
+        Some(format!("{kernel}<{}>", args.join(", ")))
+    }
+}
+
+/// The file's `__global__` function templates, by name.
+pub(super) fn template_kernels(text: &str, root: Node) -> HashMap<String, KernelTemplate> {
+    let mut out = HashMap::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "template_declaration" {
+            let mut c = n.walk();
+            let inner = n
+                .named_children(&mut c)
+                .find(|x| matches!(x.kind(), "function_definition" | "declaration"));
+            if let Some(f) = inner {
+                let mut c = f.walk();
+                let decl = f
+                    .children_by_field_name("declarator", &mut c)
+                    .find(|d| d.kind() == "function_declarator");
+                let name = decl.and_then(|d| d.child_by_field_name("declarator"));
+                if let (Some(decl), Some(name)) = (decl, name) {
+                    let prefix = &text[f.start_byte()..name.start_byte()];
+                    if identifiers(prefix).any(|w| w == "__global__") {
+                        let template_params = n
+                            .child_by_field_name("parameters")
+                            .map(|p| {
+                                let names = template_param_names(text, p);
+                                let mut c = p.walk();
+                                let defaults: Vec<bool> = p
+                                    .named_children(&mut c)
+                                    .map(|x| x.kind().starts_with("optional"))
+                                    .collect();
+                                names.into_iter().zip(defaults).collect()
+                            })
+                            .unwrap_or_default();
+                        let param_types = decl
+                            .child_by_field_name("parameters")
+                            .map(|p| {
+                                let mut c = p.walk();
+                                let v: Vec<String> = p
+                                    .named_children(&mut c)
+                                    .filter(|x| x.kind().ends_with("parameter_declaration"))
+                                    .map(|x| {
+                                        let ty = x
+                                            .child_by_field_name("type")
+                                            .map_or("", |t| &text[t.byte_range()]);
+                                        let stars =
+                                            x.child_by_field_name("declarator").map_or(0, |d| {
+                                                text[d.byte_range()].matches('*').count()
+                                            });
+                                        format!("{ty}{}", "*".repeat(stars))
+                                    })
+                                    .collect();
+                                v
+                            })
+                            .unwrap_or_default();
+                        out.insert(
+                            text[name.byte_range()].to_owned(),
+                            KernelTemplate {
+                                template_params,
+                                param_types,
+                            },
+                        );
+                    }
+                }
+            }
+            continue;
+        }
+        if matches!(n.kind(), "function_definition" | "preproc_function_def") {
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
+}
+
+/// The declared type of each parameter and local variable of a function, as written, with its
+/// pointer levels (`const float *x` gives `const float*`); `auto` is left out.
+pub(super) fn declared_types(text: &str, func: Node) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut stack = vec![func];
+    while let Some(n) = stack.pop() {
+        if matches!(
+            n.kind(),
+            "parameter_declaration" | "optional_parameter_declaration" | "declaration"
+        ) {
+            if let Some(ty) = n.child_by_field_name("type") {
+                let base = collapse(&text[ty.byte_range()]);
+                let mut c = n.walk();
+                let is_const = n
+                    .children(&mut c)
+                    .any(|q| q.kind() == "type_qualifier" && &text[q.byte_range()] == "const");
+                let mut c = n.walk();
+                let decls: Vec<Node> = n.children_by_field_name("declarator", &mut c).collect();
+                for d in decls {
+                    let mut stars = String::new();
+                    let mut d = d;
+                    loop {
+                        match d.kind() {
+                            "pointer_declarator" | "array_declarator" => stars.push('*'),
+                            "init_declarator" | "reference_declarator" => {}
+                            _ => break,
+                        }
+                        match d
+                            .child_by_field_name("declarator")
+                            .or_else(|| d.named_child(0))
+                        {
+                            Some(inner) => d = inner,
+                            None => break,
+                        }
+                    }
+                    if d.kind() == "identifier" && base != "auto" {
+                        let konst = if is_const { "const " } else { "" };
+                        out.insert(
+                            text[d.byte_range()].to_owned(),
+                            format!("{konst}{base}{stars}"),
+                        );
+                    }
+                }
+            }
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
+}
+
+/// The type of each argument of a launch, when every one is plain to read: a variable of the
+/// launcher, a cast, or a literal. `None` otherwise.
+pub(super) fn argument_types(
+    text: &str,
+    args: Node,
+    declared: &HashMap<String, String>,
+) -> Option<Vec<String>> {
+    let mut cursor = args.walk();
+    let list: Vec<Node> = args.named_children(&mut cursor).collect();
+    list.into_iter()
+        .filter(|a| a.kind() != "comment")
+        .map(|a| match a.kind() {
+            "identifier" => declared.get(&text[a.byte_range()]).cloned(),
+            "cast_expression" => a
+                .child_by_field_name("type")
+                .map(|t| collapse(&text[t.byte_range()])),
+            "call_expression" => {
+                let f = a.child_by_field_name("function")?;
+                let cast = f.child_by_field_name("name").map(|n| &text[n.byte_range()]);
+                if f.kind() == "template_function"
+                    && matches!(
+                        cast,
+                        Some("static_cast" | "reinterpret_cast" | "const_cast")
+                    )
+                {
+                    let t = &text[f.child_by_field_name("arguments")?.byte_range()];
+                    Some(collapse(t.trim().strip_prefix('<')?.strip_suffix('>')?))
+                } else {
+                    None
+                }
+            }
+            "number_literal" => {
+                let n = &text[a.byte_range()];
+                Some(
+                    if n.contains('.') || (n.contains(['e', 'E']) && !n.starts_with("0x")) {
+                        if n.ends_with(['f', 'F']) {
+                            "float"
+                        } else {
+                            "double"
+                        }
+                    } else {
+                        "int"
+                    }
+                    .to_owned(),
+                )
+            }
+            "true" | "false" => Some("bool".to_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether this call is itself the `<<<...>>>` launch (not one nested in its arguments).
+pub(super) fn has_direct_kernel_call(n: Node) -> bool {
+    let mut cursor = n.walk();
+    let found = n
+        .children(&mut cursor)
+        .any(|c| c.kind() == "kernel_call_syntax");
+    found
+}
+
+/// The names a function declares for itself: parameters and local variables.
+pub(super) fn local_names(text: &str, func: Node) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let mut stack = vec![func];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "parameter_declaration" | "optional_parameter_declaration" | "declaration" => {
+                let mut c = n.walk();
+                let decls: Vec<Node> = n.children_by_field_name("declarator", &mut c).collect();
+                for d in decls {
+                    let mut d = d;
+                    // The name is the innermost declarator.
+                    while let Some(inner) = d.child_by_field_name("declarator") {
+                        d = inner;
+                    }
+                    if d.kind() == "identifier" {
+                        out.insert(text[d.byte_range()].to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
+}
+
+/// One `__device__` function per namespace that names each launched specialization, which is
+/// what makes NVRTC instantiate (and emit) it, as nvcc does for a launch.
+pub(super) fn launch_references(launched: &[(Vec<String>, String)]) -> String {
+    let mut out = String::from(
+        "// cudacheck: kernels launched by the host code set aside above, named so that NVRTC \
+         instantiates them as nvcc does.\n",
+    );
+    for (n, (namespace, kernel)) in launched.iter().enumerate() {
+        for ns in namespace {
+            out.push_str(&format!("namespace {ns} {{ "));
+        }
+        out.push_str(&format!(
+            "static __device__ void __cudacheck_launched_{n}() {{ (void)&{kernel}; }}"
+        ));
+        for _ in namespace {
+            out.push_str(" }");
+        }
+        out.push('\n');
+    }
+    out
+}

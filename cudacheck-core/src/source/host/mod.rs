@@ -1,0 +1,448 @@
+//! Setting a file's host code aside before NVRTC compiles it, the way nvcc's device pass does.
+//!
+//! A `.cu` file written for nvcc mixes device code with host code: launchers
+//! (`kernel<<<grid, block>>>(...)`), helpers they call, prototypes. nvcc compiles each function
+//! for the side(s) its annotation names and drops host functions from the device compile; NVRTC
+//! rejects every host function, definition or declaration ("host functions are not allowed in
+//! JIT mode"). [`set_aside_host_code`] therefore classifies every namespace-scope function of
+//! the file first ([`HostDecision`]), and only then emits: host functions that device code never
+//! calls are replaced by spaces, newlines kept, so every remaining character keeps its line and
+//! column and NVRTC's diagnostics still point at the user's text.
+//!
+//! nvcc also instantiates the kernel templates those launchers launch (`mul_mat_q<Q4_0, 8,
+//! false><<<...>>>` makes that specialization a kernel of the file). Blanking the launcher would
+//! lose them, so each launched specialization whose template arguments are known outside the
+//! launcher (literals, the file's macros, or the launcher's own template parameters bound by an
+//! explicit call such as `launch<8>(...)`) is referenced from a `__device__` function appended
+//! after the last line, where it cannot move a user's line.
+//!
+//! Conservative by construction, because a wrongly blanked device function breaks a file that
+//! worked: a function is set aside only when nothing outside host code names it, its
+//! declaration carries no macro that might stand for `__device__` (`HOST_DEVICE`), its text
+//! parses without error, and any preprocessor lines in it are balanced conditionals. Macro
+//! bodies are never touched (tree-sitter sees them unexpanded), and any name a macro body
+//! mentions counts as used by device code.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use tree_sitter::Node;
+
+mod expand;
+mod items;
+mod launches;
+mod text;
+
+use expand::*;
+use items::*;
+use launches::*;
+use text::*;
+
+use super::macros::leaves;
+use super::parse::new_parser;
+use super::{Location, SourceError};
+
+/// What [`set_aside_host_code`] did to a file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostCode {
+    /// The text to compile: host-only functions blanked (same lines and columns), then the
+    /// launched-kernel references, after the last line.
+    pub text: String,
+    /// Every namespace-scope function that is not device code, and what was decided for it.
+    pub functions: Vec<HostFunction>,
+    /// The kernel specializations referenced after the last line (`mul_mat_q<Q4_0, 8, false>`).
+    pub launched: Vec<String>,
+    /// Launches inside set-aside code whose kernel could not be named outside it (template
+    /// arguments that depend on local variables or on unbound template parameters).
+    pub unresolved_launches: Vec<UnresolvedLaunch>,
+    /// The first line of the appended references (one past the user's last line); `None` when
+    /// nothing was appended.
+    pub appended_from_line: Option<u32>,
+}
+
+impl HostCode {
+    /// Whether the text to compile differs from the file.
+    pub fn changed(&self) -> bool {
+        self.appended_from_line.is_some()
+            || self
+                .functions
+                .iter()
+                .any(|f| matches!(f.decision, HostDecision::SetAside(_)))
+    }
+
+    /// The text without the appended launch references (blanking kept).
+    pub fn text_without_launched(&self) -> &str {
+        match self.appended_from_line {
+            Some(line) => {
+                let mut end = 0;
+                for (i, l) in self.text.split_inclusive('\n').enumerate() {
+                    if i + 1 >= line as usize {
+                        break;
+                    }
+                    end += l.len();
+                }
+                &self.text[..end]
+            }
+            None => &self.text,
+        }
+    }
+
+    /// The text with the appended lines `lines` (1-based) emptied: for dropping the launch
+    /// references NVRTC could not compile while keeping the others.
+    pub fn text_without_lines(&self, lines: &HashSet<u32>) -> String {
+        let first = self.appended_from_line.unwrap_or(u32::MAX);
+        self.text
+            .split_inclusive('\n')
+            .enumerate()
+            .map(|(i, l)| {
+                let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+                if n >= first && lines.contains(&n) {
+                    "\n"
+                } else {
+                    l
+                }
+            })
+            .collect()
+    }
+
+    /// The functions kept although they are not annotated for the device, because device code
+    /// calls them (`constexpr` helpers, which nvcc's `--expt-relaxed-constexpr` lets device
+    /// code call).
+    pub fn device_helpers(&self) -> impl Iterator<Item = &HostFunction> {
+        self.functions
+            .iter()
+            .filter(|f| f.decision == HostDecision::Kept(KeptReason::CalledFromDevice))
+    }
+}
+
+/// A namespace-scope function with no `__device__` or `__global__`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostFunction {
+    pub name: String,
+    /// Where its name is.
+    pub location: Location,
+    pub decision: HostDecision,
+}
+
+/// What happens to a host function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum HostDecision {
+    /// Blanked before compiling.
+    SetAside(SetAsideKind),
+    /// Left in the text for NVRTC, and why.
+    Kept(KeptReason),
+}
+
+/// Which kind of host code was set aside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum SetAsideKind {
+    /// A definition that launches kernels with `<<<...>>>`, directly or through a macro.
+    Launcher,
+    /// Any other definition device code does not call.
+    HostOnly,
+    /// A declaration without a body.
+    Declaration,
+    /// A namespace-scope invocation of a macro that expands to host functions only
+    /// (`LAUNCHER(q4_0, f16, half)`); the invocation is blanked, the macro is not.
+    MacroHostFunctions,
+}
+
+/// Why an unannotated function stays in the text NVRTC compiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum KeptReason {
+    /// Device code (or a macro body) names it: nvcc would compile it for the device too when it
+    /// is `constexpr`, so it keeps a device meaning.
+    CalledFromDevice,
+    /// Its text holds a `#define`, `#include` or unbalanced conditional, which blanking would
+    /// remove for the rest of the file.
+    Preprocessor,
+    /// The parser recovered from an error inside it, so its extent is not certain.
+    SyntaxError,
+}
+
+/// A launch whose kernel specialization could not be named outside its launcher.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnresolvedLaunch {
+    /// The kernel as the launch names it (`k<T, BLOCK>`).
+    pub kernel: String,
+    pub location: Location,
+    /// The names it depends on that only the launcher knows.
+    pub depends_on: Vec<String>,
+}
+
+impl fmt::Display for SetAsideKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SetAsideKind::Launcher => "host launcher",
+            SetAsideKind::HostOnly => "host function",
+            SetAsideKind::Declaration => "host function declaration",
+            SetAsideKind::MacroHostFunctions => "macro invocation defining host functions",
+        })
+    }
+}
+
+/// Classifies the file's host functions and blanks those device code does not need; see the
+/// module documentation for the rules.
+///
+/// # Errors
+/// [`SourceError::GrammarUnavailable`] or [`SourceError::ParseFailed`] when the file cannot be
+/// parsed at all (a NUL byte counts as unparsable).
+pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
+    set_aside_host_code_in(text, &HashSet::new())
+}
+
+/// [`set_aside_host_code`] for a file that is part of a larger translation unit (a header):
+/// `used_elsewhere` holds the identifiers the other files of the unit mention, and a function
+/// named there counts as used by device code, as one named in this file would.
+///
+/// # Errors
+/// As [`set_aside_host_code`].
+pub fn set_aside_host_code_in(
+    text: &str,
+    used_elsewhere: &HashSet<String>,
+) -> Result<HostCode, SourceError> {
+    let mut parser = new_parser()?;
+    let failed = || SourceError::ParseFailed {
+        file_name: String::new(),
+    };
+    // The grammar ends a macro body at a block comment inside it (`/* zero it */ \`), and the
+    // rest of the body then reads as top-level code; blanking comments first (every byte
+    // offset kept) avoids that. The tree indexes the original text.
+    let uncommented = blank_block_comments(text);
+    let mut tree = parser.parse(&uncommented, None).ok_or_else(failed)?;
+    // As in `parse`: `__align__(N)` confuses the grammar; the blanked copy keeps every offset.
+    if let Some(blanked) = super::macros::blank_align_attributes(&tree, &uncommented) {
+        tree = parser.parse(&blanked, None).ok_or_else(failed)?;
+    }
+    let root = tree.root_node();
+
+    // 1. The namespace-scope functions without a device annotation, and the macros that
+    //    are host code (their expansion launches kernels or defines host functions only).
+    let mut items = Vec::new();
+    collect_items(text, root, &[], &mut items);
+    let macros = FileMacros::new(text, root);
+
+    // 2. Which of them device code reaches: every identifier outside candidate functions counts
+    //    as a use from device code (conservatively: a host global's initializer counts too),
+    //    then the identifiers inside each function found used, until nothing changes.
+    let mut all_leaves = Vec::new();
+    leaves(root, &mut all_leaves, false);
+    let mut used: HashSet<&str> = used_elsewhere.iter().map(String::as_str).collect();
+    let mut inside: Vec<HashSet<&str>> = vec![HashSet::new(); items.len()];
+    for leaf in &all_leaves {
+        let leaf_text = text.get(leaf.byte_range()).unwrap_or("");
+        let owner = items.iter().position(|it: &Item| {
+            it.outer.start <= leaf.start_byte() && leaf.end_byte() <= it.outer.end
+        });
+        let set = match owner {
+            Some(i) => &mut inside[i],
+            None => &mut used,
+        };
+        match leaf.kind() {
+            "comment" | "string_content" | "raw_string_content" | "escape_sequence" => {}
+            // A macro body is one opaque token: every identifier in it may expand into device
+            // code, unless the macro is host code itself.
+            "preproc_arg" if !macros.is_host(text, leaf.parent()) => {
+                set.extend(identifiers(leaf_text))
+            }
+            _ if is_identifier(leaf_text) => {
+                set.insert(leaf_text);
+            }
+            _ => {}
+        }
+    }
+    // A function whose body does what only host code can (launch a kernel, call the runtime
+    // API, lock a std::mutex) is host code whoever names it: if device code really called it,
+    // nvcc would reject the file as well. Such a name in a macro body (a host helper macro in a
+    // header) does not keep it.
+    let host_evidence: Vec<bool> = items
+        .iter()
+        .map(|it| {
+            it.body
+                .is_some_and(|b| does_host_only_things(&text[b.byte_range()]))
+        })
+        .collect();
+    let mut reached = vec![false; items.len()];
+    loop {
+        let mut grew = false;
+        for (i, it) in items.iter().enumerate() {
+            if !reached[i] && !host_evidence[i] && used.contains(it.name.as_str()) {
+                reached[i] = true;
+                used.extend(inside[i].iter().copied());
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+
+    // 3. Classify.
+    let decisions: Vec<HostDecision> = items
+        .iter()
+        .zip(&reached)
+        .map(|(it, &reached)| classify(text, it, reached, &macros))
+        .collect();
+    let generated = macro_host_functions(text, root, &macros);
+
+    // 4. Emit: blank what was set aside, then reference what it launched.
+    let mut out = blank(
+        text,
+        items
+            .iter()
+            .zip(&decisions)
+            .filter_map(|(it, d)| {
+                matches!(d, HostDecision::SetAside(_)).then_some(it.outer.clone())
+            })
+            .chain(generated.iter().map(|g| g.range.clone())),
+    );
+    let launches = Launches::new(text, root, &items, &decisions, &macros);
+    let (mut launched, unresolved_launches) = launches.resolve();
+    for g in &generated {
+        for k in &g.kernels {
+            let entry = (g.namespace.clone(), k.clone());
+            if !launched.contains(&entry) {
+                launched.push(entry);
+            }
+        }
+    }
+    let appended_from_line = (!launched.is_empty()).then(|| {
+        let mut lines = text.matches('\n').count() + 1;
+        if !out.ends_with('\n') {
+            out.push('\n');
+            lines += 1;
+        }
+        let line = u32::try_from(lines).unwrap_or(u32::MAX);
+        out.push_str(&launch_references(&launched));
+        line
+    });
+    let functions = items
+        .iter()
+        .zip(decisions)
+        .map(|(it, decision)| HostFunction {
+            name: it.name.clone(),
+            location: it.location.clone(),
+            decision,
+        })
+        .chain(generated.into_iter().map(|g| HostFunction {
+            name: g.name,
+            location: g.location,
+            decision: HostDecision::SetAside(SetAsideKind::MacroHostFunctions),
+        }))
+        .collect();
+    Ok(HostCode {
+        text: out,
+        functions,
+        launched: launched.into_iter().map(|(_, k)| k).collect(),
+        unresolved_launches,
+        appended_from_line,
+    })
+}
+
+/// One namespace-scope function (definition or declaration) that no annotation makes device
+/// code.
+struct Item<'t> {
+    name: String,
+    location: Location,
+    /// What blanking removes: the function with its `template<...>` and a one-declaration
+    /// `extern "C"` around it.
+    outer: std::ops::Range<usize>,
+    func: Node<'t>,
+    body: Option<Node<'t>>,
+    namespace: Vec<String>,
+    template_params: Vec<String>,
+}
+
+fn classify(text: &str, it: &Item, reached: bool, macros: &FileMacros) -> HostDecision {
+    if reached {
+        return HostDecision::Kept(KeptReason::CalledFromDevice);
+    }
+    if !extent_is_certain(text, it) {
+        return HostDecision::Kept(KeptReason::SyntaxError);
+    }
+    if !balanced_preprocessor(&text[it.outer.clone()]) {
+        return HostDecision::Kept(KeptReason::Preprocessor);
+    }
+    let Some(body) = it.body else {
+        return HostDecision::SetAside(SetAsideKind::Declaration);
+    };
+    let body_text = &text[body.byte_range()];
+    let launches = has_kernel_call(body)
+        || body_text.contains("<<<")
+        || identifiers(body_text).any(|w| macros.launches(w));
+    HostDecision::SetAside(if launches {
+        SetAsideKind::Launcher
+    } else {
+        SetAsideKind::HostOnly
+    })
+}
+
+/// `text` with every character in `ranges` but line breaks made a space: one space per
+/// character, so columns (counted in characters) after a blanked span on its last line stay.
+fn blank(text: &str, ranges: impl Iterator<Item = std::ops::Range<usize>>) -> String {
+    let mut ranges: Vec<_> = ranges.collect();
+    ranges.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in ranges {
+        if r.start < at {
+            continue;
+        }
+        out.push_str(&text[at..r.start]);
+        out.extend(text[r.clone()].chars().map(|c| match c {
+            '\n' | '\r' => c,
+            _ => ' ',
+        }));
+        at = r.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callee_before_reads_qualified_template_ids() {
+        let s = "  ns::k<float, (N > 2)> <<<g, b>>>(x);";
+        assert_eq!(
+            callee_before(s, s.find("<<<").unwrap()),
+            Some("ns::k<float, (N > 2)>")
+        );
+        let s = "vllm :: kern < 1 , block_q8_0 > <<< g , b >>> ( x )";
+        assert_eq!(
+            callee_before(s, s.find("<<<").unwrap()),
+            Some("vllm :: kern < 1 , block_q8_0 >")
+        );
+        let s = "plain<<<1, 1>>>()";
+        assert_eq!(callee_before(s, s.find("<<<").unwrap()), Some("plain"));
+    }
+
+    #[test]
+    fn template_arguments_split_at_top_level_commas() {
+        assert_eq!(
+            split_template_args("<8, f<a, b>, (c > d)>"),
+            ["8", "f<a, b>", "(c > d)"]
+        );
+    }
+
+    #[test]
+    fn substitution_replaces_whole_words_only() {
+        let p = vec!["N".to_owned(), "T".to_owned()];
+        let a = vec!["8".to_owned(), "float".to_owned()];
+        assert_eq!(substitute("k<T, N, NN>", &p, &a), "k<float, 8, NN>");
+        assert_eq!(substitute("k<N>", &p, &["2 * 4".to_owned()]), "k<(2 * 4)>");
+    }
+
+    #[test]
+    fn preprocessor_lines_balance() {
+        assert!(balanced_preprocessor("{\n#if A\nx;\n#else\ny;\n#endif\n}"));
+        assert!(!balanced_preprocessor("{\n#define X 1\n}"));
+        assert!(!balanced_preprocessor("{\n#endif\n#if A\n}"));
+    }
+}
