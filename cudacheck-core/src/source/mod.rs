@@ -38,6 +38,7 @@ mod structs;
 mod types;
 
 pub use host::{
+    TRANSFORM_SOURCES,
     set_aside_host_code, set_aside_host_code_in, HostCode, HostDecision, HostFunction, KeptReason,
     SetAsideKind, UnresolvedLaunch,
 };

@@ -51,6 +51,7 @@ impl fmt::Debug for Key {
 const COMPILE_PATH: &[&str] = &[
     include_str!("../nvrtc/compile.rs"),
     include_str!("../nvrtc/headers.rs"),
+    include_str!("../nvrtc/nvcc.rs"),
     include_str!("hook.rs"),
     include_str!("entry.rs"),
 ];
@@ -59,7 +60,10 @@ fn compile_path_digest() -> &'static [u8; 32] {
     static DIGEST: OnceLock<[u8; 32]> = OnceLock::new();
     DIGEST.get_or_init(|| {
         let mut h = blake3::Hasher::new();
-        for text in COMPILE_PATH {
+        for text in COMPILE_PATH
+            .iter()
+            .chain(cudacheck_core::source::TRANSFORM_SOURCES)
+        {
             h.update(&(text.len() as u64).to_le_bytes());
             h.update(text.as_bytes());
         }

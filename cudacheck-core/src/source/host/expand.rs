@@ -138,6 +138,8 @@ pub(super) struct MacroDef {
     pub(super) params: Vec<String>,
     pub(super) body: String,
     pub(super) host: Option<HostMacro>,
+    /// `#define NAME body`, expanded wherever the name appears (no arguments).
+    pub(super) object: bool,
 }
 
 /// Why a macro is host code.
@@ -181,8 +183,30 @@ impl FileMacros {
                             params,
                             body: body.to_owned(),
                             host: None,
+                            object: false,
                         },
                     );
+                }
+                continue;
+            }
+            // Object-like macros that carry an execution space (`#define KERNEL extern "C"
+            // __global__`): a function-like macro whose body says `KERNEL void NAME(...)`
+            // defines device code, not host code.
+            if n.kind() == "preproc_def" {
+                let body = n.child_by_field_name("value").map(|v| &text[v.byte_range()]);
+                let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
+                if let (Some(body), Some(name)) = (body, name) {
+                    if identifiers(body).any(|w| matches!(w, "__device__" | "__global__")) {
+                        defs.insert(
+                            name.to_owned(),
+                            MacroDef {
+                                params: Vec::new(),
+                                body: body.to_owned(),
+                                host: None,
+                                object: true,
+                            },
+                        );
+                    }
                 }
                 continue;
             }
@@ -191,7 +215,12 @@ impl FileMacros {
         }
         let mut macros = FileMacros { defs };
         // Classified on the expansion with the parameters' own names as arguments.
-        let names: Vec<String> = macros.defs.keys().cloned().collect();
+        let names: Vec<String> = macros
+            .defs
+            .iter()
+            .filter(|(_, d)| !d.object)
+            .map(|(n, _)| n.clone())
+            .collect();
         for name in names {
             let params = macros.defs[&name].params.clone();
             let Some(full) = macros.expand(&name, &params) else {
@@ -254,6 +283,11 @@ impl FileMacros {
                     i += 1;
                 }
                 let word = &s[start..i];
+                if let Some(def) = self.defs.get(word).filter(|d| d.object) {
+                    out.push_str(&self.expand_text(&def.body, depth - 1));
+                    out.push(' ');
+                    continue;
+                }
                 if let Some(def) = self.defs.get(word) {
                     let mut j = i;
                     while j < b.len() && b[j].is_ascii_whitespace() {

@@ -34,6 +34,19 @@ mod items;
 mod launches;
 mod text;
 
+/// The source text of the host-code transform, for caches keyed on everything that changes
+/// what NVRTC is given (`cudacheck::cache`): a changed transform must not be answered with
+/// results the old one produced.
+#[doc(hidden)]
+pub const TRANSFORM_SOURCES: &[&str] = &[
+    include_str!("mod.rs"),
+    include_str!("expand.rs"),
+    include_str!("items.rs"),
+    include_str!("launches.rs"),
+    include_str!("text.rs"),
+    include_str!("../macros.rs"),
+];
+
 use expand::*;
 use items::*;
 use launches::*;
