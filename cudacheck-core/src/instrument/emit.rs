@@ -21,13 +21,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::analyze::{
-    accesses, callees, decide, provenance, Access, AccessKind, Decision, Origin, Prov,
-    Provenance, Unchecked,
+    accesses, callees, decide, provenance, Access, AccessKind, Decision, Origin, Prov, Provenance,
+    Unchecked,
 };
 use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
 use super::ptx::{parse_address, Function, Instr, Loc, Module, Space, StmtKind};
+use super::range::{ranges, Ranges};
 use super::record::FaultKind;
-use super::{InstrumentedKernel, InstrumentedPtx};
+use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx};
 
 /// The recording functions every instrumented module gets, after its header.
 const RUNTIME: &str = r#"
@@ -82,7 +83,7 @@ $__cc_adone:
 "#;
 
 /// Rewrites `m` (whose text is `text`).
-pub(crate) fn emit(text: &str, m: &Module) -> InstrumentedPtx {
+pub(crate) fn emit(text: &str, m: &Module, opts: &InstrumentOptions) -> InstrumentedPtx {
     let mut pieces = vec![(m.header_end, RUNTIME.to_string())];
     let mut kernels = Vec::new();
     let mut next_site = 0u32;
@@ -95,7 +96,7 @@ pub(crate) fn emit(text: &str, m: &Module) -> InstrumentedPtx {
         if !f.entry {
             continue;
         }
-        let mut k = KernelEmitter::new(m, f, &mut next_site);
+        let mut k = KernelEmitter::new(m, f, opts, &mut next_site);
         let (p, kernel) = k.run(&funcs);
         kernels.push(kernel);
         pieces.extend(p);
@@ -145,6 +146,8 @@ struct KernelEmitter<'a> {
     m: &'a Module,
     f: &'a Function,
     prov: Provenance,
+    ranges: Ranges,
+    opts: &'a InstrumentOptions,
     needs: Needs,
     next_site: &'a mut u32,
     sites: Vec<Site>,
@@ -153,12 +156,20 @@ struct KernelEmitter<'a> {
 }
 
 impl<'a> KernelEmitter<'a> {
-    fn new(m: &'a Module, f: &'a Function, next_site: &'a mut u32) -> Self {
+    fn new(
+        m: &'a Module,
+        f: &'a Function,
+        opts: &'a InstrumentOptions,
+        next_site: &'a mut u32,
+    ) -> Self {
         let prov = provenance(m, f);
+        let ranges = ranges(m, f, &prov, opts);
         KernelEmitter {
             m,
             f,
             prov,
+            ranges,
+            opts,
             needs: Needs::default(),
             next_site,
             sites: Vec::new(),
@@ -309,7 +320,10 @@ impl<'a> KernelEmitter<'a> {
         );
         let c = self.needs.shadows.len();
         if c > 0 {
-            let _ = write!(s, "\n\t.reg .b64 %__cc_sb<{c}>;\n\t.reg .b64 %__cc_sl<{c}>;");
+            let _ = write!(
+                s,
+                "\n\t.reg .b64 %__cc_sb<{c}>;\n\t.reg .b64 %__cc_sl<{c}>;"
+            );
         }
         s.push('\n');
         s
@@ -409,7 +423,12 @@ impl<'a> KernelEmitter<'a> {
             let args = i
                 .operands
                 .last()
-                .map(|a| a.trim().trim_start_matches('(').trim_end_matches(')').trim())
+                .map(|a| {
+                    a.trim()
+                        .trim_start_matches('(')
+                        .trim_end_matches(')')
+                        .trim()
+                })
                 .unwrap_or("");
             let r = format!(
                 "ld.param.u64 %__cc_r, [__cc_rec];\n\t.param .b64 __cc_a0;\n\tst.param.b64 [__cc_a0], %__cc_r;\n\t.param .b32 __cc_a1;\n\tst.param.b32 [__cc_a1], {site};\n\t{g}call __cc_assertfail, ({args}, __cc_a0, __cc_a1);\n\t{g}exit;"
@@ -423,7 +442,7 @@ impl<'a> KernelEmitter<'a> {
                 let mut cont: Option<String> = None;
                 let mut inline_cold = String::new();
                 for a in &acc {
-                    match decide(self.m, self.f, &self.prov, i, a) {
+                    match decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a) {
                         Decision::Proven => self.coverage.proven += 1,
                         Decision::Unchecked(why) => self.skip(i, loc, why),
                         d @ (Decision::Check(_) | Decision::CheckShadow { .. }) => {
@@ -494,7 +513,11 @@ impl<'a> KernelEmitter<'a> {
             Decision::CheckShadow { reg, origins } => {
                 let si = self.needs.shadows[reg.as_str()];
                 let t = Target::OneOf(origins.iter().map(|o| self.target_of(o)).collect());
-                (Len::Code(String::new(), format!("%__cc_sl{si}")), t, Some(si))
+                (
+                    Len::Code(String::new(), format!("%__cc_sl{si}")),
+                    t,
+                    Some(si),
+                )
             }
             _ => unreachable!("only checks are emitted"),
         };
@@ -602,9 +625,11 @@ impl<'a> KernelEmitter<'a> {
             "ld.param.u64 %__cc_r, [__cc_rec];\n\tcvta.to.global.u64 %__cc_r, %__cc_r;\n\tatom.global.add.u32 %__cc_x, [%__cc_r+4], 1;\n\tatom.global.cas.b32 %__cc_x, [%__cc_r], 0, 1;\n\tsetp.ne.u32 %__cc_q, %__cc_x, 0;\n\t@%__cc_q bra $__cc_skip{site};\n\tmov.u32 %__cc_x, {site};\n\tst.global.u32 [%__cc_r+8], %__cc_x;\n\tmov.u32 %__cc_x, {};\n\tst.global.u32 [%__cc_r+12], %__cc_x;\n\tst.global.u64 [%__cc_r+16], %__cc_o;\n\tmov.u64 %__cc_t, {len_op};\n\tst.global.u64 [%__cc_r+24], %__cc_t;\n\t",
             fault_kind.code(),
         );
-        for (k, r) in ["%ctaid.x", "%ctaid.y", "%ctaid.z", "%tid.x", "%tid.y", "%tid.z"]
-            .iter()
-            .enumerate()
+        for (k, r) in [
+            "%ctaid.x", "%ctaid.y", "%ctaid.z", "%tid.x", "%tid.y", "%tid.z",
+        ]
+        .iter()
+        .enumerate()
         {
             let _ = write!(
                 c,
@@ -640,7 +665,9 @@ impl<'a> KernelEmitter<'a> {
     fn shadow_of(&self, op: &str, base: &str, len: &str, g: &str) -> String {
         let op = op.trim();
         if let Some(&si) = self.needs.shadows.get(op) {
-            return format!("{g}mov.u64 {base}, %__cc_sb{si};\n\t{g}mov.u64 {len}, %__cc_sl{si};\n\t");
+            return format!(
+                "{g}mov.u64 {base}, %__cc_sb{si};\n\t{g}mov.u64 {len}, %__cc_sl{si};\n\t"
+            );
         }
         let prov = if op.starts_with('%') {
             self.prov.of(op).clone()

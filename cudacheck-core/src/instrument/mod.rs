@@ -62,6 +62,7 @@ mod analyze;
 mod coverage;
 mod emit;
 pub mod ptx;
+mod range;
 mod record;
 
 use std::fmt::Write as _;
@@ -140,8 +141,55 @@ pub enum InstrumentError {
 /// an unreadable function header). Instructions it does not know are copied unchanged and, if
 /// they touch memory, listed as unchecked.
 pub fn instrument_ptx(ptx: &str) -> Result<InstrumentedPtx, InstrumentError> {
+    instrument_ptx_with(ptx, &InstrumentOptions::default())
+}
+
+/// What is known about the launches an instrumented module will serve. Each fact lets more
+/// accesses be proven in bounds (and their checks left out), and is a promise: the module must
+/// only be launched with this shape, or an access proven in bounds for it may not be.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct InstrumentOptions {
+    /// The block every launch uses (`blockDim`).
+    pub block: Option<[u32; 3]>,
+    /// The bytes of dynamic shared memory every launch gives (`extern __shared__` arrays).
+    pub dynamic_shared_bytes: Option<u32>,
+}
+
+impl InstrumentOptions {
+    /// No facts: every launch shape is allowed.
+    pub const fn new() -> Self {
+        InstrumentOptions {
+            block: None,
+            dynamic_shared_bytes: None,
+        }
+    }
+
+    /// Launches use this block.
+    pub const fn block(mut self, block: [u32; 3]) -> Self {
+        self.block = Some(block);
+        self
+    }
+
+    /// Launches give this many bytes of dynamic shared memory.
+    pub const fn dynamic_shared_bytes(mut self, bytes: u32) -> Self {
+        self.dynamic_shared_bytes = Some(bytes);
+        self
+    }
+}
+
+/// [`instrument_ptx`] for launches of a known shape: accesses that the shape proves in bounds
+/// (a shared tile indexed by `threadIdx`) get no check. The result must only serve launches with
+/// that shape.
+///
+/// # Errors
+/// As [`instrument_ptx`].
+pub fn instrument_ptx_with(
+    ptx: &str,
+    opts: &InstrumentOptions,
+) -> Result<InstrumentedPtx, InstrumentError> {
     let module = ptx::parse(ptx)?;
-    Ok(emit::emit(ptx, &module))
+    Ok(emit::emit(ptx, &module, opts))
 }
 
 /// A report for a person: per kernel, how many accesses are checked and which are not, with
@@ -156,7 +204,11 @@ pub fn render_report(file_name: &str, kernels: &[InstrumentedKernel]) -> String 
     );
     for k in kernels {
         let c = &k.coverage;
-        let asserts = k.sites.iter().filter(|s| s.kind == SiteKind::Assert).count();
+        let asserts = k
+            .sites
+            .iter()
+            .filter(|s| s.kind == SiteKind::Assert)
+            .count();
         let _ = write!(
             out,
             "  kernel `{}`: {} access{} checked",
