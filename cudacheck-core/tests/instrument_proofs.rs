@@ -177,3 +177,28 @@ fn a_generic_view_of_the_tile_is_proven_too() {
     let k = &with(body, block(256, 1)).kernels[0];
     assert_eq!((k.coverage.proven, k.coverage.checked), (1, 0));
 }
+
+#[test]
+fn a_value_read_before_the_loop_that_reuses_its_register_is_proven() {
+    // NVVM reuses %r1 (tid.x) as the loop's `t * 16 + tid.x`; the tile address is computed
+    // from it before the loop, where it is still tid.x.
+    let body = "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r3, tile;\n\tshl.b32 %r6, %r1, 2;\n\tadd.s32 %r7, %r3, %r6;\n$L1:\n\tst.shared.f32 [%r7], %f1;\n\tadd.s32 %r1, %r1, 16;\n\tsetp.lt.u32 %p1, %r1, 4096;\n\t@%p1 bra $L1;";
+    let k = &with(body, block(256, 1)).kernels[0];
+    assert_eq!((k.coverage.proven, k.coverage.checked), (1, 0));
+}
+
+#[test]
+fn a_value_read_after_a_label_sees_every_definition() {
+    // The same address computed after the loop head: %r1 may be any later value there.
+    let body = "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r3, tile;\n$L1:\n\tshl.b32 %r6, %r1, 2;\n\tadd.s32 %r7, %r3, %r6;\n\tst.shared.f32 [%r7], %f1;\n\tadd.s32 %r1, %r1, 16;\n\tsetp.lt.u32 %p1, %r1, 4096;\n\t@%p1 bra $L1;";
+    let k = &with(body, block(256, 1)).kernels[0];
+    assert_eq!((k.coverage.proven, k.coverage.checked), (0, 1));
+}
+
+#[test]
+fn a_guarded_redefinition_is_not_certain() {
+    // @p mov %r1, 1000: after it %r1 is tid.x or 1000.
+    let body = "\tmov.u32 %r1, %tid.x;\n\t@%p1 mov.u32 %r1, 1000;\n\tmov.u32 %r3, tile;\n\tshl.b32 %r6, %r1, 2;\n\tadd.s32 %r7, %r3, %r6;\n\tst.shared.f32 [%r7], %f1;";
+    let k = &with(body, block(16, 1)).kernels[0];
+    assert_eq!((k.coverage.proven, k.coverage.checked), (0, 1));
+}

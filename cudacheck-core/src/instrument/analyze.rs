@@ -509,7 +509,7 @@ pub fn decide(
     m: &Module,
     f: &Function,
     p: &Provenance,
-    r: &Ranges,
+    r: &Ranges<'_>,
     opts: &InstrumentOptions,
     i: &Instr,
     a: &Access,
@@ -556,7 +556,7 @@ pub fn decide(
                         }
                         None => None,
                     });
-                    let off = address_offset(r, &i.operands[a.operand]);
+                    let off = address_offset(r, i, &i.operands[a.operand]);
                     if let (Some(len), Some((lo, hi))) = (len, off.bounds()) {
                         if lo >= 0 && hi + i128::from(a.bytes) <= i128::from(len) {
                             return Decision::Proven;

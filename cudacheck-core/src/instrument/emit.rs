@@ -146,7 +146,7 @@ struct KernelEmitter<'a> {
     m: &'a Module,
     f: &'a Function,
     prov: Provenance,
-    ranges: Ranges,
+    ranges: Ranges<'a>,
     opts: &'a InstrumentOptions,
     needs: Needs,
     next_site: &'a mut u32,

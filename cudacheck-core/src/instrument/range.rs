@@ -39,7 +39,7 @@
 //! change with them. They are sound only for launches with that shape: the runtime keys the
 //! instrumented build on them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::analyze::{Prov, Provenance};
 use super::ptx::{parse_address, Function, Instr, Module, StmtKind};
@@ -111,29 +111,19 @@ const PLAIN_ROUNDS: usize = 2;
 const MAX_ROUNDS: usize = 64;
 
 /// The intervals of one function's registers and the offsets of its address registers.
-pub struct Ranges {
-    ints: BTreeMap<String, Iv>,
-    offsets: BTreeMap<String, Iv>,
+pub struct Ranges<'a> {
+    flow: Flow<'a>,
+    offsets: Vals,
+    /// Instruction (by address, as `decide` receives it) -> its index in `flow`.
+    index: HashMap<usize, usize>,
 }
 
-impl Ranges {
-    /// The interval of an integer operand (a register or an immediate).
-    pub fn int(&self, op: &str) -> Iv {
-        let op = op.trim();
-        if op.starts_with('%') {
-            return match self.ints.get(op) {
-                Some(Iv::Bot) | None => Iv::Top,
-                Some(x) => *x,
-            };
-        }
-        immediate(op).map_or(Iv::Top, |v| Iv::R(v, v))
-    }
-
-    /// The byte offset interval of address register `reg` from its (single) origin's base.
-    pub fn offset(&self, reg: &str) -> Iv {
-        match self.offsets.get(reg.trim()) {
-            Some(Iv::Bot) | None => Iv::Top,
-            Some(x) => *x,
+impl Ranges<'_> {
+    /// The byte offset interval of address register `reg` as instruction `i` reads it.
+    fn offset(&self, i: &Instr, reg: &str) -> Iv {
+        match self.index.get(&(i as *const Instr as usize)) {
+            Some(&k) => self.offsets.settled(&self.flow, k, reg.trim()),
+            None => Iv::Top,
         }
     }
 }
@@ -287,13 +277,13 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// The value of a source operand read at the instruction's width (immediates as written).
-    fn src(&self, ints: &BTreeMap<String, Iv>, op: &str, _i: &Instr) -> Iv {
+    fn src(&self, look: &dyn Fn(&str) -> Iv, op: &str) -> Iv {
         let op = op.trim();
         if op.starts_with('%') {
             if op.contains('.') || op == "%laneid" || op == "%dynamic_smem_size" {
                 return special(op, self.opts);
             }
-            return ints.get(op).copied().unwrap_or(Iv::Bot);
+            return look(op);
         }
         if self.m.var(self.f, op).is_some() {
             return Iv::Top; // an address used as an integer
@@ -302,8 +292,8 @@ impl Ctx<'_> {
     }
 
     /// The interval one definition gives its (single register) destination.
-    fn int_transfer(&self, ints: &BTreeMap<String, Iv>, i: &Instr, dbits: u32) -> Iv {
-        let s = |k: usize| -> Iv { i.operands.get(k).map_or(Iv::Top, |o| self.src(ints, o, i)) };
+    fn int_transfer(&self, look: &dyn Fn(&str) -> Iv, i: &Instr, dbits: u32) -> Iv {
+        let s = |k: usize| -> Iv { i.operands.get(k).map_or(Iv::Top, |o| self.src(look, o)) };
         // Sources must themselves read the same signed and unsigned at the instruction's width
         // (an immediate `-4` added is fine: that is exactly what `add` does with it).
         let w = type_bits(i).unwrap_or(dbits);
@@ -392,8 +382,8 @@ impl Ctx<'_> {
     fn offset_transfer(
         &self,
         prov: &Provenance,
-        ints: &Ranges,
-        offs: &BTreeMap<String, Iv>,
+        int: &dyn Fn(&str) -> Iv,
+        offs: &dyn Fn(&str) -> Iv,
         i: &Instr,
     ) -> Iv {
         let ptr = |op: &str| -> Option<Iv> {
@@ -403,7 +393,7 @@ impl Ctx<'_> {
                     return None;
                 }
                 return match prov.of(op) {
-                    Prov::Ptr(s) if s.len() == 1 => Some(offs.get(op).copied().unwrap_or(Iv::Bot)),
+                    Prov::Ptr(s) if s.len() == 1 => Some(offs(op)),
                     Prov::Ptr(_) => Some(Iv::Top),
                     _ => None,
                 };
@@ -427,12 +417,12 @@ impl Ctx<'_> {
                 None => Iv::Top,
             },
             "add" => match (ptr(op(1)), ptr(op(2))) {
-                (Some(p), None) => arith(p, ints.int(op(2)), |a, b, c, d| Some((a + c, b + d))),
-                (None, Some(p)) => arith(ints.int(op(1)), p, |a, b, c, d| Some((a + c, b + d))),
+                (Some(p), None) => arith(p, int(op(2)), |a, b, c, d| Some((a + c, b + d))),
+                (None, Some(p)) => arith(int(op(1)), p, |a, b, c, d| Some((a + c, b + d))),
                 _ => Iv::Top,
             },
             "sub" => match (ptr(op(1)), ptr(op(2))) {
-                (Some(p), None) => arith(p, ints.int(op(2)), |a, b, c, d| Some((a - d, b - c))),
+                (Some(p), None) => arith(p, int(op(2)), |a, b, c, d| Some((a - d, b - c))),
                 _ => Iv::Top,
             },
             "selp" => match (ptr(op(1)), ptr(op(2))) {
@@ -445,65 +435,146 @@ impl Ctx<'_> {
     }
 }
 
-/// Runs a fixpoint of `step` over every register `f` writes; registers written in forms the
-/// step does not model are unknown.
-fn fixpoint(
-    f: &Function,
-    floor: i128,
-    mut step: impl FnMut(&BTreeMap<String, Iv>, &Instr, &str) -> Option<Iv>,
-) -> BTreeMap<String, Iv> {
-    let mut map: BTreeMap<String, Iv> = BTreeMap::new();
-    let mut pinned: BTreeSet<String> = BTreeSet::new();
-    let instrs: Vec<&Instr> = f
-        .stmts
-        .iter()
-        .filter_map(|s| match &s.kind {
-            StmtKind::Instr(i) => Some(i),
-            _ => None,
-        })
-        .collect();
-    // Registers written as part of a compound destination, or by a call, are unknown.
-    for i in &instrs {
-        let w = written(i);
-        let simple = w.len() == 1 && i.operands.first().is_some_and(|o| o.trim() == w[0]);
-        if !simple {
-            for r in w.into_iter().chain(call_written(i)) {
-                pinned.insert(r.to_string());
-                map.insert(r.to_string(), Iv::Top);
-            }
-        }
-    }
-    // A register read but never written holds whatever the hardware left there: unknown.
-    let all_written: BTreeSet<&str> = instrs
-        .iter()
-        .flat_map(|i| written(i).into_iter().chain(call_written(i)))
-        .collect();
-    for i in &instrs {
-        for o in &i.operands {
-            for t in
-                o.split(|c: char| !(c == '%' || c == '_' || c == '$' || c.is_ascii_alphanumeric()))
-            {
-                if t.starts_with('%') && !t.contains('.') && !all_written.contains(t) {
-                    map.entry(t.to_string()).or_insert(Iv::Top);
+/// The instructions of a function in order and, for each register an instruction reads, the
+/// definition that reaches it when one is certain: the last unguarded definition before it in
+/// the same extended basic block. With no label in between, every path to the use runs through
+/// that definition and nothing else writes the register, so the use sees exactly its value;
+/// elsewhere a use sees the join of all definitions. This is what separates `tid.x` read before
+/// a loop from the register NVVM reuses for `t * 16 + tid.x` inside it.
+struct Flow<'a> {
+    instrs: Vec<&'a Instr>,
+    reach: HashMap<(usize, String), usize>,
+    /// The register each instruction defines in a form the transfers model.
+    dest: Vec<Option<&'a str>>,
+    /// Registers never written, or written in forms not modelled: unknown.
+    unknown: BTreeSet<String>,
+}
+
+fn reg_tokens(op: &str) -> impl Iterator<Item = &str> {
+    op.split(|c: char| !(c == '%' || c == '_' || c == '$' || c.is_ascii_alphanumeric()))
+        .filter(|t| t.starts_with('%') && !t.contains('.'))
+}
+
+impl<'a> Flow<'a> {
+    fn new(f: &'a Function) -> Self {
+        let instrs: Vec<&Instr> = f
+            .stmts
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Instr(i) => Some(i),
+                _ => None,
+            })
+            .collect();
+        let mut unknown = BTreeSet::new();
+        let mut all_written = BTreeSet::new();
+        for i in &instrs {
+            let w = written(i);
+            let simple = w.len() == 1 && i.operands.first().is_some_and(|o| o.trim() == w[0]);
+            for r in w.iter().copied().chain(call_written(i)) {
+                all_written.insert(r);
+                if !simple {
+                    unknown.insert(r.to_string());
                 }
             }
         }
+        for i in &instrs {
+            for o in &i.operands {
+                for t in reg_tokens(o) {
+                    if !all_written.contains(t) {
+                        unknown.insert(t.to_string());
+                    }
+                }
+            }
+        }
+        let mut reach = HashMap::new();
+        let mut dest = Vec::with_capacity(instrs.len());
+        let mut local: HashMap<&str, usize> = HashMap::new();
+        let mut k = 0;
+        for s in &f.stmts {
+            match &s.kind {
+                StmtKind::Instr(i) => {
+                    for o in i.operands.iter().skip(usize::from(!written(i).is_empty())) {
+                        for t in reg_tokens(o) {
+                            if let Some(&j) = local.get(t) {
+                                reach.insert((k, t.to_string()), j);
+                            }
+                        }
+                    }
+                    let w = written(i);
+                    let d = (w.len() == 1 && !unknown.contains(w[0])).then(|| w[0]);
+                    for r in w.iter().copied().chain(call_written(i)) {
+                        local.remove(r);
+                    }
+                    if let (Some(d), None) = (d, &i.guard) {
+                        local.insert(d, k);
+                    }
+                    dest.push(d);
+                    k += 1;
+                }
+                // Another way in: nothing defined before is certain any more.
+                StmtKind::Label(_) | StmtKind::Open | StmtKind::Close => local.clear(),
+                _ => {}
+            }
+        }
+        Flow {
+            instrs,
+            reach,
+            dest,
+            unknown,
+        }
     }
+}
+
+/// Values per definition and per register (the join of its definitions).
+struct Vals {
+    def: Vec<Iv>,
+    reg: BTreeMap<String, Iv>,
+}
+
+impl Vals {
+    /// The value of register `reg` as instruction `k` reads it (`Bot` while not yet known).
+    fn at(&self, flow: &Flow<'_>, k: usize, reg: &str) -> Iv {
+        if let Some(&j) = flow.reach.get(&(k, reg.to_string())) {
+            return self.def[j];
+        }
+        self.reg.get(reg).copied().unwrap_or(Iv::Bot)
+    }
+
+    fn settled(&self, flow: &Flow<'_>, k: usize, reg: &str) -> Iv {
+        match self.at(flow, k, reg) {
+            Iv::Bot => Iv::Top,
+            x => x,
+        }
+    }
+}
+
+/// Runs `step` over every modelled definition to a fixpoint.
+fn fixpoint(
+    flow: &Flow<'_>,
+    floor: i128,
+    mut step: impl FnMut(usize, &Instr, &str, &dyn Fn(&str) -> Iv) -> Iv,
+) -> Vals {
+    let mut v = Vals {
+        def: vec![Iv::Bot; flow.instrs.len()],
+        reg: flow.unknown.iter().map(|r| (r.clone(), Iv::Top)).collect(),
+    };
     let mut settled = false;
     for pass in 0..2 {
+        settled = false;
         for round in 0..MAX_ROUNDS {
             let mut changed = false;
-            for i in &instrs {
-                let w = written(i);
-                if w.len() != 1 || pinned.contains(w[0]) {
-                    continue;
-                }
-                let d = w[0];
-                let new = step(&map, i, d).unwrap_or(Iv::Top);
-                let old = map.get(d).copied().unwrap_or(Iv::Bot);
+            for (k, i) in flow.instrs.iter().enumerate() {
+                let Some(d) = flow.dest[k] else { continue };
+                let new = {
+                    let look = |r: &str| v.at(flow, k, r);
+                    step(k, i, d, &look)
+                };
+                let old = v.def[k];
                 let next = old.widen(new, round >= PLAIN_ROUNDS, floor);
                 if next != old {
-                    map.insert(d.to_string(), next);
+                    v.def[k] = next;
+                    let g = v.reg.get(d).copied().unwrap_or(Iv::Bot).join(next);
+                    v.reg.insert(d.to_string(), g);
                     changed = true;
                 }
             }
@@ -512,61 +583,80 @@ fn fixpoint(
                 break;
             }
         }
-        if !settled {
+        if !settled || pass == 1 {
             break;
         }
-        if pass == 0 {
-            // A register still without a value was computed only from never-written ones
-            // (undefined values): unknown, and everything computed from it again.
-            let mut any = false;
-            for v in map.values_mut() {
-                if *v == Iv::Bot {
-                    *v = Iv::Top;
-                    any = true;
-                }
+        // A definition still without a value was computed only from never-written registers
+        // (undefined values): unknown, and everything computed from it again.
+        let mut any = false;
+        for (k, d) in flow.dest.iter().enumerate() {
+            if let (Some(d), Iv::Bot) = (d, v.def[k]) {
+                v.def[k] = Iv::Top;
+                v.reg.insert(d.to_string(), Iv::Top);
+                any = true;
             }
-            if !any {
-                break;
-            }
-            settled = false;
+        }
+        if !any {
+            break;
         }
     }
     if !settled {
-        for v in map.values_mut() {
-            *v = Iv::Top;
-        }
+        v.def.iter_mut().for_each(|x| *x = Iv::Top);
+        v.reg.values_mut().for_each(|x| *x = Iv::Top);
     }
-    map
+    v
 }
 
 /// The intervals of `f`'s registers and the offsets of its address registers.
-pub fn ranges(m: &Module, f: &Function, prov: &Provenance, opts: &InstrumentOptions) -> Ranges {
+pub fn ranges<'a>(
+    m: &Module,
+    f: &'a Function,
+    prov: &Provenance,
+    opts: &InstrumentOptions,
+) -> Ranges<'a> {
     let cx = Ctx { m, f, opts };
-    let ints = fixpoint(f, 0, |map, i, d| {
-        Some(cx.int_transfer(map, i, bits_of(f, d)))
+    let flow = Flow::new(f);
+    let ints = fixpoint(&flow, 0, |_, i, d, look| {
+        cx.int_transfer(look, i, bits_of(f, d))
     });
-    let mut r = Ranges {
-        ints,
-        offsets: BTreeMap::new(),
-    };
-    let offsets = fixpoint(f, -OFFSET_CAP, |map, i, d| match prov.of(d) {
-        Prov::Ptr(s) if s.len() == 1 => Some(cx.offset_transfer(prov, &r, map, i)),
-        _ => Some(Iv::Top),
+    let offsets = fixpoint(&flow, -OFFSET_CAP, |k, i, d, look| match prov.of(d) {
+        Prov::Ptr(s) if s.len() == 1 => {
+            let int = |op: &str| int_of(&ints, &flow, k, op);
+            cx.offset_transfer(prov, &int, look, i)
+        }
+        _ => Iv::Top,
     });
-    r.offsets = offsets;
-    r
+    let index = flow
+        .instrs
+        .iter()
+        .enumerate()
+        .map(|(k, i)| (*i as *const Instr as usize, k))
+        .collect();
+    Ranges {
+        flow,
+        offsets,
+        index,
+    }
+}
+
+fn int_of(ints: &Vals, flow: &Flow<'_>, k: usize, op: &str) -> Iv {
+    let op = op.trim();
+    if op.starts_with('%') {
+        return ints.settled(flow, k, op);
+    }
+    immediate(op).map_or(Iv::Top, |v| Iv::R(v, v))
 }
 
 /// The byte offset interval of the address operand `op` (`[%r4+8]`), when it is a register
 /// with one origin.
-pub fn address_offset(r: &Ranges, op: &str) -> Iv {
+pub fn address_offset(r: &Ranges<'_>, i: &Instr, op: &str) -> Iv {
     let Some(a) = parse_address(op) else {
         return Iv::Top;
     };
     if !a.base.starts_with('%') {
         return Iv::R(i128::from(a.offset), i128::from(a.offset));
     }
-    match r.offset(&a.base) {
+    match r.offset(i, &a.base) {
         Iv::R(l, h) => Iv::R(l + i128::from(a.offset), h + i128::from(a.offset)),
         _ => Iv::Top,
     }
