@@ -202,3 +202,104 @@ fn a_guarded_redefinition_is_not_certain() {
     let k = &with(body, block(16, 1)).kernels[0];
     assert_eq!((k.coverage.proven, k.coverage.checked), (0, 1));
 }
+
+// ---- one check per group ----
+
+/// Four float4 loads through one global pointer, as an unrolled loop reads them.
+const UNROLLED: &str = "\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4];\n\tadd.f32 %f20, %f1, %f2;\n\tld.global.v4.f32 {%f5, %f6, %f7, %f8}, [%rd4+16];\n\tld.global.v4.f32 {%f9, %f10, %f11, %f12}, [%rd4+32];\n\tld.global.v4.f32 {%f13, %f14, %f15, %f16}, [%rd4+48];";
+
+fn plain(body: &str) -> InstrumentedPtx {
+    with(body, InstrumentOptions::new())
+}
+
+/// The instrumented text between the function's `$__cc_slowN:` label and its `bra $__cc_joinN`.
+fn slow_copies(ptx: &str) -> Vec<&str> {
+    ptx.match_indices("$__cc_slow")
+        .filter(|(at, _)| {
+            ptx[*at..]
+                .split_once(':')
+                .is_some_and(|(l, _)| !l.contains(';'))
+        })
+        .filter_map(|(at, _)| {
+            let rest = &ptx[at..];
+            rest.find("bra $__cc_join").map(|end| &rest[..end])
+        })
+        .filter(|s| s.lines().next().is_some_and(|l| l.ends_with(':')))
+        .collect()
+}
+
+#[test]
+fn unrolled_loads_through_one_register_form_one_group() {
+    let out = plain(UNROLLED);
+    let k = &out.kernels[0];
+    assert_eq!((k.coverage.checked, k.coverage.grouped), (4, 4));
+    assert_eq!(k.sites.len(), 4, "each access keeps its site");
+    let copies = slow_copies(&out.ptx);
+    assert_eq!(copies.len(), 1, "{}", out.ptx);
+    // The slow copy holds the four accesses, each behind its own check.
+    let copy = copies[0];
+    assert_eq!(copy.matches("ld.global.v4.f32").count(), 4, "{copy}");
+    for s in &k.sites {
+        assert!(
+            copy.contains(&format!("bra $__cc_cold{};", s.id)),
+            "site {}: {copy}",
+            s.id
+        );
+    }
+    // The fast copy runs without them: one guarded branch for the group before the first load.
+    let fast = &out.ptx[..out.ptx.find("$__cc_slow").unwrap()];
+    assert_eq!(fast.matches("bra $__cc_cold").count(), 0, "{fast}");
+}
+
+#[test]
+fn a_redefinition_in_between_splits_the_group() {
+    let body = UNROLLED.replace(
+        "\tld.global.v4.f32 {%f9",
+        "\tadd.s64 %rd4, %rd4, 64;\n\tld.global.v4.f32 {%f9",
+    );
+    let out = plain(&body);
+    let k = &out.kernels[0];
+    // [%rd4], [%rd4+16] | [%rd4+32], [%rd4+48] after the redefinition: two groups.
+    assert_eq!(k.coverage.grouped, 4);
+    assert_eq!(slow_copies(&out.ptx).len(), 2);
+}
+
+#[test]
+fn a_label_in_between_splits_the_group() {
+    let body = UNROLLED.replace("\tld.global.v4.f32 {%f9", "$L7:\n\tld.global.v4.f32 {%f9");
+    let out = plain(&body);
+    assert_eq!(slow_copies(&out.ptx).len(), 2);
+}
+
+#[test]
+fn a_barrier_in_between_splits_the_group() {
+    // Threads of one warp may take different copies; `bar.sync` must be one instruction for all.
+    let body = UNROLLED.replace(
+        "\tld.global.v4.f32 {%f9",
+        "\tbar.sync 0;\n\tld.global.v4.f32 {%f9",
+    );
+    let out = plain(&body);
+    let copies = slow_copies(&out.ptx);
+    assert_eq!(copies.len(), 2);
+    assert!(copies.iter().all(|c| !c.contains("bar.sync")));
+}
+
+#[test]
+fn a_lone_access_is_not_a_group() {
+    let body = UNROLLED.replace("\tadd.f32 %f20, %f1, %f2;\n", "\tbra $L9;\n$L9:\n");
+    let out = plain(&body);
+    let k = &out.kernels[0];
+    // [%rd4] alone before the branch; the three after it form one group.
+    assert_eq!(k.coverage.grouped, 3);
+}
+
+#[test]
+fn accesses_of_another_buffer_in_between_end_the_group() {
+    let body = UNROLLED.replace(
+        "\tld.global.v4.f32 {%f9",
+        "\tld.param.u64 %rd5, [k_param_1];\n\tcvta.to.global.u64 %rd6, %rd5;\n\tst.global.f32 [%rd6], %f1;\n\tld.global.v4.f32 {%f9",
+    );
+    let out = plain(&body);
+    assert_eq!(out.kernels[0].coverage.grouped, 4);
+    assert_eq!(slow_copies(&out.ptx).len(), 2);
+}

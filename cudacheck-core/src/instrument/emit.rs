@@ -25,6 +25,7 @@ use super::analyze::{
     Unchecked,
 };
 use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
+use super::group::{groups, Group};
 use super::ptx::{parse_address, Function, Instr, Loc, Module, Space, StmtKind};
 use super::range::{ranges, Ranges};
 use super::record::FaultKind;
@@ -96,7 +97,7 @@ pub(crate) fn emit(text: &str, m: &Module, opts: &InstrumentOptions) -> Instrume
         if !f.entry {
             continue;
         }
-        let mut k = KernelEmitter::new(m, f, opts, &mut next_site);
+        let mut k = KernelEmitter::new(text, m, f, opts, &mut next_site);
         let (p, kernel) = k.run(&funcs);
         kernels.push(kernel);
         pieces.extend(p);
@@ -143,6 +144,7 @@ impl Len {
 }
 
 struct KernelEmitter<'a> {
+    text: &'a str,
     m: &'a Module,
     f: &'a Function,
     prov: Provenance,
@@ -157,6 +159,7 @@ struct KernelEmitter<'a> {
 
 impl<'a> KernelEmitter<'a> {
     fn new(
+        text: &'a str,
         m: &'a Module,
         f: &'a Function,
         opts: &'a InstrumentOptions,
@@ -165,6 +168,7 @@ impl<'a> KernelEmitter<'a> {
         let prov = provenance(m, f);
         let ranges = ranges(m, f, &prov, opts);
         KernelEmitter {
+            text,
             m,
             f,
             prov,
@@ -204,10 +208,30 @@ impl<'a> KernelEmitter<'a> {
             }
         }
 
+        let groups = groups(
+            self.m,
+            f,
+            &self.prov,
+            &self.ranges,
+            self.opts,
+            &self.needs.shadows,
+        );
+        let mut groups = groups.into_iter().peekable();
         let mut body: Vec<(usize, String)> = Vec::new();
         let mut loc: Option<Loc> = None;
         let mut depth = 0usize;
-        for s in &f.stmts {
+        let mut k = 0;
+        while k < f.stmts.len() {
+            let s = &f.stmts[k];
+            k += 1;
+            if groups.peek().is_some_and(|g| g.first == k - 1) {
+                let g = groups.next().expect("peeked");
+                let (check, join) = self.group(&g, &mut loc);
+                body.push((s.span.start, check));
+                body.push((f.stmts[g.last].span.end, join));
+                k = g.last + 1;
+                continue;
+            }
             match &s.kind {
                 StmtKind::Loc(l) => loc = Some(*l),
                 StmtKind::Open => depth += 1,
@@ -401,6 +425,76 @@ impl<'a> KernelEmitter<'a> {
             bytes: bytes as u32,
         });
         id
+    }
+
+    /// The check before a group's segment, and the join label after it; the segment's exact
+    /// copy goes to the function's end (see [`super::group`]).
+    fn group(&mut self, g: &Group, loc: &mut Option<Loc>) -> (String, String) {
+        let n = g.first;
+        let span = (g.end - g.min) as u64;
+        let bits = self.reg_bits(&g.reg);
+        let mut c = String::new();
+        let len = self.load_len(&g.origin, "%__cc_t", "");
+        let keep = 1 - span as i64;
+        if bits == 32 {
+            c.push_str(&self.load_base(&g.origin, 32, "%__cc_x", ""));
+            let _ = write!(c, "sub.s32 %__cc_o32, {}, %__cc_x;\n\t", g.reg);
+            if g.min != 0 {
+                let _ = write!(c, "add.s32 %__cc_o32, %__cc_o32, {};\n\t", g.min);
+            }
+            match &len {
+                Len::Const(l) => {
+                    let lim = (l + 1).saturating_sub(span).min(u64::from(u32::MAX));
+                    let _ = write!(c, "setp.ge.u32 %__cc_p, %__cc_o32, {lim};\n\t");
+                }
+                Len::Code(..) => {
+                    let _ = write!(
+                        c,
+                        "mov.u32 %__cc_x, %dynamic_smem_size;\n\tadd.s32 %__cc_x, %__cc_x, {keep};\n\tmax.s32 %__cc_x, %__cc_x, 0;\n\tsetp.ge.u32 %__cc_p, %__cc_o32, %__cc_x;\n\t"
+                    );
+                }
+            }
+        } else {
+            c.push_str(&self.load_base(&g.origin, 64, "%__cc_u", ""));
+            let _ = write!(c, "sub.s64 %__cc_o, {}, %__cc_u;\n\t", g.reg);
+            if g.min != 0 {
+                let _ = write!(c, "add.s64 %__cc_o, %__cc_o, {};\n\t", g.min);
+            }
+            match &len {
+                Len::Const(l) => {
+                    let lim = (l + 1).saturating_sub(span);
+                    let _ = write!(c, "setp.ge.u64 %__cc_p, %__cc_o, {lim};\n\t");
+                }
+                Len::Code(code, reg) => {
+                    let _ = write!(
+                        c,
+                        "{code}add.s64 %__cc_u, {reg}, {keep};\n\tmax.s64 %__cc_u, %__cc_u, 0;\n\tsetp.ge.u64 %__cc_p, %__cc_o, %__cc_u;\n\t"
+                    );
+                }
+            }
+        }
+        let _ = write!(c, "@%__cc_p bra $__cc_slow{n};\n\t");
+        // The exact copy: every statement of the segment, each access with its own check.
+        let mut slow = format!("\n$__cc_slow{n}:\n\t");
+        for s in &self.f.stmts[g.first..=g.last] {
+            let text = &self.text[s.span.clone()];
+            match &s.kind {
+                StmtKind::Loc(l) => {
+                    *loc = Some(*l);
+                    let _ = write!(slow, "{text}\n\t");
+                }
+                StmtKind::Instr(i) => {
+                    let (before, replace, after) = self.instr(i, *loc, false);
+                    let text = replace.as_deref().unwrap_or(text);
+                    let _ = write!(slow, "{before}{text}{after}\n\t");
+                }
+                _ => unreachable!("segments hold instructions and .loc lines only"),
+            }
+        }
+        let _ = writeln!(slow, "bra $__cc_join{n};");
+        self.cold.push_str(&slow);
+        self.coverage.grouped += g.members as u32;
+        (c, format!("\n$__cc_join{n}:"))
     }
 
     /// Code before an instruction, a replacement for it, and code after it.

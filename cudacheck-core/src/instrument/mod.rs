@@ -61,6 +61,7 @@
 mod analyze;
 mod coverage;
 mod emit;
+mod group;
 pub mod ptx;
 mod range;
 mod record;
