@@ -244,7 +244,10 @@ fn nvrtc_kernels_with_their_launch_shape_assemble_and_check_less() {
         return;
     }
     let arch: Arch = "sm_90".parse().unwrap();
-    println!("kernel: checks without shape -> with, proven; registers plain / checked without shape / with");
+    println!(
+        "kernel: run-time checks before (per access, no shape) -> now (with shape and groups), \
+         proven, grouped accesses in groups; registers plain / before / now"
+    );
     for f in kernel_files() {
         let src = CudaSource::from_file(repo_root().join("kernels").join(&f)).unwrap();
         let (plain_cubin, ptx) = ptx_of(&src, arch);
@@ -263,16 +266,44 @@ fn nvrtc_kernels_with_their_launch_shape_assemble_and_check_less() {
         for (b, a) in before.kernels.iter().zip(&after.kernels) {
             assert!(a.coverage.is_complete(), "{}: {:?}", a.name, a.coverage);
             assert!(a.coverage.checked <= b.coverage.checked, "{}", a.name);
+            let c = &a.coverage;
             println!(
-                "{}: {} -> {}, {} proven; registers {} / {} / {}",
+                "{}: {} -> {}, {} proven, {} in {} groups; registers {} / {} / {}",
                 a.name,
                 b.coverage.checked,
-                a.coverage.checked,
-                a.coverage.proven,
+                c.checked - c.grouped + c.group_checks,
+                c.proven,
+                c.grouped,
+                c.group_checks,
                 regs(&plain_cubin, &a.symbol),
                 regs(&cb, &a.symbol),
                 regs(&ca, &a.symbol),
             );
         }
     }
+}
+
+/// nbody's unrolled loop reads `pos[j + u]` for `u` in 0..16 through one register at constant
+/// offsets: one group, one range check, each load still with its own check on the slow path.
+#[test]
+fn nvrtc_nbody_unrolled_loads_form_one_group() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("kernels/nbody.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let out = instrument_ptx_with(&ptx, &InstrumentOptions::new().block([128, 1, 1])).unwrap();
+    let c = &out.kernels[0].coverage;
+    assert!(c.is_complete(), "{c:?}");
+    // The 16 loads of the unrolled loop, and the 4 of the remainder loop NVVM unrolls by 4.
+    assert_eq!((c.grouped, c.group_checks), (20, 2), "{c:?}");
+    // One out-of-line copy holds all 16 loads of the unrolled body, each behind its check.
+    let sixteen = out.ptx.split("\n$__cc_slow").skip(1).any(|copy| {
+        let copy = &copy[..copy.find("bra $__cc_join").unwrap_or(copy.len())];
+        copy.matches("ld.global.nc.v4.f32").count() == 16
+            && copy.matches("bra $__cc_cold").count() == 16
+    });
+    assert!(sixteen, "no group of the 16 unrolled loads");
+    assemble_ptx(&out.ptx, arch, &src.name).unwrap_or_else(|e| panic!("{e}"));
 }

@@ -228,6 +228,8 @@ pub struct Coverage {
     /// `instrument::group`): they run unchecked when it passes, each with its own check when
     /// it fails.
     pub grouped: u32,
+    /// The range checks of those groups, one per group.
+    pub group_checks: u32,
     /// Accesses left unchecked, with the reason.
     pub unchecked: Vec<UncheckedAccess>,
 }

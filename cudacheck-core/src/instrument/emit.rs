@@ -494,6 +494,7 @@ impl<'a> KernelEmitter<'a> {
         let _ = writeln!(slow, "bra $__cc_join{n};");
         self.cold.push_str(&slow);
         self.coverage.grouped += g.members as u32;
+        self.coverage.group_checks += 1;
         (c, format!("\n$__cc_join{n}:"))
     }
 
