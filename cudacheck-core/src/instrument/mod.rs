@@ -18,9 +18,15 @@
 //! 3. `assert(cond)` records its message, line and thread and ends the thread instead of
 //!    trapping, so the CUDA context stays usable;
 //! 4. every access is accounted for in the kernel's [`Coverage`]: checked, proven in bounds
-//!    (constant offsets into fixed-size arrays), or listed unchecked with its source line and
-//!    the reason (pointers loaded from memory, warp-collective accesses, non-inlined device
-//!    functions...).
+//!    (offsets an interval analysis bounds inside a fixed-size array; with
+//!    [`instrument_ptx_with`], also from the launch's block and dynamic shared memory, e.g. a
+//!    shared tile indexed by `threadIdx`: see `range.rs`), or listed unchecked with its source
+//!    line and the reason (pointers loaded from memory, warp-collective accesses, non-inlined
+//!    device functions...);
+//! 5. checked accesses through one register at constant offsets in one basic block (an
+//!    unrolled loop's loads) share one range check; when it fails, an out-of-line copy with
+//!    every access's own check runs instead, so faults are reported exactly as without it
+//!    (`group.rs` has the soundness argument).
 //!
 //! Sites carry the `.loc` line information of the PTX (NVRTC's `-lineinfo`), so faults point at
 //! the user's file and line, and at the call site a device function or macro was expanded
@@ -149,7 +155,6 @@ pub fn instrument_ptx(ptx: &str) -> Result<InstrumentedPtx, InstrumentError> {
 /// accesses be proven in bounds (and their checks left out), and is a promise: the module must
 /// only be launched with this shape, or an access proven in bounds for it may not be.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub struct InstrumentOptions {
     /// The block every launch uses (`blockDim`).
     pub block: Option<[u32; 3]>,
