@@ -20,8 +20,7 @@ fn kernel(params: &str, body: &str) -> String {
     )
 }
 
-const P3: &str =
-    ".param .u64 k_param_0, .param .u64 k_param_1, .param .u32 k_param_2";
+const P3: &str = ".param .u64 k_param_0, .param .u64 k_param_1, .param .u32 k_param_2";
 
 fn inst(text: &str) -> InstrumentedPtx {
     let out = instrument_ptx(text).unwrap_or_else(|e| panic!("{e}"));
@@ -108,17 +107,23 @@ fn parameter_accesses_are_checked_with_their_size_and_kind() {
             (Target::Param(1), SiteKind::Atomic, 4),
         ]
     );
-    assert!(k.sites.iter().all(|s| s
-        .loc
-        .as_ref()
-        .is_some_and(|l| (l.file.as_str(), l.line, l.column) == ("k.cu", 7, 3))));
+    assert!(k.sites.iter().all(|s| s.loc.as_ref().is_some_and(|l| (
+        l.file.as_str(),
+        l.line,
+        l.column
+    ) == ("k.cu", 7, 3))));
 }
 
 #[test]
 fn a_guarded_access_is_checked_only_under_its_guard() {
     let body = "\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\t@!%p1 st.global.f32 [%rd2], %f1;";
     let out = inst(&module(&kernel(P3, body)));
-    assert!(out.ptx.contains("setp.ge.and.u64 %__cc_p, %__cc_o, %__cc_u, !%p1;"), "{}", out.ptx);
+    assert!(
+        out.ptx
+            .contains("setp.ge.and.u64 %__cc_p, %__cc_o, %__cc_u, !%p1;"),
+        "{}",
+        out.ptx
+    );
 }
 
 #[test]
@@ -132,7 +137,11 @@ fn a_pointer_selected_between_buffers_is_checked_against_the_one_it_holds() {
     );
     // The shadow is updated beside each definition and the check uses it.
     assert!(out.ptx.contains("selp.b64 %__cc_sb0"), "{}", out.ptx);
-    assert!(out.ptx.contains("sub.s64 %__cc_o, %rd4, %__cc_sb"), "{}", out.ptx);
+    assert!(
+        out.ptx.contains("sub.s64 %__cc_o, %rd4, %__cc_sb"),
+        "{}",
+        out.ptx
+    );
 }
 
 #[test]
@@ -145,7 +154,11 @@ fn shared_arrays_static_dynamic_and_32_bit() {
     assert_eq!(k.sites[1].target, Target::Var("smem".into()));
     // The dynamic array is checked against the launch's dynamic shared size, in 32 bits.
     assert!(out.ptx.contains("%dynamic_smem_size"), "{}", out.ptx);
-    assert!(out.ptx.contains("sub.s32 %__cc_o32, %r3, %__cc_x;"), "{}", out.ptx);
+    assert!(
+        out.ptx.contains("sub.s32 %__cc_o32, %r3, %__cc_x;"),
+        "{}",
+        out.ptx
+    );
 }
 
 #[test]
@@ -160,8 +173,16 @@ fn an_assert_records_and_ends_the_thread_instead_of_trapping() {
     let out = inst(&text);
     let k = &out.kernels[0];
     assert_eq!(k.sites[0].kind, SiteKind::Assert);
-    assert!(out.ptx.contains("__cc_a0, __cc_a1);\n\texit;"), "{}", out.ptx);
-    assert!(!out.ptx.contains("call.uni \n\t__assertfail"), "{}", out.ptx);
+    assert!(
+        out.ptx.contains("__cc_a0, __cc_a1);\n\texit;"),
+        "{}",
+        out.ptx
+    );
+    assert!(
+        !out.ptx.contains("call.uni \n\t__assertfail"),
+        "{}",
+        out.ptx
+    );
     assert!(out.ptx.contains("exit;"), "{}", out.ptx);
 }
 
@@ -204,7 +225,10 @@ fn what_cannot_be_checked_is_listed_with_its_reason() {
     // The pointer table itself is read through a checked access.
     assert_eq!(k.coverage.checked, 1);
     let report = render_report("k.cu", &out.kernels);
-    assert!(report.contains("k.cu:2:10: `ld.global.f32`: the access is in device function `load`"), "{report}");
+    assert!(
+        report.contains("k.cu:2:10: `ld.global.f32`: the access is in device function `load`"),
+        "{report}"
+    );
 }
 
 #[test]

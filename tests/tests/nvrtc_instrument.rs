@@ -7,7 +7,9 @@
 
 use cudacheck::nvrtc::{assemble_ptx, compile, CompileOptions, CudaSource};
 use cudacheck_core::cubin::read_cubin;
-use cudacheck_core::instrument::{hidden_params, instrument_ptx, SkipReason, Target};
+use cudacheck_core::instrument::{
+    hidden_params, instrument_ptx, instrument_ptx_with, InstrumentOptions, SkipReason, Target,
+};
 use cudacheck_core::Arch;
 use cudacheck_tests::{kernel_files, nvrtc_or_skip, repo_root};
 
@@ -54,7 +56,12 @@ fn nvrtc_every_kernel_is_checked_assembles_and_keeps_its_parameters() {
                 let n = p.params.len();
                 assert_eq!(k.num_params as usize, n, "{}", k.name);
                 assert_eq!(c.params.len(), n + hidden_params(n), "{}", k.name);
-                assert_eq!(&c.params[..n], &p.params[..], "{}: user params moved", k.name);
+                assert_eq!(
+                    &c.params[..n],
+                    &p.params[..],
+                    "{}: user params moved",
+                    k.name
+                );
                 assert!(
                     c.params[n..].iter().all(|q| q.size == 8),
                     "{}: hidden params are 8 bytes",
@@ -111,7 +118,8 @@ fn nvrtc_forms_have_checked_sites_on_their_lines() {
     // Macro-generated: NVRTC's line information puts the expanded body on the invocation line.
     let s = sites_on("uneg_f32", line_of("uneg_f32"));
     assert!(
-        s.iter().any(|s| matches!(&s.target, Target::OneOf(t) if t.len() == 2)),
+        s.iter()
+            .any(|s| matches!(&s.target, Target::OneOf(t) if t.len() == 2)),
         "`inp ? inp : out` is checked against whichever it holds: {s:?}"
     );
     assert!(s.iter().any(|s| s.target == Target::Param(4)), "{s:?}");
@@ -128,7 +136,8 @@ fn nvrtc_forms_have_checked_sites_on_their_lines() {
     // float4: a 16-byte access.
     let s = sites_on("copy_vec4", line_of("copy_vec4"));
     assert!(
-        s.iter().any(|s| s.bytes == 16 && s.target == Target::Param(0)),
+        s.iter()
+            .any(|s| s.bytes == 16 && s.target == Target::Param(0)),
         "{s:?}"
     );
     // Both template instantiations.
@@ -165,9 +174,9 @@ extern "C" __global__ void k(float** table, float* out, int n)
     let reasons: Vec<&SkipReason> = k.coverage.unchecked.iter().map(|u| &u.reason).collect();
     assert!(reasons.contains(&&SkipReason::LoadedPointer), "{reasons:?}");
     assert!(
-        reasons
-            .iter()
-            .any(|r| matches!(r, SkipReason::NotInlined { function } if function.contains("far_away"))),
+        reasons.iter().any(
+            |r| matches!(r, SkipReason::NotInlined { function } if function.contains("far_away"))
+        ),
         "{reasons:?}"
     );
     // `table[i]` and `out[i]` are still checked.
@@ -177,4 +186,124 @@ extern "C" __global__ void k(float** table, float* out, int n)
         .unchecked
         .iter()
         .all(|u| u.loc.as_ref().is_some_and(|l| l.line > 0)));
+}
+
+/// With the block it is launched with (16 x 16), matmul's shared tiles `as[threadIdx.y][kk]`
+/// and `bs[kk][threadIdx.x]` are proven in bounds: no check is emitted for them, only for the
+/// parameter buffers, and the result still assembles.
+#[test]
+fn nvrtc_matmul_tiles_are_proven_with_its_block() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("kernels/matmul.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let before = instrument_ptx(&ptx).unwrap();
+    let opts = InstrumentOptions::new().block([16, 16, 1]);
+    let after = instrument_ptx_with(&ptx, &opts).unwrap();
+    let (b, a) = (&before.kernels[0], &after.kernels[0]);
+    assert!(a.coverage.is_complete(), "{:?}", a.coverage);
+    assert_eq!(
+        a.coverage.checked + a.coverage.proven,
+        b.coverage.checked + b.coverage.proven,
+        "every access is still accounted for"
+    );
+    assert!(
+        a.sites.iter().all(|s| matches!(s.target, Target::Param(_))),
+        "a shared access is still checked: {:?}",
+        a.sites
+    );
+    assert!(
+        a.coverage.checked < b.coverage.checked,
+        "{:?} vs {:?}",
+        a.coverage,
+        b.coverage
+    );
+    assemble_ptx(&after.ptx, arch, &src.name).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The launch shape each kernel of `kernels/` is benchmarked with (examples/bench_instrument.rs).
+fn bench_shape(file: &str) -> InstrumentOptions {
+    let o = InstrumentOptions::new();
+    match file {
+        "matmul.cu" => o.block([16, 16, 1]),
+        "stencil2d.cu" | "transpose.cu" => o.block([32, 8, 1]),
+        "reduce.cu" => o.block([256, 1, 1]).dynamic_shared_bytes(1024),
+        "nbody.cu" | "window_median.cu" => o.block([128, 1, 1]),
+        _ => o.block([256, 1, 1]),
+    }
+}
+
+/// Every kernel of `kernels/` with its benchmark's launch shape still assembles with complete
+/// coverage; prints, per kernel, the run-time checks and ptxas's registers without and with the
+/// shape (`--nocapture` to read them).
+#[test]
+fn nvrtc_kernels_with_their_launch_shape_assemble_and_check_less() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    println!(
+        "kernel: run-time checks before (per access, no shape) -> now (with shape and groups), \
+         proven, grouped accesses in groups; registers plain / before / now"
+    );
+    for f in kernel_files() {
+        let src = CudaSource::from_file(repo_root().join("kernels").join(&f)).unwrap();
+        let (plain_cubin, ptx) = ptx_of(&src, arch);
+        let before = instrument_ptx(&ptx).unwrap();
+        let after = instrument_ptx_with(&ptx, &bench_shape(&f)).unwrap();
+        let regs = |cubin: &[u8], sym: &str| {
+            read_cubin(cubin)
+                .unwrap()
+                .kernel(sym)
+                .map_or(0, |k| k.registers)
+        };
+        let cb = assemble_ptx(&before.ptx, arch, &src.name).unwrap().cubin;
+        let ca = assemble_ptx(&after.ptx, arch, &src.name)
+            .unwrap_or_else(|e| panic!("{f}: {e}"))
+            .cubin;
+        for (b, a) in before.kernels.iter().zip(&after.kernels) {
+            assert!(a.coverage.is_complete(), "{}: {:?}", a.name, a.coverage);
+            assert!(a.coverage.checked <= b.coverage.checked, "{}", a.name);
+            let c = &a.coverage;
+            println!(
+                "{}: {} -> {}, {} proven, {} in {} groups; registers {} / {} / {}",
+                a.name,
+                b.coverage.checked,
+                c.checked - c.grouped + c.group_checks,
+                c.proven,
+                c.grouped,
+                c.group_checks,
+                regs(&plain_cubin, &a.symbol),
+                regs(&cb, &a.symbol),
+                regs(&ca, &a.symbol),
+            );
+        }
+    }
+}
+
+/// nbody's unrolled loop reads `pos[j + u]` for `u` in 0..16 through one register at constant
+/// offsets: one group, one range check, each load still with its own check on the slow path.
+#[test]
+fn nvrtc_nbody_unrolled_loads_form_one_group() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("kernels/nbody.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let out = instrument_ptx_with(&ptx, &InstrumentOptions::new().block([128, 1, 1])).unwrap();
+    let c = &out.kernels[0].coverage;
+    assert!(c.is_complete(), "{c:?}");
+    // The 16 loads of the unrolled loop, and the 4 of the remainder loop NVVM unrolls by 4.
+    assert_eq!((c.grouped, c.group_checks), (20, 2), "{c:?}");
+    // One out-of-line copy holds all 16 loads of the unrolled body, each behind its check.
+    let sixteen = out.ptx.split("\n$__cc_slow").skip(1).any(|copy| {
+        let copy = &copy[..copy.find("bra $__cc_join").unwrap_or(copy.len())];
+        copy.matches("ld.global.nc.v4.f32").count() == 16
+            && copy.matches("bra $__cc_cold").count() == 16
+    });
+    assert!(sixteen, "no group of the 16 unrolled loads");
+    assemble_ptx(&out.ptx, arch, &src.name).unwrap_or_else(|e| panic!("{e}"));
 }

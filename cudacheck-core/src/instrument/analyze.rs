@@ -11,6 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::ptx::{parse_address, Function, Instr, Module, Space, StmtKind};
+use super::range::{address_offset, Ranges};
+use super::InstrumentOptions;
 
 /// Where an address points: into a kernel parameter's buffer or into a variable, expressed as
 /// an address in `space` (a kernel's pointer parameters arrive as generic addresses; NVVM
@@ -141,8 +143,17 @@ fn add_prov(a: Prov, b: Prov) -> Prov {
         (Prov::Ptr(x), Prov::Ptr(y)) => {
             // A global (converted) pointer plus a raw 64-bit parameter: the parameter is an
             // integer (a length or an offset), not a second pointer.
-            let generic_only =
-                |s: &BTreeSet<Origin>| s.iter().all(|o| matches!(o, Origin::Param { space: Space::Generic, .. }));
+            let generic_only = |s: &BTreeSet<Origin>| {
+                s.iter().all(|o| {
+                    matches!(
+                        o,
+                        Origin::Param {
+                            space: Space::Generic,
+                            ..
+                        }
+                    )
+                })
+            };
             match (generic_only(&x), generic_only(&y)) {
                 (false, true) => Prov::Ptr(x),
                 (true, false) => Prov::Ptr(y),
@@ -212,10 +223,7 @@ fn width_of(i: &Instr) -> u64 {
 /// Transfer function: the provenance one definition gives its destination.
 fn transfer(m: &Module, f: &Function, p: &Provenance, i: &Instr, entry: bool) -> Prov {
     let ops = &i.operands;
-    let op = |k: usize| -> Prov {
-        ops.get(k)
-            .map_or(Prov::Data, |o| operand_prov(m, f, p, o))
-    };
+    let op = |k: usize| -> Prov { ops.get(k).map_or(Prov::Data, |o| operand_prov(m, f, p, o)) };
     match i.op() {
         "ld" if i.space() == Space::Param => {
             let Some(addr) = ops.get(1).and_then(|o| parse_address(o)) else {
@@ -255,16 +263,13 @@ fn transfer(m: &Module, f: &Function, p: &Provenance, i: &Instr, entry: bool) ->
         }
         "cvta" => {
             let to = i.has("to");
-            let space = i
-                .parts()
-                .skip(1)
-                .find_map(|x| match x {
-                    "global" => Some(Space::Global),
-                    "shared" => Some(Space::Shared),
-                    "local" => Some(Space::Local),
-                    "const" => Some(Space::Const),
-                    _ => None,
-                });
+            let space = i.parts().skip(1).find_map(|x| match x {
+                "global" => Some(Space::Global),
+                "shared" => Some(Space::Shared),
+                "local" => Some(Space::Local),
+                "const" => Some(Space::Const),
+                _ => None,
+            });
             let Some(space) = space else {
                 return Prov::Opaque(Opaque::MixedSpaces);
             };
@@ -296,9 +301,8 @@ fn transfer(m: &Module, f: &Function, p: &Provenance, i: &Instr, entry: bool) ->
             // 32/64-bit conversions of shared, local and const addresses (NVVM keeps those
             // 32-bit where it can); a global address truncated is no longer an address.
             Prov::Ptr(s)
-                if s.iter().all(|o| {
-                    matches!(o.space(), Space::Shared | Space::Local | Space::Const)
-                }) =>
+                if s.iter()
+                    .all(|o| matches!(o.space(), Space::Shared | Space::Local | Space::Const)) =>
             {
                 Prov::Ptr(s)
             }
@@ -372,15 +376,23 @@ pub enum Unchecked {
     NotAnAddress,
     /// A warp-collective or asynchronous access (`ldmatrix`, `wmma`, bulk copies, mbarriers):
     /// it cannot be skipped for one thread.
-    Collective { op: String },
+    Collective {
+        op: String,
+    },
     /// Texture and surface accesses: the hardware bounds them.
-    Texture { op: String },
+    Texture {
+        op: String,
+    },
     /// Another block's shared memory (`.shared::cluster`).
     Cluster,
     /// Inside a device function the compiler did not inline.
-    NotInlined { function: String },
+    NotInlined {
+        function: String,
+    },
     /// The access size could not be read from the opcode.
-    UnknownSize { op: String },
+    UnknownSize {
+        op: String,
+    },
     /// An address in one space used by an instruction of another.
     SpaceMismatch,
 }
@@ -391,7 +403,10 @@ pub enum Decision {
     /// Check at run time against one buffer.
     Check(Origin),
     /// Check at run time against whichever of these buffers the register's shadow names.
-    CheckShadow { reg: String, origins: BTreeSet<Origin> },
+    CheckShadow {
+        reg: String,
+        origins: BTreeSet<Origin>,
+    },
     /// In bounds whatever happens at run time (a constant offset into a fixed-size array).
     Proven,
     Unchecked(Unchecked),
@@ -490,7 +505,15 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
 }
 
 /// What to do with the access `a` of `i` in `f`.
-pub fn decide(m: &Module, f: &Function, p: &Provenance, i: &Instr, a: &Access) -> Decision {
+pub fn decide(
+    m: &Module,
+    f: &Function,
+    p: &Provenance,
+    r: &Ranges<'_>,
+    opts: &InstrumentOptions,
+    i: &Instr,
+    a: &Access,
+) -> Decision {
     if !f.entry {
         return Decision::Unchecked(Unchecked::NotInlined {
             function: f.name.clone(),
@@ -521,6 +544,22 @@ pub fn decide(m: &Module, f: &Function, p: &Provenance, i: &Instr, a: &Access) -
                             if addr.offset >= 0 && addr.offset as u64 + a.bytes <= bytes {
                                 return Decision::Proven;
                             }
+                        }
+                    }
+                }
+                // An offset interval inside a buffer whose length is known now.
+                if let Origin::Var { name, .. } = &o {
+                    let len = m.var(f, name).and_then(|v| match v.bytes {
+                        Some(b) => Some(b),
+                        None if v.space == Space::Shared => {
+                            opts.dynamic_shared_bytes.map(u64::from)
+                        }
+                        None => None,
+                    });
+                    let off = address_offset(r, i, &i.operands[a.operand]);
+                    if let (Some(len), Some((lo, hi))) = (len, off.bounds()) {
+                        if lo >= 0 && hi + i128::from(a.bytes) <= i128::from(len) {
+                            return Decision::Proven;
                         }
                     }
                 }
@@ -567,12 +606,14 @@ mod tests {
     fn decisions(m: &Module) -> Vec<Decision> {
         let f = &m.functions[0];
         let p = provenance(m, f);
+        let opts = InstrumentOptions::default();
+        let r = super::super::range::ranges(m, f, &p, &opts);
         let mut out = Vec::new();
         for s in &f.stmts {
             if let StmtKind::Instr(i) = &s.kind {
                 if let Ok(acc) = accesses(i) {
                     for a in acc {
-                        out.push(decide(m, f, &p, i, &a));
+                        out.push(decide(m, f, &p, &r, &opts, i, &a));
                     }
                 }
             }
@@ -592,7 +633,10 @@ mod tests {
             index: 0,
             space: Space::Global,
         };
-        assert_eq!(decisions(&m), vec![Decision::Check(g.clone()), Decision::Check(g)]);
+        assert_eq!(
+            decisions(&m),
+            vec![Decision::Check(g.clone()), Decision::Check(g)]
+        );
     }
 
     #[test]

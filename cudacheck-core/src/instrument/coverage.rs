@@ -221,8 +221,15 @@ pub struct UncheckedAccess {
 pub struct Coverage {
     /// Accesses checked at run time.
     pub checked: u32,
-    /// Accesses in bounds whatever the launch (a constant offset into a fixed-size array).
+    /// Accesses in bounds whatever the launch (a constant offset into a fixed-size array), or
+    /// for launches of the shape the module was instrumented for.
     pub proven: u32,
+    /// Of the checked accesses, those covered by one range check of their group (see
+    /// `instrument::group`): they run unchecked when it passes, each with its own check when
+    /// it fails.
+    pub grouped: u32,
+    /// The range checks of those groups, one per group.
+    pub group_checks: u32,
     /// Accesses left unchecked, with the reason.
     pub unchecked: Vec<UncheckedAccess>,
 }

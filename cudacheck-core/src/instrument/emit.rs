@@ -21,13 +21,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::analyze::{
-    accesses, callees, decide, provenance, Access, AccessKind, Decision, Origin, Prov,
-    Provenance, Unchecked,
+    accesses, callees, decide, provenance, Access, AccessKind, Decision, Origin, Prov, Provenance,
+    Unchecked,
 };
 use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
+use super::group::{groups, Group};
 use super::ptx::{parse_address, Function, Instr, Loc, Module, Space, StmtKind};
+use super::range::{ranges, Ranges};
 use super::record::FaultKind;
-use super::{InstrumentedKernel, InstrumentedPtx};
+use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx};
 
 /// The recording functions every instrumented module gets, after its header.
 const RUNTIME: &str = r#"
@@ -82,7 +84,7 @@ $__cc_adone:
 "#;
 
 /// Rewrites `m` (whose text is `text`).
-pub(crate) fn emit(text: &str, m: &Module) -> InstrumentedPtx {
+pub(crate) fn emit(text: &str, m: &Module, opts: &InstrumentOptions) -> InstrumentedPtx {
     let mut pieces = vec![(m.header_end, RUNTIME.to_string())];
     let mut kernels = Vec::new();
     let mut next_site = 0u32;
@@ -95,7 +97,7 @@ pub(crate) fn emit(text: &str, m: &Module) -> InstrumentedPtx {
         if !f.entry {
             continue;
         }
-        let mut k = KernelEmitter::new(m, f, &mut next_site);
+        let mut k = KernelEmitter::new(text, m, f, opts, &mut next_site);
         let (p, kernel) = k.run(&funcs);
         kernels.push(kernel);
         pieces.extend(p);
@@ -142,9 +144,12 @@ impl Len {
 }
 
 struct KernelEmitter<'a> {
+    text: &'a str,
     m: &'a Module,
     f: &'a Function,
     prov: Provenance,
+    ranges: Ranges<'a>,
+    opts: &'a InstrumentOptions,
     needs: Needs,
     next_site: &'a mut u32,
     sites: Vec<Site>,
@@ -153,12 +158,22 @@ struct KernelEmitter<'a> {
 }
 
 impl<'a> KernelEmitter<'a> {
-    fn new(m: &'a Module, f: &'a Function, next_site: &'a mut u32) -> Self {
+    fn new(
+        text: &'a str,
+        m: &'a Module,
+        f: &'a Function,
+        opts: &'a InstrumentOptions,
+        next_site: &'a mut u32,
+    ) -> Self {
         let prov = provenance(m, f);
+        let ranges = ranges(m, f, &prov, opts);
         KernelEmitter {
+            text,
             m,
             f,
             prov,
+            ranges,
+            opts,
             needs: Needs::default(),
             next_site,
             sites: Vec::new(),
@@ -193,10 +208,30 @@ impl<'a> KernelEmitter<'a> {
             }
         }
 
+        let groups = groups(
+            self.m,
+            f,
+            &self.prov,
+            &self.ranges,
+            self.opts,
+            &self.needs.shadows,
+        );
+        let mut groups = groups.into_iter().peekable();
         let mut body: Vec<(usize, String)> = Vec::new();
         let mut loc: Option<Loc> = None;
         let mut depth = 0usize;
-        for s in &f.stmts {
+        let mut k = 0;
+        while k < f.stmts.len() {
+            let s = &f.stmts[k];
+            k += 1;
+            if groups.peek().is_some_and(|g| g.first == k - 1) {
+                let g = groups.next().expect("peeked");
+                let (check, join) = self.group(&g, &mut loc);
+                body.push((s.span.start, check));
+                body.push((f.stmts[g.last].span.end, join));
+                k = g.last + 1;
+                continue;
+            }
             match &s.kind {
                 StmtKind::Loc(l) => loc = Some(*l),
                 StmtKind::Open => depth += 1,
@@ -309,7 +344,10 @@ impl<'a> KernelEmitter<'a> {
         );
         let c = self.needs.shadows.len();
         if c > 0 {
-            let _ = write!(s, "\n\t.reg .b64 %__cc_sb<{c}>;\n\t.reg .b64 %__cc_sl<{c}>;");
+            let _ = write!(
+                s,
+                "\n\t.reg .b64 %__cc_sb<{c}>;\n\t.reg .b64 %__cc_sl<{c}>;"
+            );
         }
         s.push('\n');
         s
@@ -389,6 +427,77 @@ impl<'a> KernelEmitter<'a> {
         id
     }
 
+    /// The check before a group's segment, and the join label after it; the segment's exact
+    /// copy goes to the function's end (see [`super::group`]).
+    fn group(&mut self, g: &Group, loc: &mut Option<Loc>) -> (String, String) {
+        let n = g.first;
+        let span = (g.end - g.min) as u64;
+        let bits = self.reg_bits(&g.reg);
+        let mut c = String::new();
+        let len = self.load_len(&g.origin, "%__cc_t", "");
+        let keep = 1 - span as i64;
+        if bits == 32 {
+            c.push_str(&self.load_base(&g.origin, 32, "%__cc_x", ""));
+            let _ = write!(c, "sub.s32 %__cc_o32, {}, %__cc_x;\n\t", g.reg);
+            if g.min != 0 {
+                let _ = write!(c, "add.s32 %__cc_o32, %__cc_o32, {};\n\t", g.min);
+            }
+            match &len {
+                Len::Const(l) => {
+                    let lim = (l + 1).saturating_sub(span).min(u64::from(u32::MAX));
+                    let _ = write!(c, "setp.ge.u32 %__cc_p, %__cc_o32, {lim};\n\t");
+                }
+                Len::Code(..) => {
+                    let _ = write!(
+                        c,
+                        "mov.u32 %__cc_x, %dynamic_smem_size;\n\tadd.s32 %__cc_x, %__cc_x, {keep};\n\tmax.s32 %__cc_x, %__cc_x, 0;\n\tsetp.ge.u32 %__cc_p, %__cc_o32, %__cc_x;\n\t"
+                    );
+                }
+            }
+        } else {
+            c.push_str(&self.load_base(&g.origin, 64, "%__cc_u", ""));
+            let _ = write!(c, "sub.s64 %__cc_o, {}, %__cc_u;\n\t", g.reg);
+            if g.min != 0 {
+                let _ = write!(c, "add.s64 %__cc_o, %__cc_o, {};\n\t", g.min);
+            }
+            match &len {
+                Len::Const(l) => {
+                    let lim = (l + 1).saturating_sub(span);
+                    let _ = write!(c, "setp.ge.u64 %__cc_p, %__cc_o, {lim};\n\t");
+                }
+                Len::Code(code, reg) => {
+                    let _ = write!(
+                        c,
+                        "{code}add.s64 %__cc_u, {reg}, {keep};\n\tmax.s64 %__cc_u, %__cc_u, 0;\n\tsetp.ge.u64 %__cc_p, %__cc_o, %__cc_u;\n\t"
+                    );
+                }
+            }
+        }
+        let _ = write!(c, "@%__cc_p bra $__cc_slow{n};\n\t");
+        // The exact copy: every statement of the segment, each access with its own check.
+        let mut slow = format!("\n$__cc_slow{n}:\n\t");
+        for s in &self.f.stmts[g.first..=g.last] {
+            let text = &self.text[s.span.clone()];
+            match &s.kind {
+                StmtKind::Loc(l) => {
+                    *loc = Some(*l);
+                    let _ = write!(slow, "{text}\n\t");
+                }
+                StmtKind::Instr(i) => {
+                    let (before, replace, after) = self.instr(i, *loc, false);
+                    let text = replace.as_deref().unwrap_or(text);
+                    let _ = write!(slow, "{before}{text}{after}\n\t");
+                }
+                _ => unreachable!("segments hold instructions and .loc lines only"),
+            }
+        }
+        let _ = writeln!(slow, "bra $__cc_join{n};");
+        self.cold.push_str(&slow);
+        self.coverage.grouped += g.members as u32;
+        self.coverage.group_checks += 1;
+        (c, format!("\n$__cc_join{n}:"))
+    }
+
     /// Code before an instruction, a replacement for it, and code after it.
     ///
     /// `nested`: the instruction sits in a `{ }` scope (inline assembly), whose labels the
@@ -409,7 +518,12 @@ impl<'a> KernelEmitter<'a> {
             let args = i
                 .operands
                 .last()
-                .map(|a| a.trim().trim_start_matches('(').trim_end_matches(')').trim())
+                .map(|a| {
+                    a.trim()
+                        .trim_start_matches('(')
+                        .trim_end_matches(')')
+                        .trim()
+                })
                 .unwrap_or("");
             let r = format!(
                 "ld.param.u64 %__cc_r, [__cc_rec];\n\t.param .b64 __cc_a0;\n\tst.param.b64 [__cc_a0], %__cc_r;\n\t.param .b32 __cc_a1;\n\tst.param.b32 [__cc_a1], {site};\n\t{g}call __cc_assertfail, ({args}, __cc_a0, __cc_a1);\n\t{g}exit;"
@@ -423,7 +537,7 @@ impl<'a> KernelEmitter<'a> {
                 let mut cont: Option<String> = None;
                 let mut inline_cold = String::new();
                 for a in &acc {
-                    match decide(self.m, self.f, &self.prov, i, a) {
+                    match decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a) {
                         Decision::Proven => self.coverage.proven += 1,
                         Decision::Unchecked(why) => self.skip(i, loc, why),
                         d @ (Decision::Check(_) | Decision::CheckShadow { .. }) => {
@@ -494,7 +608,11 @@ impl<'a> KernelEmitter<'a> {
             Decision::CheckShadow { reg, origins } => {
                 let si = self.needs.shadows[reg.as_str()];
                 let t = Target::OneOf(origins.iter().map(|o| self.target_of(o)).collect());
-                (Len::Code(String::new(), format!("%__cc_sl{si}")), t, Some(si))
+                (
+                    Len::Code(String::new(), format!("%__cc_sl{si}")),
+                    t,
+                    Some(si),
+                )
             }
             _ => unreachable!("only checks are emitted"),
         };
@@ -602,9 +720,11 @@ impl<'a> KernelEmitter<'a> {
             "ld.param.u64 %__cc_r, [__cc_rec];\n\tcvta.to.global.u64 %__cc_r, %__cc_r;\n\tatom.global.add.u32 %__cc_x, [%__cc_r+4], 1;\n\tatom.global.cas.b32 %__cc_x, [%__cc_r], 0, 1;\n\tsetp.ne.u32 %__cc_q, %__cc_x, 0;\n\t@%__cc_q bra $__cc_skip{site};\n\tmov.u32 %__cc_x, {site};\n\tst.global.u32 [%__cc_r+8], %__cc_x;\n\tmov.u32 %__cc_x, {};\n\tst.global.u32 [%__cc_r+12], %__cc_x;\n\tst.global.u64 [%__cc_r+16], %__cc_o;\n\tmov.u64 %__cc_t, {len_op};\n\tst.global.u64 [%__cc_r+24], %__cc_t;\n\t",
             fault_kind.code(),
         );
-        for (k, r) in ["%ctaid.x", "%ctaid.y", "%ctaid.z", "%tid.x", "%tid.y", "%tid.z"]
-            .iter()
-            .enumerate()
+        for (k, r) in [
+            "%ctaid.x", "%ctaid.y", "%ctaid.z", "%tid.x", "%tid.y", "%tid.z",
+        ]
+        .iter()
+        .enumerate()
         {
             let _ = write!(
                 c,
@@ -640,7 +760,9 @@ impl<'a> KernelEmitter<'a> {
     fn shadow_of(&self, op: &str, base: &str, len: &str, g: &str) -> String {
         let op = op.trim();
         if let Some(&si) = self.needs.shadows.get(op) {
-            return format!("{g}mov.u64 {base}, %__cc_sb{si};\n\t{g}mov.u64 {len}, %__cc_sl{si};\n\t");
+            return format!(
+                "{g}mov.u64 {base}, %__cc_sb{si};\n\t{g}mov.u64 {len}, %__cc_sl{si};\n\t"
+            );
         }
         let prov = if op.starts_with('%') {
             self.prov.of(op).clone()

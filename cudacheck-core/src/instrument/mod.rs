@@ -18,9 +18,15 @@
 //! 3. `assert(cond)` records its message, line and thread and ends the thread instead of
 //!    trapping, so the CUDA context stays usable;
 //! 4. every access is accounted for in the kernel's [`Coverage`]: checked, proven in bounds
-//!    (constant offsets into fixed-size arrays), or listed unchecked with its source line and
-//!    the reason (pointers loaded from memory, warp-collective accesses, non-inlined device
-//!    functions...).
+//!    (offsets an interval analysis bounds inside a fixed-size array; with
+//!    [`instrument_ptx_with`], also from the launch's block and dynamic shared memory, e.g. a
+//!    shared tile indexed by `threadIdx`: see `range.rs`), or listed unchecked with its source
+//!    line and the reason (pointers loaded from memory, warp-collective accesses, non-inlined
+//!    device functions...);
+//! 5. checked accesses through one register at constant offsets in one basic block (an
+//!    unrolled loop's loads) share one range check; when it fails, an out-of-line copy with
+//!    every access's own check runs instead, so faults are reported exactly as without it
+//!    (`group.rs` has the soundness argument).
 //!
 //! Sites carry the `.loc` line information of the PTX (NVRTC's `-lineinfo`), so faults point at
 //! the user's file and line, and at the call site a device function or macro was expanded
@@ -61,7 +67,9 @@
 mod analyze;
 mod coverage;
 mod emit;
+mod group;
 pub mod ptx;
+mod range;
 mod record;
 
 use std::fmt::Write as _;
@@ -140,8 +148,54 @@ pub enum InstrumentError {
 /// an unreadable function header). Instructions it does not know are copied unchanged and, if
 /// they touch memory, listed as unchecked.
 pub fn instrument_ptx(ptx: &str) -> Result<InstrumentedPtx, InstrumentError> {
+    instrument_ptx_with(ptx, &InstrumentOptions::default())
+}
+
+/// What is known about the launches an instrumented module will serve. Each fact lets more
+/// accesses be proven in bounds (and their checks left out), and is a promise: the module must
+/// only be launched with this shape, or an access proven in bounds for it may not be.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct InstrumentOptions {
+    /// The block every launch uses (`blockDim`).
+    pub block: Option<[u32; 3]>,
+    /// The bytes of dynamic shared memory every launch gives (`extern __shared__` arrays).
+    pub dynamic_shared_bytes: Option<u32>,
+}
+
+impl InstrumentOptions {
+    /// No facts: every launch shape is allowed.
+    pub const fn new() -> Self {
+        InstrumentOptions {
+            block: None,
+            dynamic_shared_bytes: None,
+        }
+    }
+
+    /// Launches use this block.
+    pub const fn block(mut self, block: [u32; 3]) -> Self {
+        self.block = Some(block);
+        self
+    }
+
+    /// Launches give this many bytes of dynamic shared memory.
+    pub const fn dynamic_shared_bytes(mut self, bytes: u32) -> Self {
+        self.dynamic_shared_bytes = Some(bytes);
+        self
+    }
+}
+
+/// [`instrument_ptx`] for launches of a known shape: accesses that the shape proves in bounds
+/// (a shared tile indexed by `threadIdx`) get no check. The result must only serve launches with
+/// that shape.
+///
+/// # Errors
+/// As [`instrument_ptx`].
+pub fn instrument_ptx_with(
+    ptx: &str,
+    opts: &InstrumentOptions,
+) -> Result<InstrumentedPtx, InstrumentError> {
     let module = ptx::parse(ptx)?;
-    Ok(emit::emit(ptx, &module))
+    Ok(emit::emit(ptx, &module, opts))
 }
 
 /// A report for a person: per kernel, how many accesses are checked and which are not, with
@@ -156,7 +210,11 @@ pub fn render_report(file_name: &str, kernels: &[InstrumentedKernel]) -> String 
     );
     for k in kernels {
         let c = &k.coverage;
-        let asserts = k.sites.iter().filter(|s| s.kind == SiteKind::Assert).count();
+        let asserts = k
+            .sites
+            .iter()
+            .filter(|s| s.kind == SiteKind::Assert)
+            .count();
         let _ = write!(
             out,
             "  kernel `{}`: {} access{} checked",

@@ -194,10 +194,7 @@ pub struct Module {
 impl Module {
     /// The variable named `name`, declared in `f` or at module scope.
     pub fn var<'a>(&'a self, f: &'a Function, name: &str) -> Option<&'a Var> {
-        f.vars
-            .iter()
-            .chain(&self.vars)
-            .find(|v| v.name == name)
+        f.vars.iter().chain(&self.vars).find(|v| v.name == name)
     }
 }
 
@@ -400,9 +397,10 @@ impl<'a> Reader<'a> {
                 b'(' => paren += 1,
                 b')' => paren = paren.saturating_sub(1),
                 b'=' => saw_eq = true,
-                b'{' if paren == 0 && brace == 0 && !saw_eq && is_function_header(
-                    &self.text[start..self.at],
-                ) =>
+                b'{' if paren == 0
+                    && brace == 0
+                    && !saw_eq
+                    && is_function_header(&self.text[start..self.at]) =>
                 {
                     let body_open = self.at + 1;
                     return Ok(StatementEnd {
@@ -928,7 +926,10 @@ $L__info_string0:
             .vars
             .iter()
             .any(|v| v.name == "smem" && v.bytes.is_none() && v.space == Space::Shared));
-        assert!(m.vars.iter().any(|v| v.name == "$str" && v.bytes == Some(6)));
+        assert!(m
+            .vars
+            .iter()
+            .any(|v| v.name == "$str" && v.bytes == Some(6)));
     }
 
     #[test]
@@ -945,7 +946,9 @@ $L__info_string0:
             .collect();
         let bra = instrs.iter().find(|i| i.op() == "bra").unwrap();
         assert_eq!(bra.guard, Some((true, "%p1".to_string())));
-        let ld = instrs.iter().find(|i| i.op() == "ld" && i.space() == Space::Global);
+        let ld = instrs
+            .iter()
+            .find(|i| i.op() == "ld" && i.space() == Space::Global);
         let ld = ld.unwrap();
         assert_eq!(ld.operands[0], "{%f1, %f2, %f3, %f4}");
         let a = parse_address(&ld.operands[1]).unwrap();
@@ -966,10 +969,7 @@ $L__info_string0:
     #[test]
     fn unclosed_bodies_are_errors_not_panics() {
         let cut = &PTX[..PTX.find("$L__BB3_2:").unwrap()];
-        assert!(matches!(
-            parse(cut),
-            Err(PtxError::Unterminated { .. })
-        ));
+        assert!(matches!(parse(cut), Err(PtxError::Unterminated { .. })));
     }
 
     #[test]

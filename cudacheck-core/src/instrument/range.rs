@@ -1,0 +1,663 @@
+//! Integer intervals of PTX registers, and the byte offset of each address register from the
+//! base of the buffer it points into: what lets an access into a fixed-size array be proven in
+//! bounds, so that no check is emitted for it.
+//!
+//! Like [`super::analyze::provenance`], the analysis is flow-insensitive: a register's interval
+//! is the join over all its definitions, computed to a fixpoint. That is sound on any code
+//! (every value a register ever holds comes from one of its definitions) and precise on NVVM's
+//! output, which gives nearly every value its own register.
+//!
+//! # The domain, and why it cannot be fooled by wrap-around
+//! An integer register's interval `[lo, hi]` says that every value it holds, read as an
+//! unsigned *or* a signed number of the register's width, lies in `[lo, hi]`. Intervals are
+//! only kept inside `[0, 2^(w-1))`, where both readings agree, so no instruction's signedness
+//! can change a value's meaning. Each transfer computes the exact mathematical result range
+//! (in `i128`) and keeps it only if it stays inside that range for the destination's width:
+//! the `w`-bit result is the mathematical one modulo `2^w`, equal to it exactly when it lies
+//! in `[0, 2^w)`. A result that may wrap, or any instruction not modelled, gives
+//! [`Iv::Top`] (unknown).
+//!
+//! Address offsets are different: the check computes `(address - base) mod 2^w`, so an offset
+//! interval is kept as an interval of integers *congruent* to that difference; adding any
+//! known integer keeps the congruence, and a proof needs the final interval inside
+//! `[0, len - bytes]`, which then is the difference itself. Converting an address between 32
+//! and 64 bits (shared and local addresses) keeps its offset only while it is in `[0, 2^31)`,
+//! where truncation and extension change nothing.
+//!
+//! # Loops
+//! Values that grow around a loop would climb forever; after the first rounds, a bound that
+//! moves is widened: a lower bound to 0 (the domain's floor, so that shrinking values such as
+//! `s >>= 1` keep their upper bound) and an upper bound to unknown. Each register can then
+//! change only twice more, so the fixpoint is reached; if the round cap were ever hit anyway,
+//! every register is made unknown (never a proof from an unfinished fixpoint).
+//!
+//! # Launch facts
+//! `%tid` lies in `[0, block - 1]` when the block is known and below the hardware's limits
+//! (1024, 1024, 64) otherwise; `%ntid` is the block when known; `%ctaid` is unknown;
+//! `%dynamic_smem_size` is the given dynamic shared memory. These facts only decide whether a
+//! check is emitted; the PTX handed to `ptxas` never states them, so code generation does not
+//! change with them. They are sound only for launches with that shape: the runtime keys the
+//! instrumented build on them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::analyze::{Prov, Provenance};
+use super::ptx::{parse_address, Function, Instr, Module, StmtKind};
+use super::InstrumentOptions;
+
+/// An interval, or nothing known, or no value yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Iv {
+    /// No definition seen yet (only during the fixpoint).
+    Bot,
+    /// Every value lies in `[lo, hi]`.
+    R(i128, i128),
+    Top,
+}
+
+impl Iv {
+    fn join(self, o: Iv) -> Iv {
+        match (self, o) {
+            (Iv::Bot, x) | (x, Iv::Bot) => x,
+            (Iv::R(a, b), Iv::R(c, d)) => Iv::R(a.min(c), b.max(d)),
+            _ => Iv::Top,
+        }
+    }
+
+    /// `self` joined with `new`, widened when `widen`: a lower bound that moved goes to 0, an
+    /// upper bound that moved to unknown.
+    fn widen(self, new: Iv, widen: bool, floor: i128) -> Iv {
+        let j = self.join(new);
+        if !widen {
+            return j;
+        }
+        match (self, j) {
+            (Iv::R(a, b), Iv::R(c, d)) => {
+                if d > b {
+                    Iv::Top
+                } else if c < a {
+                    Iv::R(floor.min(c), d)
+                } else {
+                    j
+                }
+            }
+            _ => j,
+        }
+    }
+
+    /// Keeps the interval only where every value reads the same signed and unsigned in `bits`.
+    fn fit(self, bits: u32) -> Iv {
+        match self {
+            Iv::R(lo, hi) if lo >= 0 && hi < (1i128 << (bits - 1)) => self,
+            Iv::Bot => Iv::Bot,
+            _ => Iv::Top,
+        }
+    }
+
+    pub fn bounds(self) -> Option<(i128, i128)> {
+        match self {
+            Iv::R(a, b) => Some((a, b)),
+            _ => None,
+        }
+    }
+}
+
+/// Bound on offsets kept: far beyond any buffer, far from `i128` overflow.
+const OFFSET_CAP: i128 = 1 << 64;
+
+/// Rounds of plain joins before widening starts: enough for straight-line code written out of
+/// order and for values merged after a branch.
+const PLAIN_ROUNDS: usize = 2;
+const MAX_ROUNDS: usize = 64;
+
+/// The intervals of one function's registers and the offsets of its address registers.
+pub struct Ranges<'a> {
+    flow: Flow<'a>,
+    offsets: Vals,
+    /// Instruction (by address, as `decide` receives it) -> its index in `flow`.
+    index: HashMap<usize, usize>,
+}
+
+impl Ranges<'_> {
+    /// The byte offset interval of address register `reg` as instruction `i` reads it.
+    fn offset(&self, i: &Instr, reg: &str) -> Iv {
+        match self.index.get(&(i as *const Instr as usize)) {
+            Some(&k) => self.offsets.settled(&self.flow, k, reg.trim()),
+            None => Iv::Top,
+        }
+    }
+}
+
+/// An integer literal: `12`, `-4`, `0x1F`, `0F3F800000` is a float and not one.
+fn immediate(op: &str) -> Option<i128> {
+    let (neg, t) = match op.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, op),
+    };
+    let t = t.strip_suffix('U').unwrap_or(t);
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        i128::from_str_radix(h, 16).ok()?
+    } else if t.len() > 1 && t.starts_with('0') && t.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        i128::from_str_radix(&t[1..], 8).ok()?
+    } else if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        t.parse().ok()?
+    } else {
+        return None;
+    };
+    Some(if neg { -v } else { v })
+}
+
+/// Registers an instruction writes: those named in its first operand (`%r1`, `{%r1, %r2}`,
+/// `%r1|%p1`), for every instruction that writes one.
+fn written(i: &Instr) -> Vec<&str> {
+    if matches!(
+        i.op(),
+        "st" | "red"
+            | "bra"
+            | "call"
+            | "ret"
+            | "exit"
+            | "bar"
+            | "barrier"
+            | "prefetch"
+            | "prefetchu"
+            | "membar"
+            | "fence"
+            | "trap"
+            | "cp"
+            | "mbarrier"
+            | "griddepcontrol"
+            | "setmaxnreg"
+            | "nanosleep"
+            | "pmevent"
+            | "brkpt"
+            | "stmatrix"
+            | "sust"
+            | "sured"
+            | "multimem"
+            | "tensormap"
+    ) || (i.op() == "wmma" && i.has("store"))
+    {
+        return Vec::new();
+    }
+    let Some(first) = i.operands.first() else {
+        return Vec::new();
+    };
+    first
+        .split(|c: char| c == '{' || c == '}' || c == ',' || c == '|' || c.is_whitespace())
+        .filter(|t| t.starts_with('%'))
+        .collect()
+}
+
+/// Registers a `call` writes through its return list `(%r1, ...)` in inline-asm forms; PTX
+/// calls return through `.param`, but be safe with any register in parentheses.
+fn call_written(i: &Instr) -> Vec<&str> {
+    if i.op() != "call" {
+        return Vec::new();
+    }
+    i.operands
+        .iter()
+        .filter(|o| o.trim_start().starts_with('('))
+        .flat_map(|o| o.split(|c: char| c == '(' || c == ')' || c == ',' || c.is_whitespace()))
+        .filter(|t| t.starts_with('%'))
+        .collect()
+}
+
+fn bits_of(f: &Function, reg: &str) -> u32 {
+    f.reg_type(reg)
+        .and_then(super::ptx::type_bytes)
+        .map_or(64, |b| (b * 8) as u32)
+}
+
+/// The width of the instruction's (last) integer type, for its source operands.
+fn type_bits(i: &Instr) -> Option<u32> {
+    i.parts()
+        .skip(1)
+        .filter(|p| {
+            matches!(p.as_bytes().first(), Some(b'u' | b's' | b'b'))
+                && p[1..].bytes().all(|b| b.is_ascii_digit())
+                && p.len() > 1
+        })
+        .last()
+        .and_then(|p| p[1..].parse().ok())
+}
+
+fn special(op: &str, opts: &InstrumentOptions) -> Iv {
+    let dim = |s: &str| match s {
+        "x" => 0,
+        "y" => 1,
+        _ => 2,
+    };
+    const HW: [i128; 3] = [1024, 1024, 64];
+    if let Some(d) = op.strip_prefix("%tid.") {
+        let k = dim(d);
+        let n = opts.block.map_or(HW[k], |b| i128::from(b[k]));
+        return if n >= 1 { Iv::R(0, n - 1) } else { Iv::Top };
+    }
+    if let Some(d) = op.strip_prefix("%ntid.") {
+        let k = dim(d);
+        return match opts.block {
+            Some(b) => Iv::R(i128::from(b[k]), i128::from(b[k])),
+            None => Iv::R(1, HW[k]),
+        };
+    }
+    match op {
+        "%laneid" => Iv::R(0, 31),
+        "%dynamic_smem_size" => match opts.dynamic_shared_bytes {
+            Some(d) => Iv::R(i128::from(d), i128::from(d)),
+            None => Iv::Top,
+        },
+        _ => Iv::Top,
+    }
+}
+
+fn arith(a: Iv, b: Iv, f: impl Fn(i128, i128, i128, i128) -> Option<(i128, i128)>) -> Iv {
+    match (a, b) {
+        (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+        (Iv::R(a0, a1), Iv::R(b0, b1)) => f(a0, a1, b0, b1).map_or(Iv::Top, |(l, h)| Iv::R(l, h)),
+        _ => Iv::Top,
+    }
+}
+
+fn mul(a0: i128, a1: i128, b0: i128, b1: i128) -> Option<(i128, i128)> {
+    let c = [
+        a0.checked_mul(b0)?,
+        a0.checked_mul(b1)?,
+        a1.checked_mul(b0)?,
+        a1.checked_mul(b1)?,
+    ];
+    Some((*c.iter().min()?, *c.iter().max()?))
+}
+
+struct Ctx<'a> {
+    m: &'a Module,
+    f: &'a Function,
+    opts: &'a InstrumentOptions,
+}
+
+impl Ctx<'_> {
+    /// The value of a source operand read at the instruction's width (immediates as written).
+    fn src(&self, look: &dyn Fn(&str) -> Iv, op: &str) -> Iv {
+        let op = op.trim();
+        if op.starts_with('%') {
+            if op.contains('.') || op == "%laneid" || op == "%dynamic_smem_size" {
+                return special(op, self.opts);
+            }
+            return look(op);
+        }
+        if self.m.var(self.f, op).is_some() {
+            return Iv::Top; // an address used as an integer
+        }
+        immediate(op).map_or(Iv::Top, |v| Iv::R(v, v))
+    }
+
+    /// The interval one definition gives its (single register) destination.
+    fn int_transfer(&self, look: &dyn Fn(&str) -> Iv, i: &Instr, dbits: u32) -> Iv {
+        let s = |k: usize| -> Iv { i.operands.get(k).map_or(Iv::Top, |o| self.src(look, o)) };
+        // Sources must themselves read the same signed and unsigned at the instruction's width
+        // (an immediate `-4` added is fine: that is exactly what `add` does with it).
+        let w = type_bits(i).unwrap_or(dbits);
+        let op = i.op();
+        let is_float = i
+            .parts()
+            .skip(1)
+            .any(|p| p.starts_with('f') && p[1..].bytes().all(|b| b.is_ascii_digit()));
+        if is_float && op != "cvt" {
+            return Iv::Top;
+        }
+        let r = match op {
+            "mov" => s(1),
+            "add" if !i.has("cc") && !i.has("sat") => {
+                arith(s(1), s(2), |a0, a1, b0, b1| Some((a0 + b0, a1 + b1)))
+            }
+            "sub" if !i.has("cc") && !i.has("sat") => {
+                arith(s(1), s(2), |a0, a1, b0, b1| Some((a0 - b1, a1 - b0)))
+            }
+            "mul" if i.has("lo") || i.has("wide") => arith(s(1), s(2), mul),
+            "mad" if i.has("lo") || i.has("wide") => {
+                let p = arith(s(1), s(2), mul);
+                let p = if i.has("lo") { p.fit(w) } else { p };
+                arith(p, s(3), |a0, a1, b0, b1| Some((a0 + b0, a1 + b1)))
+            }
+            "shl" => arith(s(1), s(2), |a0, a1, b0, b1| {
+                (b0 == b1 && (0..64).contains(&b0))
+                    .then(|| (a0 << b0, a1 << b0))
+                    .filter(|&(_, h)| a1 >= 0 && h < (1i128 << 100))
+            }),
+            "shr" => arith(s(1).fit(w), s(2), |a0, a1, b0, b1| {
+                (b0 >= 0 && b1 < 128).then_some((a0 >> b1, a1 >> b0))
+            }),
+            "and" => match (s(1).fit(w), s(2).fit(w)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (Iv::R(_, h1), Iv::R(_, h2)) => Iv::R(0, h1.min(h2)),
+                (Iv::R(_, h), Iv::Top) | (Iv::Top, Iv::R(_, h)) => Iv::R(0, h),
+                _ => Iv::Top,
+            },
+            "rem" => match (s(1).fit(w), s(2)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (a, Iv::R(c, c2)) if c == c2 && c > 0 && c < (1i128 << (w - 1)) => match a {
+                    Iv::R(_, h) => Iv::R(0, h.min(c - 1)),
+                    // Unsigned remainder of anything is below the divisor; signed may be negative.
+                    _ if i.has("u32") || i.has("u64") => Iv::R(0, c - 1),
+                    _ => Iv::Top,
+                },
+                _ => Iv::Top,
+            },
+            "div" => match (s(1).fit(w), s(2)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (Iv::R(a0, a1), Iv::R(c, c2)) if c == c2 && c > 0 => Iv::R(a0 / c, a1 / c),
+                _ => Iv::Top,
+            },
+            "min" => match (s(1).fit(w), s(2).fit(w)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (Iv::R(a0, a1), Iv::R(b0, b1)) => Iv::R(a0.min(b0), a1.min(b1)),
+                // Unsigned min with an unknown value stays below the known one.
+                (Iv::R(_, h), Iv::Top) | (Iv::Top, Iv::R(_, h)) if i.has("u32") || i.has("u64") => {
+                    Iv::R(0, h)
+                }
+                _ => Iv::Top,
+            },
+            "max" => match (s(1).fit(w), s(2).fit(w)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (Iv::R(a0, a1), Iv::R(b0, b1)) => Iv::R(a0.max(b0), a1.max(b1)),
+                _ => Iv::Top,
+            },
+            "selp" => s(1).join(s(2)),
+            "cvt" if !is_float && !i.has("sat") => {
+                // The source type is the last type part; a value in [0, 2^(src-1)) reads the
+                // same after truncation (when it fits) or any extension.
+                s(1).fit(w)
+            }
+            _ => Iv::Top,
+        };
+        // Sources read at width `w` must not have wrapped there either (an `add.s32` of two
+        // values near 2^31), and the result must fit the destination.
+        match (op, r) {
+            (_, Iv::Bot) => Iv::Bot,
+            ("mul" | "mad", _) if i.has("wide") => r.fit(dbits),
+            _ => r.fit(w.min(dbits)),
+        }
+    }
+
+    fn offset_transfer(
+        &self,
+        prov: &Provenance,
+        int: &dyn Fn(&str) -> Iv,
+        offs: &dyn Fn(&str) -> Iv,
+        i: &Instr,
+    ) -> Iv {
+        let ptr = |op: &str| -> Option<Iv> {
+            let op = op.trim();
+            if op.starts_with('%') {
+                if op.contains('.') {
+                    return None;
+                }
+                return match prov.of(op) {
+                    Prov::Ptr(s) if s.len() == 1 => Some(offs(op)),
+                    Prov::Ptr(_) => Some(Iv::Top),
+                    _ => None,
+                };
+            }
+            self.m.var(self.f, op).map(|_| Iv::R(0, 0))
+        };
+        let cap = |x: Iv| match x {
+            Iv::R(l, h) if l > -OFFSET_CAP && h < OFFSET_CAP => x,
+            Iv::Bot => Iv::Bot,
+            _ => Iv::Top,
+        };
+        let op = |k: usize| i.operands.get(k).map_or("", |o| o.as_str());
+        let r = match i.op() {
+            "mov" | "cvta" => ptr(op(1)).unwrap_or(Iv::Top),
+            "cvt" => match ptr(op(1)) {
+                Some(x) => match x {
+                    Iv::R(l, h) if l >= 0 && h < (1 << 31) => x,
+                    Iv::Bot => Iv::Bot,
+                    _ => Iv::Top,
+                },
+                None => Iv::Top,
+            },
+            "add" => match (ptr(op(1)), ptr(op(2))) {
+                (Some(p), None) => arith(p, int(op(2)), |a, b, c, d| Some((a + c, b + d))),
+                (None, Some(p)) => arith(int(op(1)), p, |a, b, c, d| Some((a + c, b + d))),
+                _ => Iv::Top,
+            },
+            "sub" => match (ptr(op(1)), ptr(op(2))) {
+                (Some(p), None) => arith(p, int(op(2)), |a, b, c, d| Some((a - d, b - c))),
+                _ => Iv::Top,
+            },
+            "selp" => match (ptr(op(1)), ptr(op(2))) {
+                (Some(a), Some(b)) => a.join(b),
+                _ => Iv::Top,
+            },
+            _ => Iv::Top,
+        };
+        cap(r)
+    }
+}
+
+/// The instructions of a function in order and, for each register an instruction reads, the
+/// definition that reaches it when one is certain: the last unguarded definition before it in
+/// the same extended basic block. With no label in between, every path to the use runs through
+/// that definition and nothing else writes the register, so the use sees exactly its value;
+/// elsewhere a use sees the join of all definitions. This is what separates `tid.x` read before
+/// a loop from the register NVVM reuses for `t * 16 + tid.x` inside it.
+struct Flow<'a> {
+    instrs: Vec<&'a Instr>,
+    reach: HashMap<(usize, String), usize>,
+    /// The register each instruction defines in a form the transfers model.
+    dest: Vec<Option<&'a str>>,
+    /// Registers never written, or written in forms not modelled: unknown.
+    unknown: BTreeSet<String>,
+}
+
+fn reg_tokens(op: &str) -> impl Iterator<Item = &str> {
+    op.split(|c: char| !(c == '%' || c == '_' || c == '$' || c.is_ascii_alphanumeric()))
+        .filter(|t| t.starts_with('%') && !t.contains('.'))
+}
+
+impl<'a> Flow<'a> {
+    fn new(f: &'a Function) -> Self {
+        let instrs: Vec<&Instr> = f
+            .stmts
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Instr(i) => Some(i),
+                _ => None,
+            })
+            .collect();
+        let mut unknown = BTreeSet::new();
+        let mut all_written = BTreeSet::new();
+        for i in &instrs {
+            let w = written(i);
+            let simple = w.len() == 1 && i.operands.first().is_some_and(|o| o.trim() == w[0]);
+            for r in w.iter().copied().chain(call_written(i)) {
+                all_written.insert(r);
+                if !simple {
+                    unknown.insert(r.to_string());
+                }
+            }
+        }
+        for i in &instrs {
+            for o in &i.operands {
+                for t in reg_tokens(o) {
+                    if !all_written.contains(t) {
+                        unknown.insert(t.to_string());
+                    }
+                }
+            }
+        }
+        let mut reach = HashMap::new();
+        let mut dest = Vec::with_capacity(instrs.len());
+        let mut local: HashMap<&str, usize> = HashMap::new();
+        let mut k = 0;
+        for s in &f.stmts {
+            match &s.kind {
+                StmtKind::Instr(i) => {
+                    for o in i.operands.iter().skip(usize::from(!written(i).is_empty())) {
+                        for t in reg_tokens(o) {
+                            if let Some(&j) = local.get(t) {
+                                reach.insert((k, t.to_string()), j);
+                            }
+                        }
+                    }
+                    let w = written(i);
+                    let d = (w.len() == 1 && !unknown.contains(w[0])).then(|| w[0]);
+                    for r in w.iter().copied().chain(call_written(i)) {
+                        local.remove(r);
+                    }
+                    if let (Some(d), None) = (d, &i.guard) {
+                        local.insert(d, k);
+                    }
+                    dest.push(d);
+                    k += 1;
+                }
+                // Another way in: nothing defined before is certain any more.
+                StmtKind::Label(_) | StmtKind::Open | StmtKind::Close => local.clear(),
+                _ => {}
+            }
+        }
+        Flow {
+            instrs,
+            reach,
+            dest,
+            unknown,
+        }
+    }
+}
+
+/// Values per definition and per register (the join of its definitions).
+struct Vals {
+    def: Vec<Iv>,
+    reg: BTreeMap<String, Iv>,
+}
+
+impl Vals {
+    /// The value of register `reg` as instruction `k` reads it (`Bot` while not yet known).
+    fn at(&self, flow: &Flow<'_>, k: usize, reg: &str) -> Iv {
+        if let Some(&j) = flow.reach.get(&(k, reg.to_string())) {
+            return self.def[j];
+        }
+        self.reg.get(reg).copied().unwrap_or(Iv::Bot)
+    }
+
+    fn settled(&self, flow: &Flow<'_>, k: usize, reg: &str) -> Iv {
+        match self.at(flow, k, reg) {
+            Iv::Bot => Iv::Top,
+            x => x,
+        }
+    }
+}
+
+/// Runs `step` over every modelled definition to a fixpoint.
+fn fixpoint(
+    flow: &Flow<'_>,
+    floor: i128,
+    mut step: impl FnMut(usize, &Instr, &str, &dyn Fn(&str) -> Iv) -> Iv,
+) -> Vals {
+    let mut v = Vals {
+        def: vec![Iv::Bot; flow.instrs.len()],
+        reg: flow.unknown.iter().map(|r| (r.clone(), Iv::Top)).collect(),
+    };
+    let mut settled = false;
+    for pass in 0..2 {
+        settled = false;
+        for round in 0..MAX_ROUNDS {
+            let mut changed = false;
+            for (k, i) in flow.instrs.iter().enumerate() {
+                let Some(d) = flow.dest[k] else { continue };
+                let new = {
+                    let look = |r: &str| v.at(flow, k, r);
+                    step(k, i, d, &look)
+                };
+                let old = v.def[k];
+                let next = old.widen(new, round >= PLAIN_ROUNDS, floor);
+                if next != old {
+                    v.def[k] = next;
+                    let g = v.reg.get(d).copied().unwrap_or(Iv::Bot).join(next);
+                    v.reg.insert(d.to_string(), g);
+                    changed = true;
+                }
+            }
+            if !changed {
+                settled = true;
+                break;
+            }
+        }
+        if !settled || pass == 1 {
+            break;
+        }
+        // A definition still without a value was computed only from never-written registers
+        // (undefined values): unknown, and everything computed from it again.
+        let mut any = false;
+        for (k, d) in flow.dest.iter().enumerate() {
+            if let (Some(d), Iv::Bot) = (d, v.def[k]) {
+                v.def[k] = Iv::Top;
+                v.reg.insert(d.to_string(), Iv::Top);
+                any = true;
+            }
+        }
+        if !any {
+            break;
+        }
+    }
+    if !settled {
+        v.def.iter_mut().for_each(|x| *x = Iv::Top);
+        v.reg.values_mut().for_each(|x| *x = Iv::Top);
+    }
+    v
+}
+
+/// The intervals of `f`'s registers and the offsets of its address registers.
+pub fn ranges<'a>(
+    m: &Module,
+    f: &'a Function,
+    prov: &Provenance,
+    opts: &InstrumentOptions,
+) -> Ranges<'a> {
+    let cx = Ctx { m, f, opts };
+    let flow = Flow::new(f);
+    let ints = fixpoint(&flow, 0, |_, i, d, look| {
+        cx.int_transfer(look, i, bits_of(f, d))
+    });
+    let offsets = fixpoint(&flow, -OFFSET_CAP, |k, i, d, look| match prov.of(d) {
+        Prov::Ptr(s) if s.len() == 1 => {
+            let int = |op: &str| int_of(&ints, &flow, k, op);
+            cx.offset_transfer(prov, &int, look, i)
+        }
+        _ => Iv::Top,
+    });
+    let index = flow
+        .instrs
+        .iter()
+        .enumerate()
+        .map(|(k, i)| (*i as *const Instr as usize, k))
+        .collect();
+    Ranges {
+        flow,
+        offsets,
+        index,
+    }
+}
+
+fn int_of(ints: &Vals, flow: &Flow<'_>, k: usize, op: &str) -> Iv {
+    let op = op.trim();
+    if op.starts_with('%') {
+        return ints.settled(flow, k, op);
+    }
+    immediate(op).map_or(Iv::Top, |v| Iv::R(v, v))
+}
+
+/// The byte offset interval of the address operand `op` (`[%r4+8]`), when it is a register
+/// with one origin.
+pub fn address_offset(r: &Ranges<'_>, i: &Instr, op: &str) -> Iv {
+    let Some(a) = parse_address(op) else {
+        return Iv::Top;
+    };
+    if !a.base.starts_with('%') {
+        return Iv::R(i128::from(a.offset), i128::from(a.offset));
+    }
+    match r.offset(i, &a.base) {
+        Iv::R(l, h) => Iv::R(l + i128::from(a.offset), h + i128::from(a.offset)),
+        _ => Iv::Top,
+    }
+}
