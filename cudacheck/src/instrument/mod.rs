@@ -63,9 +63,19 @@ impl Spec {
     }
 }
 
-/// Instruments NVRTC's PTX for a launch shape.
-pub(crate) fn instrument(ptx: &str, _shape: Option<Spec>) -> Result<InstrumentedPtx, BuildError> {
-    Ok(cudacheck_core::instrument::instrument_ptx(ptx)?)
+/// Instruments NVRTC's PTX for a launch shape: with the shape known, accesses it keeps in
+/// bounds whatever the data (a tile indexed by `threadIdx` in a block no larger than the tile)
+/// are proven and get no run-time check. The build then serves launches of exactly that shape
+/// (the build cache keys it by the shape).
+pub(crate) fn instrument(ptx: &str, shape: Option<Spec>) -> Result<InstrumentedPtx, BuildError> {
+    let opts = match shape {
+        Some(s) => cudacheck_core::instrument::InstrumentOptions {
+            block: Some(s.block.to_array()),
+            dynamic_shared_bytes: Some(s.dynamic_shared_bytes),
+        },
+        None => cudacheck_core::instrument::InstrumentOptions::new(),
+    };
+    Ok(cudacheck_core::instrument::instrument_ptx_with(ptx, &opts)?)
 }
 
 /// A bounds-checked launch's outcome from its fault record, read back after the kernel:
