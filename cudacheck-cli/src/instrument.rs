@@ -62,9 +62,11 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
     let ptx = out.ptx.unwrap_or_default();
     let inst = instrument_ptx(&ptx).map_err(|e| e.to_string())?;
     if inst.kernels.is_empty() {
-        return Err("no kernels: the file defines no `__global__` function that NVRTC emitted \
+        return Err(
+            "no kernels: the file defines no `__global__` function that NVRTC emitted \
                     (templates need an explicit instantiation)"
-            .to_string());
+                .to_string(),
+        );
     }
     assemble_ptx(&inst.ptx, args.arch, &source.name)
         .map_err(|e| format!("the bounds-checked build does not assemble: {e}"))?;
@@ -82,10 +84,9 @@ fn entry(k: &InstrumentedKernel) -> KernelEntry {
             .unchecked
             .iter()
             .map(|u| {
-                let (file, line, column) = u
-                    .loc
-                    .as_ref()
-                    .map_or((String::new(), 0, 0), |l| (l.file.clone(), l.line, l.column));
+                let (file, line, column) = u.loc.as_ref().map_or((String::new(), 0, 0), |l| {
+                    (l.file.clone(), l.line, l.column)
+                });
                 UncheckedEntry {
                     file,
                     line,

@@ -58,8 +58,8 @@ use crate::context::{bind, state_of};
 use crate::driver::{self, Capture};
 use crate::error::{CaptureError, Error};
 use crate::instrument::{self, ArgView};
-use cudacheck_core::instrument::InstrumentedKernel;
 use crate::kernel::Kernel;
+use cudacheck_core::instrument::InstrumentedKernel;
 
 /// A bounds-checked launch recorded into a graph: what its fault record needs to be read and
 /// reported.

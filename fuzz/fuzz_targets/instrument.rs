@@ -15,7 +15,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let before = ptx::parse(text).expect("instrument_ptx read it");
     let after = ptx::parse(&out.ptx).expect("the instrumented PTX reads again");
-    let names = |m: &ptx::Module| m.functions.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+    let names = |m: &ptx::Module| {
+        m.functions
+            .iter()
+            .map(|f| f.name.clone())
+            .collect::<Vec<_>>()
+    };
     let mut expected = names(&before);
     expected.extend(["__cc_assertfail".to_string()]);
     let mut got = names(&after);

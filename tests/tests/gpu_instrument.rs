@@ -416,7 +416,11 @@ fn check_oob(name: &str, r: Result<(), Error>, x: Expect) {
     assert_eq!((o.block.x, o.block.y, o.block.z), x.block, "{text}");
     assert_eq!((o.thread.x, o.thread.y, o.thread.z), x.thread, "{text}");
     assert_eq!(o.line, bug_line(name), "{text}");
-    assert_eq!(o.count, faults_of(&x), "{name}: exactly one thread faults: {text}");
+    assert_eq!(
+        o.count,
+        faults_of(&x),
+        "{name}: exactly one thread faults: {text}"
+    );
     assert!(o.file.ends_with("bugs.cu"), "{text}");
     let src_line = o.source_line.as_deref().unwrap_or("");
     assert!(src_line.contains(&format!("BUG({name})")), "{text}");
@@ -1262,8 +1266,8 @@ fn gpu_forms_planted_bugs_are_named_exactly() {
 
     // 5. float4 view with a partial trailing vector: 10 floats, n = 12 lets thread 2 read
     //    floats 8..12.
-    let a = up(&s, &vec![1.0f32; 10]);
-    let mut out = up(&s, &vec![0.0f32; 12]);
+    let a = up(&s, &[1.0f32; 10]);
+    let mut out = up(&s, &[0.0f32; 12]);
     let r = unsafe {
         form("copy_vec4", on)
             .launch(&s)
@@ -1289,7 +1293,10 @@ fn gpu_forms_planted_bugs_are_named_exactly() {
             count: 1,
         },
     );
-    assert!(text.contains("16-byte access covers elements 8..12"), "{text}");
+    assert!(
+        text.contains("16-byte access covers elements 8..12"),
+        "{text}"
+    );
     next_launch_works(&s);
 
     // 6. A template instantiation with `n` past `x`.

@@ -38,9 +38,8 @@ mod structs;
 mod types;
 
 pub use host::{
-    TRANSFORM_SOURCES,
     set_aside_host_code, set_aside_host_code_in, HostCode, HostDecision, HostFunction, KeptReason,
-    SetAsideKind, UnresolvedLaunch,
+    SetAsideKind, UnresolvedLaunch, TRANSFORM_SOURCES,
 };
 pub use kernel::{
     KernelDecl, LaunchBoundsDecl, ParamDecl, SharedArray, TemplateParam, TemplateParamKind,

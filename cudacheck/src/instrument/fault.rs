@@ -248,7 +248,12 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<crate
     let param = match site.map(|s| &s.target) {
         Some(Target::Param(k)) => Some(*k),
         Some(Target::OneOf(targets)) => targets.iter().find_map(|t| match t {
-            Target::Param(k) if cx.args.get(*k as usize).is_some_and(|a| a.ptr == rec.base()) => {
+            Target::Param(k)
+                if cx
+                    .args
+                    .get(*k as usize)
+                    .is_some_and(|a| a.ptr == rec.base()) =>
+            {
                 Some(*k)
             }
             _ => None,
@@ -631,6 +636,9 @@ mod tests {
             "#define KERNEL extern \"C\" __global__\n#define UNARY(T, NAME) KERNEL void NAME(const T* inp, T* out) { out[0] = inp[0]; }\nUNARY(float, neg_f32)\n",
         );
         assert_eq!(param_names(&src, "neg_f32"), vec!["inp", "out"]);
-        assert_eq!(replace_word("KERNEL void KERNELS", "KERNEL", "K"), "K void KERNELS");
+        assert_eq!(
+            replace_word("KERNEL void KERNELS", "KERNEL", "K"),
+            "K void KERNELS"
+        );
     }
 }

@@ -29,8 +29,7 @@ const INPUT_PTX: c_int = 2;
 type Handle = *mut c_void;
 type CreateFn = unsafe extern "C" fn(*mut Handle, c_uint, *const *const c_char) -> c_int;
 type DestroyFn = unsafe extern "C" fn(*mut Handle) -> c_int;
-type AddDataFn =
-    unsafe extern "C" fn(Handle, c_int, *const c_void, usize, *const c_char) -> c_int;
+type AddDataFn = unsafe extern "C" fn(Handle, c_int, *const c_void, usize, *const c_char) -> c_int;
 type CompleteFn = unsafe extern "C" fn(Handle) -> c_int;
 type SizeFn = unsafe extern "C" fn(Handle, *mut usize) -> c_int;
 type GetFn = unsafe extern "C" fn(Handle, *mut c_void) -> c_int;
@@ -181,7 +180,10 @@ fn discover() -> Result<JitLink, JitLinkNotFound> {
         if let Some(dir) = n.path.parent() {
             let found = candidates_in(dir);
             if found.is_empty() {
-                searched.push(format!("{} (beside NVRTC): no libnvJitLink.so*", dir.display()));
+                searched.push(format!(
+                    "{} (beside NVRTC): no libnvJitLink.so*",
+                    dir.display()
+                ));
             }
             places.extend(found);
         }
@@ -192,7 +194,11 @@ fn discover() -> Result<JitLink, JitLinkNotFound> {
             Err(e) => searched.push(format!("{}: {e}", p.display())),
         }
     }
-    for soname in ["libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"] {
+    for soname in [
+        "libnvJitLink.so.13",
+        "libnvJitLink.so.12",
+        "libnvJitLink.so",
+    ] {
         match load(Path::new(soname)) {
             Ok(j) => return Ok(j),
             Err(e) => searched.push(format!("{soname} (system loader): {e}")),
@@ -291,11 +297,7 @@ pub fn assemble_ptx(ptx: &str, arch: Arch, name: &str) -> Result<Assembled, Asse
     if code != 0 {
         return Err(rejected(&linker));
     }
-    let cubin = linker.read(
-        jl.fns.cubin_size,
-        jl.fns.cubin,
-        "nvJitLinkGetLinkedCubin",
-    )?;
+    let cubin = linker.read(jl.fns.cubin_size, jl.fns.cubin, "nvJitLinkGetLinkedCubin")?;
     let info_log = linker.log(jl.fns.info_log_size, jl.fns.info_log);
     Ok(Assembled { cubin, info_log })
 }

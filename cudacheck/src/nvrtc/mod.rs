@@ -54,8 +54,8 @@ mod doctor;
 mod ffi;
 pub mod headers;
 mod jitlink;
-mod nvcc;
 mod locate;
+mod nvcc;
 mod search;
 
 pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};
@@ -64,9 +64,9 @@ pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, S
 pub use diagnostic::check_parse_log;
 pub use diagnostic::{parse_log, Diagnostic, Severity};
 pub use discover::{nvrtc, Nvrtc, NvrtcNotFound, SearchAttempt, ENV_VAR};
+pub use doctor::{doctor_report, DoctorReport, DriverStatus};
 pub use jitlink::{
     assemble_ptx, jitlink, AssembleError, Assembled, JitLink, JitLinkNotFound, NVJITLINK_ENV_VAR,
 };
-pub use doctor::{doctor_report, DoctorReport, DriverStatus};
 pub(crate) use locate::{locate, Located};
 pub use search::SearchStep;

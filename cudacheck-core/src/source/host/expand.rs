@@ -193,7 +193,9 @@ impl FileMacros {
             // __global__`): a function-like macro whose body says `KERNEL void NAME(...)`
             // defines device code, not host code.
             if n.kind() == "preproc_def" {
-                let body = n.child_by_field_name("value").map(|v| &text[v.byte_range()]);
+                let body = n
+                    .child_by_field_name("value")
+                    .map(|v| &text[v.byte_range()]);
                 let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
                 if let (Some(body), Some(name)) = (body, name) {
                     if identifiers(body).any(|w| matches!(w, "__device__" | "__global__")) {
