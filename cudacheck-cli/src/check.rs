@@ -17,9 +17,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::args::CheckArgs;
+use crate::args::{parse_defines, CheckArgs};
 use crate::collect::collect;
 use crate::render;
+use cudacheck_core::instrument::demangle;
 
 /// What `check` found for one kernel.
 #[derive(Debug, Serialize)]
@@ -187,14 +188,7 @@ fn check_file(
     };
     let opts = CompileOptions {
         include_dirs: args.include.clone(),
-        defines: args
-            .define
-            .iter()
-            .map(|d| match d.split_once('=') {
-                Some((n, v)) => (n.to_string(), Some(v.to_string())),
-                None => (d.clone(), None),
-            })
-            .collect(),
+        defines: parse_defines(&args.define),
         max_registers: args.max_registers,
         ptxas_verbose: true,
         ..CompileOptions::new(args.arch)
@@ -262,26 +256,6 @@ fn kernel_report(
         occupancy_block,
         occupancy: occ,
         violations,
-    }
-}
-
-/// `_Z5scaleIfEvPT_PKS0_fi` -> `scale<float>`: the name without its parameter list, as a
-/// person writes it in a name expression. `extern "C"` symbols come back unchanged.
-fn demangle(symbol: &str) -> String {
-    match cpp_demangle::Symbol::new(symbol) {
-        Ok(sym) => {
-            let full = sym.to_string();
-            // Drop the return type and the parameter list: `void scale<float>(float*, ...)`.
-            let without_params = match full.rfind('(') {
-                Some(i) if full.ends_with(')') => &full[..i],
-                _ => &full,
-            };
-            without_params
-                .strip_prefix("void ")
-                .unwrap_or(without_params)
-                .to_string()
-        }
-        Err(_) => symbol.to_string(),
     }
 }
 

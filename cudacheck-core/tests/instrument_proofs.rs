@@ -1,7 +1,8 @@
 //! Static proofs from the launch shape: which accesses the interval analysis proves in bounds
 //! (and so emits no check for), and which it must refuse. Hand-written PTX in NVVM's forms.
 
-use cudacheck_core::instrument::ptx::{parse, StmtKind};
+mod common;
+use common::well_formed;
 use cudacheck_core::instrument::{
     instrument_ptx, instrument_ptx_with, InstrumentOptions, InstrumentedPtx,
 };
@@ -11,28 +12,6 @@ fn module(body: &str) -> String {
     format!(
         ".version 9.0\n.target sm_90\n.address_size 64\n.shared .align 4 .b8 tile[1024];\n.extern .shared .align 16 .b8 smem[];\n.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)\n{{\n\t.reg .pred %p<8>;\n\t.reg .b32 %r<40>;\n\t.reg .f32 %f<40>;\n\t.reg .b64 %rd<40>;\n\t.loc\t1 7 3\n{body}\n\tret;\n}}\n\t.file\t1 \"k.cu\"\n"
     )
-}
-
-fn well_formed(ptx: &str) {
-    let m = parse(ptx).unwrap_or_else(|e| panic!("{e}\n{ptx}"));
-    for f in &m.functions {
-        let labels: Vec<&str> = f
-            .stmts
-            .iter()
-            .filter_map(|s| match &s.kind {
-                StmtKind::Label(l) => Some(l.as_str()),
-                _ => None,
-            })
-            .collect();
-        for s in &f.stmts {
-            if let StmtKind::Instr(i) = &s.kind {
-                if i.op() == "bra" {
-                    let t = i.operands[0].as_str();
-                    assert!(labels.contains(&t), "{}: no label {t}\n{ptx}", f.name);
-                }
-            }
-        }
-    }
 }
 
 fn with(body: &str, opts: InstrumentOptions) -> InstrumentedPtx {

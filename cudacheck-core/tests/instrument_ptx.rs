@@ -3,7 +3,9 @@
 //! target exists in its function). The NVRTC tier (tests/tests/nvrtc_instrument.rs) assembles
 //! real kernels' output with ptxas; the GPU tier runs it.
 
-use cudacheck_core::instrument::ptx::{parse, StmtKind};
+mod common;
+use common::well_formed;
+use cudacheck_core::instrument::ptx::parse;
 use cudacheck_core::instrument::{
     hidden_params, instrument_ptx, render_report, InstrumentedPtx, SiteKind, SkipReason, Target,
 };
@@ -26,29 +28,6 @@ fn inst(text: &str) -> InstrumentedPtx {
     let out = instrument_ptx(text).unwrap_or_else(|e| panic!("{e}"));
     well_formed(&out.ptx);
     out
-}
-
-/// Every branch target names a label of its function, and the output reads again.
-fn well_formed(ptx: &str) {
-    let m = parse(ptx).unwrap_or_else(|e| panic!("{e}\n{ptx}"));
-    for f in &m.functions {
-        let labels: Vec<&str> = f
-            .stmts
-            .iter()
-            .filter_map(|s| match &s.kind {
-                StmtKind::Label(l) => Some(l.as_str()),
-                _ => None,
-            })
-            .collect();
-        for s in &f.stmts {
-            if let StmtKind::Instr(i) = &s.kind {
-                if i.op() == "bra" {
-                    let t = i.operands[0].as_str();
-                    assert!(labels.contains(&t), "{}: no label {t}\n{ptx}", f.name);
-                }
-            }
-        }
-    }
 }
 
 #[test]
