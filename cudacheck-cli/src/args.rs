@@ -104,6 +104,14 @@ pub struct InstrumentArgs {
     /// Print the bounds-checked PTX instead of the report.
     #[arg(long, conflicts_with = "json")]
     pub ptx: bool,
+    /// Build for launches with this block, `X[,Y[,Z]]`, as a launch with that block does:
+    /// accesses the block's size proves in bounds get no check.
+    #[arg(long, value_parser = parse_dim)]
+    pub block: Option<Dim3>,
+    /// Build for launches with this many bytes of dynamic shared memory (`extern __shared__`
+    /// arrays then have a known length), as such a launch does.
+    #[arg(long = "dynamic-smem")]
+    pub dynamic_smem: Option<u32>,
 }
 
 /// `-D NAME` / `-D NAME=VALUE` as NVRTC options take them.

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use cudacheck::nvrtc::{self, assemble_ptx, CompileOptions, CudaSource};
-use cudacheck_core::instrument::{instrument_ptx, render_report, InstrumentedKernel};
+use cudacheck_core::instrument::{
+    instrument_ptx_with, render_report, InstrumentOptions, InstrumentedKernel,
+};
 use serde::Serialize;
 
 use crate::args::{parse_defines, InstrumentArgs};
@@ -60,7 +62,11 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
     };
     let out = nvrtc::compile(&source, &opts).map_err(|e| e.to_string())?;
     let ptx = out.ptx.unwrap_or_default();
-    let inst = instrument_ptx(&ptx).map_err(|e| e.to_string())?;
+    let shape = InstrumentOptions {
+        block: args.block.map(|b| [b.x, b.y, b.z]),
+        dynamic_shared_bytes: args.dynamic_smem,
+    };
+    let inst = instrument_ptx_with(&ptx, &shape).map_err(|e| e.to_string())?;
     if inst.kernels.is_empty() {
         return Err(
             "no kernels: the file defines no `__global__` function that NVRTC emitted \
@@ -100,6 +106,10 @@ fn entry(k: &InstrumentedKernel) -> KernelEntry {
 }
 
 pub fn run(args: &InstrumentArgs) -> ExitCode {
+    if let Some(b) = args.block.filter(|b| b.x == 0 || b.y == 0 || b.z == 0) {
+        eprintln!("error: --block {b}: a block has at least one thread along each axis");
+        return ExitCode::from(2);
+    }
     let files = match collect(&args.paths) {
         Ok(f) => f,
         Err(e) => {

@@ -340,6 +340,34 @@ fn nvrtc_cli_instrument_reports_coverage_from_an_assembled_build() {
 }
 
 #[test]
+fn nvrtc_cli_instrument_for_a_launch_shape_proves_what_the_shape_bounds() {
+    // reduce_sum indexes its dynamic shared array by threadIdx.x: in bounds for a launch with
+    // a 256-thread block and 1 KiB of dynamic shared memory, unknown without them.
+    let proven = |args: &[&str]| {
+        let mut all = vec!["instrument", "--json"];
+        all.extend_from_slice(args);
+        all.push("kernels/reduce.cu");
+        let (code, out, err) = cudacheck(&all);
+        assert_eq!(code, 0, "{err}{out}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        let k = &v["files"][0]["kernels"][0];
+        assert_eq!(k["unchecked"].as_array().unwrap().len(), 0, "{k}");
+        k["proven"].as_u64().unwrap()
+    };
+    let none = proven(&[]);
+    let shaped = proven(&["--block", "256", "--dynamic-smem", "1024"]);
+    assert!(shaped > none, "shape facts prove more: {shaped} vs {none}");
+    // A block too small for the shared array's use proves less than the right one.
+    let small = proven(&["--block", "256", "--dynamic-smem", "16"]);
+    assert!(small < shaped, "{small} vs {shaped}");
+    let (code, _, err) = cudacheck(&["instrument", "--block", "abc", "kernels/reduce.cu"]);
+    assert_eq!(code, 2, "a bad --block is a usage error: {err}");
+    let (code, _, err) = cudacheck(&["instrument", "--block", "0", "kernels/reduce.cu"]);
+    assert_eq!(code, 2, "an empty block is refused: {err}");
+    assert!(err.contains("at least one thread"), "{err}");
+}
+
+#[test]
 fn nvrtc_cli_instrument_json_lists_every_kernel_and_what_is_unchecked() {
     let dir = std::env::temp_dir().join(format!("cudacheck-cli-inst-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
