@@ -103,3 +103,16 @@ KERNEL void reverse_block(const float* in, float* out, int n)
     __syncthreads();
     if (i < n) out[i] = s[blockDim.x - 1 - t];
 }
+
+// A loop reading past its buffer in the last threads (`w` elements from `i`, `n` of them in
+// bounds). Bounds-checked, this kernel runs as a fast copy that leaves for a slow copy at a
+// failed check (instrument/fast.rs): each out-of-bounds read gives 0 and the thread goes on,
+// so out[i] is the sum of what lies in bounds, exactly.
+KERNEL void window_sum(const float* in, float* out, int n, int w)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (int k = 0; k < w; ++k) acc += in[i + k]; // SITE(window_sum)
+    out[i] = acc;
+}

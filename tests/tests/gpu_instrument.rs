@@ -1360,3 +1360,63 @@ fn gpu_forms_planted_bugs_are_named_exactly() {
     );
     next_launch_works(&s);
 }
+
+#[test]
+fn gpu_a_split_kernel_skips_each_bad_read_and_goes_on_in_its_slow_copy() {
+    let Some(s) = gpu_or_skip() else { return };
+    let mut rng = XorShift::from_time();
+    let (n, w) = (10_000usize, 9usize);
+    // Non-negative inputs: adding the 0 of a skipped read never changes a sum's bits.
+    let x: Vec<f32> = (0..n + w - 1).map(|_| rng.f32().abs()).collect();
+    let nan = f32::NAN;
+    let run = |kern: &Kernel, input: &[f32], on: bool| -> (Result<(), Error>, Vec<f32>) {
+        let xd = up(&s, input);
+        let mut out = up(&s, &vec![nan; n]);
+        let r = unsafe {
+            kern.launch(&s)
+                .grid(div(n, 256))
+                .block(256)
+                .instrument(on)
+                .arg(&xd)
+                .arg_mut(&mut out)
+                .arg(&(n as i32))
+                .arg(&(w as i32))
+                .run()
+        };
+        (r, s.clone_dtoh(&out).unwrap())
+    };
+    let kern = form("window_sum", InstrumentMode::On);
+    // In bounds (the buffer holds n + w - 1): plain and checked agree bit for bit.
+    same_bits("window_sum", |on| {
+        let (r, out) = run(&kern, &x, on);
+        r.unwrap();
+        bits(&out)
+    });
+    // The buffer holds n: the last w - 1 threads read past it, w(w-1)/2 reads in all.
+    let (r, out) = run(&kern, &x[..n], true);
+    let e = r.expect_err("window_sum reads past its buffer");
+    let Error::OutOfBounds(o) = &e else {
+        panic!("expected OutOfBounds, got {e}")
+    };
+    let text = e.to_string();
+    assert_eq!((o.buffer.as_str(), o.len), ("in", n as u64), "{text}");
+    assert!((n as i64..(n + w - 1) as i64).contains(&o.index), "{text}");
+    let who = o.block.x as usize * 256 + o.thread.x as usize;
+    assert!((n - w + 1..n).contains(&who), "{text}");
+    assert_eq!(o.count as usize, w * (w - 1) / 2, "{text}");
+    assert_eq!(o.line, site_line("window_sum"), "{text}");
+    // Every thread finished, the faulting ones with 0 for each skipped read.
+    for (i, got) in out.iter().enumerate() {
+        let mut acc = 0.0f32;
+        for k in 0..w {
+            acc += if i + k < n { x[i + k] } else { 0.0 };
+        }
+        assert_eq!(
+            got.to_bits(),
+            acc.to_bits(),
+            "out[{i}]: {got} vs {acc}\n{text}"
+        );
+    }
+    println!("window_sum:\n{text}\n");
+    next_launch_works(&s);
+}

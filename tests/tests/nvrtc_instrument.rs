@@ -307,3 +307,69 @@ fn nvrtc_nbody_unrolled_loads_form_one_group() {
     assert!(sixteen, "no group of the 16 unrolled loads");
     assemble_ptx(&out.ptx, arch, &src.name).unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// The body of `entry` in `ptx`.
+fn entry_body<'p>(ptx: &'p str, entry: &str) -> &'p str {
+    let start = ptx
+        .find(&format!(".entry {entry}("))
+        .unwrap_or_else(|| panic!("no entry {entry}"));
+    let rest = &ptx[start..];
+    let end = rest[1..].find(".entry ").map_or(rest.len(), |e| e + 1);
+    &rest[..end]
+}
+
+/// Kernels with a loop and no barrier or warp collective are split into a fast copy whose
+/// failed checks leave for a slow copy (instrument/fast.rs): the fast copy has no way back
+/// from a cold path, the slow copy is the whole checked body, and both assemble. A kernel
+/// with a barrier keeps one body.
+#[test]
+fn nvrtc_loop_kernels_get_a_fast_copy_that_leaves_on_a_failed_check() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("tests/cuda/forms.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let inst = instrument_ptx(&ptx).unwrap();
+    let body = entry_body(&inst.ptx, "window_sum");
+    let (fast, slow) = body
+        .split_once("the slow copy, entered only from a failed check")
+        .expect("window_sum is split");
+    let leaves: Vec<&str> = fast
+        .lines()
+        .filter(|l| l.trim_start().starts_with("@%__cc_p bra"))
+        .collect();
+    assert!(!leaves.is_empty(), "{fast}");
+    for l in &leaves {
+        assert!(
+            l.trim_end().ends_with("__s;"),
+            "leaves for the slow copy: {l}"
+        );
+    }
+    assert!(
+        !fast.contains("$__cc_cont"),
+        "no way back in the fast copy: {fast}"
+    );
+    assert!(
+        !fast
+            .lines()
+            .any(|l| l.trim().starts_with("$__cc_cold") && l.trim().ends_with(':')),
+        "no cold block in the fast copy"
+    );
+    assert!(
+        slow.contains("$__cc_cold") && slow.contains("ld.global"),
+        "{slow}"
+    );
+    assert!(!entry_body(&inst.ptx, "reverse_block").contains("slow copy"));
+    assemble_ptx(&inst.ptx, arch, &src.name).expect("split kernels assemble");
+    // And with launch-shape facts, as a launch builds it.
+    let shaped = instrument_ptx_with(
+        &ptx,
+        &InstrumentOptions {
+            block: Some([256, 1, 1]),
+            dynamic_shared_bytes: Some(1024),
+        },
+    )
+    .unwrap();
+    assemble_ptx(&shaped.ptx, arch, &src.name).expect("assembles with a shape");
+}

@@ -16,6 +16,10 @@
 //! skipped and the context stays usable. `ptxas` then optimises the whole function, checks
 //! included. A register that may point into several buffers (`p = in ? in : out`) carries two
 //! shadow registers, its buffer's base and length, updated beside each of its definitions.
+//!
+//! In kernels with a loop and no barrier or warp collective, the body is then emitted twice
+//! (`super::fast`): a fast copy whose failed checks jump into a slow copy, the code above, and
+//! never come back, so that `ptxas` sees no merge from a cold path in the user's code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -25,6 +29,7 @@ use super::analyze::{
     Unchecked,
 };
 use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
+use super::fast;
 use super::group::{groups, Group};
 use super::ptx::{parse_address, Function, Instr, Loc, Module, Space, StmtKind};
 use super::range::{ranges, Ranges};
@@ -103,7 +108,7 @@ pub(crate) fn emit(text: &str, m: &Module, opts: &InstrumentOptions) -> Instrume
         pieces.extend(p);
     }
     InstrumentedPtx {
-        ptx: splice(text, &pieces),
+        ptx: fast::split(&splice(text, &pieces)),
         kernels,
     }
 }
@@ -261,13 +266,23 @@ impl<'a> KernelEmitter<'a> {
             .find(|s| matches!(s.kind, StmtKind::Instr(_) | StmtKind::Label(_)))
             .map_or(f.body_close, |s| s.span.start);
 
+        // Where failed checks can leave for good, the body is split into a fast and a slow
+        // copy (`fast`): marked here, made once the text is spliced.
+        let split = fast::applies(f);
+        let mut prologue = self.prologue();
+        let mut cold = std::mem::take(&mut self.cold);
+        if split {
+            prologue.push('\n');
+            prologue.push_str(fast::BEGIN);
+            cold = format!("\n{}{cold}\n{}", fast::COLD, fast::END);
+        }
         let mut pieces = vec![
             (f.params_close, self.hidden_params()),
             (f.body_open, self.declarations()),
-            (first, self.prologue()),
+            (first, prologue),
         ];
         pieces.extend(body);
-        pieces.push((f.body_close, std::mem::take(&mut self.cold)));
+        pieces.push((f.body_close, cold));
         pieces.sort_by_key(|(at, _)| *at);
 
         let name = demangle(&f.name);

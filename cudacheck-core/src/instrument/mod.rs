@@ -67,6 +67,7 @@
 mod analyze;
 mod coverage;
 mod emit;
+mod fast;
 mod group;
 pub mod ptx;
 mod range;
