@@ -25,7 +25,7 @@
 //!
 //! Options: `--candle DIR` (`THIRDPARTY_CANDLE`), `--mistral DIR` (`THIRDPARTY_MISTRAL`;
 //! without it the mistral.rs kernels are left out), `--seed N`, `--jobs N` (cases run in
-//! parallel, one stream each; default: the cores, at most 8), `--only SUBSTRING`,
+//! parallel, one stream each; default: the cores, at most 16), `--only SUBSTRING`,
 //! `--dry-run`, `--arch sm_XY` (dry run; default sm_90). Exit status 0 when every kernel
 //! passed, 1 when any failed, 2 on a usage error. `scripts/thirdparty.sh` bundles it for the
 //! GPU machine.
@@ -82,7 +82,7 @@ fn parse() -> Result<Options, String> {
         candle: PathBuf::new(),
         mistral: env("THIRDPARTY_MISTRAL"),
         seed,
-        jobs: cores.min(8),
+        jobs: cores.min(16),
         only: None,
         dry_run: false,
         arch: Arch::new(9, 0),
