@@ -1,0 +1,240 @@
+//! The GPU run of one case: every healthy launch plain and bounds-checked with the outputs
+//! compared bit for bit, then every planted bug (bounds-checked only) matched against its
+//! expectation, each followed by a healthy bounds-checked launch of the same kernel on the same
+//! stream that must succeed and write what the plain launch wrote.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudacheck::cudarc::driver::CudaStream;
+use cudacheck::nvrtc::CudaSource;
+use cudacheck::{Error, Kernel, SyncMode};
+use serde::Serialize;
+
+use crate::call::Data;
+use crate::case::{Case, Variant, Written};
+use crate::expect::{self, Got};
+
+#[derive(Debug, Default, Serialize)]
+pub struct VariantResult {
+    pub label: String,
+    /// Every output byte equal between the plain and the bounds-checked launch.
+    pub identical: bool,
+    /// Elements of the outputs compared.
+    pub elements: usize,
+    /// Elements the plain launch left poisoned (every byte 0xFF).
+    pub unwritten: usize,
+    /// The first launch of each kind includes compiling (plain) or instrumenting and
+    /// assembling (checked) the kernel.
+    pub plain_ms: f64,
+    pub checked_ms: f64,
+    /// Why the variant failed, if it did.
+    pub failure: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct BugResult {
+    pub kind: String,
+    pub what: String,
+    pub expected: String,
+    pub got_variant: String,
+    pub got_what: String,
+    pub got_block: [u32; 3],
+    pub got_thread: [u32; 3],
+    pub got_at: String,
+    pub got_count: u32,
+    /// The error as a person reads it.
+    pub got_text: String,
+    /// Where the report differs from the expectation (empty: it matched).
+    pub mismatches: Vec<String>,
+    /// The healthy launch after the bug: `None` when it ran and wrote what the plain launch
+    /// wrote, else why not.
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct CaseResult {
+    pub kernel: String,
+    pub file: String,
+    pub style: String,
+    pub variants: Vec<VariantResult>,
+    pub bugs: Vec<BugResult>,
+    /// A failure before any launch (the source could not be read).
+    pub failure: Option<String>,
+}
+
+impl CaseResult {
+    pub fn passed(&self) -> bool {
+        self.failure.is_none()
+            && self.variants.iter().all(|v| v.failure.is_none())
+            && self
+                .bugs
+                .iter()
+                .all(|b| b.mismatches.is_empty() && b.after.is_none())
+    }
+}
+
+/// The kernel a case launches, built from the whole source file.
+pub fn kernel(case: &Case, path: &Path) -> Result<Kernel, String> {
+    let src = CudaSource::from_file(path).map_err(|e| e.to_string())?;
+    let mut b = Kernel::new(src, case.kernel).sync(SyncMode::Always);
+    for d in case.defines {
+        b = b.define(d, None);
+    }
+    Ok(b.build())
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn flat(outs: &[Data]) -> Vec<u8> {
+    outs.iter().flat_map(Data::to_bytes).collect()
+}
+
+/// The healthy launch compared: plain, then bounds-checked. Returns the plain outputs.
+fn differential(
+    k: &Kernel,
+    s: &Arc<CudaStream>,
+    v: &Variant,
+    r: &mut VariantResult,
+) -> Result<Vec<Data>, String> {
+    let t = Instant::now();
+    // SAFETY: a healthy call's buffers are sized the way the kernel's owners size them
+    // (`candle.rs`, `mistral.rs`), so the plain launch stays inside them.
+    let plain = unsafe { v.call.run(k, s, false) }.map_err(|e| format!("plain launch: {e}"))?;
+    r.plain_ms = ms(t);
+    let t = Instant::now();
+    // SAFETY: as above; bounds-checked besides.
+    let checked =
+        unsafe { v.call.run(k, s, true) }.map_err(|e| format!("bounds-checked launch: {e}"))?;
+    r.checked_ms = ms(t);
+    let (a, b) = (flat(&plain), flat(&checked));
+    r.elements = plain.iter().map(Data::len).sum();
+    r.unwritten = plain.iter().map(Data::poisoned).sum();
+    r.identical = a == b;
+    if !r.identical {
+        let byte = a
+            .iter()
+            .zip(&b)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.len());
+        return Err(format!(
+            "outputs differ between the plain and the bounds-checked launch (first at byte {byte})"
+        ));
+    }
+    let written = r.elements - r.unwritten;
+    let ok = match v.written {
+        Written::All => r.unwritten == 0,
+        Written::AtLeast(n) => written >= n,
+        Written::Changed => {
+            let before: Vec<u8> = v
+                .call
+                .outputs()
+                .into_iter()
+                .flat_map(Data::to_bytes)
+                .collect();
+            before != a
+        }
+    };
+    if !ok {
+        return Err(format!(
+            "the kernel did not write its outputs ({written} of {} elements written, {:?} expected)",
+            r.elements, v.written
+        ));
+    }
+    Ok(plain)
+}
+
+/// Runs `case` on `s`; `path` is its source file.
+pub fn run_case(case: &Case, path: &Path, s: &Arc<CudaStream>) -> CaseResult {
+    let mut res = CaseResult {
+        kernel: case.label(),
+        file: case.file.to_string(),
+        style: case.style.to_string(),
+        ..CaseResult::default()
+    };
+    let k = match kernel(case, path) {
+        Ok(k) => k,
+        Err(e) => {
+            res.failure = Some(e);
+            return res;
+        }
+    };
+    let mut first_plain = None;
+    for v in &case.variants {
+        let mut r = VariantResult {
+            label: v.label.clone(),
+            ..VariantResult::default()
+        };
+        match differential(&k, s, v, &mut r) {
+            Ok(plain) => {
+                if first_plain.is_none() {
+                    first_plain = Some(plain);
+                }
+            }
+            Err(e) => r.failure = Some(e),
+        }
+        res.variants.push(r);
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for bug in &case.bugs {
+        // SAFETY: a planted bug is launched bounds-checked only: its out-of-bounds accesses
+        // are skipped, and the rest stays inside the buffers.
+        let r = unsafe { bug.call.run(&k, s, true) };
+        let (got, mismatches) = expect::check(&r, &bug.expect, dir);
+        let after = healthy_after(&k, s, case, first_plain.as_deref());
+        res.bugs.push(bug_result(bug, got, mismatches, after));
+    }
+    res
+}
+
+fn bug_result(
+    bug: &crate::case::Bug,
+    got: Got,
+    mismatches: Vec<String>,
+    after: Option<String>,
+) -> BugResult {
+    BugResult {
+        kind: bug.kind.to_string(),
+        what: bug.what.clone(),
+        expected: bug.expect.summary(),
+        got_variant: got.variant,
+        got_what: got.what,
+        got_block: got.block,
+        got_thread: got.thread,
+        got_at: got.at,
+        got_count: got.count,
+        got_text: got.text,
+        mismatches,
+        after,
+    }
+}
+
+/// The first healthy launch again, bounds-checked, after a planted bug: it must run and
+/// write exactly what the plain launch wrote.
+fn healthy_after(
+    k: &Kernel,
+    s: &Arc<CudaStream>,
+    case: &Case,
+    plain: Option<&[Data]>,
+) -> Option<String> {
+    if cudacheck::is_poisoned(s) {
+        return Some("the context is poisoned".into());
+    }
+    let v = case.variants.first()?;
+    // SAFETY: a healthy call, as in `differential`.
+    match unsafe { v.call.run(k, s, true) } {
+        Err(e) => Some(format!("the next launch failed: {}", one_line(&e))),
+        Ok(out) => match plain {
+            Some(p) if flat(p) == flat(&out) => None,
+            Some(_) => Some("the next launch wrote other values than the plain launch".into()),
+            None => Some("no plain result to compare with".into()),
+        },
+    }
+}
+
+pub fn one_line(e: &Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}

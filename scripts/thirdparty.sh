@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Bounds checking on third-party kernels (examples/thirdparty.rs) on the GPU machine, which has
+# no network and no Rust: the binary and the third-party sources travel in an ignored path.
+#
+#   scripts/thirdparty.sh bundle [CANDLE_REPO] [MISTRAL_REPO]   # here: build, copy, pack
+#   device run, carry ["target/gpu-carry"], command "scripts/thirdparty.sh run"
+#   scripts/thirdparty.sh dry-run [CANDLE_REPO] [MISTRAL_REPO]  # here, no GPU: build every
+#                                                               # kernel plain and checked
+#
+# CANDLE_REPO and MISTRAL_REPO are checkouts of huggingface/candle and EricLBuehler/mistral.rs
+# (default: /work/corpus/huggingface+candle, /work/corpus/EricLBuehler+mistral.rs). The bundle
+# copies only the kernel directories the harness reads (candle-kernels/src; mistral.rs's
+# ops, rotary and vector_fp8 kernels and mistralrs-core/src/cuda) into
+# target/gpu-carry/thirdparty.tar.xz, with each checkout's commit: a run-time input, never
+# committed (target/ is ignored). `run` unpacks it and writes thirdparty.json, thirdparty.md
+# and the log under $OUT (the device tool brings them back), else results/thirdparty/.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+mode="${1:-}"
+candle_repo="${2:-/work/corpus/huggingface+candle}"
+mistral_repo="${3:-/work/corpus/EricLBuehler+mistral.rs}"
+mistral_dirs=(mistralrs-quant/kernels/ops mistralrs-quant/kernels/rotary
+  mistralrs-quant/kernels/vector_fp8 mistralrs-core/src/cuda)
+
+commit() { git -C "$1" rev-parse HEAD 2>/dev/null || echo unknown; }
+
+case "$mode" in
+bundle)
+  eval "$(scripts/setup-cuda.sh)"
+  cargo build --release -p cudacheck-examples --example thirdparty
+  stage=target/thirdparty-stage
+  rm -rf "$stage"
+  mkdir -p "$stage/bin" "$stage/candle" "$stage/mistral"
+  cp target/release/examples/thirdparty "$stage/bin/"
+  strip --strip-all "$stage/bin/thirdparty" 2>/dev/null || true
+  cp -r "$candle_repo/candle-kernels/src" "$stage/candle/src"
+  commit "$candle_repo" > "$stage/candle/.thirdparty-commit"
+  for d in "${mistral_dirs[@]}"; do
+    mkdir -p "$stage/mistral/$(dirname "$d")"
+    cp -r "$mistral_repo/$d" "$stage/mistral/$d"
+  done
+  commit "$mistral_repo" > "$stage/mistral/.thirdparty-commit"
+  mkdir -p target/gpu-carry
+  tar -C "$stage" -cJf target/gpu-carry/thirdparty.tar.xz .
+  du -sh "$stage" target/gpu-carry/thirdparty.tar.xz
+  ;;
+run)
+  out="${OUT:-$root/results/thirdparty}"
+  mkdir -p "$out"
+  stage=target/thirdparty-stage
+  rm -rf "$stage"
+  mkdir -p "$stage"
+  tar -C "$stage" -xJf target/gpu-carry/thirdparty.tar.xz
+  shift || true
+  "$stage/bin/thirdparty" --candle "$stage/candle/src" --mistral "$stage/mistral" \
+    "$@" "$out/thirdparty.json" "$out/thirdparty.md" 2>&1 | tee "$out/thirdparty.log"
+  exit "${PIPESTATUS[0]}"
+  ;;
+dry-run)
+  eval "$(scripts/setup-cuda.sh)"
+  cargo build --release -p cudacheck-examples --example thirdparty
+  out=target/thirdparty-dry
+  mkdir -p "$out"
+  target/release/examples/thirdparty --dry-run --arch sm_90 \
+    --candle "$candle_repo/candle-kernels/src" --mistral "$mistral_repo" \
+    "$out/dry.json" "$out/dry.md"
+  ;;
+*)
+  sed -n '2,16p' "$0" >&2
+  exit 2
+  ;;
+esac
