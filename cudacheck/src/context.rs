@@ -57,6 +57,9 @@ pub(crate) struct Scratch {
 
 #[derive(Debug, Clone)]
 struct Poison {
+    /// The device whose context saw the fault first (another one when the driver reported
+    /// that fault here too: see `fault`).
+    fault_device: usize,
     first_fault: DriverError,
     launch: Option<Box<LaunchRecord>>,
     suspects: Vec<LaunchRecord>,
@@ -133,6 +136,7 @@ impl ContextState {
         match p {
             Some(p) => Error::ContextPoisoned {
                 device: self.device.ordinal,
+                fault_device: p.fault_device,
                 first_fault: p.first_fault,
                 launch: p.launch,
                 suspects: p.suspects,
@@ -141,6 +145,7 @@ impl ContextState {
             // generic answer beats a panic.
             None => Error::ContextPoisoned {
                 device: self.device.ordinal,
+                fault_device: self.device.ordinal,
                 first_fault: DriverError::new("(unknown)", 999),
                 launch: None,
                 suspects: Vec::new(),
@@ -174,6 +179,14 @@ impl ContextState {
     /// have caused it (a synchronizing check right after that launch), if any; otherwise the
     /// suspects are this context's recent launches (of every stream of it, since a sticky
     /// fault of any of them surfaces on all; never another context's).
+    ///
+    /// NVIDIA's driver reports a sticky fault to every context of the process, not only to
+    /// the one whose kernel faulted (measured with two H200s, driver 580: after an illegal
+    /// address on device 1, device 0's next synchronize returns it too). So a sticky fault
+    /// seen here after another context was poisoned is that context's fault: this context
+    /// takes over its record ([`Error::ContextPoisoned`] naming the device that faulted, its
+    /// culprit and suspects), and neither this context's launches nor the launch at hand are
+    /// named for it.
     #[cold]
     pub(crate) fn fault(
         &self,
@@ -182,6 +195,17 @@ impl ContextState {
         culprit: Option<LaunchRecord>,
         stream: CUstream,
     ) -> Error {
+        if fault.poisons() {
+            if let Some(earlier) = self.poisoned_elsewhere() {
+                let mut p = lock(&self.poison);
+                if p.is_none() {
+                    *p = Some(earlier);
+                    self.poisoned.store(true, Ordering::Release);
+                }
+                drop(p);
+                return self.poisoned_error();
+            }
+        }
         let suspects = if culprit.is_some() {
             Vec::new()
         } else {
@@ -191,6 +215,7 @@ impl ContextState {
             let mut p = lock(&self.poison);
             if p.is_none() {
                 *p = Some(Poison {
+                    fault_device: self.device.ordinal,
                     first_fault: fault.clone(),
                     launch: culprit.clone().map(Box::new),
                     suspects: suspects.clone(),
@@ -214,6 +239,17 @@ impl ContextState {
             },
             None => Error::Driver(fault),
         }
+    }
+
+    /// The poison record of another live context that is poisoned, if any.
+    #[cold]
+    fn poisoned_elsewhere(&self) -> Option<Poison> {
+        let other = lock(&REGISTRY)
+            .iter()
+            .find(|s| s.key != self.key && s.is_alive() && s.poisoned.load(Ordering::Acquire))
+            .map(Arc::clone)?;
+        let p = lock(&other.poison).clone();
+        p
     }
 
     fn mark_reset(&self) {

@@ -52,14 +52,20 @@ pub enum Error {
 
     /// An earlier fault made the context unusable; every later call in it fails.
     #[error(
-        "the CUDA context of device {device} is poisoned by an earlier fault, {first_fault}{}; \
-         every later CUDA call on this device in this process fails. The process must be \
-         restarted to use the device again (NVIDIA's driver keeps such faults for the life of \
-         the process); run work that may fault in a child process to survive it",
+        "the CUDA context of device {device} is poisoned by an earlier fault{}, \
+         {first_fault}{}; every later CUDA call on this device in this process fails. The \
+         process must be restarted to use the device again (NVIDIA's driver keeps such faults \
+         for the life of the process); run work that may fault in a child process to survive it",
+        elsewhere_text(*.device, *.fault_device),
         culprit_text(.launch, .suspects)
     )]
     ContextPoisoned {
         device: usize,
+        /// The device whose context saw the fault first. Another device than `device` when the
+        /// driver reported that device's sticky fault to this context too (NVIDIA's driver
+        /// does, to every context of the process); `launch` and `suspects` are then that
+        /// device's.
+        fault_device: usize,
         first_fault: DriverError,
         /// The launch known to have faulted (found by a synchronizing check right after it).
         launch: Option<Box<LaunchRecord>>,
@@ -423,6 +429,17 @@ fn refusal_text(driver: &Option<DriverError>) -> String {
     }
 }
 
+fn elsewhere_text(device: usize, fault_device: usize) -> String {
+    if device == fault_device {
+        String::new()
+    } else {
+        format!(
+            " on device {fault_device} (NVIDIA's driver reports a sticky fault to every context \
+             of the process)"
+        )
+    }
+}
+
 fn culprit_text(launch: &Option<Box<LaunchRecord>>, suspects: &[LaunchRecord]) -> String {
     match launch {
         Some(l) => format!(" raised by {l}"),
@@ -522,6 +539,7 @@ mod tests {
     fn poisoned_context_names_the_first_fault_and_its_launch() {
         let e = Error::ContextPoisoned {
             device: 0,
+            fault_device: 0,
             first_fault: DriverError::new("cuStreamSynchronize", 710),
             launch: Some(Box::new(record(3))),
             suspects: vec![],
@@ -532,6 +550,23 @@ mod tests {
         assert!(s.contains("launch #3 of `saxpy`"), "{s}");
         assert!(s.contains("must be restarted"), "{s}");
         assert_eq!(e.driver_error().map(|d| d.code), Some(710));
+    }
+
+    #[test]
+    fn a_context_poisoned_by_another_devices_fault_says_which() {
+        let e = Error::ContextPoisoned {
+            device: 0,
+            fault_device: 1,
+            first_fault: DriverError::new("cuStreamSynchronize", 700),
+            launch: None,
+            suspects: vec![record(2)],
+        };
+        let s = e.to_string();
+        assert!(
+            s.contains("device 0 is poisoned by an earlier fault on device 1 (NVIDIA's driver"),
+            "{s}"
+        );
+        assert!(s.contains("(one of: launch #2 of `saxpy`"), "{s}");
     }
 
     #[test]

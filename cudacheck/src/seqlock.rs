@@ -218,10 +218,14 @@ mod tests {
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let (w, st) = (std::sync::Arc::clone(&s), std::sync::Arc::clone(&stop));
         let writer = std::thread::spawn(move || {
+            // At least one write, even when the readers finish before this thread starts.
             let mut i = 1u64;
-            while !st.load(Ordering::Relaxed) {
+            loop {
                 w.write(2 * i, [i, i]);
                 i += 1;
+                if st.load(Ordering::Relaxed) {
+                    break;
+                }
             }
         });
         for _ in 0..200_000 {
