@@ -77,7 +77,7 @@ fn alloc_error(
             return out_of_memory(state.device.ordinal, requested, free, total);
         }
     }
-    state.fault(e, std::panic::Location::caller(), None)
+    state.fault(e, std::panic::Location::caller(), None, stream.cu_stream())
 }
 
 /// The error, with a hint that depends on whether the request could ever fit.

@@ -13,6 +13,8 @@ use cudarc::driver::{
     SyncOnDrop,
 };
 
+use crate::peer;
+
 /// The most arguments one launch takes (CUDA allows 32 KiB of parameters, but kernels with
 /// more than a few dozen parameters pass structs).
 pub const MAX_ARGS: usize = 32;
@@ -38,8 +40,9 @@ pub struct ArgSlot {
     pub(crate) ty: fn() -> &'static str,
 }
 
-/// Scalar, or a buffer of the launch's context, or a buffer of another context (with the
-/// device it lives on). Decided when the argument is pushed, where the stream is at hand.
+/// Scalar, or a buffer of the launch's context, or of a context the launch's context has peer
+/// access to, or a buffer of another context (with the device it lives on). Decided when the
+/// argument is pushed, where the stream is at hand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SlotKind {
     Scalar,
@@ -47,6 +50,14 @@ pub(crate) enum SlotKind {
     /// (the low bits are in `size_or_len`), `elem_size` the bytes of one element of the Rust
     /// element type (0 when it does not fit in 16 bits).
     Buffer {
+        len_hi: u8,
+        elem_size: u16,
+    },
+    /// A buffer of another context that the launch's context was given peer access to
+    /// ([`enable_peer_access`](crate::enable_peer_access)); lengths as for `Buffer`. The launch
+    /// synchronizes after the kernel: cudarc's ordering events of the buffer belong to its own
+    /// context and cannot be recorded on the launch's stream.
+    PeerBuffer {
         len_hi: u8,
         elem_size: u16,
     },
@@ -75,21 +86,31 @@ impl ArgSlot {
     #[inline]
     fn kind_of<T>(owner: &CudaStream, stream: &CudaStream, len: usize) -> (SlotKind, u32) {
         let len = (len as u64).min(MAX_RECORDED_LEN);
+        let (len_hi, elem_size) = (
+            (len >> 32) as u8,
+            u16::try_from(size_of::<T>()).unwrap_or(0),
+        );
         if owner.context().cu_ctx() == stream.context().cu_ctx() {
-            (
-                SlotKind::Buffer {
-                    len_hi: (len >> 32) as u8,
-                    elem_size: u16::try_from(size_of::<T>()).unwrap_or(0),
-                },
-                len as u32,
-            )
+            (SlotKind::Buffer { len_hi, elem_size }, len as u32)
         } else {
-            (
-                SlotKind::ForeignBuffer {
-                    ordinal: owner.context().ordinal().min(u16::MAX as usize) as u16,
-                },
-                0,
-            )
+            Self::other_context(owner, stream, len as u32, len_hi, elem_size)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn other_context(
+        owner: &CudaStream,
+        stream: &CudaStream,
+        len_lo: u32,
+        len_hi: u8,
+        elem_size: u16,
+    ) -> (SlotKind, u32) {
+        if peer::allowed(stream.context(), owner.context()) {
+            (SlotKind::PeerBuffer { len_hi, elem_size }, len_lo)
+        } else {
+            let ordinal = owner.context().ordinal().min(u16::MAX as usize) as u16;
+            (SlotKind::ForeignBuffer { ordinal }, 0)
         }
     }
 
@@ -111,24 +132,29 @@ impl ArgSlot {
         }
     }
 
-    /// A buffer of the launch's context: its length in elements of the Rust element type.
+    /// A buffer the launch may use (of its context or a peer's): its length in elements of the
+    /// Rust element type.
     pub(crate) fn buffer_len(&self) -> Option<u64> {
         match self.kind {
-            SlotKind::Buffer { len_hi, .. } => {
+            SlotKind::Buffer { len_hi, .. } | SlotKind::PeerBuffer { len_hi, .. } => {
                 Some(u64::from(len_hi) << 32 | u64::from(self.size_or_len))
             }
             _ => None,
         }
     }
 
-    /// A buffer of the launch's context: the bytes of one element (`None` for anything else,
+    /// A buffer the launch may use: the bytes of one element (`None` for anything else,
     /// or an element larger than 65535 bytes).
     // For the lengths array in bytes (`launch/checked.rs::fill_lengths`), which the
     // instrumenter's next ABI takes; until then only the tests read it.
     #[allow(dead_code)]
     pub(crate) fn buffer_elem_size(&self) -> Option<u32> {
         match self.kind {
-            SlotKind::Buffer { elem_size, .. } if elem_size > 0 => Some(u32::from(elem_size)),
+            SlotKind::Buffer { elem_size, .. } | SlotKind::PeerBuffer { elem_size, .. }
+                if elem_size > 0 =>
+            {
+                Some(u32::from(elem_size))
+            }
             _ => None,
         }
     }
@@ -147,9 +173,22 @@ impl ArgSlot {
 /// cudarc's ordering guard for a buffer argument, kept only when it will do something: like
 /// cudarc's own launch builder, which decides at push time whether the context manages
 /// multi-stream ordering, a guard of a context that does not is dropped (a no-op) at once.
+///
+/// The guard of a buffer of another context is forgotten, never dropped: dropping it would
+/// record the buffer's event (of the buffer's context) on the launch's stream, which the
+/// driver refuses, and cudarc would keep that refusal in the launch context's error state,
+/// where the next cudarc call of any thread on that context would return it. A launch that
+/// uses a peer buffer synchronizes instead (see `SlotKind::PeerBuffer`); a foreign one is
+/// refused before launching.
 #[inline]
-fn keep<'a>(stream: &CudaStream, guard: SyncOnDrop<'a>) -> Option<SyncOnDrop<'a>> {
-    if stream.context().is_managing_stream_synchronization() {
+fn keep<'a>(slot: &ArgSlot, stream: &CudaStream, guard: SyncOnDrop<'a>) -> Option<SyncOnDrop<'a>> {
+    if matches!(
+        slot.kind,
+        SlotKind::PeerBuffer { .. } | SlotKind::ForeignBuffer { .. }
+    ) {
+        std::mem::forget(guard);
+        None
+    } else if stream.context().is_managing_stream_synchronization() {
         Some(guard)
     } else {
         None
@@ -227,10 +266,8 @@ impl<T> KernelArg for CudaSlice<T> {
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr(stream);
-        (
-            ArgSlot::buffer::<CudaSlice<T>>(ptr, kind),
-            keep(stream, guard),
-        )
+        let slot = ArgSlot::buffer::<CudaSlice<T>>(ptr, kind);
+        (slot, keep(&slot, stream, guard))
     }
 }
 
@@ -239,10 +276,8 @@ impl<T> KernelArg for CudaView<'_, T> {
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr(stream);
-        (
-            ArgSlot::buffer::<CudaView<'_, T>>(ptr, kind),
-            keep(stream, guard),
-        )
+        let slot = ArgSlot::buffer::<CudaView<'_, T>>(ptr, kind);
+        (slot, keep(&slot, stream, guard))
     }
 }
 
@@ -251,10 +286,8 @@ impl<T> KernelArg for CudaViewMut<'_, T> {
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr(stream);
-        (
-            ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, kind),
-            keep(stream, guard),
-        )
+        let slot = ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, kind);
+        (slot, keep(&slot, stream, guard))
     }
 }
 
@@ -263,10 +296,8 @@ impl<T> KernelArgMut for CudaSlice<T> {
     fn slot_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr_mut(stream);
-        (
-            ArgSlot::buffer::<CudaSlice<T>>(ptr, kind),
-            keep(stream, guard),
-        )
+        let slot = ArgSlot::buffer::<CudaSlice<T>>(ptr, kind);
+        (slot, keep(&slot, stream, guard))
     }
 }
 
@@ -275,10 +306,8 @@ impl<T> KernelArgMut for CudaViewMut<'_, T> {
     fn slot_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr_mut(stream);
-        (
-            ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, kind),
-            keep(stream, guard),
-        )
+        let slot = ArgSlot::buffer::<CudaViewMut<'_, T>>(ptr, kind);
+        (slot, keep(&slot, stream, guard))
     }
 }
 

@@ -312,6 +312,60 @@ mod tests {
     }
 
     #[test]
+    fn memo_under_many_threads_holds_only_whole_configurations() {
+        // Writers insert under a lock, as `validate_and_opt_in` does; readers test and read
+        // the slots without one, as `prepare` does. A configuration is grid (g, g, g) with
+        // block (32 (g % 32 + 1), 1, 1): a slot mixing two inserts breaks that.
+        use std::sync::atomic::AtomicBool;
+        let memo = Arc::new(Memo::default());
+        let serial = Arc::new(Mutex::new(()));
+        let done = Arc::new(AtomicBool::new(false));
+        let cfg = |g: u32| LaunchConfig::new(Dim3::new(g, g, g), Dim3::x(32 * (g % 32 + 1)));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (memo, done) = (Arc::clone(&memo), Arc::clone(&done));
+                std::thread::spawn(move || {
+                    let mut read = 0u64;
+                    while !done.load(Ordering::Relaxed) {
+                        for slot in &memo.slots {
+                            if let Some((_, w)) = slot.read() {
+                                let c = crate::seqlock::unpack_config(&w);
+                                let g = c.grid.x;
+                                assert_eq!((c.grid.y, c.grid.z), (g, g), "a mixed slot");
+                                assert_eq!(c.block, Dim3::x(32 * (g % 32 + 1)), "a mixed slot");
+                                read += 1;
+                            }
+                        }
+                    }
+                    read
+                })
+            })
+            .collect();
+        let writers: Vec<_> = (0..4u32)
+            .map(|t| {
+                let (memo, serial) = (Arc::clone(&memo), Arc::clone(&serial));
+                std::thread::spawn(move || {
+                    for i in 0..20_000u32 {
+                        let words = Memo::words(&cfg(t * 100_000 + i), i % 2 == 0);
+                        let _one = serial.lock().unwrap();
+                        memo.insert(words);
+                        // The newest insert is always remembered.
+                        assert!(memo.contains(&words));
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(memo.writes.load(Ordering::Relaxed), 80_000);
+    }
+
+    #[test]
     fn memo_tells_a_cluster_from_none() {
         let m = Memo::default();
         let plain = LaunchConfig::new(Dim3::x(4), Dim3::x(256));

@@ -168,14 +168,14 @@ impl Checks {
         if driver::capture_status(s)? != Capture::None {
             return Err(Error::Capture(CaptureError::StillCapturing));
         }
-        driver::stream_synchronize(s).map_err(|e| state.fault(e, site, None))?;
+        driver::stream_synchronize(s).map_err(|e| state.fault(e, site, None, s))?;
         let launches = lock(&self.collector.launches);
         for c in launches.iter() {
             let mut rec = [0u8; RECORD_BYTES];
             // SAFETY: `c.record` is a live block of this context (never freed while the
             // context lives) of at least `RECORD_BYTES`; the stream's work is done.
             unsafe { driver::memcpy_dtoh_async(&mut rec, c.record, s) }?;
-            driver::stream_synchronize(s).map_err(|e| state.fault(e, site, None))?;
+            driver::stream_synchronize(s).map_err(|e| state.fault(e, site, None, s))?;
             instrument::report(
                 &rec,
                 &c.kernel.fault_context(&c.sites, &c.args, c.site, &c.config),

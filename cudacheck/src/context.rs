@@ -21,10 +21,12 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use cudacheck_core::limits::ArchLimits;
 use cudacheck_core::validate::LaunchConfig;
+use cudarc::driver::sys::CUstream;
 use cudarc::driver::{CudaContext, CudaStream};
 
 use crate::driver::{self, DeviceInfo, DriverError};
-use crate::error::Error;
+use crate::error::{Error, PeerAccessError};
+use crate::peer;
 use crate::ring::{KernelName, LaunchRecord, LaunchRing};
 
 /// What cudacheck knows about one context.
@@ -55,6 +57,9 @@ pub(crate) struct Scratch {
 
 #[derive(Debug, Clone)]
 struct Poison {
+    /// The device whose context saw the fault first (another one when the driver reported
+    /// that fault here too: see `fault`).
+    fault_device: usize,
     first_fault: DriverError,
     launch: Option<Box<LaunchRecord>>,
     suspects: Vec<LaunchRecord>,
@@ -131,6 +136,7 @@ impl ContextState {
         match p {
             Some(p) => Error::ContextPoisoned {
                 device: self.device.ordinal,
+                fault_device: p.fault_device,
                 first_fault: p.first_fault,
                 launch: p.launch,
                 suspects: p.suspects,
@@ -139,6 +145,7 @@ impl ContextState {
             // generic answer beats a panic.
             None => Error::ContextPoisoned {
                 device: self.device.ordinal,
+                fault_device: self.device.ordinal,
                 first_fault: DriverError::new("(unknown)", 999),
                 launch: None,
                 suspects: Vec::new(),
@@ -153,25 +160,52 @@ impl ContextState {
         kernel: &'static KernelName,
         config: &LaunchConfig,
         site: &'static Location<'static>,
+        stream: CUstream,
     ) -> u64 {
-        self.ring.record(kernel, config, site)
+        self.ring.record(kernel, config, site, stream as u64)
     }
 
-    /// The launch `seq`, if the ring still holds it.
-    pub(crate) fn launch_record(&self, seq: u64) -> Option<LaunchRecord> {
-        self.ring.get(seq)
+    /// Whether every launch the ring remembers was queued on `stream`.
+    #[cold]
+    pub(crate) fn only_stream(&self, stream: CUstream) -> bool {
+        self.ring
+            .snapshot()
+            .iter()
+            .all(|r| r.stream == stream as u64)
     }
 
-    /// Turns a driver error seen at `site` into the error to return, marking the context
-    /// poisoned when the error is sticky. `culprit` is the launch known to have caused it (a
-    /// synchronizing check right after that launch), if any.
+    /// Turns a driver error seen at `site`, in a call on `stream`, into the error to return,
+    /// marking the context poisoned when the error is sticky. `culprit` is the launch known to
+    /// have caused it (a synchronizing check right after that launch), if any; otherwise the
+    /// suspects are this context's recent launches (of every stream of it, since a sticky
+    /// fault of any of them surfaces on all; never another context's).
+    ///
+    /// NVIDIA's driver reports a sticky fault to every context of the process, not only to
+    /// the one whose kernel faulted (measured with two H200s, driver 580: after an illegal
+    /// address on device 1, device 0's next synchronize returns it too). So a sticky fault
+    /// seen here after another context was poisoned is that context's fault: this context
+    /// takes over its record ([`Error::ContextPoisoned`] naming the device that faulted, its
+    /// culprit and suspects), and neither this context's launches nor the launch at hand are
+    /// named for it.
     #[cold]
     pub(crate) fn fault(
         &self,
         fault: DriverError,
         site: &'static Location<'static>,
         culprit: Option<LaunchRecord>,
+        stream: CUstream,
     ) -> Error {
+        if fault.poisons() {
+            if let Some(earlier) = self.poisoned_elsewhere() {
+                let mut p = lock(&self.poison);
+                if p.is_none() {
+                    *p = Some(earlier);
+                    self.poisoned.store(true, Ordering::Release);
+                }
+                drop(p);
+                return self.poisoned_error();
+            }
+        }
         let suspects = if culprit.is_some() {
             Vec::new()
         } else {
@@ -181,6 +215,7 @@ impl ContextState {
             let mut p = lock(&self.poison);
             if p.is_none() {
                 *p = Some(Poison {
+                    fault_device: self.device.ordinal,
                     first_fault: fault.clone(),
                     launch: culprit.clone().map(Box::new),
                     suspects: suspects.clone(),
@@ -196,12 +231,25 @@ impl ContextState {
                 fault,
             },
             None if fault.poisons() => Error::AsyncFault {
+                device: self.device.ordinal,
                 fault,
                 detected_at: site,
+                stream: stream as u64,
                 suspects,
             },
             None => Error::Driver(fault),
         }
+    }
+
+    /// The poison record of another live context that is poisoned, if any.
+    #[cold]
+    fn poisoned_elsewhere(&self) -> Option<Poison> {
+        let other = lock(&REGISTRY)
+            .iter()
+            .find(|s| s.key != self.key && s.is_alive() && s.poisoned.load(Ordering::Acquire))
+            .map(Arc::clone)?;
+        let p = lock(&other.poison).clone();
+        p
     }
 
     fn mark_reset(&self) {
@@ -224,7 +272,7 @@ pub fn check(stream: &Arc<CudaStream>) -> Result<(), Error> {
     bind(stream.context())?;
     match driver::stream_query(stream.cu_stream()) {
         Ok(_) => Ok(()),
-        Err(e) => Err(state.fault(e, site, None)),
+        Err(e) => Err(state.fault(e, site, None, stream.cu_stream())),
     }
 }
 
@@ -239,7 +287,8 @@ pub fn synchronize(stream: &Arc<CudaStream>) -> Result<(), Error> {
     let state = state_of(stream.context())?;
     state.check_health()?;
     bind(stream.context())?;
-    driver::stream_synchronize(stream.cu_stream()).map_err(|e| state.fault(e, site, None))
+    driver::stream_synchronize(stream.cu_stream())
+        .map_err(|e| state.fault(e, site, None, stream.cu_stream()))
 }
 
 /// Whether cudacheck has seen a sticky fault in the stream's context.
@@ -308,6 +357,8 @@ pub fn recover(stream: &Arc<CudaStream>) -> Result<Arc<CudaStream>, Error> {
         }
         reg.retain(|s| s.key != key);
     }
+    // The reset drops the context's peer mappings too.
+    peer::forget(ctx);
     let ordinal = ctx.ordinal();
     let fresh = if ctx.is_primary() {
         // SAFETY: the old context's state is marked reset, so cudacheck neither uses nor
@@ -330,6 +381,55 @@ pub fn recover(stream: &Arc<CudaStream>) -> Result<Arc<CudaStream>, Error> {
         }
     })?;
     Ok(fresh.default_stream())
+}
+
+/// Lets kernels launched in `from` use buffers of `to` (on another device), and records the
+/// pair so that such launches pass cudacheck's check (and are bounds-checked against the
+/// buffers' lengths as usual).
+///
+/// Asks [`cuDeviceCanAccessPeer`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PEER__ACCESS.html)
+/// first, then enables both kinds of access a cudarc buffer may need: `cuCtxEnablePeerAccess`
+/// for memory from `cuMemAlloc`, and, on devices with memory pools (where cudarc allocates with
+/// `cuMemAllocAsync`), `cuMemPoolSetAccess` on `to`'s device pool, since pool allocations do
+/// not follow context peer access (NVIDIA's programming guide, "Stream Ordered Memory
+/// Allocator"). The pool grant is device-wide: every context of `from`'s device may then
+/// access `to`'s pool allocations. Access is one way; call again with the two swapped for the
+/// other direction. Enabling twice is not an error. Nothing needs doing for `from == to`.
+///
+/// A launch with such a buffer waits for its kernel before returning: cudarc orders a buffer's
+/// uses with events of the buffer's own context, which cannot be recorded on another context's
+/// stream, so waiting is what keeps later uses of the buffer on its own device ordered.
+///
+/// # Errors
+///
+/// [`Error::PeerAccess`] when the hardware does not allow it or the driver refuses;
+/// [`Error::ContextPoisoned`] when either context is.
+pub fn enable_peer_access(from: &Arc<CudaContext>, to: &Arc<CudaContext>) -> Result<(), Error> {
+    driver::ensure_loaded()?;
+    if from.cu_ctx() == to.cu_ctx() {
+        return Ok(());
+    }
+    state_of(from)?.check_health()?;
+    state_of(to)?.check_health()?;
+    let refuse = |driver: Option<DriverError>| {
+        Error::PeerAccess(Box::new(PeerAccessError {
+            from: from.ordinal(),
+            to: to.ordinal(),
+            driver,
+        }))
+    };
+    let can =
+        driver::can_access_peer(from.cu_device(), to.cu_device()).map_err(|e| refuse(Some(e)))?;
+    if !can {
+        return Err(refuse(None));
+    }
+    bind(from)?;
+    driver::enable_peer_access(to.cu_ctx()).map_err(|e| refuse(Some(e)))?;
+    if from.cu_device() != to.cu_device() {
+        driver::grant_pool_access(to.cu_device(), from.ordinal()).map_err(|e| refuse(Some(e)))?;
+    }
+    peer::remember(from, to);
+    Ok(())
 }
 
 /// A stream on device `ordinal` (its primary context's default stream), checking first that a

@@ -52,14 +52,20 @@ pub enum Error {
 
     /// An earlier fault made the context unusable; every later call in it fails.
     #[error(
-        "the CUDA context of device {device} is poisoned by an earlier fault, {first_fault}{}; \
-         every later CUDA call on this device in this process fails. The process must be \
-         restarted to use the device again (NVIDIA's driver keeps such faults for the life of \
-         the process); run work that may fault in a child process to survive it",
+        "the CUDA context of device {device} is poisoned by an earlier fault{}, \
+         {first_fault}{}; every later CUDA call on this device in this process fails. The \
+         process must be restarted to use the device again (NVIDIA's driver keeps such faults \
+         for the life of the process); run work that may fault in a child process to survive it",
+        elsewhere_text(*.device, *.fault_device),
         culprit_text(.launch, .suspects)
     )]
     ContextPoisoned {
         device: usize,
+        /// The device whose context saw the fault first. Another device than `device` when the
+        /// driver reported that device's sticky fault to this context too (NVIDIA's driver
+        /// does, to every context of the process); `launch` and `suspects` are then that
+        /// device's.
+        fault_device: usize,
         first_fault: DriverError,
         /// The launch known to have faulted (found by a synchronizing check right after it).
         launch: Option<Box<LaunchRecord>>,
@@ -127,13 +133,20 @@ pub enum Error {
     /// A fault surfaced at a later call (release mode does not synchronize after launches);
     /// `suspects` are the recent launches in this context that may have caused it.
     #[error(
-        "a device fault surfaced at {detected_at}, after the launch that caused it: {fault}. \
-         {}Rerun with CUDACHECK_SYNC=1 to find the launch exactly",
-        suspects_text(.suspects)
+        "a device fault on device {device} surfaced at {detected_at}, after the launch that \
+         caused it: {fault}. {}Rerun with CUDACHECK_SYNC=1 to find the launch exactly",
+        suspects_text(.suspects, *.stream)
     )]
     AsyncFault {
+        /// The device whose context faulted.
+        device: usize,
         fault: DriverError,
         detected_at: &'static Location<'static>,
+        /// The stream of the call that saw it (`CUstream` as a number, as in
+        /// [`LaunchRecord::stream`]).
+        stream: u64,
+        /// The context's recent launches, oldest first, on every stream of the context (a
+        /// sticky fault of any of them surfaces on all); never another context's.
         suspects: Vec<LaunchRecord>,
     },
 
@@ -174,6 +187,10 @@ pub enum Error {
     #[error(transparent)]
     Capture(CaptureError),
 
+    /// [`enable_peer_access`](crate::enable_peer_access) failed.
+    #[error(transparent)]
+    PeerAccess(Box<PeerAccessError>),
+
     /// The CUBIN NVRTC produced could not be read for the kernel's resources.
     #[error("kernel `{kernel}`: could not read the compiled CUBIN")]
     Cubin {
@@ -209,6 +226,7 @@ impl Error {
             Error::Fault { fault, .. } | Error::AsyncFault { fault, .. } => Some(fault),
             Error::ContextPoisoned { first_fault, .. } => Some(first_fault),
             Error::Unrecoverable { still, .. } => Some(still),
+            Error::PeerAccess(p) => p.driver.as_ref(),
             Error::Launch(l) => match &l.kind {
                 LaunchErrorKind::Driver { error } => Some(error),
                 _ => None,
@@ -275,18 +293,25 @@ pub enum LaunchErrorKind {
         expected_bytes: u32,
     },
 
-    /// A buffer belongs to another context or device than the launch's stream.
+    /// A buffer belongs to another context or device than the launch's stream, and the
+    /// stream's context was not given access to it with
+    /// [`enable_peer_access`](crate::enable_peer_access).
     #[error(
-        "argument {index} is a buffer of device {buffer_device}{}, but the stream runs on \
-         device {stream_device}; copy the data to the stream's device first (or launch on a \
-         stream of the buffer's context)",
-        if *.same_device { " in a different context" } else { "" }
+        "argument {index}{} is a buffer of device {buffer_device}{}, but the stream runs on \
+         device {stream_device}; {}",
+        param_text(.param),
+        if *.same_device { " in a different context" } else { "" },
+        foreign_fix(*.peer, *.stream_device, *.buffer_device, *.same_device)
     )]
     ForeignBuffer {
         index: usize,
+        /// The parameter's name, from the Rust declaration or the CUDA source, when known.
+        param: Option<String>,
         buffer_device: usize,
         stream_device: usize,
         same_device: bool,
+        /// What the driver says about the stream's device reading the buffer's device memory.
+        peer: PeerSupport,
     },
 
     /// A bounds-checked launch into a stream being captured, with no
@@ -302,6 +327,20 @@ pub enum LaunchErrorKind {
     /// The driver refused the launch (a cause cudacheck does not check for itself).
     #[error("the driver refused the launch: {error}")]
     Driver { error: DriverError },
+}
+
+/// Whether kernels on one device could access another device's memory directly, as
+/// [`cuDeviceCanAccessPeer`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PEER__ACCESS.html)
+/// answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PeerSupport {
+    /// The hardware allows it: [`enable_peer_access`](crate::enable_peer_access) turns it on.
+    Possible,
+    /// The driver says the two devices cannot access each other's memory.
+    Unsupported,
+    /// Not asked (both buffers are on one device), or the driver could not say.
+    Unknown,
 }
 
 /// A [`capture::Checks`](crate::capture::Checks) call at the wrong point of a capture.
@@ -335,6 +374,72 @@ fn violations_text(v: &[Violation]) -> String {
     }
 }
 
+fn param_text(param: &Option<String>) -> String {
+    match param {
+        Some(p) => format!(" (`{p}`)"),
+        None => String::new(),
+    }
+}
+
+fn foreign_fix(peer: PeerSupport, stream: usize, buffer: usize, same_device: bool) -> String {
+    if same_device {
+        return "copy the data to the stream's context first, or launch on a stream of the \
+                buffer's context"
+            .into();
+    }
+    match peer {
+        PeerSupport::Possible => format!(
+            "peer access from device {stream} to device {buffer} is not enabled. The devices \
+             allow it (cuDeviceCanAccessPeer): call \
+             `cudacheck::enable_peer_access(stream.context(), buffer_stream.context())` first, \
+             or copy the data to device {stream}"
+        ),
+        PeerSupport::Unsupported => format!(
+            "device {stream} cannot access memory of device {buffer} (cuDeviceCanAccessPeer \
+             says these devices have no peer access); copy the data to device {stream} first, \
+             or launch on a stream of device {buffer}"
+        ),
+        PeerSupport::Unknown => format!(
+            "copy the data to device {stream} first, or launch on a stream of device {buffer}"
+        ),
+    }
+}
+
+/// Peer access from one device to another could not be enabled.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error(
+    "peer access from device {from} to device {to} cannot be enabled: {}",
+    refusal_text(.driver)
+)]
+pub struct PeerAccessError {
+    pub from: usize,
+    pub to: usize,
+    /// The driver's refusal; `None` when `cuDeviceCanAccessPeer` said no before anything was
+    /// tried.
+    pub driver: Option<DriverError>,
+}
+
+fn refusal_text(driver: &Option<DriverError>) -> String {
+    match driver {
+        Some(e) => e.to_string(),
+        None => "cuDeviceCanAccessPeer says the hardware does not allow it (no NVLink or PCIe \
+                 peer path between them, or both are one device); copy data between the \
+                 devices instead (`memcpy_dtod` between their streams)"
+            .to_string(),
+    }
+}
+
+fn elsewhere_text(device: usize, fault_device: usize) -> String {
+    if device == fault_device {
+        String::new()
+    } else {
+        format!(
+            " on device {fault_device} (NVIDIA's driver reports a sticky fault to every context \
+             of the process)"
+        )
+    }
+}
+
 fn culprit_text(launch: &Option<Box<LaunchRecord>>, suspects: &[LaunchRecord]) -> String {
     match launch {
         Some(l) => format!(" raised by {l}"),
@@ -343,14 +448,23 @@ fn culprit_text(launch: &Option<Box<LaunchRecord>>, suspects: &[LaunchRecord]) -
     }
 }
 
-fn suspects_text(suspects: &[LaunchRecord]) -> String {
+fn suspects_text(suspects: &[LaunchRecord], stream: u64) -> String {
     if suspects.is_empty() {
         return "No cudacheck launch in this context is on record. ".into();
     }
-    format!(
-        "The most recent launches in this context, oldest first: {}. ",
-        join(suspects)
-    )
+    let list = suspects
+        .iter()
+        .map(|r| {
+            let on = if r.stream == stream {
+                "this stream".to_string()
+            } else {
+                format!("stream {:#x}", r.stream)
+            };
+            format!("{r} on {on}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!("The most recent launches in this context, oldest first: {list}. ")
 }
 
 fn join(records: &[LaunchRecord]) -> String {
@@ -398,6 +512,7 @@ mod tests {
             kernel: "saxpy".into(),
             config: LaunchConfig::new(Dim3::x(4), Dim3::x(256)),
             site: Location::caller(),
+            stream: seq % 2,
         }
     }
 
@@ -424,6 +539,7 @@ mod tests {
     fn poisoned_context_names_the_first_fault_and_its_launch() {
         let e = Error::ContextPoisoned {
             device: 0,
+            fault_device: 0,
             first_fault: DriverError::new("cuStreamSynchronize", 710),
             launch: Some(Box::new(record(3))),
             suspects: vec![],
@@ -437,15 +553,40 @@ mod tests {
     }
 
     #[test]
+    fn a_context_poisoned_by_another_devices_fault_says_which() {
+        let e = Error::ContextPoisoned {
+            device: 0,
+            fault_device: 1,
+            first_fault: DriverError::new("cuStreamSynchronize", 700),
+            launch: None,
+            suspects: vec![record(2)],
+        };
+        let s = e.to_string();
+        assert!(
+            s.contains("device 0 is poisoned by an earlier fault on device 1 (NVIDIA's driver"),
+            "{s}"
+        );
+        assert!(s.contains("(one of: launch #2 of `saxpy`"), "{s}");
+    }
+
+    #[test]
     fn async_faults_list_the_suspects() {
         let e = Error::AsyncFault {
+            device: 1,
             fault: DriverError::new("cuLaunchKernel", 700),
             detected_at: Location::caller(),
+            stream: 0,
             suspects: vec![record(1), record(2)],
         };
         let s = e.to_string();
+        assert!(s.contains("a device fault on device 1 surfaced at "), "{s}");
         assert!(s.contains("launch #1 of `saxpy`"), "{s}");
         assert!(s.contains("launch #2 of `saxpy`"), "{s}");
+        assert!(
+            s.contains("dynamic shared) on stream 0x1; launch #2"),
+            "{s}"
+        );
+        assert!(s.contains("dynamic shared) on this stream. "), "{s}");
         assert!(s.contains("CUDACHECK_SYNC=1"), "{s}");
     }
 
@@ -481,6 +622,82 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    fn foreign(peer: PeerSupport, buffer_device: usize, param: Option<&str>) -> String {
+        let e: Error = LaunchError {
+            kernel: "saxpy".into(),
+            site: Location::caller(),
+            config: LaunchConfig::new(Dim3::x(4), Dim3::x(256)),
+            kind: LaunchErrorKind::ForeignBuffer {
+                index: 1,
+                param: param.map(str::to_string),
+                buffer_device,
+                stream_device: 0,
+                same_device: buffer_device == 0,
+                peer,
+            },
+        }
+        .into();
+        e.to_string()
+    }
+
+    #[test]
+    fn a_buffer_of_a_peer_capable_device_says_how_to_enable_peer_access() {
+        let s = foreign(PeerSupport::Possible, 1, Some("x"));
+        assert!(
+            s.contains("argument 1 (`x`) is a buffer of device 1, but the stream runs on device 0"),
+            "{s}"
+        );
+        assert!(
+            s.contains("peer access from device 0 to device 1 is not enabled"),
+            "{s}"
+        );
+        assert!(s.contains("cudacheck::enable_peer_access("), "{s}");
+    }
+
+    #[test]
+    fn a_buffer_of_a_device_without_peer_access_says_to_copy() {
+        let s = foreign(PeerSupport::Unsupported, 1, None);
+        assert!(s.contains("argument 1 is a buffer of device 1,"), "{s}");
+        assert!(s.contains("cannot access memory of device 1"), "{s}");
+        assert!(s.contains("copy the data to device 0"), "{s}");
+        assert!(!s.contains("enable_peer_access"), "{s}");
+    }
+
+    #[test]
+    fn a_buffer_of_another_context_of_the_same_device_names_the_context() {
+        let s = foreign(PeerSupport::Unknown, 0, Some("y"));
+        assert!(
+            s.contains("argument 1 (`y`) is a buffer of device 0 in a different context"),
+            "{s}"
+        );
+        assert!(
+            s.contains("launch on a stream of the buffer's context"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn peer_access_refusals_say_why() {
+        let no = PeerAccessError {
+            from: 0,
+            to: 1,
+            driver: None,
+        };
+        let s = Error::PeerAccess(Box::new(no)).to_string();
+        assert!(
+            s.starts_with("peer access from device 0 to device 1 cannot be enabled"),
+            "{s}"
+        );
+        assert!(s.contains("cuDeviceCanAccessPeer"), "{s}");
+        let refused = PeerAccessError {
+            from: 0,
+            to: 1,
+            driver: Some(DriverError::new("cuCtxEnablePeerAccess", 711)),
+        };
+        let s = Error::PeerAccess(Box::new(refused)).to_string();
+        assert!(s.contains("CUDA_ERROR_TOO_MANY_PEERS"), "{s}");
     }
 
     /// Users return `Result<_, Error>` from their own closures and functions; an error larger

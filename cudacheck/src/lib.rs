@@ -45,6 +45,7 @@ mod instrument; // bounds-checked builds' PTX and fault reports
 mod kernel; //    `Kernel`
 mod launch; //    `Launch`: the one launch path and its plans
 mod offline;
+mod peer; //      context pairs with peer access
 mod policy; //    sync / instrument resolution
 mod ring; //      `LaunchRecord` and the ring of recent launches
 mod seqlock; //   lock-free slots
@@ -59,11 +60,12 @@ pub use alloc::{alloc_copy, alloc_zeros};
 pub use args::{ByValue, KernelArg, KernelArgMut, MAX_ARGS};
 pub use block::Block;
 pub use context::{
-    check, default_stream, device_count, device_limits, is_poisoned, recover, synchronize,
+    check, default_stream, device_count, device_limits, enable_peer_access, is_poisoned, recover,
+    synchronize,
 };
 pub use driver::codes;
 pub use driver::{DriverError, FunctionAttributes};
-pub use error::{CaptureError, Error, LaunchError, LaunchErrorKind};
+pub use error::{CaptureError, Error, LaunchError, LaunchErrorKind, PeerAccessError, PeerSupport};
 pub use instrument::{Coverage, DeviceAssert, OutOfBounds};
 pub use kernel::{Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
 pub use launch::{Grid, Launch, LaunchDims};

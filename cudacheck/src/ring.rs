@@ -3,8 +3,10 @@
 //!
 //! Lock-free and allocation-free: a launch takes its sequence number with one atomic add and
 //! writes its slot in place (a [`SeqSlot`]: the kernel's interned name and the launch site as
-//! pointers, the configuration as words). Readers, which only run when an error is being
-//! built, copy consistent slots and turn them into [`LaunchRecord`]s.
+//! pointers, the stream and the configuration as words). The only wait is a writer's for
+//! another writer of the same slot, [`RING_CAPACITY`] launches older, still storing its words
+//! (see [`SeqSlot::write`]). Readers, which only run when an error is being built, copy
+//! consistent slots and turn them into [`LaunchRecord`]s.
 
 use std::fmt;
 use std::panic::Location;
@@ -24,6 +26,9 @@ pub struct LaunchRecord {
     pub config: LaunchConfig,
     /// Where in the Rust program the launch was made.
     pub site: &'static Location<'static>,
+    /// The stream it was queued on: its `CUstream` handle as a number (compare with
+    /// `stream.cu_stream() as u64`).
+    pub stream: u64,
 }
 
 impl fmt::Display for LaunchRecord {
@@ -67,8 +72,8 @@ pub(crate) fn intern(name: &Arc<str>) -> &'static KernelName {
     n
 }
 
-/// Kernel, site, then the configuration.
-const WORDS: usize = 2 + CONFIG_WORDS;
+/// Kernel, site, stream, then the configuration.
+const WORDS: usize = 3 + CONFIG_WORDS;
 
 /// The last [`RING_CAPACITY`] launches of one context.
 #[derive(Debug, Default)]
@@ -86,12 +91,14 @@ impl LaunchRing {
         kernel: &'static KernelName,
         config: &LaunchConfig,
         site: &'static Location<'static>,
+        stream: u64,
     ) -> u64 {
         let seq = self.count.fetch_add(1, Ordering::Relaxed) + 1;
         let c = pack_config(config, 0);
         let words = [
             kernel as *const KernelName as u64,
             site as *const Location<'static> as u64,
+            stream,
             c[0],
             c[1],
             c[2],
@@ -111,6 +118,7 @@ impl LaunchRing {
     }
 
     /// The launch with sequence number `seq`, if still remembered.
+    #[cfg(test)]
     pub(crate) fn get(&self, seq: u64) -> Option<LaunchRecord> {
         decode(&self.slots[(seq.max(1) - 1) as usize % RING_CAPACITY]).filter(|r| r.seq == seq)
     }
@@ -133,12 +141,13 @@ fn decode(slot: &SeqSlot<WORDS>) -> Option<LaunchRecord> {
             &*(w[1] as usize as *const Location<'static>),
         )
     };
-    let c = [w[2], w[3], w[4], w[5], w[6], w[7]];
+    let c = [w[3], w[4], w[5], w[6], w[7], w[8]];
     Some(LaunchRecord {
         seq: stamp / 2,
         kernel: Arc::clone(&kernel.0),
         config: unpack_config(&c),
         site,
+        stream: w[2],
     })
 }
 
@@ -158,6 +167,7 @@ mod tests {
                 k,
                 &LaunchConfig::new(Dim3::x(i + 1), Dim3::x(32)),
                 Location::caller(),
+                u64::from(i % 2),
             );
         }
         let snap = ring.snapshot();
@@ -168,6 +178,11 @@ mod tests {
         assert_eq!(&*snap[15].kernel, "a");
         assert_eq!(snap[15].config.grid, Dim3::x(40));
         assert_eq!(&*snap[14].kernel, "b");
+        assert_eq!(
+            (snap[15].stream, snap[14].stream),
+            (1, 0),
+            "each launch's stream"
+        );
         assert_eq!(ring.get(30).map(|r| r.config.grid.x), Some(30));
         assert_eq!(ring.get(3), None, "forgotten");
         assert_eq!(ring.count(), 40);
@@ -186,32 +201,123 @@ mod tests {
         assert!(std::ptr::eq(x, y));
     }
 
+    /// A small PRNG for the stress test's schedules.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// The launch thread `t` records: kernel `k{t}`, grid.x `t`, block.x `32 (t + 1)` and its
+    /// own count `i` as the dynamic shared bytes, spread over four words of the slot, so that
+    /// a record mixing two launches' words is seen.
+    fn stress_config(t: u32, i: u32) -> LaunchConfig {
+        let mut c = LaunchConfig::new(Dim3::new(t, 7, 1), Dim3::x(32 * (t + 1)));
+        c.dynamic_shared_bytes = i;
+        c
+    }
+
+    /// Whether `r` is whole: its words all come from one launch of one thread.
+    fn assert_whole(r: &LaunchRecord) {
+        let t = r.config.grid.x;
+        assert_eq!(&*r.kernel, format!("k{t}"), "a mixed record: {r}");
+        assert_eq!(r.config.block.x, 32 * (t + 1), "a mixed record: {r}");
+        assert_eq!(r.config.grid.y, 7, "a mixed record: {r}");
+        assert_eq!(r.stream, 1000 + u64::from(t), "a mixed record: {r}");
+    }
+
     #[test]
     fn concurrent_launches_each_get_a_number_and_records_stay_whole() {
+        // More threads than cores, random pauses between taking a number and the next launch:
+        // writers of one slot (16 launches apart) overlap, and some are descheduled mid-write.
+        const THREADS: u32 = 8;
+        const LAUNCHES: u32 = 20_000;
         let ring = Arc::new(LaunchRing::default());
-        let k = intern(&Arc::from("k"));
-        let threads: Vec<_> = (0..4)
-            .map(|t| {
-                let ring = Arc::clone(&ring);
+        let names: Vec<&'static KernelName> = (0..THREADS)
+            .map(|t| intern(&Arc::from(format!("k{t}"))))
+            .collect();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (ring, done) = (Arc::clone(&ring), Arc::clone(&done));
                 std::thread::spawn(move || {
-                    for i in 0..10_000u32 {
-                        // grid.x == grid.y in every write: a torn record would break that.
-                        let g = t * 100_000 + i;
-                        ring.record(
-                            k,
-                            &LaunchConfig::new(Dim3::new(g, g, 1), Dim3::x(32)),
-                            Location::caller(),
-                        );
+                    let mut seen = 0u64;
+                    while !done.load(Ordering::Relaxed) {
+                        let snap = ring.snapshot();
+                        for r in &snap {
+                            assert_whole(r);
+                            seen += 1;
+                        }
+                        if let Some(last) = snap.last() {
+                            if let Some(again) = ring.get(last.seq) {
+                                assert_eq!(again.seq, last.seq);
+                                assert_whole(&again);
+                            }
+                        }
                     }
+                    seen
                 })
             })
             .collect();
-        for t in threads {
-            t.join().unwrap();
+        let writers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (ring, k) = (Arc::clone(&ring), names[t as usize]);
+                std::thread::spawn(move || {
+                    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15 ^ u64::from(t + 1));
+                    let mut mine = Vec::with_capacity(LAUNCHES as usize);
+                    for i in 0..LAUNCHES {
+                        let seq = ring.record(
+                            k,
+                            &stress_config(t, i),
+                            Location::caller(),
+                            1000 + u64::from(t),
+                        );
+                        mine.push(seq);
+                        if rng.next() % 64 == 0 {
+                            std::thread::yield_now();
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        let mut all: Vec<u64> = Vec::new();
+        for w in writers {
+            let mine = w.join().unwrap();
+            assert!(
+                mine.windows(2).all(|p| p[0] < p[1]),
+                "one thread's numbers grow"
+            );
+            all.extend(mine);
         }
-        assert_eq!(ring.count(), 40_000);
-        for r in ring.snapshot() {
-            assert_eq!(r.config.grid.x, r.config.grid.y, "{r}");
+        done.store(true, Ordering::Relaxed);
+        let seen: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+        let total = u64::from(THREADS * LAUNCHES);
+        assert_eq!(ring.count(), total);
+        all.sort_unstable();
+        assert!(
+            all.iter().copied().eq(1..=total),
+            "every launch got its own number"
+        );
+        // Once every writer is done, each slot holds the newest launch of its slots: exactly
+        // the last RING_CAPACITY launches, whole, each thread's in its own order.
+        let snap = ring.snapshot();
+        let seqs: Vec<u64> = snap.iter().map(|r| r.seq).collect();
+        let first = total - RING_CAPACITY as u64 + 1;
+        assert_eq!(seqs, (first..=total).collect::<Vec<u64>>());
+        for r in &snap {
+            assert_whole(r);
         }
+        for p in snap.windows(2) {
+            if p[0].config.grid.x == p[1].config.grid.x {
+                assert!(p[0].config.dynamic_shared_bytes < p[1].config.dynamic_shared_bytes);
+            }
+        }
+        println!("{seen} records read while {THREADS} threads launched");
     }
 }

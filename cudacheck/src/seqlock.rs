@@ -4,9 +4,9 @@
 //!
 //! The writer marks the slot odd, writes the words, then marks it with an even stamp; a
 //! reader copies the words between two loads of the stamp and keeps the copy only when both
-//! saw the same even stamp. Each word is one atomic, so even a copy torn by two racing
-//! writers holds only words some writer wrote whole (users store pointers as words for that
-//! reason).
+//! saw the same even stamp. Writers of one slot take turns (see [`SeqSlot::write`]), and stamps
+//! only grow, so a copy that passes holds the words of exactly one write, the newest one. Each
+//! word is one atomic, so a copy that fails the test held only words some writer wrote whole.
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
@@ -53,19 +53,60 @@ impl<const N: usize> SeqSlot<N> {
         matches!(self.read(), Some((_, w)) if w == *words)
     }
 
-    /// Writes `words` under `stamp` (even, non-zero). Writers of one slot should not overlap
-    /// (the memo serializes them; the ring's overlap only when 16 launches pass between one
-    /// writer's two stores); if they do, readers may copy a mix of whole words.
+    /// Writes `words` under `stamp` (even, non-zero), unless the slot already holds or is
+    /// being written with a newer stamp; returns whether it wrote.
+    ///
+    /// Writers of one slot take turns: a writer claims the slot by swapping its even stamp for
+    /// the writer's odd one (`stamp - 1`), and one that finds an older write in progress waits
+    /// for it (a few stores; it yields while it waits). Without the turns, two writers of the
+    /// ring's slot 16 launches apart could interleave their words under one stamp, and a reader
+    /// would take the mix for one launch; and a writer descheduled between taking its number
+    /// and writing could overwrite a newer launch with an older one.
     #[inline]
-    pub(crate) fn write(&self, stamp: u64, words: [u64; N]) {
+    pub(crate) fn write(&self, stamp: u64, words: [u64; N]) -> bool {
         debug_assert!(stamp != 0 && stamp & 1 == 0);
-        self.stamp.store(stamp - 1, Ordering::Relaxed);
+        let mut cur = self.stamp.load(Ordering::Relaxed);
+        let mut spins = 0u32;
+        loop {
+            if cur >= stamp - 1 {
+                // A newer write holds the slot, or is under way: ours is already forgotten.
+                return false;
+            }
+            if cur & 1 == 1 {
+                // An older write is under way: wait for its last store.
+                wait(&mut spins);
+                cur = self.stamp.load(Ordering::Relaxed);
+                continue;
+            }
+            match self.stamp.compare_exchange_weak(
+                cur,
+                stamp - 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
         // Orders the odd stamp before the word stores (the seqlock writer's fence).
         fence(Ordering::Release);
         for (a, v) in self.words.iter().zip(words) {
             a.store(v, Ordering::Relaxed);
         }
         self.stamp.store(stamp, Ordering::Release);
+        true
+    }
+}
+
+/// One round of waiting for another writer of a slot: spin a little, then give the core away
+/// (the writer may be descheduled mid-write).
+#[cold]
+fn wait(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
     }
 }
 
@@ -136,6 +177,40 @@ mod tests {
     }
 
     #[test]
+    fn an_older_write_never_replaces_a_newer_one() {
+        let s = SeqSlot::<2>::default();
+        assert!(s.write(42, [4, 2]));
+        // A writer that took its number before the newer one but came late.
+        assert!(!s.write(10, [1, 0]));
+        assert_eq!(s.read(), Some((42, [4, 2])));
+    }
+
+    #[test]
+    fn a_writer_waits_for_an_older_write_in_progress() {
+        use std::sync::Arc;
+        let s = Arc::new(SeqSlot::<2>::default());
+        // The write of stamp 10 is under way (its odd stamp is up, its words not yet stored).
+        s.stamp.store(9, Ordering::Relaxed);
+        let newer = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || s.write(42, [42, 42]))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        // The newer writer has not stored a word while the older write holds the slot: the
+        // two never interleave their words under one stamp.
+        assert_eq!(s.words[0].load(Ordering::Relaxed), 0);
+        assert_eq!(s.read(), None, "a write is under way");
+        s.words[0].store(10, Ordering::Relaxed);
+        s.words[1].store(10, Ordering::Relaxed);
+        s.stamp.store(10, Ordering::Release);
+        assert!(
+            newer.join().unwrap(),
+            "the newer write goes in after the older one"
+        );
+        assert_eq!(s.read(), Some((42, [42, 42])));
+    }
+
+    #[test]
     fn readers_never_see_a_half_written_slot() {
         // One writer keeps writing pairs of equal words; readers must only see equal pairs.
         use std::sync::atomic::AtomicBool;
@@ -143,10 +218,14 @@ mod tests {
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let (w, st) = (std::sync::Arc::clone(&s), std::sync::Arc::clone(&stop));
         let writer = std::thread::spawn(move || {
+            // At least one write, even when the readers finish before this thread starts.
             let mut i = 1u64;
-            while !st.load(Ordering::Relaxed) {
+            loop {
                 w.write(2 * i, [i, i]);
                 i += 1;
+                if st.load(Ordering::Relaxed) {
+                    break;
+                }
             }
         });
         for _ in 0..200_000 {

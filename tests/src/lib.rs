@@ -37,6 +37,37 @@ pub fn gpu_or_skip() -> Option<Arc<CudaStream>> {
     None
 }
 
+/// A stream on each of devices `0..n` (each device's primary context's default stream), or
+/// `None` (after printing why) when fewer than `n` devices are usable.
+///
+/// Multi-device tests run on the two-GPU machine; elsewhere they skip, unless
+/// `CUDACHECK_REQUIRE_GPUS` is set to `n` or more, where too few devices is a failure.
+///
+/// # Panics
+///
+/// When `CUDACHECK_REQUIRE_GPUS` asks for at least `n` devices and fewer are usable.
+pub fn gpus_or_skip(n: usize) -> Option<Vec<Arc<CudaStream>>> {
+    let reason = match cudacheck::device_count() {
+        Err(e) => e.to_string(),
+        Ok(have) if have < n => {
+            format!("this test needs {n} CUDA devices; the driver reports {have}")
+        }
+        Ok(_) => match (0..n).map(cudacheck::default_stream).collect() {
+            Ok(streams) => return Some(streams),
+            Err(e) => format!("a device is not usable: {e}"),
+        },
+    };
+    let required = std::env::var("CUDACHECK_REQUIRE_GPUS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    if required >= n {
+        panic!("CUDACHECK_REQUIRE_GPUS={required} but {reason}");
+    }
+    println!("{GPU_SKIP_PREFIX}{reason}");
+    None
+}
+
 /// The repository's root (the workspace directory).
 ///
 /// `CUDACHECK_REPO` wins when set: test binaries carried to the GPU machine run from another
@@ -95,6 +126,41 @@ pub fn run_in_child(test: &str, vars: &[(&str, &str)]) -> (bool, String) {
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     (out.status.success(), text)
+}
+
+/// The variable a child process started by [`child_passes`] runs with.
+pub const GPU_CHILD_VAR: &str = "CUDACHECK_GPU_CHILD";
+
+/// Whether this process is a child started by [`child_passes`]: a `child_` test does its
+/// work only then, and returns at once in a normal run.
+pub fn is_gpu_child() -> bool {
+    std::env::var(GPU_CHILD_VAR).as_deref() == Ok("1")
+}
+
+/// Runs `test` of this test binary in a child process with [`GPU_CHILD_VAR`] set, prints its
+/// output (its measurements belong in the GPU run's log) and asserts that it ran and passed.
+/// For tests whose subject (a sticky fault, a device-wide setting) outlives them.
+///
+/// # Panics
+///
+/// When the child did not run `test` or it failed.
+pub fn child_passes(test: &str) {
+    let (ok, out) = run_in_child(test, &[(GPU_CHILD_VAR, "1")]);
+    println!("{out}");
+    assert!(out.contains("1 passed"), "child {test} did not run:\n{out}");
+    assert!(ok, "child {test} failed:\n{out}");
+}
+
+/// An error and all its sources, one per line: what a person reads in a report.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s.push_str("\n  caused by: ");
+        s.push_str(&x.to_string());
+        src = x.source();
+    }
+    s
 }
 
 /// Whether NVRTC is available; when it is not, prints a line starting `skipped (NVRTC tier): `

@@ -20,7 +20,6 @@
 //! with a CPU reference; every planted mistake asserts the error variant and the words a
 //! person reads.
 
-use std::error::Error as _;
 use std::sync::Arc;
 
 use cudacheck::core::validate::{occupancy, Violation};
@@ -28,9 +27,9 @@ use cudacheck::core::Axis;
 use cudacheck::cudarc::driver::{CudaContext, CudaStream};
 use cudacheck::nvrtc::CudaSource;
 use cudacheck::{Error, InstrumentMode, Kernel, LaunchErrorKind, SyncMode};
-use cudacheck_tests::{gpu_or_skip, kernel_files, kernel_source, run_in_child};
-
-const CHILD_VAR: &str = "CUDACHECK_GPU_CHILD";
+use cudacheck_tests::{
+    chain, child_passes, gpu_or_skip, is_gpu_child, kernel_files, kernel_source,
+};
 
 /// Small kernels for planted mistakes.
 const PLANTED: &str = r#"
@@ -69,18 +68,6 @@ fn planted(name: &str) -> Kernel {
         .instrument(InstrumentMode::Off)
         .sync(SyncMode::Always)
         .build()
-}
-
-/// The error and all its sources, as one string: what a person reads in a report.
-fn chain(e: &Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(x) = src {
-        s.push_str("\n  caused by: ");
-        s.push_str(&x.to_string());
-        src = x.source();
-    }
-    s
 }
 
 fn launch_kind(e: &Error) -> &LaunchErrorKind {
@@ -507,13 +494,14 @@ fn gpu_buffer_from_another_context() {
                 buffer_device: 0,
                 stream_device: 0,
                 same_device: true,
+                ..
             }
         ),
         "{e:?}"
     );
     assert!(
         e.to_string()
-            .contains("argument 0 is a buffer of device 0 in a different context"),
+            .contains("argument 0 (`out`) is a buffer of device 0 in a different context"),
         "{e}"
     );
     drop(foreign);
@@ -693,16 +681,9 @@ fn gpu_offline_numbers_equal_the_drivers() {
 // ---- poisoning tests: each runs in a child process ------------------------------------------
 
 fn in_child(test: &str) {
-    if gpu_or_skip().is_none() {
-        return;
+    if gpu_or_skip().is_some() {
+        child_passes(test);
     }
-    let (ok, out) = run_in_child(test, &[(CHILD_VAR, "1")]);
-    assert!(out.contains("1 passed"), "child {test} did not run:\n{out}");
-    assert!(ok, "child {test} failed:\n{out}");
-}
-
-fn is_child() -> bool {
-    std::env::var(CHILD_VAR).as_deref() == Ok("1")
 }
 
 #[test]
@@ -712,7 +693,7 @@ fn gpu_out_of_bounds_in_debug_names_the_launch() {
 
 #[test]
 fn child_out_of_bounds_debug() {
-    if !is_child() {
+    if !is_gpu_child() {
         return;
     }
     let stream = gpu_or_skip().expect("the parent checked for a GPU");
@@ -765,7 +746,7 @@ fn gpu_out_of_bounds_in_release_names_the_recent_launches() {
 
 #[test]
 fn child_out_of_bounds_release() {
-    if !is_child() {
+    if !is_gpu_child() {
         return;
     }
     let stream = gpu_or_skip().expect("the parent checked for a GPU");
@@ -832,7 +813,7 @@ fn gpu_device_assert_poisons_and_recover_works() {
 
 #[test]
 fn child_device_assert_and_recover() {
-    if !is_child() {
+    if !is_gpu_child() {
         return;
     }
     let stream = gpu_or_skip().expect("the parent checked for a GPU");

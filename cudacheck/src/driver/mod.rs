@@ -615,6 +615,68 @@ pub unsafe fn memset_zero_async(
     })
 }
 
+/// `cuDeviceGet`: the device of ordinal `ordinal`.
+pub fn device(ordinal: usize) -> Result<CUdevice, DriverError> {
+    let mut dev: CUdevice = 0;
+    let ordinal = c_int::try_from(ordinal).map_err(|_| DriverError::new("cuDeviceGet", 101))?;
+    // SAFETY: `dev` is a valid out-pointer; an unknown ordinal is an error, not UB.
+    check("cuDeviceGet", unsafe {
+        sys::cuDeviceGet(&mut dev, ordinal)
+    })?;
+    Ok(dev)
+}
+
+/// `cuDeviceCanAccessPeer`: whether code on `dev` can access memory of `peer` directly.
+pub fn can_access_peer(dev: CUdevice, peer: CUdevice) -> Result<bool, DriverError> {
+    let mut can: c_int = 0;
+    // SAFETY: `can` is a valid out-pointer; both devices came from the driver.
+    check("cuDeviceCanAccessPeer", unsafe {
+        sys::cuDeviceCanAccessPeer(&mut can, dev, peer)
+    })?;
+    Ok(can != 0)
+}
+
+/// `cuCtxEnablePeerAccess(peer, 0)` from the current context: allocations made with
+/// `cuMemAlloc` in `peer` become accessible to kernels of the current context. Already enabled
+/// is not an error.
+pub fn enable_peer_access(peer: CUcontext) -> Result<(), DriverError> {
+    // SAFETY: `peer` is a live context: the caller holds the `CudaContext` it came from; a
+    // context is current (the caller bound the accessing one).
+    match unsafe { sys::cuCtxEnablePeerAccess(peer, 0) } {
+        CUresult::CUDA_SUCCESS | CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+        other => Err(DriverError::new("cuCtxEnablePeerAccess", other as u32)),
+    }
+}
+
+/// Grants device `accessor` read and write access to the allocations of `owner`'s current
+/// memory pool (`cuDeviceGetMemPool`, then `cuMemPoolSetAccess`). Stream-ordered allocations
+/// (`cuMemAllocAsync`, what cudarc allocates with where pools are supported) do not follow
+/// `cuCtxEnablePeerAccess`: NVIDIA's programming guide, "Stream Ordered Memory Allocator",
+/// device accessibility for multi-GPU support. Does nothing on a device without pools.
+pub fn grant_pool_access(owner: CUdevice, accessor: usize) -> Result<(), DriverError> {
+    if attr(owner, DevAttr::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 0 {
+        return Ok(());
+    }
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `pool` is a valid out-pointer; `owner` came from the driver.
+    check("cuDeviceGetMemPool", unsafe {
+        sys::cuDeviceGetMemPool(&mut pool, owner)
+    })?;
+    let id = c_int::try_from(accessor).map_err(|_| DriverError::new("cuMemPoolSetAccess", 101))?;
+    let desc = sys::CUmemAccessDesc {
+        location: sys::CUmemLocation {
+            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id,
+        },
+        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    // SAFETY: `pool` is the device's live pool; `desc` is one valid descriptor on this stack
+    // frame, and the count says one.
+    check("cuMemPoolSetAccess", unsafe {
+        sys::cuMemPoolSetAccess(pool, &desc, 1)
+    })
+}
+
 /// `cuDevicePrimaryCtxReset`: destroys every allocation, module and stream of the device's
 /// primary context in this process and clears its sticky error.
 ///

@@ -19,7 +19,7 @@ use cudacheck_core::Dim3;
 use thiserror::Error;
 
 pub use cudacheck_core::instrument::Coverage;
-pub(crate) use fault::{error_of, ArgView, FaultContext};
+pub(crate) use fault::{error_of, param_names, ArgView, FaultContext};
 pub use fault::{DeviceAssert, OutOfBounds};
 
 use crate::error::Error;

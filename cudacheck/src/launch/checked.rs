@@ -172,7 +172,7 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         // To pageable memory the copy is done when the call returns; waiting once more costs a
         // microsecond and does not lean on that.
         driver::stream_synchronize(stream)
-            .map_err(|e| step.loaded.state.fault(e, step.site, None))?;
+            .map_err(|e| step.loaded.state.fault(e, step.site, None, stream))?;
         drop(self.scratch);
         let sites = sites_of(step.loaded);
         let (args, n) = arg_views(step.args);

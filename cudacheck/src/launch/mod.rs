@@ -24,7 +24,8 @@ use crate::args::{ArgSlot, KernelArg, KernelArgMut, SlotKind, MAX_ARGS};
 use crate::build::PrepareError;
 use crate::context::bind;
 use crate::driver::{self, Capture, DriverError, RawConfig};
-use crate::error::{Error, LaunchError, LaunchErrorKind};
+use crate::error::{Error, LaunchError, LaunchErrorKind, PeerSupport};
+use crate::instrument::param_names;
 use crate::kernel::Kernel;
 use crate::policy::{after_launch, instrumented, sync_wanted, SyncMode};
 use checked::Checked;
@@ -119,8 +120,9 @@ pub struct Launch<'a> {
     /// The first `nguards` are initialized, and dropped by `Launch`'s `Drop`.
     guards: [MaybeUninit<SyncOnDrop<'a>>; GUARDS],
     nguards: usize,
-    /// More buffers needed ordering than `guards` holds: the extra guards recorded before the
-    /// launch, so the launch synchronizes instead, which orders everything after it.
+    /// More buffers needed ordering than `guards` holds (the extra guards recorded before the
+    /// launch), or a buffer of a peer context has no guard (see `SlotKind::PeerBuffer`): the
+    /// launch synchronizes instead, which orders everything after it.
     guard_overflow: bool,
 }
 
@@ -299,6 +301,9 @@ impl<'a> Launch<'a> {
         }
         if let Some(g) = guard {
             self.push_guard(g);
+        }
+        if let SlotKind::PeerBuffer { .. } = slot.kind {
+            self.guard_overflow = true;
         }
         // Counted even past capacity, so that the error can say how many were given.
         self.nargs += 1;
@@ -519,7 +524,7 @@ impl<'a> Launch<'a> {
         if let Err(error) = launched {
             if error.poisons() {
                 // An earlier launch faulted; the driver reports it at this one.
-                return Err(state.fault(error, site, None));
+                return Err(state.fault(error, site, None, self.stream.cu_stream()));
             }
             return Err(self.refuse(site, LaunchErrorKind::Driver { error }));
         }
@@ -528,7 +533,9 @@ impl<'a> Launch<'a> {
         }
         // A captured kernel did not run: the ring names launches that did.
         let seq = match capture {
-            Capture::None => Some(state.record(kernel.ring_name(), &self.cfg, site)),
+            Capture::None => {
+                Some(state.record(kernel.ring_name(), &self.cfg, site, self.stream.cu_stream()))
+            }
             _ => None,
         };
         plan.after(&step, after_launch(sync, capture != Capture::None), seq)
@@ -565,19 +572,53 @@ impl<'a> Launch<'a> {
                 ));
             }
             if let SlotKind::ForeignBuffer { ordinal } = slot.kind {
-                let stream_device = self.stream.context().ordinal();
-                return Err(self.refuse(
-                    site,
-                    LaunchErrorKind::ForeignBuffer {
-                        index,
-                        buffer_device: ordinal as usize,
-                        stream_device,
-                        same_device: ordinal as usize == stream_device,
-                    },
-                ));
+                return Err(self.foreign_buffer(site, index, ordinal as usize));
             }
         }
         Ok(())
+    }
+
+    /// Argument `index`, a buffer of device `buffer_device` that the stream's context has no
+    /// access to: the refusal, naming the parameter and saying whether peer access could help.
+    #[cold]
+    fn foreign_buffer(
+        &self,
+        site: &'static Location<'static>,
+        index: usize,
+        buffer_device: usize,
+    ) -> Error {
+        let ctx = self.stream.context();
+        let stream_device = ctx.ordinal();
+        let same_device = buffer_device == stream_device;
+        let peer = if same_device {
+            PeerSupport::Unknown
+        } else {
+            match driver::device(buffer_device)
+                .and_then(|b| driver::can_access_peer(ctx.cu_device(), b))
+            {
+                Ok(true) => PeerSupport::Possible,
+                Ok(false) => PeerSupport::Unsupported,
+                Err(_) => PeerSupport::Unknown,
+            }
+        };
+        let param = match self.kernel.params() {
+            Some(specs) => specs.get(index).map(|p| p.name.to_string()),
+            None => param_names(self.kernel.source(), self.kernel.name())
+                .into_iter()
+                .nth(index)
+                .filter(|n| !n.starts_with("argument ")),
+        };
+        self.refuse(
+            site,
+            LaunchErrorKind::ForeignBuffer {
+                index,
+                param,
+                buffer_device,
+                stream_device,
+                same_device,
+                peer,
+            },
+        )
     }
 
     /// The parameters for an error message: the Rust declaration when there is one, else the

@@ -15,6 +15,7 @@ use crate::driver::{self, Capture};
 use crate::error::{Error, LaunchErrorKind};
 use crate::kernel::Kernel;
 use crate::policy::After;
+use crate::ring::LaunchRecord;
 
 /// The most hidden parameters a plan appends: a bounds-checked build takes one length per
 /// user parameter, then the fault record.
@@ -39,12 +40,28 @@ impl Step<'_, '_> {
         super::refusal(self.kernel, self.site, self.cfg, kind)
     }
 
-    /// Waits for the stream and attributes a fault to launch `seq` (when the ring has it).
+    /// Waits for the stream and attributes a fault to this launch (number `seq` in the ring)
+    /// when it can be sure.
+    ///
+    /// A sticky fault surfaces at every later call of the context, on any stream: the wait
+    /// proves that something in the context faulted, not that this launch did. So this launch
+    /// is named the culprit only when the context's recent launches are all on this stream;
+    /// otherwise the error lists them all as suspects (`Error::AsyncFault`), and no launch of
+    /// another stream is blamed for this one's fault, or this one for another's.
     pub(super) fn synchronize(&self, seq: Option<u64>) -> Result<(), Error> {
-        driver::stream_synchronize(self.stream.cu_stream()).map_err(|e| {
+        let stream = self.stream.cu_stream();
+        driver::stream_synchronize(stream).map_err(|e| {
             let state = &self.loaded.state;
-            let culprit = seq.and_then(|s| state.launch_record(s));
-            state.fault(e, self.site, culprit)
+            let culprit = seq
+                .filter(|_| state.only_stream(stream))
+                .map(|seq| LaunchRecord {
+                    seq,
+                    kernel: Arc::clone(self.kernel.name_arc()),
+                    config: *self.cfg,
+                    site: self.site,
+                    stream: stream as u64,
+                });
+            state.fault(e, self.site, culprit, stream)
         })
     }
 }
