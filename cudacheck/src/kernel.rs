@@ -386,6 +386,17 @@ impl Kernel {
         self.inner.builds.compiled(Variant::Plain, arch, self)
     }
 
+    /// The bounds-checked CUBIN for `arch` and `shape`, made on first use.
+    pub(crate) fn compiled_checked_for(
+        &self,
+        arch: Arch,
+        shape: Option<Spec>,
+    ) -> Result<Arc<Compiled>, Error> {
+        self.inner
+            .builds
+            .compiled(Variant::Checked { shape }, arch, self)
+    }
+
     /// The bounds-checked build for `shape` loaded in `ctx`, made on first use.
     pub(crate) fn loaded_checked(
         &self,
