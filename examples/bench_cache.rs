@@ -7,26 +7,36 @@
 //! synchronize), then a second launch of the same, now loaded, kernel. Cold: the cache
 //! directory is emptied before each child. Warm: it holds the entry from an earlier child.
 //!
-//! Two cases: `small` is `kernels/saxpy.cu`; `headers` is a source of our own that includes
+//! Three cases: `small` is `kernels/saxpy.cu`; `headers` is a source of our own that includes
 //! `<cuda_fp16.h>`, `<cuda_bf16.h>` and several `<cuda/std/...>` headers, as library kernels
-//! do (their parse dominates its compile).
+//! do (their parse dominates its compile); `checked` is saxpy's bounds-checked build for its
+//! launch shape (NVRTC to PTX, the rewrite, nvJitLink), what a debug build launches.
 //!
 //! `cargo run --release -p cudacheck-examples --example bench_cache -- out.json out.md`
 //! (each path ending in `.json` gets JSON, any other gets a markdown table). The cache is a
 //! fresh directory under the system temporary directory, removed at the end; set
 //! `CUDACHECK_BENCH_CACHE_DIR` to put it elsewhere.
+//!
+//! `--cpu` (first argument) needs no GPU: each child builds the kernel for sm_90 with
+//! [`Kernel::check_offline`] / [`Kernel::check_offline_checked`], the same compile path as a
+//! first launch, and the time is from just before building the kernel to the CUBIN in hand
+//! (everything a first launch does except loading the module and launching). Its table also
+//! says whether the child loaded libnvrtc or libnvJitLink. `CUDACHECK_BENCH_RUNS=COLD,WARM`
+//! sets the number of children per row (default 5,10; `--cpu`: 3,41).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use cudacheck::core::Arch;
 use cudacheck::nvrtc::CudaSource;
 use cudacheck::{InstrumentMode, Kernel, SyncMode};
 use cudacheck_examples::{kernel, report, stream_or_exit};
 
-const COLD_RUNS: usize = 5;
-const WARM_RUNS: usize = 10;
 const N: usize = 1 << 16;
+const BLOCK: u32 = 256;
+/// The architecture `--cpu` children compile for (the H100 the GPU runs use).
+const CPU_ARCH: Arch = Arch::new(9, 0);
 
 /// Written for this benchmark: half and bfloat16 inputs, libcu++ traits and limits.
 const HEADERS_SRC: &str = r#"
@@ -57,120 +67,190 @@ extern "C" __global__ void mix(float* __restrict__ out, const __half* __restrict
 }
 "#;
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Case {
     Small,
     Headers,
+    Checked,
 }
 
 impl Case {
-    const ALL: [Case; 2] = [Case::Small, Case::Headers];
+    const ALL: [Case; 3] = [Case::Small, Case::Headers, Case::Checked];
 
     fn name(self) -> &'static str {
         match self {
             Case::Small => "small",
             Case::Headers => "headers",
+            Case::Checked => "checked",
         }
     }
 
     fn parse(s: &str) -> Option<Case> {
         Case::ALL.into_iter().find(|c| c.name() == s)
     }
+
+    /// The kernel as a program would declare it.
+    fn kernel(self) -> Result<Kernel, Box<dyn std::error::Error>> {
+        Ok(match self {
+            Case::Small => {
+                Kernel::new(kernel("saxpy.cu")?, "saxpy").instrument(InstrumentMode::Off)
+            }
+            Case::Headers => Kernel::new(CudaSource::from_str("mix.cu", HEADERS_SRC), "mix")
+                .instrument(InstrumentMode::Off),
+            Case::Checked => {
+                Kernel::new(kernel("saxpy.cu")?, "saxpy").instrument(InstrumentMode::On)
+            }
+        }
+        .build())
+    }
 }
 
-/// What one child measured, in milliseconds.
+/// GPU children or `--cpu` children.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Gpu,
+    Cpu,
+}
+
+impl Mode {
+    fn child_flag(self) -> &'static str {
+        match self {
+            Mode::Gpu => "--child",
+            Mode::Cpu => "--cpu-child",
+        }
+    }
+}
+
+/// What one child measured, in milliseconds (`--cpu`: no context or loaded launch).
 struct Sample {
     context_ms: f64,
     first_launch_ms: f64,
     loaded_launch_ms: f64,
     process_ms: f64,
+    /// `--cpu`: whether the child loaded libnvrtc / libnvJitLink.
+    nvrtc_loaded: bool,
+    nvjitlink_loaded: bool,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--child") {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(flag @ ("--child" | "--cpu-child")) = args.first().map(String::as_str) {
         let case = args
             .get(1)
             .and_then(|c| Case::parse(c))
-            .ok_or("--child small|headers")?;
-        return child(case);
+            .ok_or("--child small|headers|checked")?;
+        return if flag == "--child" {
+            child(case)
+        } else {
+            cpu_child(case)
+        };
     }
-    // Without a GPU the children could not launch: say so once, here.
-    drop(stream_or_exit());
+    let mode = if args.first().map(String::as_str) == Some("--cpu") {
+        args.remove(0);
+        Mode::Cpu
+    } else {
+        // Without a GPU the children could not launch: say so once, here.
+        drop(stream_or_exit());
+        Mode::Gpu
+    };
+    let (cold_runs, warm_runs) = runs(mode)?;
     let dir = match std::env::var_os("CUDACHECK_BENCH_CACHE_DIR") {
         Some(d) => PathBuf::from(d),
         None => std::env::temp_dir().join(format!("cudacheck-bench-cache-{}", std::process::id())),
     };
     let mut rows = Vec::new();
     for case in Case::ALL {
-        for (mode, runs) in [("cold", COLD_RUNS), ("warm", WARM_RUNS)] {
+        for (cache, runs) in [("cold", cold_runs), ("warm", warm_runs)] {
             let mut samples = Vec::new();
-            if mode == "warm" {
-                spawn(case, &dir)?; // fills the cache
+            if cache == "warm" {
+                spawn(mode, case, &dir)?; // fills the cache
             }
             for _ in 0..runs {
-                if mode == "cold" {
+                if cache == "cold" {
                     let _ = std::fs::remove_dir_all(&dir);
                 }
-                samples.push(spawn(case, &dir)?);
+                samples.push(spawn(mode, case, &dir)?);
             }
-            rows.push((case, mode, samples));
+            rows.push((case, cache, samples));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
 
-    let median = |v: &mut Vec<f64>| {
+    let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let mut md = String::from(
-        "| case | cache | runs | first launch, median (ms) | min (ms) | launch of a loaded module (ms) | context (ms) | whole process (ms) |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
-    );
+    let of = |samples: &[Sample], f: fn(&Sample) -> f64| samples.iter().map(f).collect::<Vec<_>>();
+    let mut md = match mode {
+        Mode::Gpu => String::from(
+            "| case | cache | runs | first launch, median (ms) | min (ms) | launch of a loaded module (ms) | context (ms) | whole process (ms) |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        ),
+        Mode::Cpu => format!(
+            "CPU only: fresh process to the CUBIN in hand ({}, the same compile path as a first launch, no module load)\n\n\
+             | case | cache | runs | CUBIN in hand, median (ms) | min (ms) | max (ms) | whole process, median (ms) | loaded libnvrtc | loaded libnvJitLink |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+            CPU_ARCH.sm_name()
+        ),
+    };
     let mut json_rows = Vec::new();
-    for (case, mode, samples) in &rows {
-        let mut first: Vec<f64> = samples.iter().map(|s| s.first_launch_ms).collect();
+    for (case, cache, samples) in &rows {
+        let first = of(samples, |s| s.first_launch_ms);
         let min = first.iter().copied().fold(f64::INFINITY, f64::min);
-        let first_med = median(&mut first);
-        let loaded = median(&mut samples.iter().map(|s| s.loaded_launch_ms).collect());
-        let context = median(&mut samples.iter().map(|s| s.context_ms).collect());
-        let process = median(&mut samples.iter().map(|s| s.process_ms).collect());
-        md.push_str(&format!(
-            "| {} | {mode} | {} | {first_med:.3} | {min:.3} | {loaded:.3} | {context:.1} | {process:.1} |\n",
-            case.name(),
-            samples.len()
-        ));
+        let max = first.iter().copied().fold(0.0, f64::max);
+        let first_med = median(first);
+        let loaded = median(of(samples, |s| s.loaded_launch_ms));
+        let context = median(of(samples, |s| s.context_ms));
+        let process = median(of(samples, |s| s.process_ms));
+        let count = |f: fn(&Sample) -> bool| samples.iter().filter(|s| f(s)).count();
+        let (nvrtc, jitlink) = (count(|s| s.nvrtc_loaded), count(|s| s.nvjitlink_loaded));
+        md.push_str(&match mode {
+            Mode::Gpu => format!(
+                "| {} | {cache} | {} | {first_med:.3} | {min:.3} | {loaded:.3} | {context:.1} | {process:.1} |\n",
+                case.name(),
+                samples.len()
+            ),
+            Mode::Cpu => format!(
+                "| {} | {cache} | {n} | {first_med:.3} | {min:.3} | {max:.3} | {process:.1} | {nvrtc} of {n} | {jitlink} of {n} |\n",
+                case.name(),
+                n = samples.len()
+            ),
+        });
         json_rows.push(serde_json::json!({
-            "case": case.name(), "cache": mode, "runs": samples.len(),
+            "case": case.name(), "cache": cache, "runs": samples.len(),
             "first_launch_median_ms": first_med, "first_launch_min_ms": min,
+            "first_launch_max_ms": max,
             "loaded_launch_median_ms": loaded, "context_median_ms": context,
             "process_median_ms": process,
+            "children_that_loaded_nvrtc": nvrtc, "children_that_loaded_nvjitlink": jitlink,
         }));
     }
     for case in Case::ALL {
-        let med = |mode: &str| {
-            rows.iter()
-                .filter(|(c, m, _)| c.name() == case.name() && *m == mode)
-                .map(|(_, _, s)| median(&mut s.iter().map(|s| s.first_launch_ms).collect()))
-                .next()
-                .unwrap_or(f64::NAN)
+        let row = |cache: &str| rows.iter().find(|(c, m, _)| *c == case && *m == cache);
+        let med = |cache: &str, f: fn(&Sample) -> f64| {
+            row(cache).map_or(f64::NAN, |(_, _, s)| median(of(s, f)))
         };
-        let loaded = rows
-            .iter()
-            .filter(|(c, m, _)| c.name() == case.name() && *m == "warm")
-            .map(|(_, _, s)| median(&mut s.iter().map(|s| s.loaded_launch_ms).collect()))
-            .next()
-            .unwrap_or(f64::NAN);
-        md.push_str(&format!(
-            "\n{}: cold / warm = {:.0}x; warm first launch is {:.3} ms above a launch of the loaded module",
-            case.name(),
-            med("cold") / med("warm"),
-            med("warm") - loaded
-        ));
+        let (cold, warm) = (
+            med("cold", |s| s.first_launch_ms),
+            med("warm", |s| s.first_launch_ms),
+        );
+        md.push_str(&match mode {
+            Mode::Gpu => format!(
+                "\n{}: cold / warm = {:.0}x; warm first launch is {:.3} ms above a launch of the loaded module",
+                case.name(),
+                cold / warm,
+                warm - med("warm", |s| s.loaded_launch_ms)
+            ),
+            Mode::Cpu => format!("\n{}: cold / warm = {:.0}x", case.name(), cold / warm),
+        });
     }
     md.push('\n');
     print!("{md}");
-    let json = serde_json::json!({ "benchmark": "bench_cache", "rows": json_rows });
+    let json = serde_json::json!({
+        "benchmark": "bench_cache",
+        "mode": if mode == Mode::Cpu { "cpu" } else { "gpu" },
+        "rows": json_rows,
+    });
     for path in &args {
         let text = if path.ends_with(".json") {
             serde_json::to_string_pretty(&json)?
@@ -182,11 +262,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Children per row, cold and warm: `CUDACHECK_BENCH_RUNS=COLD,WARM`, else the mode's default.
+fn runs(mode: Mode) -> Result<(usize, usize), Box<dyn std::error::Error>> {
+    let Ok(v) = std::env::var("CUDACHECK_BENCH_RUNS") else {
+        return Ok(match mode {
+            Mode::Gpu => (5, 10),
+            Mode::Cpu => (3, 41),
+        });
+    };
+    let parsed = v
+        .split_once(',')
+        .and_then(|(c, w)| Some((c.trim().parse().ok()?, w.trim().parse().ok()?)))
+        .filter(|&(c, w): &(usize, usize)| c > 0 && w > 0);
+    parsed.ok_or_else(|| format!("CUDACHECK_BENCH_RUNS=`{v}`: write COLD,WARM, e.g. 3,41").into())
+}
+
 /// Runs one child with the cache in `dir` and reads its measurements.
-fn spawn(case: Case, dir: &Path) -> Result<Sample, Box<dyn std::error::Error>> {
+fn spawn(mode: Mode, case: Case, dir: &Path) -> Result<Sample, Box<dyn std::error::Error>> {
     let start = Instant::now();
     let out = Command::new(std::env::current_exe()?)
-        .args(["--child", case.name()])
+        .args([mode.child_flag(), case.name()])
         .env("CUDACHECK_CACHE_DIR", dir)
         .env_remove("CUDACHECK_CACHE")
         .output()?;
@@ -206,11 +301,14 @@ fn spawn(case: Case, dir: &Path) -> Result<Sample, Box<dyn std::error::Error>> {
             .find_map(|l| l.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
             .ok_or_else(|| format!("child printed no {name}: {stdout}").into())
     };
+    let flag = |name: &str| stdout.lines().any(|l| l == format!("{name}=true"));
     Ok(Sample {
         context_ms: field("context_ms")?,
         first_launch_ms: field("first_launch_ms")?,
         loaded_launch_ms: field("loaded_launch_ms")?,
         process_ms,
+        nvrtc_loaded: flag("nvrtc_loaded"),
+        nvjitlink_loaded: flag("nvjitlink_loaded"),
     })
 }
 
@@ -225,20 +323,21 @@ fn child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
     let b = cudacheck::alloc_copy(&stream, &vec![half::bf16::from_f32(2.0); N])?;
     stream.synchronize()?;
     let n = N as i32;
-    let grid = (N as u32).div_ceil(256);
+    let grid = (N as u32).div_ceil(BLOCK);
 
     let launch = |k: &Kernel, out: &mut _| -> Result<f64, String> {
         let t = Instant::now();
+        // A bounds-checked launch synchronizes whatever this says.
         let l = k
             .launch(&stream)
             .grid(grid)
-            .block(256)
+            .block(BLOCK)
             .sync(SyncMode::Never);
         // SAFETY: both kernels touch element i of each buffer for i < n only, and every
         // buffer holds N = n elements.
         unsafe {
             match case {
-                Case::Small => l.arg_mut(out).arg(&x).arg(&2.0f32).arg(&n).run(),
+                Case::Small | Case::Checked => l.arg_mut(out).arg(&x).arg(&2.0f32).arg(&n).run(),
                 Case::Headers => l.arg_mut(out).arg(&h).arg(&b).arg(&n).run(),
             }
         }
@@ -248,19 +347,14 @@ fn child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let t = Instant::now();
-    let k = match case {
-        Case::Small => Kernel::new(kernel("saxpy.cu")?, "saxpy"),
-        Case::Headers => Kernel::new(CudaSource::from_str("mix.cu", HEADERS_SRC), "mix"),
-    }
-    .instrument(InstrumentMode::Off)
-    .build();
+    let k = case.kernel()?;
     launch(&k, &mut out)?;
     let first_launch_ms = t.elapsed().as_secs_f64() * 1e3;
     let loaded_launch_ms = launch(&k, &mut out)?;
 
     let host = stream.clone_dtoh(&out)?;
     let expected = match case {
-        Case::Small => 2.0f32 * 2.0,
+        Case::Small | Case::Checked => 2.0f32 * 2.0,
         Case::Headers => 3.0,
     };
     if host.iter().any(|v| *v != expected) {
@@ -269,5 +363,27 @@ fn child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
     println!("context_ms={context_ms}");
     println!("first_launch_ms={first_launch_ms}");
     println!("loaded_launch_ms={loaded_launch_ms}");
+    Ok(())
+}
+
+/// One fresh process without a GPU: the kernel built for [`CPU_ARCH`] to its CUBIN, timed.
+fn cpu_child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
+    let t = Instant::now();
+    let k = case.kernel()?;
+    let built = match case {
+        Case::Small | Case::Headers => k.check_offline(CPU_ARCH),
+        Case::Checked => k.check_offline_checked(CPU_ARCH, BLOCK, 0),
+    }
+    .map_err(|e| report(&e))?;
+    let first_ms = t.elapsed().as_secs_f64() * 1e3;
+    if built.resources.params.is_empty() || (case == Case::Checked) != built.checked.is_some() {
+        return Err(format!("{}: not the build asked for", case.name()).into());
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    println!("context_ms=0");
+    println!("first_launch_ms={first_ms}");
+    println!("loaded_launch_ms=0");
+    println!("nvrtc_loaded={}", maps.contains("libnvrtc"));
+    println!("nvjitlink_loaded={}", maps.contains("libnvJitLink"));
     Ok(())
 }

@@ -16,6 +16,7 @@ use cudacheck_core::{Arch, KernelResources};
 use cudarc::driver::{CudaContext, CudaStream};
 
 use crate::build::{Builds, Compiled, Loaded, Make, Variant};
+use crate::cache::{self, CheckedBuild};
 use crate::context::{bind, ContextState};
 use crate::driver::{self, FunctionAttributes};
 use crate::error::Error;
@@ -386,6 +387,17 @@ impl Kernel {
         self.inner.builds.compiled(Variant::Plain, arch, self)
     }
 
+    /// The bounds-checked CUBIN for `arch` and `shape`, made on first use.
+    pub(crate) fn compiled_checked_for(
+        &self,
+        arch: Arch,
+        shape: Option<Spec>,
+    ) -> Result<Arc<Compiled>, Error> {
+        self.inner
+            .builds
+            .compiled(Variant::Checked { shape }, arch, self)
+    }
+
     /// The bounds-checked build for `shape` loaded in `ctx`, made on first use.
     pub(crate) fn loaded_checked(
         &self,
@@ -395,9 +407,8 @@ impl Kernel {
         self.inner.builds.get(ctx, Variant::Checked { shape }, self)
     }
 
-    /// NVRTC's output for the kernel's source with its options for `arch` (the PTX too when
-    /// `ptx`), and the kernel's symbol in it.
-    fn nvrtc_output(&self, arch: Arch, ptx: bool) -> Result<(nvrtc::Compiled, String), Error> {
+    /// The options the kernel's source is compiled with for `arch` (the PTX too when `ptx`).
+    fn compile_options(&self, arch: Arch, ptx: bool) -> CompileOptions {
         let b = &self.inner.builder;
         let mut opts = CompileOptions::new(arch);
         opts.include_dirs = b.include_dirs.clone();
@@ -406,6 +417,14 @@ impl Kernel {
         opts.max_registers = b.max_registers;
         opts.name_expressions = vec![b.name.clone()];
         opts.ptx = ptx;
+        opts
+    }
+
+    /// NVRTC's output for the kernel's source with its options for `arch` (the PTX too when
+    /// `ptx`), and the kernel's symbol in it.
+    fn nvrtc_output(&self, arch: Arch, ptx: bool) -> Result<(nvrtc::Compiled, String), Error> {
+        let b = &self.inner.builder;
+        let opts = self.compile_options(arch, ptx);
         let out = nvrtc::compile(&b.source, &opts).map_err(|e| match e {
             CompileError::NvrtcNotFound(n) => Error::NvrtcNotFound(Box::new(n)),
             other => Error::Compile {
@@ -421,6 +440,32 @@ impl Kernel {
             .map(|(_, lowered)| lowered.clone())
             .unwrap_or_else(|| b.name.clone());
         Ok((out, symbol))
+    }
+
+    /// The bounds-checked build for `arch` and `shape`, from the cache (`cache::through_checked`)
+    /// or made now: NVRTC's PTX instrumented for the shape and assembled by nvJitLink.
+    fn checked_build(&self, arch: Arch, shape: Option<Spec>) -> Result<CheckedBuild, Error> {
+        let opts = self.compile_options(arch, true);
+        cache::through_checked(
+            self.source(),
+            &opts,
+            self.name(),
+            &shape_bytes(shape),
+            || {
+                let (inst, symbol, log) = self.instrumented_ptx(arch, shape)?;
+                let Some(sites) = inst.kernel(&symbol).cloned() else {
+                    return Err(self.build_error(arch, BuildError::NoEntry { symbol }));
+                };
+                let assembled = nvrtc::assemble_ptx(&inst.ptx, arch, &self.source().name)
+                    .map_err(|e| self.build_error(arch, e.into()))?;
+                Ok(CheckedBuild {
+                    cubin: assembled.cubin,
+                    symbol,
+                    log,
+                    sites,
+                })
+            },
+        )
     }
 
     /// The kernel's resources in `cubin`, its signature checked against the Rust declaration.
@@ -477,18 +522,25 @@ impl Make for Kernel {
                 self.finish(arch, out.cubin, symbol, 0, out.log)
             }
             Variant::Checked { shape } => {
-                let (inst, symbol, log) = self.instrumented_ptx(arch, shape)?;
-                let Some(entry) = inst.kernel(&symbol).cloned() else {
-                    return Err(self.build_error(arch, BuildError::NoEntry { symbol }));
-                };
-                let assembled = nvrtc::assemble_ptx(&inst.ptx, arch, &self.source().name)
-                    .map_err(|e| self.build_error(arch, e.into()))?;
-                let hidden = cudacheck_core::instrument::hidden_params(entry.num_params as usize);
-                let mut c = self.finish(arch, assembled.cubin, symbol, hidden, log)?;
-                c.sites = Some(Arc::new(entry));
+                let built = self.checked_build(arch, shape)?;
+                let hidden =
+                    cudacheck_core::instrument::hidden_params(built.sites.num_params as usize);
+                let mut c = self.finish(arch, built.cubin, built.symbol, hidden, built.log)?;
+                c.sites = Some(Arc::new(built.sites));
                 Ok(c)
             }
         }
+    }
+}
+
+/// A launch shape as a checked build's cache key holds it.
+fn shape_bytes(shape: Option<Spec>) -> Vec<u8> {
+    match shape {
+        None => vec![0],
+        Some(s) => std::iter::once(1)
+            .chain(s.block.to_array().into_iter().flat_map(u32::to_le_bytes))
+            .chain(s.dynamic_shared_bytes.to_le_bytes())
+            .collect(),
     }
 }
 

@@ -1,12 +1,14 @@
 //! NVRTC tier: the module cache under `nvrtc::compile` and `Kernel`, with real compiles.
 //!
 //! Each test uses its own cache directory ([`CacheMode::In`]), so tests running in parallel
-//! never share entries; the `Kernel` test sets `CUDACHECK_CACHE_DIR` in a child process, as a
-//! user would.
+//! never share entries; the `Kernel` tests set `CUDACHECK_CACHE_DIR` in a child process, as a
+//! user would. Tests that read the process's counts ([`stats`]: NVRTC compiles, nvJitLink
+//! assemblies, hits) run their body in a child process, where no other test counts.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use cudacheck::cache::{CacheMode, ModuleCache};
+use cudacheck::cache::{stats, CacheMode, ModuleCache};
 use cudacheck::nvrtc::{compile, CompileError, CompileOptions, Compiled, CudaSource};
 use cudacheck::Kernel;
 use cudacheck_core::Arch;
@@ -219,8 +221,12 @@ fn nvrtc_cache_threads_compiling_one_source_all_get_the_module() {
         }
     });
     assert_eq!(entries(&dir), 1);
-    let key_file_ok = std::fs::read_dir(dir.join("v1")).unwrap().count();
-    assert_eq!(key_file_ok, 1, "no temporary files left behind");
+    let temporary = std::fs::read_dir(dir.join("v1"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
+        .count();
+    assert_eq!(temporary, 0, "no temporary files left behind");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -228,14 +234,16 @@ fn nvrtc_cache_threads_compiling_one_source_all_get_the_module() {
 #[test]
 fn nvrtc_cache_child_kernel_check_offline() {
     // The parent checked for NVRTC; asking again here would load it.
-    if std::env::var_os("CUDACHECK_CACHE_TEST_CHILD").is_none() {
+    if std::env::var_os(CHILD).is_none() {
         return;
     }
     let k = Kernel::new(kernel_source("saxpy.cu"), "saxpy").build();
     let checked = k.check_offline(SM_90).expect("saxpy compiles");
     println!("registers={}", checked.resources.registers);
+    println!("nvrtc_compiles={}", stats().nvrtc_compiles);
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     println!("nvrtc_loaded={}", maps.contains("libnvrtc"));
+    println!("child finished");
 }
 
 #[test]
@@ -245,10 +253,7 @@ fn nvrtc_cache_kernel_compiles_through_the_environment_cache() {
     }
     let dir = fresh_dir("kernel");
     let dir_s = dir.display().to_string();
-    let vars = [
-        ("CUDACHECK_CACHE_DIR", dir_s.as_str()),
-        ("CUDACHECK_CACHE_TEST_CHILD", "1"),
-    ];
+    let vars = [("CUDACHECK_CACHE_DIR", dir_s.as_str()), (CHILD, "1")];
     let (ok, cold) = run_in_child("nvrtc_cache_child_kernel_check_offline", &vars);
     assert!(ok, "{cold}");
     assert_eq!(entries(&dir), 1, "{cold}");
@@ -267,5 +272,320 @@ fn nvrtc_cache_kernel_compiles_through_the_environment_cache() {
     assert!(cold.contains("nvrtc_loaded=true"), "{cold}");
     assert!(warm.contains("nvrtc_loaded=false"), "{warm}");
     assert_eq!(entries(&dir), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// How long a test leaves its files alone before a manifest trusts their stamps (cudacheck's
+/// settle time is 2 s: a stamp younger than that, relative to the lookup, is not recorded).
+const SETTLE: Duration = Duration::from_millis(2_100);
+
+/// Set in the child processes the tests below start.
+const CHILD: &str = "CUDACHECK_CACHE_TEST_CHILD";
+
+/// The cache directory a child was given.
+fn child_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CUDACHECK_CACHE_DIR").expect("the parent sets it"))
+}
+
+/// Runs the test `child` in a process of its own with a fresh cache directory and `vars`:
+/// its counts (`cudacheck::cache::stats`) are then its alone. Returns the child's output.
+fn run_child(child: &str, tag: &str, vars: &[(&str, &str)]) -> String {
+    let dir = fresh_dir(tag);
+    let dir_s = dir.display().to_string();
+    let mut all = vec![("CUDACHECK_CACHE_DIR", dir_s.as_str()), (CHILD, "1")];
+    all.extend_from_slice(vars);
+    let (ok, out) = run_in_child(child, &all);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("child finished"),
+        "the child did not run:\n{out}"
+    );
+    out
+}
+
+fn manifests(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("v1"))
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "manifest"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// How a child changes the header after the warm start.
+#[derive(Clone, Copy, Debug)]
+enum HeaderChange {
+    /// New content of the same size (a new modification time).
+    SameSize,
+    /// New content of the same size, the modification time set back to the old one.
+    SameSizeAndTime,
+    /// A header of the same name appears in an include directory searched earlier.
+    Shadowed,
+}
+
+/// The child of the three tests below: a warm start answered through a manifest, then a
+/// header changed so that only a stamp can tell; the next compile must see the change.
+#[test]
+fn nvrtc_cache_child_header_change() {
+    let Some(change) = std::env::var("CUDACHECK_CACHE_TEST_CHANGE").ok() else {
+        return;
+    };
+    let change = match change.as_str() {
+        "same-size" => HeaderChange::SameSize,
+        "same-size-and-time" => HeaderChange::SameSizeAndTime,
+        "shadowed" => HeaderChange::Shadowed,
+        other => panic!("unknown change {other}"),
+    };
+    let dir = child_dir();
+    let src_dir = dir.join("src");
+    let (early, late) = (src_dir.join("early"), src_dir.join("late"));
+    std::fs::create_dir_all(&early).unwrap();
+    std::fs::create_dir_all(&late).unwrap();
+    std::fs::write(
+        src_dir.join("k.cu"),
+        "#include <name.cuh>\nextern \"C\" __global__ void KERNEL(float* p) { p[0] = 1.0f; }\n",
+    )
+    .unwrap();
+    let header = late.join("name.cuh");
+    std::fs::write(&header, "#define KERNEL first\n").unwrap();
+    let src = CudaSource::from_file(src_dir.join("k.cu")).unwrap();
+    let opts = CompileOptions {
+        include_dirs: vec![early.clone(), late.clone()],
+        ..opts_in(&dir)
+    };
+    std::thread::sleep(SETTLE);
+
+    let s0 = stats();
+    let cold = compile(&src, &opts).unwrap();
+    assert!(cold.cubin.windows(5).any(|w| w == b"first"));
+    assert_eq!(stats().nvrtc_compiles, s0.nvrtc_compiles + 1);
+    assert_eq!(
+        manifests(&dir),
+        1,
+        "settled headers: the lookup is recorded"
+    );
+    let warm = compile(&src, &opts).unwrap();
+    let s1 = stats();
+    assert_eq!(s1.nvrtc_compiles, s0.nvrtc_compiles + 1, "a hit");
+    assert_eq!(
+        s1.manifest_hits,
+        s0.manifest_hits + 1,
+        "found through the manifest"
+    );
+    assert_eq!(warm.cubin, cold.cubin);
+
+    let before = std::fs::metadata(&header).unwrap().modified().unwrap();
+    // A later tick of the file system's clock than the stamp's.
+    std::thread::sleep(Duration::from_millis(20));
+    match change {
+        HeaderChange::SameSize => std::fs::write(&header, "#define KERNEL other\n").unwrap(),
+        HeaderChange::SameSizeAndTime => {
+            std::fs::write(&header, "#define KERNEL other\n").unwrap();
+            let f = std::fs::File::options().append(true).open(&header).unwrap();
+            f.set_modified(before).unwrap();
+            drop(f);
+            let m = std::fs::metadata(&header).unwrap();
+            assert_eq!(m.modified().unwrap(), before);
+            assert_eq!(m.len(), "#define KERNEL first\n".len() as u64);
+        }
+        HeaderChange::Shadowed => {
+            std::fs::write(early.join("name.cuh"), "#define KERNEL other\n").unwrap()
+        }
+    }
+    let changed = compile(&src, &opts).unwrap();
+    assert!(
+        changed.cubin.windows(5).any(|w| w == b"other"),
+        "{change:?}: the change was seen"
+    );
+    assert!(!changed.cubin.windows(5).any(|w| w == b"first"));
+    let s2 = stats();
+    assert_eq!(
+        s2.nvrtc_compiles,
+        s1.nvrtc_compiles + 1,
+        "{change:?}: compiled again"
+    );
+    assert_eq!(s2.manifest_hits, s1.manifest_hits);
+    println!("child finished");
+}
+
+#[test]
+fn nvrtc_cache_manifest_sees_a_header_rewritten_to_the_same_size() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let vars = [("CUDACHECK_CACHE_TEST_CHANGE", "same-size")];
+    run_child("nvrtc_cache_child_header_change", "same-size", &vars);
+}
+
+#[test]
+fn nvrtc_cache_manifest_sees_a_rewrite_with_the_old_size_and_modification_time() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let vars = [("CUDACHECK_CACHE_TEST_CHANGE", "same-size-and-time")];
+    run_child("nvrtc_cache_child_header_change", "same-time", &vars);
+}
+
+#[test]
+fn nvrtc_cache_manifest_sees_a_header_appear_earlier_on_the_search_path() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let vars = [("CUDACHECK_CACHE_TEST_CHANGE", "shadowed")];
+    run_child("nvrtc_cache_child_header_change", "shadowed", &vars);
+}
+
+#[test]
+fn nvrtc_cache_replaced_nvrtc_library_is_a_miss() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let real = cudacheck::nvrtc::nvrtc().unwrap();
+    let lib_dir = fresh_dir("nvrtc-copy");
+    let lib = lib_dir.join(real.path.file_name().unwrap());
+    std::fs::copy(&real.path, &lib).unwrap();
+    if let Some(b) = &real.builtins {
+        std::fs::copy(b, lib_dir.join(b.file_name().unwrap())).unwrap();
+    }
+    let cache = fresh_dir("nvrtc-replaced");
+    let (cache_s, lib_s) = (cache.display().to_string(), lib.display().to_string());
+    let vars = [
+        ("CUDACHECK_CACHE_DIR", cache_s.as_str()),
+        ("CUDACHECK_NVRTC", lib_s.as_str()),
+        (CHILD, "1"),
+    ];
+    let child = || {
+        let (ok, out) = run_in_child("nvrtc_cache_child_kernel_check_offline", &vars);
+        assert!(ok && out.contains("child finished"), "{out}");
+        out
+    };
+    let cold = child();
+    assert!(cold.contains("nvrtc_compiles=1"), "{cold}");
+    let warm = child();
+    assert!(warm.contains("nvrtc_compiles=0"), "{warm}");
+    assert!(warm.contains("nvrtc_loaded=false"), "{warm}");
+    // Reinstalled: the same bytes, a new file renamed over the old one.
+    let new = lib_dir.join("new.so");
+    std::fs::copy(&lib, &new).unwrap();
+    std::fs::rename(&new, &lib).unwrap();
+    let replaced = child();
+    assert!(replaced.contains("nvrtc_compiles=1"), "{replaced}");
+    assert!(replaced.contains("nvrtc_loaded=true"), "{replaced}");
+    let _ = std::fs::remove_dir_all(&lib_dir);
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+/// The child of the checked-build tests: the same bounds-checked build in a second `Kernel`
+/// comes from the disk, site table and all; another launch shape is assembled again.
+#[test]
+fn nvrtc_cache_child_checked_builds() {
+    if std::env::var_os("CUDACHECK_CACHE_TEST_CHECKED").is_none() {
+        return;
+    }
+    let build = |block: u32| {
+        Kernel::new(kernel_source("matmul.cu"), "matmul_tiled")
+            .build()
+            .check_offline_checked(SM_90, (block, block, 1), 0)
+            .expect("the checked build")
+    };
+    let s0 = stats();
+    let first = build(16);
+    let s1 = stats();
+    assert_eq!(s1.assemblies, s0.assemblies + 1);
+    assert!(s1.nvrtc_compiles > s0.nvrtc_compiles);
+
+    let again = build(16);
+    let s2 = stats();
+    assert_eq!(s2.nvrtc_compiles, s1.nvrtc_compiles, "no NVRTC");
+    assert_eq!(s2.assemblies, s1.assemblies, "no nvJitLink");
+    assert_eq!(s2.checked_hits, s1.checked_hits + 1);
+    let (a, b) = (first.checked.unwrap(), again.checked.unwrap());
+    assert!(!a.sites.is_empty());
+    assert_eq!(a, b, "the site table round-trips");
+    assert_eq!(first.resources, again.resources);
+
+    let other = build(32);
+    let s3 = stats();
+    assert_eq!(
+        s3.assemblies,
+        s2.assemblies + 1,
+        "another shape is another build"
+    );
+    assert_eq!(s3.nvrtc_compiles, s2.nvrtc_compiles, "from the PTX entry");
+    assert_eq!(s3.checked_hits, s2.checked_hits);
+    assert_ne!(
+        other.checked.unwrap().coverage,
+        b.coverage,
+        "specialised for its shape"
+    );
+
+    // A damaged build is rebuilt and replaced.
+    let dir = child_dir().join("v1");
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "checked") {
+            let mut bytes = std::fs::read(e.path()).unwrap();
+            let at = bytes.len() / 2;
+            bytes[at] ^= 1;
+            std::fs::write(e.path(), bytes).unwrap();
+        }
+    }
+    let rebuilt = build(16);
+    assert_eq!(stats().assemblies, s3.assemblies + 1);
+    assert_eq!(rebuilt.checked.unwrap(), b);
+    println!("child finished");
+}
+
+#[test]
+fn nvrtc_cache_checked_build_comes_from_the_disk_in_a_new_kernel() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    run_child(
+        "nvrtc_cache_child_checked_builds",
+        "checked",
+        &[("CUDACHECK_CACHE_TEST_CHECKED", "1")],
+    );
+}
+
+/// The child of the test below: one checked build, reporting what it loaded.
+#[test]
+fn nvrtc_cache_child_checked_start() {
+    if std::env::var_os("CUDACHECK_CACHE_TEST_CHECKED_START").is_none() {
+        return;
+    }
+    let k = Kernel::new(kernel_source("saxpy.cu"), "saxpy").build();
+    let c = k
+        .check_offline_checked(SM_90, 256, 0)
+        .expect("saxpy's checked build");
+    assert!(c.checked.is_some());
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    println!("assemblies={}", stats().assemblies);
+    println!("nvrtc_loaded={}", maps.contains("libnvrtc"));
+    println!("nvjitlink_loaded={}", maps.contains("libnvJitLink"));
+    println!("child finished");
+}
+
+#[test]
+fn nvrtc_cache_warm_checked_start_loads_neither_nvrtc_nor_nvjitlink() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let dir = fresh_dir("checked-start");
+    let dir_s = dir.display().to_string();
+    let vars = [
+        ("CUDACHECK_CACHE_DIR", dir_s.as_str()),
+        (CHILD, "1"),
+        ("CUDACHECK_CACHE_TEST_CHECKED_START", "1"),
+    ];
+    let (ok, cold) = run_in_child("nvrtc_cache_child_checked_start", &vars);
+    assert!(ok && cold.contains("child finished"), "{cold}");
+    assert!(cold.contains("assemblies=1"), "{cold}");
+    let (ok, warm) = run_in_child("nvrtc_cache_child_checked_start", &vars);
+    assert!(ok && warm.contains("child finished"), "{warm}");
+    assert!(warm.contains("assemblies=0"), "{warm}");
+    assert!(warm.contains("nvrtc_loaded=false"), "{warm}");
+    assert!(warm.contains("nvjitlink_loaded=false"), "{warm}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,13 +3,13 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::analyze::{Opaque, Unchecked};
 use super::record::FaultKind;
 
 /// How an instrumented access uses memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SiteKind {
@@ -45,7 +45,7 @@ impl fmt::Display for SiteKind {
 }
 
 /// A place in a source file, from the PTX's `.loc` line information.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SourceLoc {
     /// The file as NVRTC named it (the program name for the main file, the include path for
     /// headers).
@@ -67,7 +67,7 @@ impl fmt::Display for SourceLoc {
 }
 
 /// The memory a checked access is checked against.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Target {
     /// The buffer passed as the kernel's parameter with this ordinal.
@@ -83,7 +83,7 @@ pub enum Target {
 }
 
 /// One checked place; a fault record's `site` is its `id`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Site {
     /// Unique within one instrumented module.
     pub id: u32,
@@ -99,7 +99,7 @@ pub struct Site {
 }
 
 /// Why an access was left unchecked.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SkipReason {
@@ -205,7 +205,7 @@ impl fmt::Display for SkipReason {
 }
 
 /// An access the instrumenter left unchecked.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UncheckedAccess {
     pub loc: Option<SourceLoc>,
     pub inlined_at: Option<SourceLoc>,
@@ -217,7 +217,7 @@ pub struct UncheckedAccess {
 /// How much of one kernel is checked. Every memory access of the compiled kernel (and of the
 /// non-inlined device functions it calls) is counted exactly once: checked at run time, proven
 /// in bounds, or listed unchecked with its reason.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Coverage {
     /// Accesses checked at run time.
     pub checked: u32,

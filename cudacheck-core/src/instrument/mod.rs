@@ -82,6 +82,20 @@ pub use emit::{demangle, demangle_var};
 pub use ptx::PtxError;
 pub use record::{decode, FaultKind, FaultRecord, MSG_BYTES, RECORD_BYTES};
 
+/// The source of the rewrite, for caches of its output: a build stored by one instrumenter
+/// must not answer for another (`cudacheck::cache` hashes these into a checked build's key).
+#[doc(hidden)]
+pub const INSTRUMENT_SOURCES: &[&str] = &[
+    include_str!("mod.rs"),
+    include_str!("analyze.rs"),
+    include_str!("coverage.rs"),
+    include_str!("emit.rs"),
+    include_str!("group.rs"),
+    include_str!("ptx.rs"),
+    include_str!("range.rs"),
+    include_str!("record.rs"),
+];
+
 /// How many hidden parameters an instrumented kernel with `num_params` user parameters takes:
 /// one byte length per user parameter, then the fault record's address.
 pub const fn hidden_params(num_params: usize) -> usize {
@@ -92,8 +106,9 @@ pub const fn hidden_params(num_params: usize) -> usize {
 /// pointer at all): every access through it passes.
 pub const UNKNOWN_LEN: u64 = u64::MAX;
 
-/// One instrumented kernel (`.entry`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One instrumented kernel (`.entry`). Serializable, so that a bounds-checked build can be
+/// kept on disk with the table its faults are named through (`cudacheck::cache`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct InstrumentedKernel {
     /// The PTX symbol (mangled for C++ kernels).
     pub symbol: String,

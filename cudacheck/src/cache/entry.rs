@@ -10,7 +10,9 @@
 //!     84     .  payload
 //! ```
 //!
-//! The payload is length-prefixed fields (see [`Entry::encode`]). The framing is written by
+//! Every file of the cache has this header ([`Frame`]), each kind (module entry, manifest,
+//! checked build) with its own magic bytes and version. A module entry's payload is
+//! length-prefixed fields (see [`Entry::encode`]). The framing is written by
 //! hand rather than with a serialization crate because the checksum must cover the exact bytes
 //! on disk, and a truncated or altered file must be refused before any field is decoded: the
 //! whole file is read, its length and BLAKE3 checked, and only then decoded with bounds checks.
@@ -21,10 +23,75 @@ use thiserror::Error;
 
 use super::key::Key;
 
-const MAGIC: &[u8; 8] = b"CUDACHK\x01";
 /// Bumped whenever the payload's layout or meaning changes; old entries then read as misses.
 pub(crate) const FORMAT_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 32 + 8 + 32;
+
+/// A module entry's framing.
+const MODULE: Frame = Frame {
+    magic: b"CUDACHK\x01",
+    version: FORMAT_VERSION,
+};
+
+/// The framing every file of the cache shares (module entries, manifests, checked builds),
+/// each kind with its own magic and format version: the header above, then the payload.
+pub(crate) struct Frame {
+    pub magic: &'static [u8; 8],
+    pub version: u32,
+}
+
+impl Frame {
+    /// The file's bytes for `payload` stored under `key`.
+    pub(crate) fn seal(&self, key: &Key, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+        out.extend_from_slice(self.magic);
+        out.extend_from_slice(&self.version.to_le_bytes());
+        out.extend_from_slice(key.as_bytes());
+        put_u64(&mut out, payload.len() as u64);
+        out.extend_from_slice(blake3::hash(payload).as_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// The payload of a file that should hold `key`'s, once its length, kind, version, key
+    /// and checksum are checked; nothing of it is decoded before.
+    ///
+    /// # Errors
+    /// [`EntryError`] saying what is wrong.
+    pub(crate) fn open<'a>(&self, bytes: &'a [u8], key: &Key) -> Result<&'a [u8], EntryError> {
+        if bytes.len() < HEADER_LEN {
+            return Err(EntryError::Truncated {
+                len: bytes.len() as u64,
+                expected: HEADER_LEN as u64,
+            });
+        }
+        let (header, payload) = bytes.split_at(HEADER_LEN);
+        if &header[..8] != self.magic {
+            return Err(EntryError::NotAnEntry);
+        }
+        let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+        if version != self.version {
+            return Err(EntryError::OtherFormat {
+                version,
+                expected: self.version,
+            });
+        }
+        if header[12..44] != key.as_bytes()[..] {
+            return Err(EntryError::OtherKey);
+        }
+        let declared = u64::from_le_bytes(header[44..52].try_into().expect("8 bytes"));
+        if declared != payload.len() as u64 {
+            return Err(EntryError::Truncated {
+                len: bytes.len() as u64,
+                expected: HEADER_LEN as u64 + declared,
+            });
+        }
+        if blake3::hash(payload).as_bytes()[..] != header[52..84] {
+            return Err(EntryError::Checksum);
+        }
+        Ok(payload)
+    }
+}
 
 /// What a compile produced, as the cache keeps it: everything a consumer of
 /// [`nvrtc::compile`](crate::nvrtc::compile) reads, so a hit answers exactly as the compile did
@@ -103,15 +170,7 @@ impl Entry {
             put_bytes(&mut p, expr.as_bytes());
             put_bytes(&mut p, lowered.as_bytes());
         }
-
-        let mut out = Vec::with_capacity(HEADER_LEN + p.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(key.as_bytes());
-        put_u64(&mut out, p.len() as u64);
-        out.extend_from_slice(blake3::hash(&p).as_bytes());
-        out.extend_from_slice(&p);
-        out
+        MODULE.seal(key, &p)
     }
 
     /// Checks and decodes a file's bytes that should hold the entry for `key`.
@@ -119,33 +178,7 @@ impl Entry {
     /// # Errors
     /// [`EntryError`] saying what is wrong; the caller treats every one as a miss.
     pub(crate) fn decode(bytes: &[u8], key: &Key) -> Result<Self, EntryError> {
-        if bytes.len() < HEADER_LEN {
-            return Err(EntryError::Truncated {
-                len: bytes.len() as u64,
-                expected: HEADER_LEN as u64,
-            });
-        }
-        let (header, payload) = bytes.split_at(HEADER_LEN);
-        if &header[..8] != MAGIC {
-            return Err(EntryError::NotAnEntry);
-        }
-        let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
-            return Err(EntryError::OtherFormat { version });
-        }
-        if header[12..44] != key.as_bytes()[..] {
-            return Err(EntryError::OtherKey);
-        }
-        let declared = u64::from_le_bytes(header[44..52].try_into().expect("8 bytes"));
-        if declared != payload.len() as u64 {
-            return Err(EntryError::Truncated {
-                len: bytes.len() as u64,
-                expected: HEADER_LEN as u64 + declared,
-            });
-        }
-        if blake3::hash(payload).as_bytes()[..] != header[52..84] {
-            return Err(EntryError::Checksum);
-        }
+        let payload = MODULE.open(bytes, key)?;
         let mut r = Reader(payload);
         let outcome = match r.u8()? {
             0 => Outcome::Compiled,
@@ -186,10 +219,8 @@ pub enum EntryError {
     Truncated { len: u64, expected: u64 },
     #[error("the file is not a cudacheck cache entry (bad magic bytes)")]
     NotAnEntry,
-    #[error(
-        "the entry has format version {version}, this cudacheck reads version {FORMAT_VERSION}"
-    )]
-    OtherFormat { version: u32 },
+    #[error("the entry has format version {version}, this cudacheck reads version {expected}")]
+    OtherFormat { version: u32, expected: u32 },
     #[error("the entry was stored under another key")]
     OtherKey,
     #[error("the entry's checksum does not match its contents")]
@@ -198,20 +229,20 @@ pub enum EntryError {
     Malformed,
 }
 
-fn put_u64(out: &mut Vec<u8>, v: u64) {
+pub(crate) fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_u64(out, b.len() as u64);
     out.extend_from_slice(b);
 }
 
 /// Bounds-checked reading of the payload.
-struct Reader<'a>(&'a [u8]);
+pub(crate) struct Reader<'a>(pub &'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: u64) -> Result<&'a [u8], EntryError> {
+    pub(crate) fn take(&mut self, n: u64) -> Result<&'a [u8], EntryError> {
         let n = usize::try_from(n).map_err(|_| EntryError::Malformed)?;
         if n > self.0.len() {
             return Err(EntryError::Malformed);
@@ -221,22 +252,22 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    fn u8(&mut self) -> Result<u8, EntryError> {
+    pub(crate) fn u8(&mut self) -> Result<u8, EntryError> {
         Ok(self.take(1)?[0])
     }
 
-    fn u64(&mut self) -> Result<u64, EntryError> {
+    pub(crate) fn u64(&mut self) -> Result<u64, EntryError> {
         Ok(u64::from_le_bytes(
             self.take(8)?.try_into().expect("8 bytes"),
         ))
     }
 
-    fn bytes(&mut self) -> Result<&'a [u8], EntryError> {
+    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], EntryError> {
         let n = self.u64()?;
         self.take(n)
     }
 
-    fn string(&mut self) -> Result<String, EntryError> {
+    pub(crate) fn string(&mut self) -> Result<String, EntryError> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| EntryError::Malformed)
     }
 }
@@ -305,7 +336,10 @@ mod tests {
         bytes[8] = 99;
         assert_eq!(
             Entry::decode(&bytes, &k),
-            Err(EntryError::OtherFormat { version: 99 })
+            Err(EntryError::OtherFormat {
+                version: 99,
+                expected: FORMAT_VERSION
+            })
         );
     }
 

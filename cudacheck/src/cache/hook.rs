@@ -1,15 +1,27 @@
-//! The cache between [`nvrtc::compile`](crate::nvrtc::compile) and NVRTC: key the compile,
-//! answer from an entry on a hit, store what NVRTC produced on a miss.
+//! The cache between [`nvrtc::compile`](crate::nvrtc::compile) and NVRTC, and between a
+//! kernel's bounds-checked build and the instrumenter and nvJitLink: key the build, answer
+//! from an entry on a hit, store what was built on a miss.
+//!
+//! A module's key is found in one of two ways (`manifest.rs`): through the manifest of its
+//! direct key, by `stat`ing the files and directories an earlier lookup depended on, or by
+//! the full lookup (the include closure, `deps.rs`), which then writes the manifest. Neither
+//! loads NVRTC: the key names the library by its file (see [`locate`]).
 
 use std::path::{Path, PathBuf};
 
-use super::deps::{header_files, SearchPath};
+use super::checked::CheckedBuild;
+use super::deps::{header_files, InMemory, SearchPath};
+use super::manifest::Manifest;
+use super::stamp::{Stamp, Watch};
+use super::stats::{count, Event};
+use super::store::Kind;
 use super::toolkit;
-use super::{warn_once, CacheMode, Entry, Key, ModuleCache, Outcome};
+use super::{warn_once, CacheMode, Entry, Key, KeyBuilder, ModuleCache, Outcome};
 use crate::nvrtc::compile::{compilation_failed, user_dirs};
-use crate::nvrtc::headers::compat_headers;
+use crate::nvrtc::headers::{compat_headers_probed, IMPLICIT_HEADER_NAME};
 use crate::nvrtc::{
-    locate, nvrtc, parse_log, CompileError, CompileOptions, Compiled, CudaSource, Located, Nvrtc,
+    loaded_jitlink, loaded_nvrtc, locate, locate_jitlink, nvrtc, parse_log, CompileError,
+    CompileOptions, Compiled, CudaSource, Located, Nvrtc,
 };
 
 /// Runs `compile` (NVRTC itself) through the cache `opts.cache` names.
@@ -22,27 +34,17 @@ pub(crate) fn through(
     opts: &CompileOptions,
     compile: impl FnOnce() -> Result<Compiled, CompileError>,
 ) -> Result<Compiled, CompileError> {
-    let cache = match &opts.cache {
-        CacheMode::Off => None,
-        CacheMode::FromEnv => ModuleCache::from_env_once(),
-        CacheMode::In(c) => Some(c),
-    };
-    let Some(cache) = cache else {
+    let Some((cache, compiler)) = cache_and_compiler(opts) else {
         return compile();
     };
-    let compiler = match locate() {
-        Some(l) => Compiler::from(l),
-        // Without NVRTC `compile` returns the error at once.
-        None => match nvrtc() {
-            Ok(n) => Compiler::from(n),
-            Err(_) => return compile(),
-        },
-    };
-    let memo = cache.dir().join(toolkit::MEMO_FILE);
-    let Some(key) = key_for(source, opts, &compiler, &memo) else {
+    let Some((key, by_manifest)) = module_key(cache, source, opts, &compiler) else {
         return compile();
     };
     if let Some(entry) = cache.get(&key) {
+        count(Event::ModuleHit);
+        if by_manifest {
+            count(Event::ManifestHit);
+        }
         return revive(entry, source, opts);
     }
     let out = compile();
@@ -65,13 +67,73 @@ pub(crate) fn through(
     if let Some(entry) = entry {
         match cache.put(&key, &entry) {
             // The directory exists now, so the toolkit scans of a first compile can be kept.
-            Ok(()) => toolkit::save(&memo),
+            Ok(()) => toolkit::save(&cache.dir().join(toolkit::MEMO_FILE)),
             Err(e) => {
                 warn_once::<()>(&e);
             }
         }
     }
     out
+}
+
+/// Runs `build` (NVRTC's PTX, the rewrite for a launch shape, nvJitLink) through the cache
+/// `opts.cache` names. `opts` are the options of the PTX compile the build starts from,
+/// `kernel` the kernel's name and `shape` the launch shape's bytes: with the module's key, the
+/// instrumenter's code and nvJitLink's identity, they make the build's key. A hit loads
+/// neither NVRTC nor nvJitLink.
+pub(crate) fn through_checked<E>(
+    source: &CudaSource,
+    opts: &CompileOptions,
+    kernel: &str,
+    shape: &[u8],
+    build: impl FnOnce() -> Result<CheckedBuild, E>,
+) -> Result<CheckedBuild, E> {
+    let Some((cache, compiler)) = cache_and_compiler(opts) else {
+        return build();
+    };
+    // Where only loading could tell which nvJitLink assembles, the build is not kept.
+    let Some(assembler) = locate_jitlink() else {
+        return build();
+    };
+    let Some((module, _)) = module_key(cache, source, opts, &compiler) else {
+        return build();
+    };
+    let key = Key::builder()
+        .checked_from(&module)
+        .assembler(&file_identity([assembler]))
+        .shape(shape)
+        .symbol(kernel)
+        .build();
+    if let Ok(Some(b)) = cache.read(&key, Kind::Checked, |b| CheckedBuild::decode(b, &key)) {
+        count(Event::CheckedHit);
+        return Ok(b);
+    }
+    let out = build()?;
+    // Only what the libraries the key names produced is kept: NVRTC, when this process loaded
+    // it (else the PTX came from an entry under the module key), and nvJitLink.
+    let nvrtc_named = loaded_nvrtc().map_or(true, |n| compiler.is(n));
+    let assembler_named = loaded_jitlink().is_some_and(|j| j.path == assembler);
+    if nvrtc_named && assembler_named {
+        if let Err(e) = cache.write(&key, Kind::Checked, &out.encode(&key)) {
+            warn_once::<()>(&e);
+        }
+    }
+    Ok(out)
+}
+
+/// The cache `opts` asks for and the NVRTC a compile would use, or `None` when there is no
+/// cache, or no NVRTC (the build then runs uncached and reports the missing NVRTC itself).
+fn cache_and_compiler(opts: &CompileOptions) -> Option<(&ModuleCache, Compiler<'static>)> {
+    let cache = match &opts.cache {
+        CacheMode::Off => None,
+        CacheMode::FromEnv => ModuleCache::from_env_once(),
+        CacheMode::In(c) => Some(c),
+    }?;
+    let compiler = match locate() {
+        Some(l) => Compiler::from(l),
+        None => Compiler::from(nvrtc().ok()?),
+    };
+    Some((cache, compiler))
 }
 
 /// The NVRTC a compile runs with, as far as the key needs it.
@@ -109,53 +171,79 @@ impl Compiler<'_> {
             && self.include_dirs == n.include_dirs.as_slice()
     }
 
-    /// The path, size and modification time of the library and its builtins: a patch release
-    /// or a reinstall changes the key even where the version number does not.
+    /// The library's and its builtins' paths and stamps: a patch release or a reinstall
+    /// changes the key even where the version number does not.
     fn identity(&self) -> Vec<u8> {
-        let mut id = Vec::new();
-        for lib in std::iter::once(self.path).chain(self.builtins) {
-            let meta = std::fs::metadata(lib).ok();
-            let modified = meta
-                .as_ref()
-                .and_then(|m| m.modified().ok())
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_nanos());
-            id.extend_from_slice(
-                format!(
-                    "{}\0{:?}\0{:?}\0",
-                    lib.display(),
-                    meta.map(|m| m.len()),
-                    modified
-                )
-                .as_bytes(),
-            );
-        }
-        id
+        file_identity(std::iter::once(self.path).chain(self.builtins))
     }
 }
 
-/// The key of this compile, or `None` when its headers cannot be listed (the compile then
-/// runs uncached).
-fn key_for(
+/// Each file's path and [`Stamp`] (inode, size, modification and change times), or that it
+/// is missing.
+fn file_identity<'a>(files: impl IntoIterator<Item = &'a Path>) -> Vec<u8> {
+    let mut id = Vec::new();
+    for f in files {
+        id.extend_from_slice(f.as_os_str().as_encoded_bytes());
+        id.push(0);
+        match Stamp::of(f) {
+            Some(s) => {
+                for v in [s.ino, s.len, s.mtime_ns as u64, s.ctime_ns as u64] {
+                    id.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            None => id.extend_from_slice(b"missing"),
+        }
+        id.push(0);
+    }
+    id
+}
+
+/// The module key of this compile, and whether a manifest gave it; `None` when its headers
+/// cannot be listed (the compile then runs uncached).
+fn module_key(
+    cache: &ModuleCache,
     source: &CudaSource,
     opts: &CompileOptions,
     compiler: &Compiler<'_>,
-    memo: &Path,
-) -> Option<Key> {
-    let user = user_dirs(source, opts);
-    let headers = header_files(
-        &source.name,
-        &source.text,
-        source.dir.as_deref(),
-        &SearchPath {
-            user_dirs: &user,
-            cuda_dirs: compiler.include_dirs,
-            memo: Some(memo),
-        },
-    );
-    toolkit::save(memo);
-    let headers = headers.ok()?;
+) -> Option<(Key, bool)> {
+    let direct = direct_key(source, opts, compiler);
+    if let Ok(Some(m)) = cache.read(&direct, Kind::Manifest, |b| Manifest::decode(b, &direct)) {
+        if m.holds() {
+            return Some((m.module, true));
+        }
+    }
+    let mut watch = Watch::new();
+    let memo = cache.dir().join(toolkit::MEMO_FILE);
+    let module = full_key(source, opts, compiler, &memo, &mut watch)?;
+    if let Some(watched) = watch.finish() {
+        // A manifest only saves time: a cache that cannot take one is warned about by the
+        // entry's store, if at all.
+        let m = Manifest { module, watched };
+        let _ = cache.write(&direct, Kind::Manifest, &m.encode(&direct));
+    }
+    Some((module, false))
+}
+
+/// Everything [`full_key`] covers except what the header lookup reads from the file system
+/// (which the manifest's stamps stand for): the source, its directory and the working
+/// directory (where relative and `"..."` lookups start), the options, NVRTC's identity, the
+/// variant, the name expressions, and the code and in-memory headers (`KeyBuilder::direct`).
+fn direct_key(source: &CudaSource, opts: &CompileOptions, compiler: &Compiler<'_>) -> Key {
     let mut k = Key::builder();
+    k.direct()
+        .source_dir(source.dir.as_deref())
+        .working_dir(std::env::current_dir().ok().as_deref());
+    request_parts(&mut k, source, opts, compiler);
+    k.build()
+}
+
+/// The parts both keys share: what the compile was asked for, and NVRTC's identity.
+fn request_parts(
+    k: &mut KeyBuilder,
+    source: &CudaSource,
+    opts: &CompileOptions,
+    compiler: &Compiler<'_>,
+) {
     k.source(&source.name, &source.text)
         .arch(opts.arch)
         .compiler(&compiler.identity())
@@ -164,14 +252,50 @@ fn key_for(
     for o in opts.to_nvrtc_options(source, compiler.include_dirs) {
         k.option(&o);
     }
-    for (name, text) in compat_headers(&user) {
+    for e in &opts.name_expressions {
+        k.name_expression(e);
+    }
+}
+
+/// The module key of this compile, from the headers its source may read (found and hashed
+/// now), or `None` when they cannot be listed. What the lookup depended on goes to `watch`.
+fn full_key(
+    source: &CudaSource,
+    opts: &CompileOptions,
+    compiler: &Compiler<'_>,
+    memo: &Path,
+    watch: &mut Watch,
+) -> Option<Key> {
+    let user = user_dirs(source, opts);
+    let in_memory = compat_headers_probed(&user, |p| {
+        watch.lookup(p);
+        p.is_file()
+    });
+    let headers = header_files(
+        &source.name,
+        &source.text,
+        source.dir.as_deref(),
+        &InMemory {
+            headers: &in_memory,
+            // `nvcc.rs` passes it with --pre-include.
+            pre_included: &[IMPLICIT_HEADER_NAME],
+        },
+        &SearchPath {
+            user_dirs: &user,
+            cuda_dirs: compiler.include_dirs,
+            memo: Some(memo),
+        },
+        watch,
+    );
+    toolkit::save(memo);
+    let headers = headers.ok()?;
+    let mut k = Key::builder();
+    request_parts(&mut k, source, opts, compiler);
+    for (name, text) in in_memory {
         k.in_memory_header(name, text);
     }
     for h in &headers {
         k.header_file(&h.path, &h.digest);
-    }
-    for e in &opts.name_expressions {
-        k.name_expression(e);
     }
     Some(k.build())
 }

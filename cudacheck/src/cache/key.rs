@@ -26,6 +26,10 @@ impl Key {
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
+
+    pub(crate) fn from_bytes(bytes: [u8; 32]) -> Self {
+        Key(bytes)
+    }
 }
 
 impl fmt::Display for Key {
@@ -56,18 +60,69 @@ const COMPILE_PATH: &[&str] = &[
     include_str!("entry.rs"),
 ];
 
+/// The code that decides what a manifest records and when it holds (see `manifest.rs`), and
+/// the compatibility headers handed to NVRTC in memory: a direct key covers both, since a
+/// manifest's answer must change when either does.
+const DIRECT_PATH: &[&str] = &[
+    include_str!("deps.rs"),
+    include_str!("manifest.rs"),
+    include_str!("stamp.rs"),
+    include_str!("../nvrtc/headers.rs"),
+];
+
+/// The code that turns NVRTC's PTX into a bounds-checked CUBIN and stores it: the
+/// instrumenter, its options, the assembly and the checked build's entry format.
+const CHECKED_PATH: &[&str] = &[
+    include_str!("../instrument/mod.rs"),
+    include_str!("../nvrtc/jitlink.rs"),
+    include_str!("checked.rs"),
+];
+
+fn digest<'a>(texts: impl IntoIterator<Item = &'a str>) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    for text in texts {
+        h.update(&(text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    }
+    *h.finalize().as_bytes()
+}
+
 fn compile_path_digest() -> &'static [u8; 32] {
     static DIGEST: OnceLock<[u8; 32]> = OnceLock::new();
     DIGEST.get_or_init(|| {
-        let mut h = blake3::Hasher::new();
-        for text in COMPILE_PATH
+        digest(
+            COMPILE_PATH
+                .iter()
+                .chain(cudacheck_core::source::TRANSFORM_SOURCES)
+                .copied(),
+        )
+    })
+}
+
+fn direct_path_digest() -> &'static [u8; 32] {
+    use crate::nvrtc::headers::{
+        COMPAT_HEADERS, HOST_ONLY_HEADERS, HOST_ONLY_STUB, IMPLICIT_HEADER, IMPLICIT_HEADER_NAME,
+    };
+    static DIGEST: OnceLock<[u8; 32]> = OnceLock::new();
+    DIGEST.get_or_init(|| {
+        let compat = COMPAT_HEADERS
             .iter()
-            .chain(cudacheck_core::source::TRANSFORM_SOURCES)
-        {
-            h.update(&(text.len() as u64).to_le_bytes());
-            h.update(text.as_bytes());
-        }
-        *h.finalize().as_bytes()
+            .flat_map(|(name, text)| [*name, *text])
+            .chain(HOST_ONLY_HEADERS.iter().copied())
+            .chain([HOST_ONLY_STUB, IMPLICIT_HEADER_NAME, IMPLICIT_HEADER]);
+        digest(DIRECT_PATH.iter().copied().chain(compat))
+    })
+}
+
+fn checked_path_digest() -> &'static [u8; 32] {
+    static DIGEST: OnceLock<[u8; 32]> = OnceLock::new();
+    DIGEST.get_or_init(|| {
+        digest(
+            CHECKED_PATH
+                .iter()
+                .chain(cudacheck_core::instrument::INSTRUMENT_SOURCES)
+                .copied(),
+        )
     })
 }
 
@@ -86,6 +141,16 @@ enum Part {
     NameExpression,
     Ptx,
     Variant,
+    /// A direct key (see `manifest.rs`): the code and in-memory headers it depends on.
+    Direct,
+    WorkingDir,
+    SourceDir,
+    /// The module a derived build (a checked one) is made from.
+    Module,
+    Instrumenter,
+    Assembler,
+    Shape,
+    Symbol,
 }
 
 /// Builds a [`Key`] from the parts of a compile. Parts are order-sensitive: add them in the
@@ -177,6 +242,47 @@ impl KeyBuilder {
     /// source, options and defines (e.g. an instrumented build per launch shape).
     pub fn variant(&mut self, variant: &[u8]) -> &mut Self {
         self.part(Part::Variant, variant)
+    }
+
+    /// Marks a direct key (a manifest's, see `manifest.rs`), covering the code that decides
+    /// what a manifest records and the in-memory headers' text.
+    pub(crate) fn direct(&mut self) -> &mut Self {
+        self.part(Part::Direct, direct_path_digest())
+    }
+
+    /// The working directory: where relative paths and an in-memory source's `"..."`
+    /// includes are looked up.
+    pub(crate) fn working_dir(&mut self, dir: Option<&Path>) -> &mut Self {
+        let bytes = dir.map_or(&[][..], |d| d.as_os_str().as_encoded_bytes());
+        self.part(Part::WorkingDir, bytes)
+    }
+
+    /// The source's own directory, where its `"..."` includes are looked up first.
+    pub(crate) fn source_dir(&mut self, dir: Option<&Path>) -> &mut Self {
+        let bytes = dir.map_or(&[][..], |d| d.as_os_str().as_encoded_bytes());
+        self.part(Part::SourceDir, bytes)
+    }
+
+    /// The module (its key) a bounds-checked build is made from, and the code that makes it
+    /// (the instrumenter, the assembly, the entry format).
+    pub(crate) fn checked_from(&mut self, module: &Key) -> &mut Self {
+        self.part(Part::Module, module.as_bytes())
+            .part(Part::Instrumenter, checked_path_digest())
+    }
+
+    /// The assembler's (nvJitLink's) identity: its file's path and stamp.
+    pub(crate) fn assembler(&mut self, identity: &[u8]) -> &mut Self {
+        self.part(Part::Assembler, identity)
+    }
+
+    /// The launch shape a checked build is specialised for.
+    pub(crate) fn shape(&mut self, shape: &[u8]) -> &mut Self {
+        self.part(Part::Shape, shape)
+    }
+
+    /// The kernel whose build this is (a module holds several).
+    pub(crate) fn symbol(&mut self, name: &str) -> &mut Self {
+        self.part(Part::Symbol, name.as_bytes())
     }
 
     pub fn build(&self) -> Key {

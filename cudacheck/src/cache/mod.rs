@@ -31,10 +31,14 @@
 //! # Ok::<(), cudacheck::cache::CacheError>(())
 //! ```
 
+mod checked;
 mod deps;
 mod entry;
 mod hook;
 mod key;
+mod manifest;
+mod stamp;
+pub(crate) mod stats;
 mod store;
 mod toolkit;
 
@@ -44,9 +48,11 @@ use std::sync::OnceLock;
 
 use thiserror::Error;
 
+pub(crate) use checked::CheckedBuild;
 pub use entry::{Entry, EntryError, Outcome};
-pub(crate) use hook::through;
+pub(crate) use hook::{through, through_checked};
 pub use key::{Key, KeyBuilder};
+pub use stats::{stats, CacheStats};
 pub use store::{CacheError, CacheInfo, Lookup, ModuleCache, DEFAULT_MAX_BYTES};
 
 /// `CUDACHECK_CACHE`: `0`, `off`, `false` or `no` turn the cache off.

@@ -1,7 +1,9 @@
 //! The directory of entries: lookups, atomic stores, least-recently-used eviction.
 //!
-//! Entries live in `<dir>/v1/<key>.entry`, one file each. Many processes may use one directory
-//! at once without a lock:
+//! Entries live in `<dir>/v1/<key>.entry`, one file each, beside the manifests of direct keys
+//! (`<key>.manifest`, see `manifest.rs`) and bounds-checked builds (`<key>.checked`, see
+//! `checked.rs`), which are stored, read and evicted the same way. Many processes may use one
+//! directory at once without a lock:
 //! - a store writes a temporary file in the same directory and renames it over the entry's
 //!   name (`rename` replaces atomically on POSIX file systems), so a reader sees a whole old
 //!   file, a whole new one, or none; two processes storing one key store the same bytes;
@@ -28,11 +30,38 @@ use super::key::Key;
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 /// The subdirectory of the cache directory that entries of this format live in.
 const ENTRIES: &str = "v1";
-const SUFFIX: &str = "entry";
 /// Temporary files start with this; ones older than [`STALE_TEMP`] were left by a process that
 /// died mid-store and are removed by the next eviction pass.
 const TEMP_PREFIX: &str = ".tmp-";
 const STALE_TEMP: Duration = Duration::from_secs(3600);
+
+/// The kinds of file the entries directory holds, each under its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A compile's output ([`Entry`]).
+    Module,
+    /// A direct key's manifest (`manifest.rs`).
+    Manifest,
+    /// A bounds-checked build (`checked.rs`).
+    Checked,
+}
+
+impl Kind {
+    const ALL: [Kind; 3] = [Kind::Module, Kind::Manifest, Kind::Checked];
+
+    fn suffix(self) -> &'static str {
+        match self {
+            Kind::Module => "entry",
+            Kind::Manifest => "manifest",
+            Kind::Checked => "checked",
+        }
+    }
+
+    /// Whether `cudacheck cache info` counts it as an entry (a manifest is an index).
+    fn is_entry(self) -> bool {
+        !matches!(self, Kind::Manifest)
+    }
+}
 
 /// An on-disk cache of compiled modules. Cheap to clone; holds no open files.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,8 +144,13 @@ impl ModuleCache {
         self.dir.join(ENTRIES)
     }
 
+    #[cfg(test)]
     fn path_of(&self, key: &Key) -> PathBuf {
-        self.entries_dir().join(format!("{key}.{SUFFIX}"))
+        self.file_of(key, Kind::Module)
+    }
+
+    fn file_of(&self, key: &Key, kind: Kind) -> PathBuf {
+        self.entries_dir().join(format!("{key}.{}", kind.suffix()))
     }
 
     /// The entry for `key`, if there is a valid one. A missing, unreadable, truncated or
@@ -130,22 +164,38 @@ impl ModuleCache {
 
     /// [`get`](Self::get), saying why a file present was not used.
     pub fn lookup(&self, key: &Key) -> Lookup {
-        let path = self.path_of(key);
+        match self.read(key, Kind::Module, |b| Entry::decode(b, key)) {
+            Ok(Some(e)) => Lookup::Hit(e),
+            Ok(None) => Lookup::Miss,
+            Err(e) => Lookup::Corrupt(e),
+        }
+    }
+
+    /// The file of `kind` under `key`, decoded: `Ok(None)` when there is none (or it cannot
+    /// be read), `Err` when `decode` refuses it, in which case it is removed so the next store
+    /// replaces it. A hit makes the file the most recently used.
+    pub(crate) fn read<T>(
+        &self,
+        key: &Key,
+        kind: Kind,
+        decode: impl FnOnce(&[u8]) -> Result<T, EntryError>,
+    ) -> Result<Option<T>, EntryError> {
+        let path = self.file_of(key, kind);
         let Ok(bytes) = fs::read(&path) else {
-            return Lookup::Miss;
+            return Ok(None);
         };
-        match Entry::decode(&bytes, key) {
-            Ok(entry) => {
+        match decode(&bytes) {
+            Ok(v) => {
                 // Recency for eviction. A read-only cache still serves hits, so a failure here
                 // is ignored.
                 if let Ok(f) = File::options().append(true).open(&path) {
                     let _ = f.set_modified(SystemTime::now());
                 }
-                Lookup::Hit(entry)
+                Ok(Some(v))
             }
             Err(e) => {
                 let _ = fs::remove_file(&path);
-                Lookup::Corrupt(e)
+                Err(e)
             }
         }
     }
@@ -157,6 +207,15 @@ impl ModuleCache {
     /// [`CacheError::CreateDir`] or [`CacheError::Write`] when the directory cannot be created
     /// or written (read-only, full); the cache is then simply not used for this module.
     pub fn put(&self, key: &Key, entry: &Entry) -> Result<(), CacheError> {
+        self.write(key, Kind::Module, &entry.encode(key))
+    }
+
+    /// Stores a file of `kind` (`bytes`, already framed) under `key`, atomically, then evicts
+    /// as [`put`](Self::put) does.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub(crate) fn write(&self, key: &Key, kind: Kind, bytes: &[u8]) -> Result<(), CacheError> {
         let dir = self.entries_dir();
         if let Err(source) = fs::create_dir_all(&dir) {
             return Err(CacheError::CreateDir { dir, source });
@@ -174,8 +233,8 @@ impl ModuleCache {
             let mut tmp = tempfile::Builder::new()
                 .prefix(TEMP_PREFIX)
                 .tempfile_in(dir)?;
-            tmp.write_all(&entry.encode(key))?;
-            tmp.persist(self.path_of(key)).map_err(|e| e.error)?;
+            tmp.write_all(bytes)?;
+            tmp.persist(self.file_of(key, kind)).map_err(|e| e.error)?;
             Ok(())
         };
         write(&dir).map_err(|source| CacheError::Write {
@@ -198,7 +257,7 @@ impl ModuleCache {
                 let _ = fs::remove_file(&f.path);
             }
         }
-        let mut entries: Vec<&DirFile> = files.iter().filter(|f| !f.temp).collect();
+        let mut entries: Vec<&DirFile> = files.iter().filter(|f| f.kind.is_some()).collect();
         let mut total: u64 = entries.iter().map(|f| f.len).sum();
         if total <= self.max_bytes {
             return Ok(());
@@ -219,16 +278,18 @@ impl ModuleCache {
         Ok(())
     }
 
-    /// The cache's location, entry count and size.
+    /// The cache's location, entry count (modules and bounds-checked builds) and size (with
+    /// the manifests).
     ///
     /// # Errors
     /// [`CacheError::ReadDir`] when the directory exists but cannot be listed.
     pub fn info(&self) -> Result<CacheInfo, CacheError> {
-        let entries: Vec<DirFile> = self.files()?.into_iter().filter(|f| !f.temp).collect();
+        let files = self.files()?;
+        let kept = || files.iter().filter_map(|f| Some((f.kind?, f.len)));
         Ok(CacheInfo {
             dir: self.dir.clone(),
-            entries: entries.len() as u64,
-            bytes: entries.iter().map(|f| f.len).sum(),
+            entries: kept().filter(|(k, _)| k.is_entry()).count() as u64,
+            bytes: kept().map(|(_, len)| len).sum(),
             max_bytes: self.max_bytes,
         })
     }
@@ -247,11 +308,15 @@ impl ModuleCache {
             max_bytes: self.max_bytes,
         };
         // The toolkit headers' scans (see `toolkit.rs`) go too: a clear cache is a cold one.
-        let _ = fs::remove_file(self.dir.join(super::toolkit::MEMO_FILE));
+        for memo in
+            std::iter::once(&super::toolkit::MEMO_FILE).chain(super::toolkit::OLD_MEMO_FILES)
+        {
+            let _ = fs::remove_file(self.dir.join(memo));
+        }
         for f in self.files()? {
             match fs::remove_file(&f.path) {
-                Ok(()) if !f.temp => {
-                    removed.entries += 1;
+                Ok(()) if f.kind.is_some() => {
+                    removed.entries += u64::from(f.kind.is_some_and(Kind::is_entry));
                     removed.bytes += f.len;
                 }
                 Ok(()) => {}
@@ -280,7 +345,11 @@ impl ModuleCache {
             let name = item.file_name();
             let name = name.to_string_lossy();
             let temp = name.starts_with(TEMP_PREFIX);
-            if !temp && !name.ends_with(SUFFIX) {
+            let kind = Kind::ALL.into_iter().find(|k| {
+                name.strip_suffix(k.suffix())
+                    .is_some_and(|n| n.ends_with('.'))
+            });
+            if !temp && kind.is_none() {
                 continue;
             }
             // Gone between the listing and the stat: another process evicted it.
@@ -292,6 +361,7 @@ impl ModuleCache {
                 len: meta.len(),
                 modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
                 temp,
+                kind: kind.filter(|_| !temp),
             });
         }
         Ok(out)
@@ -303,6 +373,8 @@ struct DirFile {
     len: u64,
     modified: SystemTime,
     temp: bool,
+    /// `None` for a temporary file.
+    kind: Option<Kind>,
 }
 
 #[cfg(test)]

@@ -3,43 +3,26 @@
 //! A source that includes `<cuda_fp16.h>` and a few `<cuda/std/...>` headers reaches about 300
 //! toolkit headers (3 MB); reading, hashing and scanning them on every process start would cost
 //! more than the cache hit it serves. So each toolkit header's scan (its BLAKE3 and include
-//! list) is kept in one file of the cache directory, `toolkit-scan-v1`, and reused while the
-//! header's size and modification time are unchanged (the check ccache's direct mode makes).
-//! Only toolkit headers are treated so: the user's own files are read on every lookup. The
-//! file carries a BLAKE3 of its body; a damaged or foreign one is ignored and rewritten.
+//! list) is kept in one file of the cache directory, `toolkit-scan-v2`, and reused while the
+//! header's [`Stamp`] (inode, size, modification and change times) is unchanged; a scan is kept
+//! only once its stamp is settled (see `stamp.rs`). Only toolkit headers are treated so: the
+//! user's own files are read on every full lookup. The file carries a BLAKE3 of its body; a
+//! damaged or foreign one is ignored and rewritten.
 
 use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::UNIX_EPOCH;
 
 use super::deps::{scan, Include, Scanned};
+use super::stamp::Stamp;
 
 /// The memo file's name in the cache directory.
-pub(crate) const MEMO_FILE: &str = "toolkit-scan-v1";
-const MAGIC: &str = "cudacheck-toolkit-scan-v1";
-
-/// What identifies a file's content without reading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    mtime_ns: u128,
-}
-
-fn stamp(path: &Path) -> Option<Stamp> {
-    let m = fs::metadata(path).ok()?;
-    Some(Stamp {
-        len: m.len(),
-        mtime_ns: m
-            .modified()
-            .ok()?
-            .duration_since(UNIX_EPOCH)
-            .ok()?
-            .as_nanos(),
-    })
-}
+pub(crate) const MEMO_FILE: &str = "toolkit-scan-v2";
+/// The memo files of earlier formats, removed with the cache.
+pub(crate) const OLD_MEMO_FILES: &[&str] = &["toolkit-scan-v1"];
+const MAGIC: &str = "cudacheck-toolkit-scan-v2";
 
 #[derive(Default)]
 struct Memo {
@@ -57,10 +40,15 @@ fn memo() -> std::sync::MutexGuard<'static, Memo> {
         .unwrap_or_else(|p| p.into_inner())
 }
 
-/// The scan of toolkit header `path`: from memory or `file` when the header is unchanged,
-/// else read now. `None` when the header cannot be read.
-pub(crate) fn toolkit_scan(path: &Path, file: Option<&Path>) -> Option<Arc<Scanned>> {
-    let now = stamp(path)?;
+/// The scan of toolkit header `path`, whose stamp is `now` (taken before this call): from
+/// memory or `file` when the header is unchanged, else read now and, when `settled`, kept.
+/// `None` when the header cannot be read.
+pub(crate) fn toolkit_scan(
+    path: &Path,
+    now: Stamp,
+    settled: bool,
+    file: Option<&Path>,
+) -> Option<Arc<Scanned>> {
     {
         let mut m = memo();
         if let Some(f) = file.filter(|f| !m.loaded.iter().any(|l| l == f)) {
@@ -76,10 +64,12 @@ pub(crate) fn toolkit_scan(path: &Path, file: Option<&Path>) -> Option<Arc<Scann
         }
     }
     let scanned = Arc::new(scan(&fs::read(path).ok()?));
-    let mut m = memo();
-    m.scans
-        .insert(path.to_path_buf(), (now, Arc::clone(&scanned)));
-    m.added = true;
+    if settled {
+        let mut m = memo();
+        m.scans
+            .insert(path.to_path_buf(), (now, Arc::clone(&scanned)));
+        m.added = true;
+    }
     Some(scanned)
 }
 
@@ -116,15 +106,17 @@ pub(crate) fn save(file: &Path) {
     let _ = write();
 }
 
-/// `path \t len \t mtime \t digest \t computed-line or - \t <name or "name ...`; `None` for a
-/// path or name that a tab or newline would break.
+/// `path \t ino \t len \t mtime \t ctime \t digest \t computed-line or - \t <name or "name
+/// ...`; `None` for a path or name that a tab or newline would break.
 fn line(path: &Path, s: Stamp, scanned: &Scanned) -> Option<String> {
     let bad = |t: &str| t.contains(['\t', '\n']);
     let p = path.to_str().filter(|p| !bad(p))?;
     let mut out = format!(
-        "{p}\t{}\t{}\t{}\t{}",
+        "{p}\t{}\t{}\t{}\t{}\t{}\t{}",
+        s.ino,
         s.len,
         s.mtime_ns,
+        s.ctime_ns,
         blake3::Hash::from_bytes(scanned.digest).to_hex(),
         scanned.computed.map_or("-".to_string(), |l| l.to_string())
     );
@@ -158,8 +150,10 @@ fn read(file: &Path) -> Vec<(PathBuf, (Stamp, Arc<Scanned>))> {
 fn parse_line(l: &str) -> Option<(PathBuf, (Stamp, Arc<Scanned>))> {
     let mut f = l.split('\t');
     let path = PathBuf::from(f.next()?);
+    let ino = f.next()?.parse().ok()?;
     let len = f.next()?.parse().ok()?;
     let mtime_ns = f.next()?.parse().ok()?;
+    let ctime_ns = f.next()?.parse().ok()?;
     let digest = *blake3::Hash::from_hex(f.next()?).ok()?.as_bytes();
     let computed = match f.next()? {
         "-" => None,
@@ -179,7 +173,13 @@ fn parse_line(l: &str) -> Option<(PathBuf, (Stamp, Arc<Scanned>))> {
         includes,
         computed,
     };
-    Some((path, (Stamp { len, mtime_ns }, Arc::new(scanned))))
+    let s = Stamp {
+        ino,
+        len,
+        mtime_ns,
+        ctime_ns,
+    };
+    Some((path, (s, Arc::new(scanned))))
 }
 
 #[cfg(test)]
@@ -190,8 +190,10 @@ mod tests {
     fn a_line_round_trips() {
         let scanned = scan(b"#include <a.h>\n#include \"b/c.h\"\n#include X\n");
         let s = Stamp {
+            ino: 12,
             len: 42,
             mtime_ns: 1_700_000_000_123_456_789,
+            ctime_ns: 1_700_000_000_123_456_790,
         };
         let l = line(Path::new("/cuda/include/x.h"), s, &scanned).unwrap();
         let (p, (s2, back)) = parse_line(l.trim_end()).unwrap();
@@ -208,7 +210,7 @@ mod tests {
         fs::create_dir_all(&d).unwrap();
         let f = d.join(MEMO_FILE);
         let body =
-            "/x.h\t1\t2\t0000000000000000000000000000000000000000000000000000000000000000\t-\n";
+            "/x.h\t1\t2\t3\t4\t0000000000000000000000000000000000000000000000000000000000000000\t-\n";
         let good = format!(
             "{MAGIC}\t{}\n{body}",
             blake3::hash(body.as_bytes()).to_hex()
@@ -226,9 +228,10 @@ mod tests {
         fs::create_dir_all(&d).unwrap();
         let h = d.join("h.h");
         fs::write(&h, "#include <one.h>\n").unwrap();
-        let first = toolkit_scan(&h, None).unwrap();
+        let first = toolkit_scan(&h, Stamp::of(&h).unwrap(), true, None).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
         fs::write(&h, "#include <two.h>\n#include <three.h>\n").unwrap();
-        let second = toolkit_scan(&h, None).unwrap();
+        let second = toolkit_scan(&h, Stamp::of(&h).unwrap(), true, None).unwrap();
         assert_eq!(first.includes.len(), 1);
         assert_eq!(second.includes.len(), 2);
         let _ = fs::remove_dir_all(&d);

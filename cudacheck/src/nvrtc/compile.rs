@@ -430,6 +430,7 @@ fn compile_prepared(
         prog.add_name_expression(c)
             .map_err(|e| CompileError::from_call(e, nvrtc, None))?;
     }
+    crate::cache::stats::count(crate::cache::stats::Event::NvrtcCompile);
     let code = prog.compile(&c_options);
     let log = prog
         .log()

@@ -106,11 +106,17 @@ impl Nvrtc {
 /// [`NvrtcNotFound`], listing every place searched, when no usable libnvrtc was found or
 /// `CUDACHECK_NVRTC` names none (`none`, or a path that does not exist).
 pub fn nvrtc() -> Result<&'static Nvrtc, NvrtcNotFound> {
-    static NVRTC: OnceLock<Result<Nvrtc, NvrtcNotFound>> = OnceLock::new();
     NVRTC
         .get_or_init(|| discover(&SearchEnv::from_process()))
         .as_ref()
         .map_err(Clone::clone)
+}
+
+static NVRTC: OnceLock<Result<Nvrtc, NvrtcNotFound>> = OnceLock::new();
+
+/// The NVRTC this process loaded, if it loaded one already; never loads it.
+pub(crate) fn loaded_nvrtc() -> Option<&'static Nvrtc> {
+    NVRTC.get().and_then(|r| r.as_ref().ok())
 }
 
 /// Where a library with this soname is mapped in this process, from `/proc/self/maps`.

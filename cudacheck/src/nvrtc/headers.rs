@@ -129,7 +129,16 @@ pub const IMPLICIT_HEADER: &str = include_str!("compat/implicit.h");
 /// The compatibility headers to hand NVRTC: all of them except those that a file in one of
 /// `user_dirs` shadows, then the host-only stubs (likewise), then the implicit header.
 pub fn compat_headers(user_dirs: &[PathBuf]) -> Vec<(&'static str, &'static str)> {
-    let shadowed = |name: &str| user_dirs.iter().any(|d| d.join(name).is_file());
+    compat_headers_probed(user_dirs, |p| p.is_file())
+}
+
+/// [`compat_headers`], asking `is_file` whether a user directory holds a header (the module
+/// cache records each place it looked).
+pub(crate) fn compat_headers_probed(
+    user_dirs: &[PathBuf],
+    mut is_file: impl FnMut(&Path) -> bool,
+) -> Vec<(&'static str, &'static str)> {
+    let mut shadowed = |name: &str| user_dirs.iter().any(|d| is_file(&d.join(name)));
     COMPAT_HEADERS
         .iter()
         .copied()

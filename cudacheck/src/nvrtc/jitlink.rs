@@ -3,8 +3,8 @@
 //! Bounds checking rewrites the PTX NVRTC produces (see `cudacheck_core::instrument`); the
 //! rewrite then goes through ptxas, which nvJitLink embeds. nvJitLink ships beside NVRTC in the
 //! CUDA toolkit (`lib64/libnvJitLink.so.13`) and in the `nvidia-nvjitlink` pip wheel (the same
-//! `nvidia/cu13/lib` folder as NVRTC's wheel), so it is looked for next to the NVRTC cudacheck
-//! loaded, then where `CUDACHECK_NVJITLINK` points, then through the system loader. Using the
+//! `nvidia/cu13/lib` folder as NVRTC's wheel), so it is looked for where `CUDACHECK_NVJITLINK`
+//! points, then next to the NVRTC in use, then through the system loader. Using the
 //! library rather than the driver's JIT keeps one path for the offline CLI and the runtime, and
 //! gives a CUBIN whose resources the same reader checks.
 //!
@@ -155,18 +155,22 @@ fn load(path: &Path) -> Result<JitLink, String> {
     })
 }
 
-/// Finds nvJitLink once per process: beside the NVRTC in use, then `CUDACHECK_NVJITLINK`, then
-/// the system loader.
+/// Finds nvJitLink once per process: where `CUDACHECK_NVJITLINK` points, then beside the NVRTC
+/// in use (without loading NVRTC when it is not loaded yet and can be located), then the
+/// system loader.
 ///
 /// # Errors
 /// [`JitLinkNotFound`] listing every place looked at.
 pub fn jitlink() -> Result<&'static JitLink, JitLinkNotFound> {
-    static JL: OnceLock<Result<JitLink, JitLinkNotFound>> = OnceLock::new();
     JL.get_or_init(discover).as_ref().map_err(Clone::clone)
 }
 
-fn discover() -> Result<JitLink, JitLinkNotFound> {
-    let mut searched = Vec::new();
+static JL: OnceLock<Result<JitLink, JitLinkNotFound>> = OnceLock::new();
+
+/// The files to try before the system loader, in order: where `CUDACHECK_NVJITLINK` points,
+/// then those beside the NVRTC in use (`nvrtc_dir`). Places without one are noted in
+/// `searched`.
+fn places(nvrtc_dir: Option<&Path>, searched: &mut Vec<String>) -> Vec<PathBuf> {
     let mut places: Vec<PathBuf> = Vec::new();
     if let Some(v) = std::env::var_os(NVJITLINK_ENV_VAR) {
         let p = PathBuf::from(v);
@@ -176,18 +180,59 @@ fn discover() -> Result<JitLink, JitLinkNotFound> {
             places.push(p);
         }
     }
-    if let Ok(n) = super::nvrtc() {
-        if let Some(dir) = n.path.parent() {
-            let found = candidates_in(dir);
-            if found.is_empty() {
-                searched.push(format!(
-                    "{} (beside NVRTC): no libnvJitLink.so*",
-                    dir.display()
-                ));
-            }
-            places.extend(found);
+    if let Some(dir) = nvrtc_dir {
+        let found = candidates_in(dir);
+        if found.is_empty() {
+            searched.push(format!(
+                "{} (beside NVRTC): no libnvJitLink.so*",
+                dir.display()
+            ));
         }
+        places.extend(found);
     }
+    places
+}
+
+/// The directory of the NVRTC in use: the loaded one, else the one a load would take (found
+/// without loading it), else the one loading finds.
+fn nvrtc_dir() -> Option<PathBuf> {
+    let lib = match super::loaded_nvrtc() {
+        Some(n) => n.path.clone(),
+        None => match super::locate() {
+            Some(l) => l.path.clone(),
+            None => super::nvrtc().ok()?.path.clone(),
+        },
+    };
+    lib.parent().map(Path::to_path_buf)
+}
+
+/// The file [`jitlink`] would load, found without loading anything (NVRTC included): the
+/// first of its places, or `None` where only the system loader could say. Its stamp is part
+/// of a bounds-checked build's cache key; the build is stored only when the library loaded is
+/// this one.
+pub(crate) fn locate_jitlink() -> Option<&'static Path> {
+    static LOCATED: OnceLock<Option<PathBuf>> = OnceLock::new();
+    LOCATED
+        .get_or_init(|| {
+            let dir = match super::loaded_nvrtc() {
+                Some(n) => n.path.parent().map(Path::to_path_buf),
+                None => super::locate()?.path.parent().map(Path::to_path_buf),
+            };
+            places(dir.as_deref(), &mut Vec::new())
+                .into_iter()
+                .find(|p| p.is_file())
+        })
+        .as_deref()
+}
+
+/// The loaded nvJitLink, if this process loaded one.
+pub(crate) fn loaded_jitlink() -> Option<&'static JitLink> {
+    JL.get().and_then(|r| r.as_ref().ok())
+}
+
+fn discover() -> Result<JitLink, JitLinkNotFound> {
+    let mut searched = Vec::new();
+    let places = places(nvrtc_dir().as_deref(), &mut searched);
     for p in &places {
         match load(p) {
             Ok(j) => return Ok(j),
@@ -255,6 +300,7 @@ impl Linker<'_> {
 /// when the PTX does not assemble, [`AssembleError::Call`] for other failures.
 pub fn assemble_ptx(ptx: &str, arch: Arch, name: &str) -> Result<Assembled, AssembleError> {
     let jl = jitlink()?;
+    crate::cache::stats::count(crate::cache::stats::Event::Assembly);
     let arch_opt = CString::new(format!("-arch={}", arch.sm_name())).expect("no NUL in sm_XY");
     let verbose = CString::new("-verbose").expect("static");
     let opts = [arch_opt.as_ptr(), verbose.as_ptr()];

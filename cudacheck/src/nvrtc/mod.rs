@@ -63,10 +63,12 @@ pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, S
 #[doc(hidden)]
 pub use diagnostic::check_parse_log;
 pub use diagnostic::{parse_log, Diagnostic, Severity};
+pub(crate) use discover::loaded_nvrtc;
 pub use discover::{nvrtc, Nvrtc, NvrtcNotFound, SearchAttempt, ENV_VAR};
 pub use doctor::{doctor_report, DoctorReport, DriverStatus};
 pub use jitlink::{
     assemble_ptx, jitlink, AssembleError, Assembled, JitLink, JitLinkNotFound, NVJITLINK_ENV_VAR,
 };
+pub(crate) use jitlink::{loaded_jitlink, locate_jitlink};
 pub(crate) use locate::{locate, Located};
 pub use search::SearchStep;

@@ -1,0 +1,55 @@
+//! Counts of what this process compiled and what the cache answered, for tests and
+//! benchmarks that must tell a hit from a compile without timing it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What happened, once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Event {
+    /// NVRTC compiled a program (each attempt counts; see `nvrtc/nvcc.rs`'s retries).
+    NvrtcCompile,
+    /// nvJitLink assembled PTX.
+    Assembly,
+    /// A module came from the cache.
+    ModuleHit,
+    /// ... with its key found through a manifest, without listing headers.
+    ManifestHit,
+    /// A bounds-checked build came from the cache.
+    CheckedHit,
+}
+
+static COUNTS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+pub(crate) fn count(e: Event) {
+    COUNTS[e as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+/// This process's counts so far ([`stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheStats {
+    /// NVRTC compiles run (a compile retried without launch references counts twice).
+    pub nvrtc_compiles: u64,
+    /// PTX assemblies by nvJitLink (bounds-checked builds).
+    pub assemblies: u64,
+    /// Compiles answered from the module cache.
+    pub module_hits: u64,
+    /// Of those, the ones whose key a manifest gave, without listing the source's headers.
+    pub manifest_hits: u64,
+    /// Bounds-checked builds answered from the cache, without NVRTC, the instrumenter or
+    /// nvJitLink.
+    pub checked_hits: u64,
+}
+
+/// What this process compiled and what the cache answered, so far. Counts only grow; compare
+/// two readings.
+pub fn stats() -> CacheStats {
+    let get = |e: Event| COUNTS[e as usize].load(Ordering::Relaxed);
+    CacheStats {
+        nvrtc_compiles: get(Event::NvrtcCompile),
+        assemblies: get(Event::Assembly),
+        module_hits: get(Event::ModuleHit),
+        manifest_hits: get(Event::ManifestHit),
+        checked_hits: get(Event::CheckedHit),
+    }
+}
