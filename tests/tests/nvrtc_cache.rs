@@ -107,6 +107,27 @@ fn nvrtc_cache_failed_compile_answers_with_the_same_errors() {
         "{warm}"
     );
     assert_eq!(entries(&dir), 1);
+    // The help notes a fresh compile adds come back from the cache too.
+    let src = CudaSource::from_str(
+        "missing.cu",
+        "#include <no_such_header.h>\n__global__ void k() {}\n",
+    );
+    let notes = |e: &CompileError| match e {
+        CompileError::Failed { diagnostics, .. } => diagnostics
+            .iter()
+            .flat_map(|d| d.notes.clone())
+            .collect::<Vec<_>>(),
+        other => panic!("expected Failed, got {other}"),
+    };
+    let cold = compile(&src, &opts_in(&dir)).unwrap_err();
+    let warm = compile(&src, &opts_in(&dir)).unwrap_err();
+    assert!(
+        notes(&cold).iter().any(|n| n.starts_with("help:")),
+        "{:?}",
+        notes(&cold)
+    );
+    assert_eq!(notes(&warm), notes(&cold));
+    assert_eq!(entries(&dir), 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

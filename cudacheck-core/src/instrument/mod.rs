@@ -90,6 +90,7 @@ pub const INSTRUMENT_SOURCES: &[&str] = &[
     include_str!("analyze.rs"),
     include_str!("coverage.rs"),
     include_str!("emit.rs"),
+    include_str!("fast.rs"),
     include_str!("group.rs"),
     include_str!("ptx.rs"),
     include_str!("range.rs"),

@@ -315,11 +315,14 @@ fn revive(
             lowered_names: entry.lowered_names,
             arch: opts.arch,
         }),
-        Outcome::Failed => Err(compilation_failed(
-            source,
-            opts,
-            parse_log(&entry.log),
-            entry.log,
-        )),
+        Outcome::Failed => {
+            // What a fresh compile adds to NVRTC's errors (`compile_uncached`): the files the
+            // user can open, and the help notes. Only failures pay for preparing the source.
+            let mut diagnostics = parse_log(&entry.log);
+            let prepared = crate::nvrtc::nvcc::prepare(source, opts);
+            prepared.restore_header_paths(&mut diagnostics);
+            prepared.explain(&mut diagnostics);
+            Err(compilation_failed(source, opts, diagnostics, entry.log))
+        }
     }
 }

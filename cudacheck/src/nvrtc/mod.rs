@@ -55,7 +55,7 @@ mod ffi;
 pub mod headers;
 mod jitlink;
 mod locate;
-mod nvcc;
+pub(crate) mod nvcc;
 mod search;
 
 pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};
