@@ -28,7 +28,8 @@
 //! Threads of one warp or block may run in different copies. That is harmless unless an
 //! instruction needs its peers at the *same* instruction: barriers (`bar`, `barrier`), the
 //! `.sync`/`.aligned` warp collectives, `mbarrier` and cluster barriers, and calls (a callee
-//! may hold any of those). Functions with any of them, or with indirect branch tables, keep
+//! may hold any of those). Functions with any of them, with local-memory accesses (measured:
+//! a split `window_median` ran 6x slower), or with indirect branch tables, keep
 //! the single checked body, as do functions with a label not starting with `$` (hand-written
 //! inline assembly), whose name the slow copy's renaming could confuse with a variable. Checks inside nested scopes (`{ }`) have their cold paths inline;
 //! the fast copy keeps those as they are (they come back, within the fast copy). The copy
@@ -72,7 +73,10 @@ pub(crate) fn applies(f: &Function) -> bool {
                     || i.parts().any(|p| p == "sync" || p == "aligned")
                     || op.starts_with("barrier")
                     || op == "elect";
-                if collective {
+                // Local arrays: `window_median` (a per-thread array sorted in place) ran 6.0x
+                // slower split than checked in one body on the H100 (1.0x); kept whole.
+                let local = i.parts().any(|p| p == "local");
+                if collective || local {
                     return false;
                 }
                 if op == "bra" {
@@ -220,6 +224,8 @@ mod tests {
         assert!(!applies(&function(&barrier)), "a barrier");
         let shfl = format!("{looped}\n\tshfl.sync.down.b32 %r2, %r1, 1, 31, -1;");
         assert!(!applies(&function(&shfl)), "a warp collective");
+        let local = format!("{looped}\n\tst.local.f32 [%rd1], %f1;");
+        assert!(!applies(&function(&local)), "local memory");
         let own = "LOOP:\n\tadd.s32 %r1, %r1, 1;\n\t@%p1 bra LOOP;";
         assert!(!applies(&function(own)), "a hand-written label");
     }
