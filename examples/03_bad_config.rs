@@ -17,82 +17,80 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // SAFETY (all launches): saxpy touches x[i], y[i] for i < n only; none of these launches
     // gets past validation anyway.
-    let attempts = unsafe {
-        [
-            (
-                "a block of 2048 threads",
-                saxpy
-                    .launch(&stream)
-                    .grid(2)
-                    .block((32, 64, 1))
-                    .arg_mut(&mut y)
-                    .arg(&x)
-                    .arg(&a)
-                    .arg(&count)
-                    .run(),
-            ),
-            (
-                "a grid of 70000 along y",
-                saxpy
-                    .launch(&stream)
-                    .grid((1, 70_000, 1))
-                    .block(256)
-                    .arg_mut(&mut y)
-                    .arg(&x)
-                    .arg(&a)
-                    .arg(&count)
-                    .run(),
-            ),
-            (
-                "a zero-sized block",
-                saxpy
-                    .launch(&stream)
-                    .grid(16)
-                    .block(0)
-                    .arg_mut(&mut y)
-                    .arg(&x)
-                    .arg(&a)
-                    .arg(&count)
-                    .run(),
-            ),
-            (
-                "a missing argument",
-                saxpy
-                    .launch(&stream)
-                    .grid(16)
-                    .block(256)
-                    .arg_mut(&mut y)
-                    .arg(&x)
-                    .arg(&a)
-                    .run(),
-            ),
-            (
-                "a double where the kernel takes a float",
-                saxpy
-                    .launch(&stream)
-                    .grid(16)
-                    .block(256)
-                    .arg_mut(&mut y)
-                    .arg(&x)
-                    .arg(&2.0f64)
-                    .arg(&count)
-                    .run(),
-            ),
-            (
-                "shared memory beyond the opt-in maximum",
-                saxpy
-                    .launch(&stream)
-                    .grid(16)
-                    .block(256)
-                    .shared_bytes(1 << 20)
-                    .arg_mut(&mut y)
-                    .arg(&x)
-                    .arg(&a)
-                    .arg(&count)
-                    .run(),
-            ),
-        ]
+    // One statement per launch: a launch borrows its buffers until the end of its statement.
+    let mut attempts = Vec::new();
+    let result = unsafe {
+        saxpy
+            .launch(&stream)
+            .grid(2)
+            .block((32, 64, 1))
+            .arg_mut(&mut y)
+            .arg(&x)
+            .arg(&a)
+            .arg(&count)
+            .run()
     };
+    attempts.push(("a block of 2048 threads", result));
+    let result = unsafe {
+        saxpy
+            .launch(&stream)
+            .grid((1, 70_000, 1))
+            .block(256)
+            .arg_mut(&mut y)
+            .arg(&x)
+            .arg(&a)
+            .arg(&count)
+            .run()
+    };
+    attempts.push(("a grid of 70000 along y", result));
+    let result = unsafe {
+        saxpy
+            .launch(&stream)
+            .grid(16)
+            .block(0)
+            .arg_mut(&mut y)
+            .arg(&x)
+            .arg(&a)
+            .arg(&count)
+            .run()
+    };
+    attempts.push(("a zero-sized block", result));
+    let result = unsafe {
+        saxpy
+            .launch(&stream)
+            .grid(16)
+            .block(256)
+            .arg_mut(&mut y)
+            .arg(&x)
+            .arg(&a)
+            .run()
+    };
+    attempts.push(("a missing argument", result));
+    let result = unsafe {
+        saxpy
+            .launch(&stream)
+            .grid(16)
+            .block(256)
+            .arg_mut(&mut y)
+            .arg(&x)
+            .arg(&2.0f64)
+            .arg(&count)
+            .run()
+    };
+    attempts.push(("a double where the kernel takes a float", result));
+    let result = unsafe {
+        saxpy
+            .launch(&stream)
+            .grid(16)
+            .block(256)
+            .shared_bytes(1 << 20)
+            .arg_mut(&mut y)
+            .arg(&x)
+            .arg(&a)
+            .arg(&count)
+            .run()
+    };
+    attempts.push(("shared memory beyond the opt-in maximum", result));
     for (what, result) in attempts {
         match result {
             Ok(()) => println!("{what}: accepted?!"),

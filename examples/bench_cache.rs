@@ -328,11 +328,8 @@ fn child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
     let launch = |k: &Kernel, out: &mut _| -> Result<f64, String> {
         let t = Instant::now();
         // A bounds-checked launch synchronizes whatever this says.
-        let l = k
-            .launch(&stream)
-            .grid(grid)
-            .block(BLOCK)
-            .sync(SyncMode::Never);
+        let mut l = k.launch(&stream);
+        l.grid(grid).block(BLOCK).sync(SyncMode::Never);
         // SAFETY: both kernels touch element i of each buffer for i < n only, and every
         // buffer holds N = n elements.
         unsafe {

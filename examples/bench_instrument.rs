@@ -67,10 +67,12 @@ fn div(a: usize, b: usize) -> u32 {
 
 macro_rules! launch {
     ($kern:expr, $s:expr, $on:expr, $ev:expr, |$l:ident| $body:expr) => {{
-        let mut $l = $kern.launch($s).instrument($on);
+        let mut launch = $kern.launch($s);
+        launch.instrument($on);
         if let Some((a, b)) = $ev {
-            $l = $l.kernel_events(a, b);
+            launch.kernel_events(a, b);
         }
+        let $l = &mut launch;
         // SAFETY: every kernel here is launched with buffers sized for its grid, as in
         // tests/tests/gpu_instrument.rs.
         unsafe { $body.run() }

@@ -15,7 +15,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use cudacheck::cudarc::driver::{LaunchConfig as RawLaunchConfig, PushKernelArg};
+use cudacheck::cudarc::driver::{sys, LaunchConfig as RawLaunchConfig, PushKernelArg};
 use cudacheck::cudarc::nvrtc::Ptx;
 use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
 use cudacheck::{Kernel, SyncMode};
@@ -167,7 +167,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sync = || stream.synchronize().expect("synchronize");
     // SAFETY (every launch below): `empty` touches no memory; `touch` writes p[0] only when
     // n < 0, and n is 256; each buffer holds 256 floats.
+    // The floor both sit on: the driver's own launch call, with no context check at all (this
+    // thread's current context is the stream's: cudarc's first launch made it so), and with
+    // the `cuCtxGetCurrent` that cudarc's and cudacheck's launches both make.
+    let cu_stream = stream.cu_stream();
+    let f_empty = raw_empty.cu_function();
+    let driver_floor = move |check_current: bool| {
+        // SAFETY: `empty` takes no parameters and touches no memory; the function belongs to
+        // the stream's context, which is current on this thread.
+        unsafe {
+            if check_current {
+                let mut cur = std::ptr::null_mut();
+                let r = sys::cuCtxGetCurrent(&mut cur);
+                assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+            }
+            let r = sys::cuLaunchKernel(
+                f_empty,
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                cu_stream,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+            assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+        }
+    };
     let mut modes = vec![
+        mode(
+            "empty",
+            "driver: cuLaunchKernel alone",
+            LAUNCHES,
+            Box::new(move || driver_floor(false)),
+        ),
+        mode(
+            "empty",
+            "driver: cuCtxGetCurrent + cuLaunchKernel",
+            LAUNCHES,
+            Box::new(move || driver_floor(true)),
+        ),
         mode(
             "empty",
             "raw cudarc",

@@ -119,7 +119,7 @@ pub fn wrapper(m: &Model, checked: &Checked) -> TokenStream {
     let require_calls = m.requires.iter().enumerate().map(|(i, r)| {
         let var = format_ident!("__cudacheck_requirement_{}", i);
         let text = &r.text;
-        quote!(let launch = launch.require(#var, #text);)
+        quote!(launch.require(#var, #text);)
     });
     let dims = launch_dims(m, &cfg);
     let args = m.params.iter().map(|p| {
@@ -127,10 +127,10 @@ pub fn wrapper(m: &Model, checked: &Checked) -> TokenStream {
         let span = p.ty.span();
         match &p.kind {
             RustTy::Pointer { mutable: true, .. } => {
-                quote_spanned!(span=> let launch = launch.arg_mut(#ident);)
+                quote_spanned!(span=> launch.arg_mut(#ident);)
             }
-            RustTy::Pointer { .. } => quote_spanned!(span=> let launch = launch.arg(#ident);),
-            _ => quote_spanned!(span=> let launch = launch.arg(&#ident);),
+            RustTy::Pointer { .. } => quote_spanned!(span=> launch.arg(#ident);),
+            _ => quote_spanned!(span=> launch.arg(&#ident);),
         }
     });
     // A struct travels as `ByValue`, whose `DeviceRepr` bound asks the user's type for
@@ -182,9 +182,8 @@ pub fn wrapper(m: &Model, checked: &Checked) -> TokenStream {
             #(#by_value)*
             // The profile of the crate that declares the kernel decides whether launches
             // synchronize by default, not cudacheck's own.
-            let launch = #ident::kernel()
-                .launch(#stream)
-                .profile_default(::core::cfg!(debug_assertions));
+            let mut launch = #ident::kernel().launch(#stream);
+            launch.profile_default(::core::cfg!(debug_assertions));
             #dims
             #(#require_calls)*
             #(#args)*
@@ -302,18 +301,18 @@ fn launch_dims(m: &Model, cfg: &ConfigParam) -> TokenStream {
     let grid = m.grid.as_ref().map(lit);
     let fixed_shared = m.shared.as_ref().map(|s| {
         let s = s.value as u32;
-        quote!(let launch = launch.shared_bytes(#s);)
+        quote!(launch.shared_bytes(#s);)
     });
     let from_cfg = match cfg {
         ConfigParam::None => quote!(),
         ConfigParam::Grid(g) => quote! {
-            let launch = launch.dims(::core::convert::Into::<::cudacheck::Grid>::into(#g));
+            launch.dims(::core::convert::Into::<::cudacheck::Grid>::into(#g));
         },
-        ConfigParam::Block(b) => quote!(let launch = launch.block(#b);),
-        ConfigParam::Dims(d) => quote!(let launch = launch.dims(#d);),
+        ConfigParam::Block(b) => quote!(launch.block(#b);),
+        ConfigParam::Dims(d) => quote!(launch.dims(#d);),
     };
-    let block = block.map(|b| quote!(let launch = launch.block(#b);));
-    let grid = grid.map(|g| quote!(let launch = launch.grid(#g);));
+    let block = block.map(|b| quote!(launch.block(#b);));
+    let grid = grid.map(|g| quote!(launch.grid(#g);));
     quote! {
         #block
         #grid

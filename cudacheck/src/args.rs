@@ -83,7 +83,7 @@ impl ArgSlot {
 
     /// How a buffer owned by `owner`'s context, `len` elements of `T` long, relates to a
     /// launch on `stream`.
-    #[inline]
+    #[inline(always)]
     fn kind_of<T>(owner: &CudaStream, stream: &CudaStream, len: usize) -> (SlotKind, u32) {
         let len = (len as u64).min(MAX_RECORDED_LEN);
         let (len_hi, elem_size) = (
@@ -180,7 +180,7 @@ impl ArgSlot {
 /// where the next cudarc call of any thread on that context would return it. A launch that
 /// uses a peer buffer synchronizes instead (see `SlotKind::PeerBuffer`); a foreign one is
 /// refused before launching.
-#[inline]
+#[inline(always)]
 fn keep<'a>(slot: &ArgSlot, stream: &CudaStream, guard: SyncOnDrop<'a>) -> Option<SyncOnDrop<'a>> {
     if matches!(
         slot.kind,
@@ -253,7 +253,7 @@ impl<T: DeviceRepr, const N: usize> KernelArg for [T; N] {
 pub struct ByValue<T: DeviceRepr>(pub T);
 
 impl<T: DeviceRepr> KernelArg for ByValue<T> {
-    #[inline]
+    #[inline(always)]
     fn slot<'a>(&'a self, _: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let mut s = ArgSlot::scalar(&self.0);
         s.ty = std::any::type_name::<T>;
@@ -262,7 +262,7 @@ impl<T: DeviceRepr> KernelArg for ByValue<T> {
 }
 
 impl<T> KernelArg for CudaSlice<T> {
-    #[inline]
+    #[inline(always)]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr(stream);
@@ -272,7 +272,7 @@ impl<T> KernelArg for CudaSlice<T> {
 }
 
 impl<T> KernelArg for CudaView<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr(stream);
@@ -282,7 +282,7 @@ impl<T> KernelArg for CudaView<'_, T> {
 }
 
 impl<T> KernelArg for CudaViewMut<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr(stream);
@@ -292,7 +292,7 @@ impl<T> KernelArg for CudaViewMut<'_, T> {
 }
 
 impl<T> KernelArgMut for CudaSlice<T> {
-    #[inline]
+    #[inline(always)]
     fn slot_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr_mut(stream);
@@ -302,7 +302,7 @@ impl<T> KernelArgMut for CudaSlice<T> {
 }
 
 impl<T> KernelArgMut for CudaViewMut<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn slot_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
         let kind = ArgSlot::kind_of::<T>(self.stream(), stream, self.len());
         let (ptr, guard) = self.device_ptr_mut(stream);

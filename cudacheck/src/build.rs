@@ -103,17 +103,26 @@ impl Memo {
 impl Loaded {
     /// Validates `cfg` (memoized) and opts in to the dynamic shared memory it needs.
     #[inline]
-    pub(crate) fn prepare(&self, cfg: &LaunchConfig, opt_in: bool) -> Result<(), PrepareError> {
+    ///
+    /// `ctx` is the context the build is loaded in; it is made current before the driver is
+    /// asked anything (the launch path binds lazily, see `launch::launch_bound`).
+    pub(crate) fn prepare(
+        &self,
+        ctx: &CudaContext,
+        cfg: &LaunchConfig,
+        opt_in: bool,
+    ) -> Result<(), PrepareError> {
         let words = Memo::words(cfg, opt_in);
         if self.memo.contains(&words) {
             return Ok(());
         }
-        self.validate_and_opt_in(cfg, opt_in, words)
+        self.validate_and_opt_in(ctx, cfg, opt_in, words)
     }
 
     #[cold]
     fn validate_and_opt_in(
         &self,
+        ctx: &CudaContext,
         cfg: &LaunchConfig,
         opt_in: bool,
         words: [u64; CONFIG_WORDS],
@@ -132,6 +141,7 @@ impl Loaded {
         // never lower each other's setting.
         let _serial = self.validate_lock.lock().unwrap_or_else(|p| p.into_inner());
         if cfg.dynamic_shared_bytes > self.opted_in.load(Ordering::Relaxed) {
+            bind(ctx).map_err(PrepareError::Driver)?;
             driver::set_max_dynamic_shared(&self.function, cfg.dynamic_shared_bytes)
                 .map_err(PrepareError::Driver)?;
             self.opted_in

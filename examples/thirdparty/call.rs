@@ -231,23 +231,26 @@ impl Call {
                 Arg::Null | Arg::Val(_) => None,
             });
         }
-        let mut l = k
-            .launch(s)
-            .grid(self.grid)
+        let mut l = k.launch(s);
+        l.grid(self.grid)
             .block(self.block)
             .shared_bytes(self.shared)
             .instrument(checked);
         for (a, d) in self.args.iter().zip(devs.iter_mut()) {
-            l = match (a, d) {
-                (Arg::Val(v), _) => v.push(l),
-                (Arg::Null, _) => l.arg(&NULL),
-                (Arg::Buf(Role::In, _), Some(d)) => d.push(l),
-                (Arg::Buf(_, _), Some(d)) => d.push_mut(l),
+            match (a, d) {
+                (Arg::Val(v), _) => v.push(&mut l),
+                (Arg::Null, _) => {
+                    l.arg(&NULL);
+                }
+                (Arg::Buf(Role::In, _), Some(d)) => d.push(&mut l),
+                (Arg::Buf(_, _), Some(d)) => d.push_mut(&mut l),
                 (Arg::Buf(_, _), None) => unreachable!("every buffer was uploaded"),
-            };
+            }
         }
         // SAFETY: the caller's promise (see `# Safety`).
         unsafe { l.run() }?;
+        // Records cudarc's ordering events and ends the borrows of the buffers.
+        drop(l);
         let mut out = Vec::new();
         for (a, d) in self.args.iter().zip(&devs) {
             if let (Arg::Buf(Role::Out | Role::InOut, _), Some(d)) = (a, d) {
@@ -262,15 +265,29 @@ impl Call {
 static NULL: u64 = 0;
 
 impl Scalar {
-    fn push<'a>(&'a self, l: Launch<'a>) -> Launch<'a> {
+    fn push<'a>(&'a self, l: &mut Launch<'a>) {
         match self {
-            Scalar::U64(v) => l.arg(v),
-            Scalar::I64(v) => l.arg(v),
-            Scalar::I32(v) => l.arg(v),
-            Scalar::U32(v) => l.arg(v),
-            Scalar::F32(v) => l.arg(v),
-            Scalar::F64(v) => l.arg(v),
-            Scalar::F16(v) => l.arg(v),
+            Scalar::U64(v) => {
+                l.arg(v);
+            }
+            Scalar::I64(v) => {
+                l.arg(v);
+            }
+            Scalar::I32(v) => {
+                l.arg(v);
+            }
+            Scalar::U32(v) => {
+                l.arg(v);
+            }
+            Scalar::F32(v) => {
+                l.arg(v);
+            }
+            Scalar::F64(v) => {
+                l.arg(v);
+            }
+            Scalar::F16(v) => {
+                l.arg(v);
+            }
         }
     }
 }
@@ -326,29 +343,61 @@ impl Dev {
         })
     }
 
-    fn push<'a>(&'a self, l: Launch<'a>) -> Launch<'a> {
+    fn push<'a>(&'a self, l: &mut Launch<'a>) {
         match self {
-            Dev::F32(d) => l.arg(d),
-            Dev::F64(d) => l.arg(d),
-            Dev::F16(d) => l.arg(d),
-            Dev::Bf16(d) => l.arg(d),
-            Dev::U8(d) => l.arg(d),
-            Dev::U32(d) => l.arg(d),
-            Dev::I64(d) => l.arg(d),
-            Dev::U64(d) => l.arg(d),
+            Dev::F32(d) => {
+                l.arg(d);
+            }
+            Dev::F64(d) => {
+                l.arg(d);
+            }
+            Dev::F16(d) => {
+                l.arg(d);
+            }
+            Dev::Bf16(d) => {
+                l.arg(d);
+            }
+            Dev::U8(d) => {
+                l.arg(d);
+            }
+            Dev::U32(d) => {
+                l.arg(d);
+            }
+            Dev::I64(d) => {
+                l.arg(d);
+            }
+            Dev::U64(d) => {
+                l.arg(d);
+            }
         }
     }
 
-    fn push_mut<'a>(&'a mut self, l: Launch<'a>) -> Launch<'a> {
+    fn push_mut<'a>(&'a mut self, l: &mut Launch<'a>) {
         match self {
-            Dev::F32(d) => l.arg_mut(d),
-            Dev::F64(d) => l.arg_mut(d),
-            Dev::F16(d) => l.arg_mut(d),
-            Dev::Bf16(d) => l.arg_mut(d),
-            Dev::U8(d) => l.arg_mut(d),
-            Dev::U32(d) => l.arg_mut(d),
-            Dev::I64(d) => l.arg_mut(d),
-            Dev::U64(d) => l.arg_mut(d),
+            Dev::F32(d) => {
+                l.arg_mut(d);
+            }
+            Dev::F64(d) => {
+                l.arg_mut(d);
+            }
+            Dev::F16(d) => {
+                l.arg_mut(d);
+            }
+            Dev::Bf16(d) => {
+                l.arg_mut(d);
+            }
+            Dev::U8(d) => {
+                l.arg_mut(d);
+            }
+            Dev::U32(d) => {
+                l.arg_mut(d);
+            }
+            Dev::I64(d) => {
+                l.arg_mut(d);
+            }
+            Dev::U64(d) => {
+                l.arg_mut(d);
+            }
         }
     }
 }

@@ -193,8 +193,8 @@ fn gpu_buffer_of_device_1_on_device_0_names_the_parameter_and_both_devices() {
     let can = can_access_peer(s0.context(), s1.context());
     for checked in [false, true] {
         let n_i32 = n as i32;
-        let launch = k
-            .launch(&s0b)
+        let mut launch = k.launch(&s0b);
+        launch
             .grid(4)
             .block(256)
             .instrument(checked)
@@ -347,8 +347,8 @@ fn child_peer_access() {
     let short = n - 1;
     let mut view = dy1.slice_mut(..short);
     let n_i32 = n as i32;
-    let launch = k
-        .launch(&s0)
+    let mut launch = k.launch(&s0);
+    launch
         .grid(n.div_ceil(256) as u32)
         .block(256)
         .instrument(true)
@@ -449,8 +449,8 @@ fn child_sticky_fault_on_device_1() {
     let mut device0_lines = Vec::new();
     for _ in 0..3 {
         let n_i32 = n as i32;
-        let launch = fill
-            .launch(s0)
+        let mut launch = fill.launch(s0);
+        launch
             .grid(1)
             .block(256)
             .arg_mut(&mut out0)
@@ -474,12 +474,8 @@ fn child_sticky_fault_on_device_1() {
     };
     fill_on_1(&mut out1).unwrap_or_else(|e| panic!("{}", chain(&e)));
     let n_i32 = n as i32;
-    let launch = oob
-        .launch(s1)
-        .grid(1)
-        .block(256)
-        .arg_mut(&mut out1)
-        .arg(&n_i32);
+    let mut launch = oob.launch(s1);
+    launch.grid(1).block(256).arg_mut(&mut out1).arg(&n_i32);
     #[rustfmt::skip]
     let (r, oob_line) = (unsafe { launch.run() }, line!());
     r.unwrap_or_else(|e| panic!("a release launch returns before the fault: {}", chain(&e)));

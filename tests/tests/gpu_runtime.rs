@@ -699,12 +699,8 @@ fn child_out_of_bounds_debug() {
     let stream = gpu_or_skip().expect("the parent checked for a GPU");
     let k = planted("oob_write");
     let mut out = cudacheck::alloc_zeros::<f32>(&stream, 256).unwrap();
-    let launch = k
-        .launch(&stream)
-        .grid(1)
-        .block(256)
-        .arg_mut(&mut out)
-        .arg(&256i32);
+    let mut launch = k.launch(&stream);
+    launch.grid(1).block(256).arg_mut(&mut out).arg(&256i32);
     #[rustfmt::skip]
     let (result, line) = (unsafe { launch.run() }, line!());
     let e = result.unwrap_err();
@@ -868,4 +864,121 @@ fn child_device_assert_and_recover() {
             assert!(text.contains("child process"), "{text}");
         }
     }
+}
+
+/// A release launch does not ask the driver which context is current (`launch_bound` in
+/// `cudacheck/src/launch/mod.rs`): it launches, and binds the stream's context only when the
+/// driver refuses the launch for want of it. That is sound only because the driver refuses
+/// such a launch and runs nothing; this pins it (raw `cuLaunchKernel` with no context
+/// current, and with another context current, refused, the output untouched), and that a
+/// cudacheck launch from either state runs the kernel in the stream's context.
+#[test]
+fn gpu_launch_binds_the_context_when_another_is_current() {
+    use cudacheck::cudarc::driver::{sys, DevicePtrMut};
+    use cudacheck::cudarc::nvrtc::Ptx;
+    let Some(stream) = gpu_or_skip() else { return };
+    let ctx = stream.context().clone();
+    let (major, minor) = ctx.compute_capability().unwrap();
+    let arch = cudacheck::core::Arch::new(major as u32, minor as u32);
+    let source = CudaSource::from_str("planted.cu", PLANTED);
+    let compiled = cudacheck::nvrtc::compile(&source, &cudacheck::nvrtc::CompileOptions::new(arch))
+        .unwrap_or_else(|e| panic!("{}", chain(&e)));
+    let module = ctx
+        .load_module(Ptx::from_binary(compiled.cubin.clone()))
+        .unwrap();
+    let raw_fill = module.load_function("fill").unwrap();
+    let n = 256usize;
+    let mut out = cudacheck::alloc_copy(&stream, &vec![f32::NAN; n]).unwrap();
+    let other = CudaContext::new_non_primary(0, 0).unwrap();
+
+    // Raw launches of `fill(out, 1.0, n)` from a thread where the stream's context is not
+    // current: refused, nothing written.
+    let raw_launch = |out: &mut cudacheck::cudarc::driver::CudaSlice<f32>| -> sys::CUresult {
+        let (ptr, _sync) = out.device_ptr_mut(&stream);
+        let (mut p, mut v, mut k) = (ptr, 1.0f32, n as i32);
+        let mut params = [
+            &mut p as *mut _ as *mut std::ffi::c_void,
+            &mut v as *mut _ as *mut std::ffi::c_void,
+            &mut k as *mut _ as *mut std::ffi::c_void,
+        ];
+        // SAFETY: `fill` takes (float*, float, int) and writes out[i] for i < n, and `out`
+        // holds n floats; the call itself is what is being tested.
+        unsafe {
+            sys::cuLaunchKernel(
+                raw_fill.cu_function(),
+                1,
+                1,
+                1,
+                n as u32,
+                1,
+                1,
+                0,
+                stream.cu_stream(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+    };
+    let not_current = [
+        sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
+        sys::CUresult::CUDA_ERROR_INVALID_HANDLE,
+    ];
+    // SAFETY: unbinding is always allowed.
+    assert_eq!(
+        unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) },
+        sys::CUresult::CUDA_SUCCESS
+    );
+    let none = raw_launch(&mut out);
+    // SAFETY: `other` is alive until the end of the test.
+    assert_eq!(
+        unsafe { sys::cuCtxSetCurrent(other.cu_ctx()) },
+        sys::CUresult::CUDA_SUCCESS
+    );
+    let another = raw_launch(&mut out);
+    ctx.bind_to_thread().unwrap();
+    stream.synchronize().unwrap();
+    let host = stream.clone_dtoh(&out).unwrap();
+    assert!(not_current.contains(&none), "no context current: {none:?}");
+    assert!(
+        not_current.contains(&another),
+        "another context current: {another:?}"
+    );
+    assert!(
+        host.iter().all(|x| x.is_nan()),
+        "a refused launch wrote its output"
+    );
+
+    // cudacheck's release launch from both states: it runs, in the stream's context.
+    let fill = Kernel::new(source, "fill")
+        .instrument(InstrumentMode::Off)
+        .sync(SyncMode::Never)
+        .build();
+    fill.load(&stream).unwrap();
+    for (state, current, v) in [
+        ("no context current", std::ptr::null_mut(), 2.0f32),
+        ("another context current", other.cu_ctx(), 3.0f32),
+    ] {
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { sys::cuCtxSetCurrent(current) },
+            sys::CUresult::CUDA_SUCCESS
+        );
+        // SAFETY: `fill` writes out[i] for i < n only, and `out` holds n floats.
+        unsafe {
+            fill.launch(&stream)
+                .grid(1)
+                .block(n as u32)
+                .arg_mut(&mut out)
+                .arg(&v)
+                .arg(&(n as i32))
+                .run()
+        }
+        .unwrap_or_else(|e| panic!("{state}: {}", chain(&e)));
+        stream.synchronize().unwrap();
+        let host = stream.clone_dtoh(&out).unwrap();
+        assert!(host.iter().all(|&x| x == v), "{state}: fill did not run");
+    }
+    drop(out);
+    drop(other);
+    fill_and_check(&stream, 4.0);
 }

@@ -294,9 +294,8 @@ fn axpby(k: &Kernels, w: &mut Work, s: &Arc<CudaStream>, j: usize, p: Plan) -> (
     };
     let xv = w.dx.slice(..n);
     let n_kernel_i32 = n_kernel as i32;
-    let launch = k
-        .axpby
-        .launch(s)
+    let mut launch = k.axpby.launch(s);
+    launch
         .grid(n_kernel.div_ceil(256) as u32)
         .block(block)
         .instrument(checked(p))
@@ -332,9 +331,8 @@ fn gather(k: &Kernels, w: &mut Work, s: &Arc<CudaStream>, j: usize, p: Plan) -> 
     }
     let shared = if too_much_shared { 300 * 1024 } else { 0 };
     let n_i32 = n as i32;
-    let launch = k
-        .gather
-        .launch(s)
+    let mut launch = k.gather.launch(s);
+    launch
         .grid(n.div_ceil(256) as u32)
         .block(256)
         .shared_bytes(shared)

@@ -31,6 +31,10 @@ const fn row(code: u32, name: &'static str, poisons: bool, explanation: &'static
 
 /// `CUDA_ERROR_OUT_OF_MEMORY`.
 pub const OUT_OF_MEMORY: u32 = 2;
+/// `CUDA_ERROR_INVALID_CONTEXT`: no context is current, or not the one the call needs.
+pub const INVALID_CONTEXT: u32 = 201;
+/// `CUDA_ERROR_INVALID_HANDLE`: a handle of another context than the current one, among others.
+pub const INVALID_HANDLE: u32 = 400;
 /// `CUDA_ERROR_NOT_READY`: not an error, work is still running (`cuStreamQuery`).
 pub const NOT_READY: u32 = 600;
 

@@ -46,6 +46,13 @@ impl DriverError {
         codes::poisons(self.code)
     }
 
+    /// Whether the driver refused the call because the context it needs is not current
+    /// (`CUDA_ERROR_INVALID_CONTEXT`: none is; `CUDA_ERROR_INVALID_HANDLE`: another is, so
+    /// the handle is not one of the current context's).
+    pub fn is_not_current(&self) -> bool {
+        self.code == codes::INVALID_CONTEXT || self.code == codes::INVALID_HANDLE
+    }
+
     /// Whether this is `CUDA_ERROR_OUT_OF_MEMORY`.
     pub fn is_out_of_memory(&self) -> bool {
         self.code == codes::OUT_OF_MEMORY

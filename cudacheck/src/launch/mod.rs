@@ -117,7 +117,7 @@ pub struct Launch<'a> {
     /// orders several streams (see `args::keep`); dropped after the launch is queued, which is
     /// when cudarc wants them recorded. Few slots keep the launch small (the builder moves it
     /// by value); past them, see `guard_overflow`.
-    /// The first `nguards` are initialized, and dropped by `Launch`'s `Drop`.
+    /// The first `nguards` are initialized, and dropped by [`run`](Launch::run).
     guards: [MaybeUninit<SyncOnDrop<'a>>; GUARDS],
     nguards: usize,
     /// More buffers needed ordering than `guards` holds (the extra guards recorded before the
@@ -134,12 +134,25 @@ impl Kernel {
     }
 }
 
-impl Drop for Launch<'_> {
+impl Launch<'_> {
+    /// Drops the ordering guards: cudarc records each buffer's event on the stream, which is
+    /// what it wants once the kernel is queued.
+    ///
+    /// `Launch` has no `Drop`: one would make the borrow checker ask every argument to outlive
+    /// the launch's drop at the end of its statement, and `.arg(&(n as i32))`, a temporary
+    /// made after the launch, does not. So [`run`](Launch::run) releases the guards, and a
+    /// launch dropped without running forgets them, which is harmless: nothing was queued for
+    /// the events to order. A launch run again has no guards left, so it synchronizes instead
+    /// (as one with more buffers than guards does), which orders everything after it.
     #[inline(always)]
-    fn drop(&mut self) {
-        for g in &mut self.guards[..self.nguards] {
-            // SAFETY: `push` initialized the first `nguards` guards and nothing else reads or
-            // drops them; each is dropped once, here.
+    fn release_guards(&mut self) {
+        let n = std::mem::take(&mut self.nguards);
+        if n > 0 {
+            self.guard_overflow = true;
+        }
+        for g in &mut self.guards[..n] {
+            // SAFETY: `push_guard` initialized the first `nguards` guards, and `nguards` is
+            // zeroed before they are dropped, so each is dropped once.
             unsafe { g.assume_init_drop() };
         }
     }
@@ -172,14 +185,14 @@ impl<'a> Launch<'a> {
     }
 
     #[inline(always)]
-    pub fn grid(mut self, g: impl Into<Dim3>) -> Self {
+    pub fn grid(&mut self, g: impl Into<Dim3>) -> &mut Self {
         self.cfg.grid = g.into();
         self.grid_set = true;
         self
     }
 
     #[inline(always)]
-    pub fn block(mut self, b: impl Into<Dim3>) -> Self {
+    pub fn block(&mut self, b: impl Into<Dim3>) -> &mut Self {
         self.cfg.block = b.into();
         self.block_set = true;
         self
@@ -187,32 +200,32 @@ impl<'a> Launch<'a> {
 
     /// Dynamic (`extern __shared__`) shared memory per block, in bytes.
     #[inline(always)]
-    pub fn shared_bytes(mut self, bytes: u32) -> Self {
+    pub fn shared_bytes(&mut self, bytes: u32) -> &mut Self {
         self.cfg.dynamic_shared_bytes = bytes;
         self
     }
 
     /// Blocks per thread block cluster (sm_90 and later).
     #[inline(always)]
-    pub fn cluster(mut self, c: impl Into<Dim3>) -> Self {
+    pub fn cluster(&mut self, c: impl Into<Dim3>) -> &mut Self {
         self.cfg.cluster = Some(c.into());
         self
     }
 
     /// Grid, optional block and shared memory in one value (what macro wrappers take).
     #[inline(always)]
-    pub fn dims(mut self, d: impl Into<LaunchDims>) -> Self {
+    pub fn dims(&mut self, d: impl Into<LaunchDims>) -> &mut Self {
         let d = d.into();
-        self = self.grid(d.grid).shared_bytes(d.shared_bytes);
+        self.grid(d.grid).shared_bytes(d.shared_bytes);
         if let Some(b) = d.block {
-            self = self.block(b);
+            self.block(b);
         }
         self
     }
 
     /// The whole configuration at once.
     #[inline(always)]
-    pub fn config(mut self, cfg: LaunchConfig) -> Self {
+    pub fn config(&mut self, cfg: LaunchConfig) -> &mut Self {
         self.cfg = cfg;
         self.grid_set = true;
         self.block_set = true;
@@ -221,7 +234,7 @@ impl<'a> Launch<'a> {
 
     /// Overrides the sync mode for this launch (see [`SyncMode`]).
     #[inline(always)]
-    pub fn sync(mut self, mode: SyncMode) -> Self {
+    pub fn sync(&mut self, mode: SyncMode) -> &mut Self {
         self.sync = mode;
         self
     }
@@ -237,7 +250,7 @@ impl<'a> Launch<'a> {
     ///
     /// [`InstrumentMode`]: crate::InstrumentMode
     #[inline(always)]
-    pub fn instrument(mut self, on: bool) -> Self {
+    pub fn instrument(&mut self, on: bool) -> &mut Self {
         self.instrument = Some(on);
         self
     }
@@ -247,7 +260,7 @@ impl<'a> Launch<'a> {
     /// upload, synchronization and readback. Both events must belong to the stream's context
     /// and be created with timing enabled.
     #[inline(always)]
-    pub fn kernel_events(mut self, start: &'a CudaEvent, end: &'a CudaEvent) -> Self {
+    pub fn kernel_events(&mut self, start: &'a CudaEvent, end: &'a CudaEvent) -> &mut Self {
         self.events = Some((start, end));
         self
     }
@@ -256,14 +269,14 @@ impl<'a> Launch<'a> {
     /// (and, likewise, no instrumentation setting and no `CUDACHECK_INSTRUMENT`): macro-generated
     /// code passes `cfg!(debug_assertions)` of the user's crate.
     #[inline(always)]
-    pub fn profile_default(mut self, debug: bool) -> Self {
+    pub fn profile_default(&mut self, debug: bool) -> &mut Self {
         self.profile_debug = debug;
         self
     }
 
     /// Whether this launch may opt the kernel in to more than 48 KiB of shared memory.
     #[inline(always)]
-    pub fn shared_opt_in(mut self, allow: bool) -> Self {
+    pub fn shared_opt_in(&mut self, allow: bool) -> &mut Self {
         self.shared_opt_in = Some(allow);
         self
     }
@@ -271,7 +284,7 @@ impl<'a> Launch<'a> {
     /// A `requires(...)` clause: when `holds` is false the launch returns
     /// [`Error::RequirementFailed`] naming `clause`, without launching.
     #[inline(always)]
-    pub fn require(mut self, holds: bool, clause: &'static str) -> Self {
+    pub fn require(&mut self, holds: bool, clause: &'static str) -> &mut Self {
         if !holds && self.failed_requirement.is_none() {
             self.failed_requirement = Some(clause);
         }
@@ -280,7 +293,7 @@ impl<'a> Launch<'a> {
 
     /// Pushes an argument the kernel reads: `&CudaSlice<T>`, `&CudaView<T>`, or a scalar.
     #[inline(always)]
-    pub fn arg<T: KernelArg + ?Sized>(mut self, arg: &'a T) -> Self {
+    pub fn arg<T: KernelArg + ?Sized>(&mut self, arg: &'a T) -> &mut Self {
         let (slot, guard) = arg.slot(self.stream);
         self.push(slot, guard);
         self
@@ -288,7 +301,7 @@ impl<'a> Launch<'a> {
 
     /// Pushes a buffer the kernel writes: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
     #[inline(always)]
-    pub fn arg_mut<T: KernelArgMut + ?Sized>(mut self, arg: &'a mut T) -> Self {
+    pub fn arg_mut<T: KernelArgMut + ?Sized>(&mut self, arg: &'a mut T) -> &mut Self {
         let (slot, guard) = arg.slot_mut(self.stream);
         self.push(slot, guard);
         self
@@ -359,11 +372,13 @@ impl<'a> Launch<'a> {
     /// buffers of the element type the kernel expects.
     #[track_caller]
     #[inline(always)]
-    pub unsafe fn run(mut self) -> Result<(), Error> {
+    pub unsafe fn run(&mut self) -> Result<(), Error> {
         let site = Location::caller();
         // SAFETY: this function's contract, forwarded.
-        unsafe { self.run_at(site) }
-        // `self` drops here, after the launch is queued: cudarc's ordering guards record then.
+        let result = unsafe { self.run_at(site) };
+        // After the launch is queued (or refused): cudarc's ordering guards record now.
+        self.release_guards();
+        result
     }
 
     /// [`run`](Self::run) by reference, so that the launch is not copied once more.
@@ -452,8 +467,18 @@ impl<'a> Launch<'a> {
         let opt_in = self
             .shared_opt_in
             .unwrap_or_else(|| kernel.default_shared_opt_in());
-        bind(ctx)?;
-        match loaded.prepare(&self.cfg, opt_in) {
+        // Waiting is what capture forbids, so only a launch that would wait asks.
+        let sync = P::ALWAYS_SYNC
+            || self.guard_overflow
+            || sync_wanted(self.sync, kernel.default_sync(), self.profile_debug);
+        // A plain launch that does not wait makes no driver call but the launch itself, and
+        // that call says when the stream's context is not current (see `launch_bound`): it
+        // binds only then. Every other launch makes further calls, and binds first.
+        let lazy_bind = !P::ALWAYS_SYNC && !sync && self.events.is_none();
+        if !lazy_bind {
+            bind(ctx)?;
+        }
+        match loaded.prepare(ctx, &self.cfg, opt_in) {
             Ok(()) => {}
             Err(PrepareError::Invalid(violations)) => {
                 return Err(self.refuse(site, LaunchErrorKind::InvalidConfig { violations }))
@@ -468,10 +493,6 @@ impl<'a> Launch<'a> {
         self.check_args(&params[..user], site)?;
         let n = self.nargs;
 
-        // Waiting is what capture forbids, so only a launch that would wait asks.
-        let sync = P::ALWAYS_SYNC
-            || self.guard_overflow
-            || sync_wanted(self.sync, kernel.default_sync(), self.profile_debug);
         let capture = if sync {
             driver::capture_status(self.stream.cu_stream())
                 .map_err(|error| self.refuse(site, LaunchErrorKind::Driver { error }))?
@@ -507,6 +528,7 @@ impl<'a> Launch<'a> {
         if let Some((start, _)) = self.events {
             record_event(start, self.stream)?;
         }
+
         // SAFETY: the function belongs to a module loaded in this stream's context (the
         // loaded entry is this context's), which `bind` made current; there is one pointer per
         // parameter (count checked), each to a live value of the parameter's size (the user's
@@ -514,7 +536,8 @@ impl<'a> Launch<'a> {
         // addresses, which it keeps valid until the kernel is done); the memory promise is
         // this function's `# Safety`.
         let launched = unsafe {
-            driver::launch(
+            launch_bound(
+                ctx,
                 &loaded.function,
                 &raw,
                 self.stream.cu_stream(),
@@ -651,6 +674,52 @@ pub(crate) fn refusal(
         kind,
     }
     .into()
+}
+
+/// `cuLaunchKernel` in `ctx`, whether or not `ctx` is current on this thread.
+///
+/// A `cuCtxGetCurrent` before every launch costs tens of nanoseconds (H100, driver 580: the
+/// driver rows of `results/bench_launch.md`), about a percent of the launch. The launch does
+/// not need it: when the stream's context is not current, the driver refuses the launch and
+/// runs nothing (`CUDA_ERROR_INVALID_CONTEXT` with no context current,
+/// `CUDA_ERROR_INVALID_HANDLE` with another context current; measured on the H100, the
+/// kernel's output untouched, and pinned by `gpu_runtime`'s
+/// `gpu_launch_binds_the_context_when_another_is_current`). So the launch goes first, and
+/// only on those two refusals is the context made current and the launch made again; any
+/// other error, or the same one again, is the launch's own.
+///
+/// # Safety
+///
+/// As [`driver::launch`], except that `ctx` need not be current: `f` must belong to a module
+/// loaded in `ctx` and `stream` to `ctx`.
+#[inline(always)]
+unsafe fn launch_bound(
+    ctx: &cudarc::driver::CudaContext,
+    f: &driver::Function,
+    cfg: &RawConfig,
+    stream: cudarc::driver::sys::CUstream,
+    params: &mut [*mut c_void],
+) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract.
+    match unsafe { driver::launch(f, cfg, stream, params) } {
+        Err(e) if e.is_not_current() => bind_and_relaunch(ctx, f, cfg, stream, params),
+        r => r,
+    }
+}
+
+/// The second try of [`launch_bound`], with `ctx` made current.
+#[cold]
+#[inline(never)]
+fn bind_and_relaunch(
+    ctx: &cudarc::driver::CudaContext,
+    f: &driver::Function,
+    cfg: &RawConfig,
+    stream: cudarc::driver::sys::CUstream,
+    params: &mut [*mut c_void],
+) -> Result<(), DriverError> {
+    bind(ctx)?;
+    // SAFETY: `launch_bound`'s contract, which its caller keeps; `ctx` is now current.
+    unsafe { driver::launch(f, cfg, stream, params) }
 }
 
 /// `cuEventRecord` of `event` on `stream`.
