@@ -319,3 +319,88 @@ fn a_header_helper_the_including_file_names_is_kept() {
     let host = cudacheck_core::source::set_aside_host_code_in(header, &used).unwrap();
     assert_eq!(host.text, header);
 }
+
+/// Written in the style of ggml-derived `mmq` instance files: a launcher template, a host
+/// function choosing its specialization by a switch, and the file's `extern "C"` entry point
+/// defined by a macro of the header the file includes.
+const DISPATCH: &str = r#"#include "launchers.cuh"
+template <int X>
+__global__ void mm(float* out) { out[threadIdx.x] = X; }
+
+template <int X>
+static void instantiate(float* out, cudaStream_t s) {
+    mm<X><<<1, 32, 0, s>>>(out);
+}
+
+static void launch_case(float* out, int x, cudaStream_t s) {
+    switch (x) {
+    case 8: instantiate<8>(out, s); break;
+    default: instantiate<16>(out, s); break;
+    }
+}
+
+DEFINE_ENTRY(f32, launch_case)
+"#;
+
+const DISPATCH_HEADER: &str = r#"#pragma once
+#define DEFINE_ENTRY(suffix, launch)                                  \
+  extern "C" void entry_##suffix(float* out, int x, void* stream) {   \
+    launch(out, x, (cudaStream_t)stream);                             \
+  }
+"#;
+
+#[test]
+fn a_function_calling_host_code_is_host_code_and_a_headers_host_macro_is_set_aside() {
+    use cudacheck_core::source::set_aside_host_code_with;
+    let host = set_aside_host_code_with(DISPATCH, &Default::default(), &[DISPATCH_HEADER]).unwrap();
+    let decision = |name: &str| {
+        host.functions
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("`{name}`: {:#?}", host.functions))
+            .decision
+            .clone()
+    };
+    assert_eq!(
+        decision("instantiate"),
+        HostDecision::SetAside(SetAsideKind::Launcher)
+    );
+    // It launches nothing itself, and the macro invocation names it: it calls host code.
+    assert_eq!(
+        decision("launch_case"),
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+    assert!(!host.text.contains("launch_case") && !host.text.contains("DEFINE_ENTRY"));
+    assert!(host.text.contains("__global__ void mm"));
+    // Both specializations the switch binds are kernels of the file.
+    assert!(
+        host.launched.iter().any(|k| k == "mm<8>"),
+        "{:?}",
+        host.launched
+    );
+    assert!(
+        host.launched.iter().any(|k| k == "mm<16>"),
+        "{:?}",
+        host.launched
+    );
+
+    // Without the header's macro the invocation stays (its expansion is unknown), and so does
+    // the name it passes; `launch_case` is still host code, since it calls host code.
+    let alone = set_aside_host_code(DISPATCH).unwrap();
+    assert!(alone.text.contains("DEFINE_ENTRY(f32, launch_case)"));
+}
+
+#[test]
+fn a_call_that_a_device_overload_may_take_keeps_the_caller() {
+    // `helper(x)` may call the `__device__` overload: the caller is not proven host code.
+    let src = r#"
+__device__ int helper(int x) { return x + 1; }
+void helper(float* p, cudaStream_t s) { cudaMemsetAsync(p, 0, 4, s); }
+__global__ void k(int* o) { o[0] = twice(1); }
+constexpr int twice(int x) { return helper(x) * 2; }
+"#;
+    assert_eq!(
+        decision(src, "twice"),
+        HostDecision::Kept(KeptReason::CalledFromDevice)
+    );
+}

@@ -38,7 +38,7 @@ mod structs;
 mod types;
 
 pub use host::{
-    set_aside_host_code, set_aside_host_code_in, HostCode, HostDecision, HostFunction, KeptReason,
+    set_aside_host_code, set_aside_host_code_in, set_aside_host_code_with, HostCode, HostDecision, HostFunction, KeptReason,
     SetAsideKind, UnresolvedLaunch, TRANSFORM_SOURCES,
 };
 pub use kernel::{

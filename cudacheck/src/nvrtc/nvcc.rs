@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use cudacheck_core::source::{
-    parse_source, set_aside_host_code, set_aside_host_code_in, HostCode, HostDecision,
+    parse_source, set_aside_host_code_in, set_aside_host_code_with, HostCode, HostDecision,
 };
 
 use super::compile::{CompileOptions, CudaSource};
@@ -64,10 +64,13 @@ pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
         format!("--pre-include={IMPLICIT_HEADER_NAME}"),
         "-default-device".to_string(),
     ];
-    let main = set_aside_host_code(&source.text)
+    let (headers, header_texts) = local_headers(source, &opts.include_dirs);
+    // The file's own headers define macros the file invokes (`DEFINE_LAUNCHER(...)` in a
+    // `.cuh`): their host-code macros are set aside in the file too.
+    let header_texts: Vec<&str> = header_texts.iter().map(String::as_str).collect();
+    let main = set_aside_host_code_with(&source.text, &HashSet::new(), &header_texts)
         .ok()
         .filter(HostCode::changed);
-    let headers = local_headers(source, &opts.include_dirs);
     // An in-memory header has no directory of its own, so its relative includes
     // (`#include "../utils.cuh"`) are searched for on the include path: its file's directory
     // goes there, last, where it can only resolve what would otherwise not be found.
@@ -88,7 +91,9 @@ pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
 /// resolves them (the including file's directory, then the `-I` directories), with host code
 /// set aside; only those whose text changed. A spelling that names two different files is
 /// left alone, since an in-memory header can stand for one of them only.
-fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> Vec<HeaderCopy> {
+///
+/// Also returns the text of every such header found, changed or not (sorted by path).
+fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> (Vec<HeaderCopy>, Vec<String>) {
     // Spelling -> the file it names (`None` once it has named two).
     let mut spellings: HashMap<String, Option<PathBuf>> = HashMap::new();
     let mut texts: HashMap<PathBuf, String> = HashMap::new();
@@ -157,7 +162,9 @@ fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> Vec<HeaderCop
         })
         .collect();
     out.sort_by(|a, b| a.spelling.cmp(&b.spelling));
-    out
+    let mut all: Vec<(&PathBuf, &String)> = texts.iter().collect();
+    all.sort();
+    (out, all.into_iter().map(|(_, t)| t.clone()).collect())
 }
 
 impl Prepared {

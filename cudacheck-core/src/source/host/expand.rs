@@ -155,66 +155,18 @@ impl FileMacros {
     /// How deep macros that invoke macros are expanded.
     pub(super) const DEPTH: u32 = 8;
 
-    pub(super) fn new(text: &str, root: Node) -> Self {
+    /// The file's macros and its headers' (`headers`: text and tree), the file's own winning
+    /// where both define a name.
+    pub(super) fn with_headers(text: &str, root: Node, headers: &[(&str, Node)]) -> Self {
         let mut defs = HashMap::new();
-        let mut stack = vec![root];
-        while let Some(n) = stack.pop() {
-            if n.kind() == "preproc_function_def" {
-                let body = n
-                    .child_by_field_name("value")
-                    .map(|v| &text[v.byte_range()]);
-                let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
-                if let (Some(body), Some(name)) = (body, name) {
-                    let params = n
-                        .child_by_field_name("parameters")
-                        .map(|p| {
-                            let mut c = p.walk();
-                            let names: Vec<String> = p
-                                .children(&mut c)
-                                .filter(|c| c.kind() == "identifier" || c.kind() == "...")
-                                .map(|c| text[c.byte_range()].to_owned())
-                                .collect();
-                            names
-                        })
-                        .unwrap_or_default();
-                    defs.insert(
-                        name.to_owned(),
-                        MacroDef {
-                            params,
-                            body: body.to_owned(),
-                            host: None,
-                            object: false,
-                        },
-                    );
-                }
-                continue;
-            }
-            // Object-like macros that carry an execution space (`#define KERNEL extern "C"
-            // __global__`): a function-like macro whose body says `KERNEL void NAME(...)`
-            // defines device code, not host code.
-            if n.kind() == "preproc_def" {
-                let body = n
-                    .child_by_field_name("value")
-                    .map(|v| &text[v.byte_range()]);
-                let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
-                if let (Some(body), Some(name)) = (body, name) {
-                    if identifiers(body).any(|w| matches!(w, "__device__" | "__global__")) {
-                        defs.insert(
-                            name.to_owned(),
-                            MacroDef {
-                                params: Vec::new(),
-                                body: body.to_owned(),
-                                host: None,
-                                object: true,
-                            },
-                        );
-                    }
-                }
-                continue;
-            }
-            let mut cursor = n.walk();
-            stack.extend(n.named_children(&mut cursor));
+        for (t, r) in headers {
+            collect_defs(t, *r, &mut defs);
         }
+        collect_defs(text, root, &mut defs);
+        Self::classified(defs)
+    }
+
+    fn classified(defs: HashMap<String, MacroDef>) -> Self {
         let mut macros = FileMacros { defs };
         // Classified on the expansion with the parameters' own names as arguments.
         let names: Vec<String> = macros
@@ -352,4 +304,67 @@ pub(super) fn split_call_args(s: &str, open: usize) -> Option<(Vec<String>, usiz
         i += 1;
     }
     None
+}
+
+/// The function-like macros `root` (of `text`) defines, and the object-like ones that carry an
+/// execution space, into `defs`.
+fn collect_defs(text: &str, root: Node, defs: &mut HashMap<String, MacroDef>) {
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "preproc_function_def" {
+            let body = n
+                .child_by_field_name("value")
+                .map(|v| &text[v.byte_range()]);
+            let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
+            if let (Some(body), Some(name)) = (body, name) {
+                let params = n
+                    .child_by_field_name("parameters")
+                    .map(|p| {
+                        let mut c = p.walk();
+                        let names: Vec<String> = p
+                            .children(&mut c)
+                            .filter(|c| c.kind() == "identifier" || c.kind() == "...")
+                            .map(|c| text[c.byte_range()].to_owned())
+                            .collect();
+                        names
+                    })
+                    .unwrap_or_default();
+                defs.insert(
+                    name.to_owned(),
+                    MacroDef {
+                        params,
+                        body: body.to_owned(),
+                        host: None,
+                        object: false,
+                    },
+                );
+            }
+            continue;
+        }
+        // Object-like macros that carry an execution space (`#define KERNEL extern "C"
+        // __global__`): a function-like macro whose body says `KERNEL void NAME(...)`
+        // defines device code, not host code.
+        if n.kind() == "preproc_def" {
+            let body = n
+                .child_by_field_name("value")
+                .map(|v| &text[v.byte_range()]);
+            let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
+            if let (Some(body), Some(name)) = (body, name) {
+                if identifiers(body).any(|w| matches!(w, "__device__" | "__global__")) {
+                    defs.insert(
+                        name.to_owned(),
+                        MacroDef {
+                            params: Vec::new(),
+                            body: body.to_owned(),
+                            host: None,
+                            object: true,
+                        },
+                    );
+                }
+            }
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
 }

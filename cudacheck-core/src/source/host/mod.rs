@@ -218,6 +218,20 @@ pub fn set_aside_host_code_in(
     text: &str,
     used_elsewhere: &HashSet<String>,
 ) -> Result<HostCode, SourceError> {
+    set_aside_host_code_with(text, used_elsewhere, &[])
+}
+
+/// [`set_aside_host_code_in`], knowing the function-like macros the file's headers define
+/// (`headers`: their texts): an invocation in the file of a header's macro that expands to
+/// host functions only (`DEFINE_LAUNCHER(q4_0, ...)`) is set aside like one of the file's own.
+///
+/// # Errors
+/// As [`set_aside_host_code`].
+pub fn set_aside_host_code_with(
+    text: &str,
+    used_elsewhere: &HashSet<String>,
+    headers: &[&str],
+) -> Result<HostCode, SourceError> {
     let mut parser = new_parser()?;
     let failed = || SourceError::ParseFailed {
         file_name: String::new(),
@@ -237,7 +251,18 @@ pub fn set_aside_host_code_in(
     //    are host code (their expansion launches kernels or defines host functions only).
     let mut items = Vec::new();
     collect_items(text, root, &[], &mut items);
-    let macros = FileMacros::new(text, root);
+    let mut header_trees = Vec::new();
+    for h in headers {
+        let uncommented = blank_block_comments(h);
+        if let Some(t) = parser.parse(&uncommented, None) {
+            header_trees.push((uncommented, t));
+        }
+    }
+    let header_roots: Vec<(&str, Node)> = header_trees
+        .iter()
+        .map(|(t, tree)| (t.as_str(), tree.root_node()))
+        .collect();
+    let macros = FileMacros::with_headers(text, root, &header_roots);
 
     // 2. Which of them device code reaches: every identifier outside candidate functions counts
     //    as a use from device code (conservatively: a host global's initializer counts too),
@@ -272,13 +297,41 @@ pub fn set_aside_host_code_in(
     // API, lock a std::mutex) is host code whoever names it: if device code really called it,
     // nvcc would reject the file as well. Such a name in a macro body (a host helper macro in a
     // header) does not keep it.
-    let host_evidence: Vec<bool> = items
+    let mut host_evidence: Vec<bool> = items
         .iter()
         .map(|it| {
             it.body
                 .is_some_and(|b| does_host_only_things(&text[b.byte_range()]))
         })
         .collect();
+    // And a function that calls such host code is host code too, for the same reason: device
+    // code calling it would call host code (`launch_case(...)` calling the launcher template
+    // `instantiate<8>(...)`). Only through names no annotated function of the file shares: a
+    // `__device__` overload would make the call possibly device code.
+    let annotated = annotated_function_names(text, root, &items);
+    loop {
+        let host_names: HashSet<&str> = items
+            .iter()
+            .zip(&host_evidence)
+            .filter(|(it, &e)| e && !annotated.contains(it.name.as_str()))
+            .map(|(it, _)| it.name.as_str())
+            .collect();
+        let mut grew = false;
+        for (i, it) in items.iter().enumerate() {
+            if !host_evidence[i]
+                && it.body.is_some()
+                && inside[i]
+                    .iter()
+                    .any(|w| *w != it.name && host_names.contains(w))
+            {
+                host_evidence[i] = true;
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
     let mut reached = vec![false; items.len()];
     loop {
         let mut grew = false;
@@ -392,6 +445,33 @@ fn classify(text: &str, it: &Item, reached: bool, macros: &FileMacros) -> HostDe
     } else {
         SetAsideKind::HostOnly
     })
+}
+
+/// The names of the file's function definitions and declarations that are not among `items`,
+/// that is, that an annotation makes device code (`__device__`, `__global__`, `__host__
+/// __device__`), at any depth.
+fn annotated_function_names<'t>(text: &'t str, root: Node, items: &[Item]) -> HashSet<&'t str> {
+    let item_funcs: HashSet<usize> = items.iter().map(|it| it.func.id()).collect();
+    let mut out = HashSet::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if matches!(n.kind(), "function_definition" | "declaration")
+            && !item_funcs.contains(&n.id())
+        {
+            let mut c = n.walk();
+            for d in n.children_by_field_name("declarator", &mut c) {
+                if d.kind() == "function_declarator" {
+                    if let Some(name) = d.child_by_field_name("declarator") {
+                        let name = &text[name.byte_range()];
+                        out.insert(name.rsplit("::").next().unwrap_or(name).trim());
+                    }
+                }
+            }
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    out
 }
 
 /// `text` with every character in `ranges` but line breaks made a space: one space per
