@@ -47,7 +47,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const ROUNDS: usize = 20;
+const ROUNDS: usize = 30;
 const LAUNCHES: usize = 10_000;
 /// Debug mode waits for each launch; fewer launches keep the run short.
 const DEBUG_LAUNCHES: usize = 1_000;
@@ -304,6 +304,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             round(m, &sync);
         }
     }
+    // Paired by round (the modes' rounds interleave, so round r of two modes ran minutes
+    // apart at most): per kernel, cudacheck release's per-launch time minus raw cudarc's in
+    // the same round. Their median, and in how many rounds cudacheck was the cheaper, say
+    // more than the ratio of two medians when the difference is a percent of the launch.
+    let paired: Vec<(&'static str, Vec<f64>)> = ["empty", "touch(p, n)"]
+        .into_iter()
+        .filter_map(|kernel| {
+            let of = |mode: &str| {
+                modes
+                    .iter()
+                    .find(|m| m.kernel == kernel && m.name == mode)
+                    .map(|m| m.per_launch_ns.clone())
+            };
+            let (ours, raw) = (of("cudacheck release")?, of("raw cudarc")?);
+            Some((kernel, ours.iter().zip(&raw).map(|(a, b)| a - b).collect()))
+        })
+        .collect();
     let rows: Vec<Row> = modes
         .iter_mut()
         .map(|m| Row {
@@ -363,12 +380,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if met { "met" } else { "NOT met" }
         ));
     }
+    for (kernel, diffs) in &paired {
+        let mut d = diffs.clone();
+        let cheaper = d.iter().filter(|&&x| x <= 0.0).count();
+        md.push_str(&format!(
+            "\n{kernel}: cudacheck release - raw cudarc, paired by round: median {:+.0} ns, \
+             min {:+.0} ns, max {:+.0} ns; cudacheck no dearer in {cheaper} of {} rounds",
+            median(&mut d),
+            d.iter().copied().fold(f64::INFINITY, f64::min),
+            d.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            d.len()
+        ));
+    }
     md.push('\n');
     print!("{md}");
     let json = serde_json::json!({
         "device": device,
         "arch": arch.to_string(),
         "rounds": ROUNDS,
+        "paired_release_minus_raw_ns": paired.iter().map(|(k, d)| serde_json::json!({
+            "kernel": k,
+            "per_round": d,
+        })).collect::<Vec<_>>(),
         "rows": rows.iter().map(|r| serde_json::json!({
             "kernel": r.kernel,
             "mode": r.mode,

@@ -33,6 +33,10 @@ struct KernelEntry {
     checked: u32,
     /// Of `checked`, those proven in bounds with no run-time check.
     proven: u32,
+    /// Of `checked`, those checked once per launch on the host: the user's guard bounds them
+    /// by the launch's arguments (a launch whose arguments do not keep them in bounds runs
+    /// the build with a device check for each).
+    host_checked: u32,
     unchecked: Vec<UncheckedEntry>,
 }
 
@@ -65,6 +69,7 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
     let shape = InstrumentOptions {
         block: args.block.map(|b| [b.x, b.y, b.z]),
         dynamic_shared_bytes: args.dynamic_smem,
+        host_checks: true,
     };
     let inst = instrument_ptx_with(&ptx, &shape).map_err(|e| e.to_string())?;
     if inst.kernels.is_empty() {
@@ -84,8 +89,9 @@ fn entry(k: &InstrumentedKernel) -> KernelEntry {
     KernelEntry {
         name: k.name.clone(),
         symbol: k.symbol.clone(),
-        checked: c.checked + c.proven,
+        checked: c.checked + c.proven + c.host_checked,
         proven: c.proven,
+        host_checked: c.host_checked,
         unchecked: c
             .unchecked
             .iter()

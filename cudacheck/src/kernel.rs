@@ -297,17 +297,21 @@ impl Kernel {
         &self,
         arch: Arch,
         shape: Option<Spec>,
+        host_checks: bool,
     ) -> Result<(cudacheck_core::instrument::InstrumentedPtx, String, String), Error> {
         let (out, symbol) = self.nvrtc_output(arch, true)?;
         let ptx = out.ptx.unwrap_or_default();
-        let inst = instrument::instrument(&ptx, shape).map_err(|e| self.build_error(arch, e))?;
+        let inst = instrument::instrument(&ptx, shape, host_checks)
+            .map_err(|e| self.build_error(arch, e))?;
         Ok((inst, symbol, out.log))
     }
 
     /// What bounds checking covers in this kernel: how many accesses are checked, proven in
     /// bounds, or left unchecked and why, in its build for the kernel's architecture (sm_90
     /// when it names none). `Ok(None)` when the compiled source has no such kernel. Needs
-    /// NVRTC, no GPU.
+    /// NVRTC, no GPU. Accesses the user's guards keep in bounds count as
+    /// [`host_checked`](Coverage::host_checked): a launch checks them once on the host and
+    /// runs the fully checked build when its arguments do not keep them in bounds.
     ///
     /// # Errors
     ///
@@ -315,7 +319,7 @@ impl Kernel {
     /// [`Error::Instrument`] when its PTX cannot be read.
     pub fn coverage(&self) -> Result<Option<Coverage>, Error> {
         let arch = self.inner.builder.arch.unwrap_or(Arch::new(9, 0));
-        let (inst, symbol, _) = self.instrumented_ptx(arch, None)?;
+        let (inst, symbol, _) = self.instrumented_ptx(arch, None, true)?;
         Ok(inst.kernel(&symbol).map(|k| k.coverage.clone()))
     }
 
@@ -452,7 +456,7 @@ impl Kernel {
             self.name(),
             &shape_bytes(shape),
             || {
-                let (inst, symbol, log) = self.instrumented_ptx(arch, shape)?;
+                let (inst, symbol, log) = self.instrumented_ptx(arch, shape, false)?;
                 let Some(sites) = inst.kernel(&symbol).cloned() else {
                     return Err(self.build_error(arch, BuildError::NoEntry { symbol }));
                 };
@@ -540,6 +544,7 @@ fn shape_bytes(shape: Option<Spec>) -> Vec<u8> {
         Some(s) => std::iter::once(1)
             .chain(s.block.to_array().into_iter().flat_map(u32::to_le_bytes))
             .chain(s.dynamic_shared_bytes.to_le_bytes())
+            .chain([u8::from(s.host_checks)])
             .collect(),
     }
 }

@@ -116,3 +116,31 @@ KERNEL void window_sum(const float* in, float* out, int n, int w)
     for (int k = 0; k < w; ++k) acc += in[i + k]; // SITE(window_sum)
     out[i] = acc;
 }
+
+// A rotation of (x, y) pairs by (cos, sin), the form of rotary embeddings: a macro-generated
+// kernel calling a template helper. `x * c - y * s` is a plain multiply and subtract in PTX,
+// which ptxas may contract into an FMA with either product; a check must not change which
+// (instrument/contract.rs). `s` is read through `__ldg`: inline assembly `ld.global.nc` on the
+// pointer as passed, a generic address.
+template <typename T>
+__device__ __forceinline__ void rotate_pairs(const T* in, const T* c, const T* s, T* out,
+                                             unsigned n_pairs, unsigned half)
+{
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n_pairs) return;
+    const unsigned k = p % half;
+    const T cv = c[k];
+    const T sv = __ldg(s + k); // SITE(rotate_ldg)
+    out[2 * p] = in[2 * p] * cv - in[2 * p + 1] * sv;
+    out[2 * p + 1] = in[2 * p] * sv + in[2 * p + 1] * cv;
+}
+
+#define ROTATE_OP(TYPENAME, FN_NAME)                                                             \
+    KERNEL void FN_NAME(const TYPENAME* in, const TYPENAME* c, const TYPENAME* s, TYPENAME* out, \
+                        const unsigned n_pairs, const unsigned half)                             \
+    {                                                                                            \
+        rotate_pairs<TYPENAME>(in, c, s, out, n_pairs, half);                                    \
+    }
+
+ROTATE_OP(float, rotate_f32)
+ROTATE_OP(double, rotate_f64)

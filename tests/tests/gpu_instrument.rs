@@ -923,7 +923,9 @@ fn gpu_launch_setting_wins_over_the_kernel_and_coverage_is_reported() {
     .unwrap_err();
     assert!(matches!(e, Error::OutOfBounds(_)), "{e}");
     let cov = off.coverage().unwrap().unwrap();
-    assert_eq!(cov.checked, 1);
+    // `if (i <= n) out[i]`: the guard bounds the index by `n`, so the access is checked on
+    // the host (and, as above, on the device when the launch's `n` does not fit the buffer).
+    assert_eq!(cov.checked + cov.host_checked, 1);
     assert!(cov.is_complete());
     next_launch_works(&s);
 }
@@ -1418,5 +1420,107 @@ fn gpu_a_split_kernel_skips_each_bad_read_and_goes_on_in_its_slow_copy() {
         );
     }
     println!("window_sum:\n{text}\n");
+    next_launch_works(&s);
+}
+
+/// Issue 9: candle's rope kernels gave different bits plain and bounds-checked, with no fault:
+/// checks between a multiply and the subtract it feeds changed which product ptxas contracted
+/// into an FMA (instrument/contract.rs). The rotation form of forms.cu, in f32 and f64, must be
+/// bit-identical; and its `__ldg` read (`ld.global.nc` on a generic address, listed unchecked
+/// before) is checked: `s` one element short is named exactly.
+#[test]
+fn gpu_rotary_form_is_bit_identical_and_its_ldg_read_is_checked() {
+    let Some(s) = gpu_or_skip() else { return };
+    let mut rng = XorShift::from_time();
+    let (n_pairs, half) = (40_000usize, 64usize);
+    let x = rng.floats(2 * n_pairs);
+    let (c, sn) = (rng.floats(half), rng.floats(half));
+    let k = form("rotate_f32", InstrumentMode::Auto);
+    same_bits("rotate_f32", |on| {
+        let (xd, cd, sd) = (up(&s, &x), up(&s, &c), up(&s, &sn));
+        let mut out = up(&s, &vec![f32::NAN; 2 * n_pairs]);
+        unsafe {
+            k.launch(&s)
+                .grid(div(n_pairs, 256))
+                .block(256)
+                .instrument(on)
+                .arg(&xd)
+                .arg(&cd)
+                .arg(&sd)
+                .arg_mut(&mut out)
+                .arg(&(n_pairs as u32))
+                .arg(&(half as u32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+    let wide = |v: &[f32]| {
+        v.iter()
+            .map(|&f| f64::from(f) * 1.000_000_1)
+            .collect::<Vec<f64>>()
+    };
+    let (x64, c64, s64) = (wide(&x), wide(&c), wide(&sn));
+    let k = form("rotate_f64", InstrumentMode::Auto);
+    same_bits("rotate_f64", |on| {
+        let (xd, cd, sd) = (up(&s, &x64), up(&s, &c64), up(&s, &s64));
+        let mut out = up(&s, &vec![f64::NAN; 2 * n_pairs]);
+        unsafe {
+            k.launch(&s)
+                .grid(div(n_pairs, 256))
+                .block(256)
+                .instrument(on)
+                .arg(&xd)
+                .arg(&cd)
+                .arg(&sd)
+                .arg_mut(&mut out)
+                .arg(&(n_pairs as u32))
+                .arg(&(half as u32))
+                .run()
+        }
+        .unwrap();
+        s.clone_dtoh(&out)
+            .unwrap()
+            .iter()
+            .flat_map(|v| {
+                let b = v.to_bits();
+                [b as u32, (b >> 32) as u32]
+            })
+            .collect()
+    });
+
+    // `s` one short of `half` = `n_pairs`: only the last pair's thread (999: block 3, thread
+    // 231) reads past it, through `__ldg`.
+    let n = 1000usize;
+    let (xd, cd) = (up(&s, &vec![1.0f32; 2 * n]), up(&s, &vec![1.0f32; n]));
+    let sd = up(&s, &vec![0.0f32; n - 1]);
+    let mut out = up(&s, &vec![0.0f32; 2 * n]);
+    let r = unsafe {
+        form("rotate_f32", InstrumentMode::On)
+            .launch(&s)
+            .grid(4)
+            .block(256)
+            .arg(&xd)
+            .arg(&cd)
+            .arg(&sd)
+            .arg_mut(&mut out)
+            .arg(&(n as u32))
+            .arg(&(n as u32))
+            .run()
+    };
+    check_form(
+        r,
+        FormExpect {
+            kernel: "rotate_f32",
+            buffer: "s",
+            index: 999,
+            len: 999,
+            access: FaultKind::Read,
+            block: 3,
+            thread: 231,
+            site: "rotate_ldg",
+            count: 1,
+        },
+    );
     next_launch_works(&s);
 }

@@ -368,8 +368,255 @@ fn nvrtc_loop_kernels_get_a_fast_copy_that_leaves_on_a_failed_check() {
         &InstrumentOptions {
             block: Some([256, 1, 1]),
             dynamic_shared_bytes: Some(1024),
+            host_checks: false,
         },
     )
     .unwrap();
     assemble_ptx(&shaped.ptx, arch, &src.name).expect("assembles with a shape");
+}
+
+/// Issue 10: accesses the kernel's own guard keeps in bounds (`if (i < n) out[i]`) get no
+/// device check in the build a launch tries first; the launch checks them once on the host
+/// (`cudacheck_core::instrument::guard`). Every access is still counted once, and the host
+/// checks hold for the benchmark's arguments but not for a `n` one past the buffer (the
+/// planted bug: that launch runs the fully checked build). `--nocapture` lists them.
+#[test]
+fn nvrtc_guarded_accesses_are_checked_on_the_host() {
+    use cudacheck_core::instrument::LaunchValues;
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let mut by_name = std::collections::BTreeMap::new();
+    for f in kernel_files() {
+        let src = CudaSource::from_file(repo_root().join("kernels").join(&f)).unwrap();
+        let (_, ptx) = ptx_of(&src, arch);
+        let full = instrument_ptx_with(&ptx, &bench_shape(&f)).unwrap();
+        let host = instrument_ptx_with(&ptx, &bench_shape(&f).host_checks(true)).unwrap();
+        assemble_ptx(&host.ptx, arch, &src.name).unwrap_or_else(|e| panic!("{f}: {e}"));
+        for (a, b) in full.kernels.iter().zip(&host.kernels) {
+            let (ca, cb) = (&a.coverage, &b.coverage);
+            assert!(cb.is_complete(), "{}", b.name);
+            assert!(a.host_checks.is_empty());
+            assert_eq!(
+                ca.checked + ca.proven,
+                cb.checked + cb.proven + cb.host_checked,
+                "{}: every access counted once",
+                b.name
+            );
+            assert_eq!(cb.host_checked as usize, b.host_checks.len());
+            println!(
+                "{}: {} device checks -> {}, {} checked on the host:",
+                b.name, ca.checked, cb.checked, cb.host_checked
+            );
+            for h in &b.host_checks {
+                let at = h.loc.as_ref().map_or_else(String::new, |l| l.to_string());
+                println!(
+                    "    {at}: {} of {} bytes, parameter {}",
+                    h.kind, h.bytes, h.param
+                );
+            }
+            by_name.insert(b.name.clone(), b.clone());
+        }
+    }
+    for (k, n) in [
+        ("reduce_sum", 3),
+        ("softmax_rows", 4),
+        ("transpose", 8),
+        ("saxpy", 3),
+    ] {
+        assert!(
+            by_name[k].coverage.host_checked >= n,
+            "{k}: {:?}",
+            by_name[k].coverage
+        );
+    }
+    let holds =
+        |k: &str, grid: [u32; 3], block: [u32; 3], scalars: &[Option<(u64, u32)>], lens: &[u64]| {
+            by_name[k].host_checks_hold(&LaunchValues {
+                grid,
+                block,
+                scalars,
+                lens,
+            })
+        };
+    let m = u64::MAX;
+    // reduce_sum(partial, in, n) as the benchmark launches it: 2^26 floats, 512 per block.
+    let n: u64 = 1 << 26;
+    let blocks = n.div_ceil(512) as u32;
+    let args = |n: u64| [None, None, Some((n, 4))];
+    let lens = [u64::from(blocks) * 4, (1 << 26) * 4, m];
+    assert!(holds(
+        "reduce_sum",
+        [blocks, 1, 1],
+        [256, 1, 1],
+        &args(n),
+        &lens
+    ));
+    // `n` one past `in` with a grid that covers it (the planted bug); with the benchmark's
+    // grid no thread reaches element n, and the host check rightly holds.
+    assert!(holds(
+        "reduce_sum",
+        [blocks, 1, 1],
+        [256, 1, 1],
+        &args(n + 1),
+        &lens
+    ));
+    let lens1 = [u64::from(blocks + 1) * 4, (1 << 26) * 4, m];
+    assert!(!holds(
+        "reduce_sum",
+        [blocks + 1, 1, 1],
+        [256, 1, 1],
+        &args(n + 1),
+        &lens1
+    ));
+    assert!(holds(
+        "reduce_sum",
+        [blocks + 1, 1, 1],
+        [256, 1, 1],
+        &args(n),
+        &lens1
+    ));
+    // One block too many: `partial[blockIdx.x]` is past its buffer.
+    assert!(!holds(
+        "reduce_sum",
+        [blocks + 1, 1, 1],
+        [256, 1, 1],
+        &args(n),
+        &lens
+    ));
+    // saxpy(y, x, a, n)
+    let a = Some((1.5f32.to_bits() as u64, 4));
+    let sx = |n: u64| [None, None, a, Some((n, 4))];
+    let lens = [4 << 20, 4 << 20, m, m];
+    assert!(holds(
+        "saxpy",
+        [4096, 1, 1],
+        [256, 1, 1],
+        &sx(1 << 20),
+        &lens
+    ));
+    assert!(!holds(
+        "saxpy",
+        [4097, 1, 1],
+        [256, 1, 1],
+        &sx((1 << 20) + 1),
+        &lens
+    ));
+    assert!(holds(
+        "saxpy",
+        [4097, 1, 1],
+        [256, 1, 1],
+        &sx(1 << 20),
+        &lens
+    ));
+    // transpose(out, in, rows, cols), 8192 x 8192, block (32, 8), grid (256, 256).
+    let tr = |r: u64, c: u64| [None, None, Some((r, 4)), Some((c, 4))];
+    let lens = [4 << 26, 4 << 26, m, m];
+    assert!(holds(
+        "transpose",
+        [256, 256, 1],
+        [32, 8, 1],
+        &tr(8192, 8192),
+        &lens
+    ));
+    assert!(!holds(
+        "transpose",
+        [256, 256, 1],
+        [32, 8, 1],
+        &tr(8192, 8193),
+        &lens
+    ));
+    // softmax_rows(out, in, rows, cols), 16384 x 4096, one block per row.
+    let sm = |r: u64, c: u64| [None, None, Some((r, 4)), Some((c, 4))];
+    let lens = [4 << 26, 4 << 26, m, m];
+    assert!(holds(
+        "softmax_rows",
+        [16384, 1, 1],
+        [256, 1, 1],
+        &sm(16384, 4096),
+        &lens
+    ));
+    assert!(!holds(
+        "softmax_rows",
+        [16384, 1, 1],
+        [256, 1, 1],
+        &sm(16384, 4097),
+        &lens
+    ));
+    // cols near i32::MAX: the loop's `c += blockDim.x` could wrap negative.
+    assert!(!holds(
+        "softmax_rows",
+        [1, 1, 1],
+        [256, 1, 1],
+        &sm(1, (i32::MAX - 10) as u64),
+        &[m, m, m, m]
+    ));
+}
+
+/// Issue 9 (candle's rope kernels differed plain vs checked): `x * c - y * s` is a `mul.f32`
+/// and a `sub.f32` without rounding modifiers, which ptxas contracts into an FMA with one of
+/// the products *in the same basic block*. Checks between a multiply and the subtract it feeds
+/// made ptxas pick the other product (a last-bit difference). In the checked build every such
+/// multiply sits right before its add or subtract, with no label or branch between
+/// (instrument/contract.rs). The `__ldg` read (`ld.global.nc` on a generic address) is checked,
+/// and nothing is left unchecked.
+#[test]
+fn nvrtc_checks_do_not_split_a_multiply_from_the_add_it_may_fuse_into() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("tests/cuda/forms.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let inst = instrument_ptx(&ptx).unwrap();
+    for (entry, ty) in [("rotate_f32", "f32"), ("rotate_f64", "f64")] {
+        let k = inst.kernel(entry).unwrap();
+        assert!(k.coverage.unchecked.is_empty(), "{entry}: {:?}", k.coverage);
+        assert!(k.coverage.checked >= 6, "{entry}: {:?}", k.coverage);
+        let body = entry_body(&inst.ptx, entry);
+        let lines: Vec<&str> = body
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with(".loc") && !l.starts_with("//"))
+            .collect();
+        let mul = format!("mul.{ty}");
+        let mut pairs = 0;
+        for (a, l) in lines.iter().enumerate() {
+            if !l.starts_with(&mul) {
+                continue;
+            }
+            let dest = l[mul.len()..].trim().split(',').next().unwrap().trim();
+            let Some(u) = lines[a + 1..].iter().position(|m| {
+                (m.starts_with(&format!("sub.{ty}")) || m.starts_with(&format!("add.{ty}")))
+                    && m.contains(&format!("{dest},")) | m.ends_with(&format!("{dest};"))
+            }) else {
+                continue;
+            };
+            let between = &lines[a + 1..a + 1 + u];
+            assert!(
+                between
+                    .iter()
+                    .all(|m| m.starts_with(&mul) && !m.contains("bra") && !m.ends_with(':')),
+                "{entry}: `{l}` is split from its add by {between:#?}"
+            );
+            pairs += 1;
+        }
+        assert!(pairs >= 1, "{entry}: no multiply feeding an add: {body}");
+        // The `__ldg` read: inline assembly `ld.global.nc` right after its check.
+        let ldg = lines
+            .iter()
+            .position(|l| l.starts_with("ld.global.nc"))
+            .unwrap_or_else(|| panic!("{entry}: no ld.global.nc in {body}"));
+        assert!(
+            lines[..ldg]
+                .iter()
+                .rev()
+                .take(3)
+                .any(|l| l.starts_with("@%__cc_p bra")),
+            "{entry}: the __ldg read is not checked: {:#?}",
+            &lines[ldg.saturating_sub(6)..=ldg]
+        );
+    }
+    assemble_ptx(&inst.ptx, arch, &src.name).expect("assembles");
 }

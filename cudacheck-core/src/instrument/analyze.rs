@@ -532,7 +532,7 @@ pub fn decide(
     };
     match prov {
         Prov::Ptr(origins) => {
-            if origins.iter().any(|o| o.space() != a.space) {
+            if origins.iter().any(|o| !space_fits(m, f, o, a.space)) {
                 return Decision::Unchecked(Unchecked::SpaceMismatch);
             }
             if origins.len() == 1 {
@@ -573,6 +573,29 @@ pub fn decide(
         }
         Prov::Opaque(o) => Decision::Unchecked(Unchecked::Opaque(o)),
         Prov::Data | Prov::None => Decision::Unchecked(Unchecked::NotAnAddress),
+    }
+}
+
+/// Whether an address of `o` may be used by an access in `space`: one in the same space, or a
+/// generic address of global memory used by a `.global` access. The latter is what inline
+/// assembly gets: `__ldg`, `__ldcs`, `__stcg` and the other cache-hinted loads and stores of
+/// CUDA's headers are `asm("ld.global.nc.f32 %0, [%1];" : ... : "l"(ptr))` on the pointer as
+/// the kernel has it, never converted with `cvta.to.global`, and a generic address of global
+/// memory is that memory's global address (PTX ISA, generic addressing). Such an access is
+/// checked in the generic space: address and base (the parameter as passed, or the variable's
+/// generic address) are both generic, so their difference is the offset into the buffer.
+/// A kernel parameter is global memory (the host passes device pointers); a variable, when it
+/// is declared `.global`.
+fn space_fits(m: &Module, f: &Function, o: &Origin, space: Space) -> bool {
+    if o.space() == space {
+        return true;
+    }
+    if !(o.space() == Space::Generic && space == Space::Global) {
+        return false;
+    }
+    match o {
+        Origin::Param { .. } => true,
+        Origin::Var { name, .. } => m.var(f, name).is_some_and(|v| v.space == Space::Global),
     }
 }
 
@@ -707,6 +730,42 @@ mod tests {
         assert_eq!(d[1], Decision::Proven);
         assert_eq!(d[2], Decision::Check(tile));
         assert!(matches!(&d[3], Decision::Check(Origin::Var { name, .. }) if name == "smem"));
+    }
+
+    #[test]
+    fn cache_hinted_and_generic_global_accesses_are_checked() {
+        // `__ldg` and the other cache-hinted intrinsics are inline assembly on the pointer as
+        // the kernel has it: a generic address used by a `.global` access.
+        let m = module(
+            "ld.param.u64 %rd1, [k_param_0];\nmul.wide.s32 %rd3, %r1, 4;\nadd.s64 %rd4, %rd1, %rd3;\nld.global.nc.f32 %f1, [%rd4];\nld.global.nc.v4.f32 {%f2, %f3, %f4, %f5}, [%rd4+16];\nld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%f2, %f3, %f4, %f5}, [%rd4];\nld.global.L1::no_allocate.f32 %f6, [%rd4];\nld.global.L2::cache_hint.f32 %f7, [%rd4], %rd9;\nld.global.cs.f32 %f8, [%rd4];\nld.relaxed.gpu.global.f32 %f8, [%rd4];\nst.global.cg.f32 [%rd4], %f1;\nst.global.L1::no_allocate.v2.f32 [%rd4], {%f1, %f2};\ncvta.to.global.u64 %rd5, %rd1;\nld.global.nc.f32 %f9, [%rd5];\nmov.u64 %rd6, tile;\ncvta.shared.u64 %rd7, %rd6;\nld.global.f32 %f10, [%rd7];",
+            P2,
+        );
+        let generic = Origin::Param {
+            index: 0,
+            space: Space::Generic,
+        };
+        let global = Origin::Param {
+            index: 0,
+            space: Space::Global,
+        };
+        let d = decisions(&m);
+        assert_eq!(d.len(), 11, "{d:?}");
+        for x in &d[..9] {
+            assert_eq!(x, &Decision::Check(generic.clone()), "{d:?}");
+        }
+        assert_eq!(d[9], Decision::Check(global));
+        // A generic address of shared memory used by a `.global` access stays unchecked.
+        assert_eq!(d[10], Decision::Unchecked(Unchecked::SpaceMismatch));
+        let f = &m.functions[0];
+        let sizes: Vec<u64> = f
+            .stmts
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Instr(i) => accesses(i).ok().and_then(|a| a.first().map(|a| a.bytes)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sizes, [4, 16, 16, 4, 4, 4, 4, 4, 8, 4, 4]);
     }
 
     #[test]

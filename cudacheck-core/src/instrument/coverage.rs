@@ -230,6 +230,12 @@ pub struct Coverage {
     pub grouped: u32,
     /// The range checks of those groups, one per group.
     pub group_checks: u32,
+    /// Accesses whose check the launch makes on the host, once, instead of each thread on the
+    /// device: the user's guard (`if (i < n)`) bounds the offset by the launch's arguments,
+    /// grid and block, and the launch runs this build only when that bound is inside the
+    /// buffer (the fully checked build otherwise; see `instrument::guard`).
+    #[serde(default)]
+    pub host_checked: u32,
     /// Accesses left unchecked, with the reason.
     pub unchecked: Vec<UncheckedAccess>,
 }

@@ -31,6 +31,7 @@ use super::analyze::{
 use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
 use super::fast;
 use super::group::{groups, Group};
+use super::guard::{Guards, HostCheck, HostExpr};
 use super::ptx::{parse_address, Function, Instr, Loc, Module, Space, StmtKind};
 use super::range::{ranges, Ranges};
 use super::record::FaultKind;
@@ -160,6 +161,11 @@ struct KernelEmitter<'a> {
     sites: Vec<Site>,
     coverage: Coverage,
     cold: String,
+    /// Accesses checked on the host instead (`guard.rs`), by (statement, operand), and the
+    /// statement `instr` is looking at (`usize::MAX` in a group's slow copy).
+    host: BTreeMap<(usize, usize), HostExpr>,
+    host_checks: Vec<HostCheck>,
+    stmt: usize,
 }
 
 impl<'a> KernelEmitter<'a> {
@@ -184,6 +190,9 @@ impl<'a> KernelEmitter<'a> {
             sites: Vec::new(),
             coverage: Coverage::default(),
             cold: String::new(),
+            host: BTreeMap::new(),
+            host_checks: Vec::new(),
+            stmt: usize::MAX,
         }
     }
 
@@ -213,7 +222,7 @@ impl<'a> KernelEmitter<'a> {
             }
         }
 
-        let groups = groups(
+        let mut groups = groups(
             self.m,
             f,
             &self.prov,
@@ -221,6 +230,16 @@ impl<'a> KernelEmitter<'a> {
             self.opts,
             &self.needs.shadows,
         );
+        if self.opts.host_checks {
+            // A group whose every access is checked on the host needs no range check; in the
+            // others, accesses keep the group's check.
+            let host = self.host_checked();
+            groups.retain(|g| !self.all_host_checked(g, &host));
+            self.host = host
+                .into_iter()
+                .filter(|((k, _), _)| !groups.iter().any(|g| (g.first..=g.last).contains(k)))
+                .collect();
+        }
         let mut groups = groups.into_iter().peekable();
         let mut body: Vec<(usize, String)> = Vec::new();
         let mut loc: Option<Loc> = None;
@@ -242,7 +261,9 @@ impl<'a> KernelEmitter<'a> {
                 StmtKind::Open => depth += 1,
                 StmtKind::Close => depth = depth.saturating_sub(1),
                 StmtKind::Instr(i) => {
+                    self.stmt = k - 1;
                     let (before, replace, after) = self.instr(i, loc, depth > 0);
+                    self.stmt = usize::MAX;
                     if !before.is_empty() {
                         body.push((s.span.start, before));
                     }
@@ -292,8 +313,56 @@ impl<'a> KernelEmitter<'a> {
             num_params: f.params.len() as u32,
             sites: std::mem::take(&mut self.sites),
             coverage: std::mem::take(&mut self.coverage),
+            host_checks: std::mem::take(&mut self.host_checks),
         };
         (pieces, kernel)
+    }
+
+    /// The accesses outside groups whose check the launch can make on the host (`guard.rs`):
+    /// global accesses checked against one buffer parameter, whose offset the guard analysis
+    /// expresses.
+    fn host_checked(&self) -> BTreeMap<(usize, usize), HostExpr> {
+        let mut out = BTreeMap::new();
+        let Some(g) = Guards::new(self.f) else {
+            return out;
+        };
+        for (k, s) in self.f.stmts.iter().enumerate() {
+            let StmtKind::Instr(i) = &s.kind else {
+                continue;
+            };
+            let Ok(acc) = accesses(i) else { continue };
+            for a in &acc {
+                let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a);
+                if let Decision::Check(Origin::Param {
+                    index,
+                    space: Space::Global,
+                }) = d
+                {
+                    if let Some(e) = g.access_offset(k, &i.operands[a.operand], index) {
+                        out.insert((k, a.operand), e);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether every access of group `g` that would be checked is in `host`.
+    fn all_host_checked(&self, g: &Group, host: &BTreeMap<(usize, usize), HostExpr>) -> bool {
+        (g.first..=g.last).all(|k| {
+            let StmtKind::Instr(i) = &self.f.stmts[k].kind else {
+                return true;
+            };
+            let Ok(acc) = accesses(i) else { return true };
+            acc.iter().all(|a| {
+                match decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a) {
+                    Decision::Check(_) | Decision::CheckShadow { .. } => {
+                        host.contains_key(&(k, a.operand))
+                    }
+                    _ => true,
+                }
+            })
+        })
     }
 
     fn unchecked_in_callees(&mut self, funcs: &BTreeMap<&str, &Function>) {
@@ -555,6 +624,21 @@ impl<'a> KernelEmitter<'a> {
                     match decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a) {
                         Decision::Proven => self.coverage.proven += 1,
                         Decision::Unchecked(why) => self.skip(i, loc, why),
+                        Decision::Check(Origin::Param { index, .. })
+                            if self.host.contains_key(&(self.stmt, a.operand)) =>
+                        {
+                            let offset = self.host[&(self.stmt, a.operand)].clone();
+                            let (l, at) = self.site_loc(loc);
+                            self.host_checks.push(HostCheck {
+                                param: index,
+                                bytes: a.bytes as u32,
+                                kind: site_kind(a.kind),
+                                loc: l,
+                                inlined_at: at,
+                                offset,
+                            });
+                            self.coverage.host_checked += 1;
+                        }
                         d @ (Decision::Check(_) | Decision::CheckShadow { .. }) => {
                             let label = cont
                                 .get_or_insert_with(|| format!("$__cc_cont{}", *self.next_site))
@@ -878,6 +962,14 @@ impl<'a> KernelEmitter<'a> {
             }
         }
         s
+    }
+}
+
+fn site_kind(k: AccessKind) -> SiteKind {
+    match k {
+        AccessKind::Read => SiteKind::Read,
+        AccessKind::Write => SiteKind::Write,
+        AccessKind::Atomic | AccessKind::Reduce => SiteKind::Atomic,
     }
 }
 

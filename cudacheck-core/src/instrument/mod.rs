@@ -65,10 +65,12 @@
 //! ```
 
 mod analyze;
+mod contract;
 mod coverage;
 mod emit;
 mod fast;
 mod group;
+mod guard;
 pub mod ptx;
 mod range;
 mod record;
@@ -79,6 +81,7 @@ use thiserror::Error;
 
 pub use coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
 pub use emit::{demangle, demangle_var};
+pub use guard::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues};
 pub use ptx::PtxError;
 pub use record::{decode, FaultKind, FaultRecord, MSG_BYTES, RECORD_BYTES};
 
@@ -88,10 +91,12 @@ pub use record::{decode, FaultKind, FaultRecord, MSG_BYTES, RECORD_BYTES};
 pub const INSTRUMENT_SOURCES: &[&str] = &[
     include_str!("mod.rs"),
     include_str!("analyze.rs"),
+    include_str!("contract.rs"),
     include_str!("coverage.rs"),
     include_str!("emit.rs"),
     include_str!("fast.rs"),
     include_str!("group.rs"),
+    include_str!("guard.rs"),
     include_str!("ptx.rs"),
     include_str!("range.rs"),
     include_str!("record.rs"),
@@ -120,12 +125,22 @@ pub struct InstrumentedKernel {
     /// Every checked access and assertion, by site id.
     pub sites: Vec<Site>,
     pub coverage: Coverage,
+    /// Accesses left without a device check, checked by the launch on the host instead
+    /// ([`InstrumentOptions::host_checks`]): a launch may run this build only when every one
+    /// [`holds`](HostCheck::holds) for its arguments.
+    #[serde(default)]
+    pub host_checks: Vec<HostCheck>,
 }
 
 impl InstrumentedKernel {
     /// The site with this id, if it belongs to this kernel.
     pub fn site(&self, id: u32) -> Option<&Site> {
         self.sites.iter().find(|s| s.id == id)
+    }
+
+    /// Whether a launch with these values may run this build: every host check holds.
+    pub fn host_checks_hold(&self, v: &LaunchValues<'_>) -> bool {
+        self.host_checks.iter().all(|c| c.holds(v))
     }
 }
 
@@ -177,6 +192,10 @@ pub struct InstrumentOptions {
     pub block: Option<[u32; 3]>,
     /// The bytes of dynamic shared memory every launch gives (`extern __shared__` arrays).
     pub dynamic_shared_bytes: Option<u32>,
+    /// Leave out the device checks of accesses the user's guards keep in bounds given the
+    /// launch's arguments, and list them as [`HostCheck`]s instead: such a build may only run
+    /// launches for which they all hold (`guard.rs`).
+    pub host_checks: bool,
 }
 
 impl InstrumentOptions {
@@ -185,7 +204,14 @@ impl InstrumentOptions {
         InstrumentOptions {
             block: None,
             dynamic_shared_bytes: None,
+            host_checks: false,
         }
+    }
+
+    /// Accesses the user's guards keep in bounds are checked on the host, once per launch.
+    pub const fn host_checks(mut self, on: bool) -> Self {
+        self.host_checks = on;
+        self
     }
 
     /// Launches use this block.
@@ -211,8 +237,11 @@ pub fn instrument_ptx_with(
     ptx: &str,
     opts: &InstrumentOptions,
 ) -> Result<InstrumentedPtx, InstrumentError> {
-    let module = ptx::parse(ptx)?;
-    Ok(emit::emit(ptx, &module, opts))
+    // Multiplies sit next to the adds they may be fused into, so that checks do not change
+    // ptxas's floating-point contraction (`contract.rs`).
+    let ptx = contract::keep_contractions(ptx);
+    let module = ptx::parse(&ptx)?;
+    Ok(emit::emit(&ptx, &module, opts))
 }
 
 /// A report for a person: per kernel, how many accesses are checked and which are not, with
@@ -241,6 +270,9 @@ pub fn render_report(file_name: &str, kernels: &[InstrumentedKernel]) -> String 
         );
         if c.proven > 0 {
             let _ = write!(out, ", {} proven in bounds", c.proven);
+        }
+        if c.host_checked > 0 {
+            let _ = write!(out, ", {} checked on the host", c.host_checked);
         }
         if asserts > 0 {
             let _ = write!(

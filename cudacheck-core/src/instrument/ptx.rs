@@ -674,11 +674,18 @@ fn read_body(text: &str, r: &mut Reader<'_>, f: &mut Function) -> Result<(), Ptx
             });
             continue;
         }
-        // A label: `name:` at the start of a statement.
+        // A label: `name:` at the start of a statement. Not `::`, which is part of an opcode
+        // (`ld.global.L1::no_allocate.f32`, `ld.global.L2::cache_hint.f32`): read as a label,
+        // such an access would be neither checked nor listed.
         let ident = text[start..]
             .find(|c: char| !(c.is_ascii_alphanumeric() || "_$%.".contains(c)))
             .unwrap_or(text.len() - start);
-        if ident > 0 && text[start + ident..].starts_with(':') && !text[start..].starts_with('.') {
+        let colon = &text[start + ident..];
+        if ident > 0
+            && colon.starts_with(':')
+            && !colon.starts_with("::")
+            && !text[start..].starts_with('.')
+        {
             r.at = start + ident + 1;
             f.stmts.push(Stmt {
                 span: start..r.at,
@@ -964,6 +971,30 @@ $L__info_string0:
                 ..
             })
         )));
+    }
+
+    #[test]
+    fn opcodes_with_double_colons_are_instructions_not_labels() {
+        let text = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n\tld.global.L1::no_allocate.f32 %f1, [%rd1];\n$L1:\n\tld.global.L2::cache_hint.v2.f32 {%f2, %f3}, [%rd1], %rd2;\n\tret;\n}\n";
+        let m = parse(text).unwrap();
+        let kinds: Vec<String> = m.functions[0]
+            .stmts
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Instr(i) => i.opcode.clone(),
+                StmtKind::Label(l) => format!("{l}:"),
+                k => format!("{k:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "ld.global.L1::no_allocate.f32",
+                "$L1:",
+                "ld.global.L2::cache_hint.v2.f32",
+                "ret"
+            ]
+        );
     }
 
     #[test]

@@ -145,7 +145,266 @@ pub(crate) fn param_names(source: &CudaSource, name: &str) -> Vec<String> {
             }
         }
     }
-    Vec::new()
+    names_through_included_macros(source, name).unwrap_or_default()
+}
+
+/// A `#define` read by [`defines_in`]: name, parameters (`None` for an object-like macro), body.
+type Define = (String, Option<Vec<String>>, String);
+
+/// The `#define`s of `text`, continuation lines joined.
+fn defines_in(text: &str) -> Vec<Define> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let t = line.trim_start();
+        let Some(rest) = t.strip_prefix('#') else {
+            continue;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("define") else {
+            continue;
+        };
+        if !rest.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let mut def = rest.trim_start().to_string();
+        while def.ends_with('\\') {
+            def.pop();
+            def.push('\n');
+            match lines.next() {
+                Some(l) => def.push_str(l),
+                None => break,
+            }
+        }
+        let end = def
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(def.len());
+        let name = def[..end].to_string();
+        if name.is_empty() {
+            continue;
+        }
+        let after = &def[end..];
+        // Function-like only when `(` follows the name immediately.
+        let (params, body) = match after.strip_prefix('(') {
+            Some(p) => match p.find(')') {
+                Some(close) => (
+                    Some(
+                        p[..close]
+                            .split(',')
+                            .map(|x| x.trim().to_string())
+                            .filter(|x| !x.is_empty())
+                            .collect(),
+                    ),
+                    p[close + 1..].to_string(),
+                ),
+                None => continue,
+            },
+            None => (None, after.to_string()),
+        };
+        out.push((name, params, body));
+    }
+    out
+}
+
+/// The files `text` includes with quotes (`#include "binary_op_macros.cuh"`).
+fn quoted_includes(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix('#')?.trim_start();
+            let rest = rest.strip_prefix("include")?.trim_start();
+            let rest = rest.strip_prefix('"')?;
+            Some(rest[..rest.find('"')?].to_string())
+        })
+        .collect()
+}
+
+/// The arguments of the invocation whose `(` is at `open` in `text`, and the byte after its
+/// `)`: top-level commas split, brackets and string literals kept whole.
+fn invocation_args(text: &str, open: usize) -> Option<(Vec<String>, usize)> {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut args = Vec::new();
+    let mut start = open + 1;
+    let mut i = open;
+    while i < b.len() {
+        match b[i] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    let last = text[start..i].trim();
+                    if !last.is_empty() || !args.is_empty() {
+                        args.push(last.to_string());
+                    }
+                    return Some((args, i + 1));
+                }
+            }
+            b',' if depth == 1 => {
+                args.push(text[start..i].trim().to_string());
+                start = i + 1;
+            }
+            b'"' | b'\'' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `text` with every invocation of a function-like macro of `defs` replaced by its expansion
+/// (arguments substituted, `#` and `##` applied), and whether anything was replaced.
+fn expand_once(text: &str, defs: &[Define]) -> (String, bool) {
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut i = 0;
+    let mut copied = 0;
+    while i < b.len() {
+        if !ident(b[i]) || (i > 0 && ident(b[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && ident(b[j]) {
+            j += 1;
+        }
+        let word = &text[i..j];
+        let open = j + text[j..].len() - text[j..].trim_start().len();
+        let def = defs
+            .iter()
+            .find(|(n, p, _)| n == word && p.is_some() && text[open..].starts_with('('));
+        let Some((name, Some(params), body)) = def else {
+            i = j;
+            continue;
+        };
+        let Some((args, end)) = invocation_args(text, open) else {
+            i = j;
+            continue;
+        };
+        let m = cudacheck_core::source::MacroKernel {
+            name: name.clone(),
+            params: params.clone(),
+            function_like: true,
+            extern_c: false,
+            body: body.clone(),
+            location: cudacheck_core::source::Location {
+                line: 0,
+                column: 0,
+                byte_range: 0..0,
+            },
+            invocations: Vec::new(),
+        };
+        let inv = cudacheck_core::source::MacroInvocation {
+            args,
+            location: m.location.clone(),
+            generated_kernels: Vec::new(),
+        };
+        out.push_str(&text[copied..i]);
+        out.push(' ');
+        out.push_str(&m.expansion(&inv));
+        out.push(' ');
+        copied = end;
+        i = end;
+        changed = true;
+    }
+    out.push_str(&text[copied..]);
+    (out, changed)
+}
+
+/// The parameter names of a kernel stamped out by a macro the source model does not follow: one
+/// defined in a header the file includes with quotes (candle's `binary.cu` invokes
+/// `BINARY_OP(float, badd_f32, x + y)` from `binary_op_macros.cuh`), or one whose body
+/// invokes another macro that holds the kernel (`BINARY_OP` is `BINARY_OP_OUT(...)`). The
+/// `#define`s of the file and of its quoted includes (relative to the file's directory,
+/// followed a few levels deep) are read; each top-level invocation in the file that names the
+/// kernel is expanded, nested invocations too, and the expansion parsed.
+fn names_through_included_macros(source: &CudaSource, name: &str) -> Option<Vec<String>> {
+    const MAX_FILES: usize = 32;
+    let mut defs = defines_in(&source.text);
+    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    let mut todo: Vec<(std::path::PathBuf, String)> = source
+        .dir
+        .iter()
+        .flat_map(|d| {
+            quoted_includes(&source.text)
+                .into_iter()
+                .map(move |f| (d.clone(), f))
+        })
+        .collect();
+    while let Some((dir, file)) = todo.pop() {
+        let path = dir.join(&file);
+        if seen.contains(&path) || seen.len() >= MAX_FILES {
+            continue;
+        }
+        seen.push(path.clone());
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let here = path
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or(dir);
+        todo.extend(
+            quoted_includes(&text)
+                .into_iter()
+                .map(|f| (here.clone(), f)),
+        );
+        defs.extend(defines_in(&text));
+    }
+    if !defs.iter().any(|(_, p, _)| p.is_some()) {
+        return None;
+    }
+    let objects: Vec<(&str, &str)> = defs
+        .iter()
+        .filter(|(_, p, b)| p.is_none() && !b.trim().is_empty())
+        .map(|(n, _, b)| (n.as_str(), b.trim()))
+        .collect();
+    let is_word = |text: &str| {
+        text.match_indices(name).any(|(i, _)| {
+            let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+            !text[..i].chars().next_back().is_some_and(ident)
+                && !text[i + name.len()..].chars().next().is_some_and(ident)
+        })
+    };
+    // The invocations in the file that name the kernel: one per line that does.
+    for line in source.text.lines().filter(|l| is_word(l)) {
+        let start = source.text.find(line)?;
+        let def = defs
+            .iter()
+            .find(|(n, p, _)| p.is_some() && line.trim_start().starts_with(n.as_str()));
+        let Some((macro_name, _, _)) = def else {
+            continue;
+        };
+        let at = start + line.find(macro_name.as_str())?;
+        let open = at + macro_name.len();
+        let open = open + source.text[open..].len() - source.text[open..].trim_start().len();
+        let Some((_, end)) = invocation_args(&source.text, open) else {
+            continue;
+        };
+        let mut text = source.text[at..end].to_string();
+        for _ in 0..8 {
+            let (next, changed) = expand_once(&text, &defs);
+            text = next;
+            if !changed {
+                break;
+            }
+        }
+        for (obj, body) in &objects {
+            text = replace_word(&text, obj, body);
+        }
+        if let Ok(expanded) = parse_source(&text, &source.name) {
+            if let Some(k) = expanded.kernel(name) {
+                return Some(names_of(k));
+            }
+        }
+    }
+    None
 }
 
 /// `text` with every whole-word `word` replaced by `with`.
@@ -500,6 +759,7 @@ mod tests {
                 },
             ],
             coverage: Coverage::default(),
+            host_checks: Vec::new(),
         }
     }
 
@@ -640,5 +900,35 @@ mod tests {
             replace_word("KERNEL void KERNELS", "KERNEL", "K"),
             "K void KERNELS"
         );
+    }
+    /// candle's binary kernels: the file invokes `BINARY_OP(...)`, defined in a header it
+    /// includes as `BINARY_OP_OUT(...)`, the macro that holds `__global__`.
+    #[test]
+    fn names_come_from_macros_in_included_headers_and_nested_macros() {
+        let dir = std::env::temp_dir().join(format!("cudacheck-names-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("inc")).unwrap();
+        std::fs::write(
+            dir.join("ops.cuh"),
+            "#include \"inc/util.cuh\"\n#define OP_OUT(T, OUT_T, NAME, F) \\\nKERNEL void NAME( \\\n    const size_t numel, \\\n    const T *lhs, \\\n    const T *rhs, \\\n    OUT_T *out) { \\\n  size_t i = blockIdx.x; if (i < numel) { T x = lhs[i]; T y = rhs[i]; out[i] = F; } \\\n}\n\n#define OP(T, NAME, F) \\\n  OP_OUT(T, T, NAME, F)\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("inc/util.cuh"),
+            "#define KERNEL extern \"C\" __global__\n",
+        )
+        .unwrap();
+        let file = dir.join("binary.cu");
+        std::fs::write(
+            &file,
+            "#include \"ops.cuh\"\n#include <stdint.h>\n\nOP(float, add_f32, x + y)\nOP(double, max_f64, maxg(x, y))\nOP_OUT(float, uint8_t, eq_f32, x == y)\n",
+        )
+        .unwrap();
+        let src = CudaSource::from_file(&file).unwrap();
+        let want = vec!["numel", "lhs", "rhs", "out"];
+        assert_eq!(param_names(&src, "add_f32"), want);
+        assert_eq!(param_names(&src, "max_f64"), want);
+        assert_eq!(param_names(&src, "eq_f32"), want);
+        assert!(param_names(&src, "sub_f32").is_empty());
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

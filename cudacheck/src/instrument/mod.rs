@@ -48,6 +48,10 @@ pub enum BuildError {
 pub(crate) struct Spec {
     pub(crate) block: Dim3,
     pub(crate) dynamic_shared_bytes: u32,
+    /// Accesses the user's guards keep in bounds have no device check; the build lists them
+    /// as host checks, and only launches for which they all hold may run it (the launch takes
+    /// the same shape without them otherwise: `launch/checked.rs`).
+    pub(crate) host_checks: bool,
 }
 
 impl Spec {
@@ -59,7 +63,17 @@ impl Spec {
         sane.then_some(Spec {
             block,
             dynamic_shared_bytes,
+            host_checks: true,
         })
+    }
+
+    /// The same shape with every check on the device: for launches whose arguments do not
+    /// satisfy the host checks.
+    pub(crate) fn fully_checked(self) -> Spec {
+        Spec {
+            host_checks: false,
+            ..self
+        }
     }
 }
 
@@ -67,13 +81,21 @@ impl Spec {
 /// bounds whatever the data (a tile indexed by `threadIdx` in a block no larger than the tile)
 /// are proven and get no run-time check. The build then serves launches of exactly that shape
 /// (the build cache keys it by the shape).
-pub(crate) fn instrument(ptx: &str, shape: Option<Spec>) -> Result<InstrumentedPtx, BuildError> {
+///
+/// With no shape, `host_checks` says whether accesses the user's guards keep in bounds are
+/// listed as host checks (for coverage reports); with one, the shape says.
+pub(crate) fn instrument(
+    ptx: &str,
+    shape: Option<Spec>,
+    host_checks: bool,
+) -> Result<InstrumentedPtx, BuildError> {
     let opts = match shape {
         Some(s) => cudacheck_core::instrument::InstrumentOptions {
             block: Some(s.block.to_array()),
             dynamic_shared_bytes: Some(s.dynamic_shared_bytes),
+            host_checks: s.host_checks,
         },
-        None => cudacheck_core::instrument::InstrumentOptions::new(),
+        None => cudacheck_core::instrument::InstrumentOptions::new().host_checks(host_checks),
     };
     Ok(cudacheck_core::instrument::instrument_ptx_with(ptx, &opts)?)
 }

@@ -8,12 +8,12 @@
 
 use std::sync::{Arc, MutexGuard};
 
-use cudacheck_core::instrument::{InstrumentedKernel, RECORD_BYTES, UNKNOWN_LEN};
+use cudacheck_core::instrument::{InstrumentedKernel, LaunchValues, RECORD_BYTES, UNKNOWN_LEN};
 use cudacheck_core::validate::LaunchConfig;
 use cudarc::driver::CudaContext;
 
 use super::plan::{LaunchPlan, Step, HIDDEN_MAX};
-use crate::args::{ArgSlot, MAX_ARGS};
+use crate::args::{ArgSlot, SlotKind, MAX_ARGS};
 use crate::build::Loaded;
 use crate::capture::{self, Captured};
 use crate::context::Scratch;
@@ -38,6 +38,43 @@ fn fill_hidden(args: &[ArgSlot], record: u64, out: &mut [u64]) {
         };
     }
     out[args.len()] = record;
+}
+
+/// Whether the host checks of `sites` hold for this launch (`cudacheck_core::instrument::guard`):
+/// each buffer's length in bytes as [`fill_hidden`] passes it, each scalar's value, the grid
+/// and the block. Arguments that do not match the build's parameters fail them (the launch is
+/// then refused by the argument check anyway).
+fn host_checks_hold(sites: &InstrumentedKernel, args: &[ArgSlot], cfg: &LaunchConfig) -> bool {
+    if sites.host_checks.is_empty() {
+        return true;
+    }
+    if args.len() != sites.num_params as usize || args.len() > MAX_ARGS {
+        return false;
+    }
+    let mut lens = [UNKNOWN_LEN; MAX_ARGS];
+    let mut scalars = [None; MAX_ARGS];
+    for (k, slot) in args.iter().enumerate() {
+        if let (Some(n), Some(e)) = (slot.buffer_len(), slot.buffer_elem_size()) {
+            lens[k] = n.saturating_mul(u64::from(e));
+        }
+        if slot.kind == SlotKind::Scalar && (1..=8).contains(&slot.size_or_len) {
+            let mut b = [0u8; 8];
+            let n = slot.size_or_len as usize;
+            // SAFETY: a scalar slot's word is the address of a live value of `size_or_len`
+            // bytes (`ArgSlot::scalar`), valid for the launch; read bytewise, unaligned.
+            unsafe {
+                std::ptr::copy_nonoverlapping(slot.word as usize as *const u8, b.as_mut_ptr(), n)
+            };
+            scalars[k] = Some((u64::from_le_bytes(b), slot.size_or_len));
+        }
+    }
+    let values = LaunchValues {
+        grid: cfg.grid.to_array(),
+        block: cfg.block.to_array(),
+        scalars: &scalars[..args.len()],
+        lens: &lens[..args.len()],
+    };
+    sites.host_checks_hold(&values)
 }
 
 /// What a fault report needs of the launch's arguments: each buffer's address and element size.
@@ -97,9 +134,16 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         kernel: &'k Kernel,
         ctx: &Arc<CudaContext>,
         cfg: &LaunchConfig,
+        args: &[ArgSlot],
     ) -> Result<&'k Loaded, Error> {
+        // The build whose guarded accesses are checked here, once, when this launch's
+        // arguments keep them in bounds; the one checking them all on the device otherwise.
         let shape = Spec::of(cfg.block, cfg.dynamic_shared_bytes);
-        kernel.loaded_checked(ctx, shape)
+        let first = kernel.loaded_checked(ctx, shape)?;
+        if host_checks_hold(&sites_of(first), args, cfg) {
+            return Ok(first);
+        }
+        kernel.loaded_checked(ctx, shape.map(Spec::fully_checked))
     }
 
     fn before(&mut self, step: &Step<'_, 'k>) -> Result<[u64; HIDDEN_MAX], Error> {

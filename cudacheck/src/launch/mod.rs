@@ -94,6 +94,22 @@ impl From<Dim3> for Grid {
 
 /// One launch of a [`Kernel`] on a stream. Build it with [`Kernel::launch`], then `.grid()`,
 /// `.block()`, `.arg()`..., and finish with [`run`](Launch::run).
+///
+/// Like [`std::process::Command`], the builder methods take and return `&mut Launch`: a
+/// launch carries its arguments inline (no heap allocation) and is about a kilobyte, which a
+/// by-value builder would copy at every step. A chain on the temporary works as it reads:
+///
+/// ```no_run
+/// # fn f(k: &cudacheck::Kernel, s: &std::sync::Arc<cudacheck::cudarc::driver::CudaStream>,
+/// #      y: &mut cudacheck::cudarc::driver::CudaSlice<f32>) -> Result<(), cudacheck::Error> {
+/// // SAFETY: the kernel writes y[i] for i < 256 only.
+/// unsafe { k.launch(s).grid(1).block(256).arg_mut(y).arg(&256i32).run() }
+/// # }
+/// ```
+///
+/// A launch built step by step is a variable (`let mut l = k.launch(s); l.grid(1); ...;
+/// l.run()`); it borrows its arguments until it is dropped, so a loop of launches borrowing
+/// one buffer mutably builds each in a statement of its own.
 #[must_use = "a Launch does nothing until .run()"]
 pub struct Launch<'a> {
     pub(crate) kernel: &'a Kernel,
@@ -115,8 +131,8 @@ pub struct Launch<'a> {
     args: [MaybeUninit<ArgSlot>; MAX_ARGS],
     /// cudarc's stream-ordering records for buffer arguments, kept only when the context
     /// orders several streams (see `args::keep`); dropped after the launch is queued, which is
-    /// when cudarc wants them recorded. Few slots keep the launch small (the builder moves it
-    /// by value); past them, see `guard_overflow`.
+    /// when cudarc wants them recorded. Few slots keep the launch small; past them, see
+    /// `guard_overflow`.
     /// The first `nguards` are initialized, and dropped by [`run`](Launch::run).
     guards: [MaybeUninit<SyncOnDrop<'a>>; GUARDS],
     nguards: usize,
@@ -460,7 +476,7 @@ impl<'a> Launch<'a> {
     {
         let kernel: &'k Kernel = self.kernel;
         let ctx = self.stream.context();
-        let loaded = plan.build(kernel, ctx, &self.cfg)?;
+        let loaded = plan.build(kernel, ctx, &self.cfg, self.slots())?;
         let state = &loaded.state;
         state.check_health()?;
 
@@ -511,14 +527,22 @@ impl<'a> Launch<'a> {
         let hidden = plan.before(&step)?;
 
         // The parameter array points into `self.args` and `hidden`, which stay put until the
-        // launch is queued.
-        let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARGS + HIDDEN_MAX];
+        // launch is queued. Uninitialized but for the entries the launch uses: zeroing all of
+        // it was a 520-byte `memset` per launch.
+        debug_assert!(step.args.len() == n && hidden_n <= HIDDEN_MAX);
+        let mut ptrs = [const { MaybeUninit::<*mut c_void>::uninit() }; MAX_ARGS + HIDDEN_MAX];
         for (p, slot) in ptrs.iter_mut().zip(step.args) {
-            *p = slot.param_ptr();
+            p.write(slot.param_ptr());
         }
         for (p, h) in ptrs[n..].iter_mut().zip(&hidden[..hidden_n]) {
-            *p = h as *const u64 as *mut c_void;
+            p.write(h as *const u64 as *mut c_void);
         }
+        // SAFETY: `step.args` has `n` entries (`nargs`, at most MAX_ARGS: more were refused
+        // above) and `hidden_n <= HIDDEN_MAX`, so both loops wrote every entry of the first
+        // `n + hidden_n`, and `MaybeUninit<T>` has `T`'s layout.
+        let params = unsafe {
+            std::slice::from_raw_parts_mut(ptrs.as_mut_ptr().cast::<*mut c_void>(), n + hidden_n)
+        };
         let raw = RawConfig {
             grid: self.cfg.grid,
             block: self.cfg.block,
@@ -535,15 +559,8 @@ impl<'a> Launch<'a> {
         // sizes checked against the CUBIN; the hidden ones are the plan's 8-byte device
         // addresses, which it keeps valid until the kernel is done); the memory promise is
         // this function's `# Safety`.
-        let launched = unsafe {
-            launch_bound(
-                ctx,
-                &loaded.function,
-                &raw,
-                self.stream.cu_stream(),
-                &mut ptrs[..n + hidden_n],
-            )
-        };
+        let launched =
+            unsafe { launch_bound(ctx, &loaded.function, &raw, self.stream.cu_stream(), params) };
         if let Err(error) = launched {
             if error.poisons() {
                 // An earlier launch faulted; the driver reports it at this one.

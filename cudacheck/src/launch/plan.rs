@@ -74,12 +74,14 @@ pub(super) trait LaunchPlan<'k> {
     /// Whether the launch waits for its kernel whatever the [`SyncMode`](crate::SyncMode).
     const ALWAYS_SYNC: bool;
 
-    /// The build to launch in `ctx`.
+    /// The build to launch in `ctx` with arguments `args` (not checked yet: their count and
+    /// sizes are checked against the build's parameters after).
     fn build(
         &mut self,
         kernel: &'k Kernel,
         ctx: &Arc<CudaContext>,
         cfg: &LaunchConfig,
+        args: &[ArgSlot],
     ) -> Result<&'k Loaded, Error>;
 
     /// Before the launch, after validation: queues what the kernel needs and returns the hidden
@@ -106,6 +108,7 @@ impl<'k> LaunchPlan<'k> for Plain {
         kernel: &'k Kernel,
         ctx: &Arc<CudaContext>,
         _: &LaunchConfig,
+        _: &[ArgSlot],
     ) -> Result<&'k Loaded, Error> {
         kernel.loaded(ctx)
     }

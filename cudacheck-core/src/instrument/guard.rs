@@ -1,0 +1,1504 @@
+//! Accesses the user's own guard keeps in bounds, checked once per launch on the host.
+//!
+//! `if (i < n) out[i] = ...` needs no device check when the launch has `n * 4 <= len(out)`:
+//! the guard already keeps `i` below `n`. This module finds such accesses in the PTX and turns
+//! each one's check into a *host check*: an expression for the access's byte offset from its
+//! buffer's base, over the launch's scalar arguments, its grid and block, with the guards'
+//! bounds in it. A launch evaluates every host check of the build with its actual arguments
+//! (interval arithmetic, exact, in `i128`); when all hold it runs the build without those
+//! device checks, otherwise the fully checked build (`cudacheck`'s `launch/checked.rs`), so a
+//! launch whose `n` exceeds the buffer is caught and reported on the device exactly as before.
+//!
+//! # The analysis (device side, on the PTX)
+//!
+//! 1. **Facts.** A forward must-analysis over the basic blocks (available facts, intersection
+//!    at joins, greatest fixpoint) computes at every instruction the comparisons known to hold:
+//!    `r <op> b` with `op` one of `< <= > >=`, signed or unsigned, 32 or 64 bits, `r` a
+//!    register and `b` an immediate or a register whose only definition is `ld.param` of a
+//!    whole scalar kernel parameter (its value is the argument's, fixed for the launch). They
+//!    come from the edges of conditional branches on predicates defined by integer `setp`
+//!    (either operand order, `p|q` destinations), combined by `or`/`and`/`not` on predicates,
+//!    and are copied by `mov` between registers. Every definition of a register (any
+//!    instruction naming it in its destination operand, predicated or not) kills the facts
+//!    about it and the predicates that mention it, so a fact is about the value the register
+//!    holds at that instruction, whatever path led there.
+//! 2. **Values.** The access's address register is followed through single, unpredicated
+//!    definitions (`add`, `sub`, `mov`, `cvta.to.global`, `ld.param` of the buffer) down to
+//!    the buffer parameter's base, and the integer added to it through `add`, `sub`, `mul.lo`,
+//!    `mul.wide`, `mad.lo`, `mad.wide`, `shl`/`shr` by immediates, `and` with a non-negative
+//!    mask, `cvt` between integer widths, special registers and scalar parameters. At every
+//!    use of a register, the facts holding *at that instruction* are attached to it. A
+//!    register with several definitions is kept only as an increasing induction variable:
+//!    every definition either sets it from a value (an initial value) or adds a non-negative
+//!    step to it where a fact `r < b` (or `<=`) on its old value holds; anything else gives up.
+//!
+//! # Semantics of the expressions, and why host evaluation is sound
+//!
+//! Each expression denotes a set of mathematical integers that contains, for every execution
+//! reaching that point, a representative of the register's bits modulo `2^w` (`w` its width).
+//! `add`, `sub`, `mul.lo` and `shl` are ring operations: representatives of the operands give
+//! a representative of the result, so no overflow check is needed there. Operations that
+//! interpret bits (`mul.wide`, `cvt` widening, `shr`, the final offset, which the device check
+//! compares unsigned) go through [`HostExpr::In`], which requires the interval to lie inside
+//! the signed or unsigned range of the width (then the representative *is* the interpreted
+//! value) and otherwise fails the host check. A register with facts is evaluated both as its
+//! unsigned and as its signed interpretation (the definition's interval is used where it lies
+//! in that range), each narrowed by the facts of that signedness; both are valid, the
+//! narrower is taken, and an empty one means no execution reaches the access (the check holds
+//! vacuously). An induction variable's interpretation stays at or above the least initial
+//! value: initial values lie in range, and a step adds `s >= 0` to a value below `b` with
+//! `b + s` in range (checked with the launch's values), so it never wraps (by induction over
+//! the executed definitions). A host check holds when the offset's interval is empty or lies
+//! in `[0, len - bytes]`, exactly the device check's condition, so the device check it
+//! replaces could not have failed in that launch.
+//!
+//! The analysis relies on one property of NVVM's output that the provenance analysis
+//! (`analyze.rs`) relies on too: a register is not read before it is written.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::coverage::{SiteKind, SourceLoc};
+use super::ptx::{parse_address, Function, Instr, StmtKind};
+
+// ------------------------------------------------------------------------------------------
+// Host side: expressions and their evaluation.
+// ------------------------------------------------------------------------------------------
+
+/// A comparison, as it holds of a register's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    fn negate(self) -> Cmp {
+        match self {
+            Cmp::Lt => Cmp::Ge,
+            Cmp::Le => Cmp::Gt,
+            Cmp::Gt => Cmp::Le,
+            Cmp::Ge => Cmp::Lt,
+        }
+    }
+    fn flip(self) -> Cmp {
+        match self {
+            Cmp::Lt => Cmp::Gt,
+            Cmp::Le => Cmp::Ge,
+            Cmp::Gt => Cmp::Lt,
+            Cmp::Ge => Cmp::Le,
+        }
+    }
+}
+
+/// What the host knows of one comparison: the register's `signed` interpretation compares
+/// `op` with `bound`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostFact {
+    pub op: Cmp,
+    pub signed: bool,
+    pub bound: HostExpr,
+}
+
+/// One step of an induction variable: `r += step`, where `guard` holds of the old `r`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IvStep {
+    pub step: HostExpr,
+    pub guard: HostFact,
+}
+
+/// An integer a launch determines (see the module docs for what it denotes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostExpr {
+    Const(i64),
+    /// A scalar parameter's bytes (`bytes` long), read signed or unsigned.
+    Param {
+        index: u32,
+        bytes: u8,
+        signed: bool,
+    },
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    Add(Box<HostExpr>, Box<HostExpr>),
+    Sub(Box<HostExpr>, Box<HostExpr>),
+    Mul(Box<HostExpr>, Box<HostExpr>),
+    Shl(Box<HostExpr>, u32),
+    /// The value interpreted in `bits` bits: required to lie in that range.
+    In {
+        e: Box<HostExpr>,
+        bits: u8,
+        signed: bool,
+    },
+    /// `floor(e / 2^k)` of `e` interpreted in `bits` bits.
+    Shr {
+        e: Box<HostExpr>,
+        bits: u8,
+        signed: bool,
+        k: u32,
+    },
+    /// `x & mask` with `mask >= 0`: in `[0, mask]`.
+    Mask(i64),
+    /// A register of `bits` bits with what is known of it where it is used.
+    Facts {
+        def: Option<Box<HostExpr>>,
+        bits: u8,
+        facts: Vec<HostFact>,
+    },
+    /// An increasing induction variable (its `signed` interpretation).
+    Iv {
+        bits: u8,
+        signed: bool,
+        inits: Vec<HostExpr>,
+        steps: Vec<IvStep>,
+    },
+}
+
+/// One access whose device check was left out, and what the launch must satisfy for that.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostCheck {
+    /// The buffer parameter's ordinal.
+    pub param: u32,
+    /// Bytes accessed.
+    pub bytes: u32,
+    pub kind: SiteKind,
+    pub loc: Option<SourceLoc>,
+    pub inlined_at: Option<SourceLoc>,
+    /// The access's byte offset from the buffer's base.
+    pub offset: HostExpr,
+}
+
+/// What a launch gives a host check: grid, block, each parameter's raw scalar value (`None`
+/// for a buffer or an argument of another size) and each parameter's length in bytes
+/// ([`UNKNOWN_LEN`](super::UNKNOWN_LEN) where unknown, as the device check gets it).
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchValues<'a> {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// `(value, size in bytes)` of each scalar argument, little-endian bytes zero-extended.
+    pub scalars: &'a [Option<(u64, u32)>],
+    pub lens: &'a [u64],
+}
+
+/// An interval of integers; `None` inside `Ok` is empty (unreachable).
+type Iv = Option<(i128, i128)>;
+
+/// Past this magnitude evaluation gives up (far beyond any offset a device can use).
+const LIMIT: i128 = 1 << 100;
+
+fn range_of(bits: u8, signed: bool) -> (i128, i128) {
+    if signed {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
+fn within(v: (i128, i128), r: (i128, i128)) -> bool {
+    v.0 >= r.0 && v.1 <= r.1
+}
+
+fn checked(lo: i128, hi: i128) -> Result<Iv, ()> {
+    if lo.abs() > LIMIT || hi.abs() > LIMIT {
+        return Err(());
+    }
+    Ok(if lo > hi { None } else { Some((lo, hi)) })
+}
+
+impl HostCheck {
+    /// Whether this launch keeps the access in bounds on every thread (then its device check
+    /// could not fail).
+    pub fn holds(&self, v: &LaunchValues<'_>) -> bool {
+        let Some(&len) = v.lens.get(self.param as usize) else {
+            return false;
+        };
+        match self.offset.eval(v) {
+            Err(()) => false,
+            Ok(None) => true,
+            Ok(Some((lo, hi))) => lo >= 0 && hi + i128::from(self.bytes) <= i128::from(len),
+        }
+    }
+}
+
+impl HostExpr {
+    fn eval(&self, v: &LaunchValues<'_>) -> Result<Iv, ()> {
+        use HostExpr::*;
+        let axis = |a: &u8, d: [u32; 3]| d.get(usize::from(*a)).copied().ok_or(());
+        Ok(match self {
+            Const(c) => Some((i128::from(*c), i128::from(*c))),
+            Param {
+                index,
+                bytes,
+                signed,
+            } => {
+                let Some(Some((raw, size))) = v.scalars.get(*index as usize) else {
+                    return Err(());
+                };
+                if *size != u32::from(*bytes) || !matches!(bytes, 1 | 2 | 4 | 8) {
+                    return Err(());
+                }
+                let bits = u32::from(*bytes) * 8;
+                let raw = if bits == 64 {
+                    *raw
+                } else {
+                    raw & ((1u64 << bits) - 1)
+                };
+                let mut x = i128::from(raw);
+                if *signed && x >= 1i128 << (bits - 1) {
+                    x -= 1i128 << bits;
+                }
+                Some((x, x))
+            }
+            Tid(a) => Some((0, i128::from(axis(a, v.block)?) - 1)),
+            Ntid(a) => {
+                let n = i128::from(axis(a, v.block)?);
+                Some((n, n))
+            }
+            Ctaid(a) => Some((0, i128::from(axis(a, v.grid)?) - 1)),
+            Nctaid(a) => {
+                let n = i128::from(axis(a, v.grid)?);
+                Some((n, n))
+            }
+            Add(a, b) => match (a.eval(v)?, b.eval(v)?) {
+                (Some(x), Some(y)) => return checked(x.0 + y.0, x.1 + y.1),
+                _ => None,
+            },
+            Sub(a, b) => match (a.eval(v)?, b.eval(v)?) {
+                (Some(x), Some(y)) => return checked(x.0 - y.1, x.1 - y.0),
+                _ => None,
+            },
+            Mul(a, b) => match (a.eval(v)?, b.eval(v)?) {
+                (Some(x), Some(y)) => {
+                    let p = [x.0 * y.0, x.0 * y.1, x.1 * y.0, x.1 * y.1];
+                    let lo = *p.iter().min().expect("four");
+                    let hi = *p.iter().max().expect("four");
+                    return checked(lo, hi);
+                }
+                _ => None,
+            },
+            Shl(a, k) => {
+                if *k > 64 {
+                    return Err(());
+                }
+                match a.eval(v)? {
+                    Some(x) => return checked(x.0 << k, x.1 << k),
+                    None => None,
+                }
+            }
+            In { e, bits, signed } => match e.eval(v)? {
+                Some(x) if within(x, range_of(*bits, *signed)) => Some(x),
+                Some(_) => return Err(()),
+                None => None,
+            },
+            Shr { e, bits, signed, k } => match e.eval(v)? {
+                Some(x) if within(x, range_of(*bits, *signed)) && *k < 127 => {
+                    Some((x.0 >> k, x.1 >> k))
+                }
+                Some(_) => return Err(()),
+                None => None,
+            },
+            Mask(m) => {
+                if *m < 0 {
+                    return Err(());
+                }
+                Some((0, i128::from(*m)))
+            }
+            Facts { def, bits, facts } => {
+                let def = match def {
+                    Some(d) => match d.eval(v) {
+                        Ok(None) => return Ok(None),
+                        Ok(Some(x)) => Some(x),
+                        Err(()) => None,
+                    },
+                    None => None,
+                };
+                let mut cand = [range_of(*bits, false), range_of(*bits, true)];
+                for c in &mut cand {
+                    if let Some(d) = def.filter(|d| within(*d, *c)) {
+                        *c = d;
+                    }
+                }
+                for f in facts {
+                    let Some(b) = f.bound.eval(v)? else {
+                        return Ok(None);
+                    };
+                    if !within(b, range_of(*bits, f.signed)) {
+                        return Err(());
+                    }
+                    let c = &mut cand[usize::from(f.signed)];
+                    match f.op {
+                        Cmp::Lt => c.1 = c.1.min(b.1 - 1),
+                        Cmp::Le => c.1 = c.1.min(b.1),
+                        Cmp::Gt => c.0 = c.0.max(b.0 + 1),
+                        Cmp::Ge => c.0 = c.0.max(b.0),
+                    }
+                }
+                if cand.iter().any(|c| c.0 > c.1) {
+                    return Ok(None);
+                }
+                let [u, s] = cand;
+                Some(if u.1 - u.0 <= s.1 - s.0 { u } else { s })
+            }
+            Iv {
+                bits,
+                signed,
+                inits,
+                steps,
+            } => {
+                let r = range_of(*bits, *signed);
+                let mut least: Option<i128> = None;
+                for i in inits {
+                    match i.eval(v)? {
+                        Some(x) if within(x, r) => least = Some(least.map_or(x.0, |l| l.min(x.0))),
+                        Some(_) => return Err(()),
+                        None => {}
+                    }
+                }
+                let Some(least) = least else {
+                    return Err(());
+                };
+                for s in steps {
+                    let Some(st) = s.step.eval(v)? else { continue };
+                    if st.0 < 0 || s.guard.signed != *signed {
+                        return Err(());
+                    }
+                    let Some(b) = s.guard.bound.eval(v)? else {
+                        continue;
+                    };
+                    let top = match s.guard.op {
+                        Cmp::Lt => b.1 - 1,
+                        Cmp::Le => b.1,
+                        Cmp::Gt | Cmp::Ge => return Err(()),
+                    };
+                    if top + st.1 > r.1 {
+                        return Err(());
+                    }
+                }
+                Some((least, r.1))
+            }
+        })
+    }
+
+    fn size(&self) -> usize {
+        use HostExpr::*;
+        match self {
+            Const(_) | Param { .. } | Tid(_) | Ntid(_) | Ctaid(_) | Nctaid(_) | Mask(_) => 1,
+            Add(a, b) | Sub(a, b) | Mul(a, b) => 1 + a.size() + b.size(),
+            Shl(a, _) | In { e: a, .. } | Shr { e: a, .. } => 1 + a.size(),
+            Facts { def, facts, .. } => {
+                1 + def.as_ref().map_or(0, |d| d.size())
+                    + facts.iter().map(|f| f.bound.size()).sum::<usize>()
+            }
+            Iv { inits, steps, .. } => {
+                1 + inits.iter().map(HostExpr::size).sum::<usize>()
+                    + steps
+                        .iter()
+                        .map(|s| s.step.size() + s.guard.bound.size())
+                        .sum::<usize>()
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Device side: the analysis of the PTX.
+// ------------------------------------------------------------------------------------------
+
+/// The bound of a comparison: an immediate or a whole scalar parameter.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Bound {
+    Const(i64),
+    Param { index: u32, bytes: u8 },
+}
+
+/// `reg <op> bound` in `bits` bits, `signed` or not.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Atom {
+    reg: String,
+    op: Cmp,
+    signed: bool,
+    bits: u8,
+    bound: Bound,
+}
+
+impl Atom {
+    fn negate(&self) -> Atom {
+        Atom {
+            op: self.op.negate(),
+            ..self.clone()
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Fact {
+    Atom(Atom),
+    /// The predicate `pred`, while it holds its value: what its being true, and false, means.
+    Pred {
+        pred: String,
+        on_true: Vec<Atom>,
+        on_false: Vec<Atom>,
+    },
+}
+
+type State = BTreeSet<Fact>;
+
+struct Block {
+    /// Statement indices `start..end`.
+    start: usize,
+    end: usize,
+    succs: Vec<(usize, Edge)>,
+}
+
+#[derive(Clone, Copy)]
+enum Edge {
+    Always,
+    /// Taken when the guard predicate is `bool`.
+    When(bool),
+}
+
+fn is_reg(op: &str) -> bool {
+    op.starts_with('%') && !op.contains('.')
+}
+
+/// The registers an instruction may write: every register named in its first operand outside
+/// brackets (over-approximated: a use counted as a definition only loses facts), for every
+/// instruction but branches and stores.
+fn defs(i: &Instr) -> Vec<String> {
+    match i.op() {
+        "bra" | "brx" | "ret" | "exit" | "st" | "red" | "prefetch" | "prefetchu" | "membar"
+        | "fence" | "trap" => return Vec::new(),
+        _ => {}
+    }
+    let Some(first) = i.operands.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut cur = String::new();
+    let flush = |cur: &mut String, out: &mut Vec<String>| {
+        if cur.starts_with('%') && cur.len() > 1 {
+            out.push(std::mem::take(cur));
+        }
+        cur.clear();
+    };
+    for c in first.chars() {
+        match c {
+            '[' => {
+                flush(&mut cur, &mut out);
+                depth += 1;
+            }
+            ']' => {
+                depth -= 1;
+                cur.clear();
+            }
+            c if depth == 0 && (c == '%' || c.is_ascii_alphanumeric() || c == '_' || c == '$') => {
+                if c == '%' {
+                    flush(&mut cur, &mut out);
+                }
+                cur.push(c);
+            }
+            '.' if depth == 0 && !cur.is_empty() => {
+                // `%tid.x` is no register; `%r1.x` does not occur in a destination.
+                cur.push(c);
+            }
+            _ => flush(&mut cur, &mut out),
+        }
+    }
+    flush(&mut cur, &mut out);
+    out.retain(|r| !r.contains('.'));
+    out
+}
+
+fn imm(op: &str) -> Option<i64> {
+    let t = op.trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, t),
+    };
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(h.trim_end_matches('U'), 16).ok()? as i64
+    } else {
+        t.trim_end_matches('U').parse::<i64>().ok()?
+    };
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// `(bits, signed)` of an integer type part: `u32`, `s64`, `b32`...
+fn int_type(t: &str) -> Option<(u8, bool)> {
+    let (signed, rest) = match t.as_bytes().first()? {
+        b'u' | b'b' => (false, &t[1..]),
+        b's' => (true, &t[1..]),
+        _ => return None,
+    };
+    match rest {
+        "8" | "16" | "32" | "64" => Some((rest.parse().ok()?, signed)),
+        _ => None,
+    }
+}
+
+/// The analysis of one kernel.
+pub(crate) struct Guards<'a> {
+    f: &'a Function,
+    blocks: Vec<Block>,
+    block_of: Vec<usize>,
+    entry: Vec<Option<State>>,
+    defs: BTreeMap<String, Vec<usize>>,
+    /// Scalar parameters by name: `(index, bytes)`.
+    params: BTreeMap<&'a str, (u32, u8)>,
+    /// Registers left to visit for the current access (bounds the work on odd code).
+    budget: std::cell::Cell<u32>,
+}
+
+const MAX_DEPTH: u32 = 24;
+const MAX_SIZE: usize = 400;
+
+impl<'a> Guards<'a> {
+    /// `None` when the control flow cannot be followed (an indirect branch, a label defined
+    /// twice): then no access is host-checked.
+    pub(crate) fn new(f: &'a Function) -> Option<Guards<'a>> {
+        let mut labels: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut starts: BTreeSet<usize> = BTreeSet::from([0]);
+        let mut defs: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (k, s) in f.stmts.iter().enumerate() {
+            match &s.kind {
+                StmtKind::Label(l) => {
+                    if labels.insert(l.as_str(), k).is_some() {
+                        return None;
+                    }
+                    starts.insert(k);
+                }
+                StmtKind::Instr(i) => {
+                    match i.op() {
+                        "brx" => return None,
+                        "bra" | "ret" | "exit" => {
+                            starts.insert(k + 1);
+                        }
+                        _ => {}
+                    }
+                    for d in defs_of(i) {
+                        defs.entry(d).or_default().push(k);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let n = f.stmts.len();
+        let starts: Vec<usize> = starts.into_iter().filter(|&s| s < n.max(1)).collect();
+        let mut blocks: Vec<Block> = Vec::new();
+        let mut block_of = vec![0; n];
+        for (b, &s) in starts.iter().enumerate() {
+            let e = starts.get(b + 1).copied().unwrap_or(n);
+            for x in block_of.iter_mut().take(e).skip(s) {
+                *x = b;
+            }
+            blocks.push(Block {
+                start: s,
+                end: e,
+                succs: Vec::new(),
+            });
+        }
+        for b in 0..blocks.len() {
+            let (s, e) = (blocks[b].start, blocks[b].end);
+            let last = f.stmts[s..e].iter().rev().find_map(|st| match &st.kind {
+                StmtKind::Instr(i) => Some(i),
+                _ => None,
+            });
+            let mut succs = Vec::new();
+            let mut falls = true;
+            if let Some(i) = last {
+                match i.op() {
+                    "bra" => {
+                        let target = i.operands.first().map(|t| t.trim());
+                        let Some(&t) = target.and_then(|t| labels.get(t)) else {
+                            return None;
+                        };
+                        let tb = block_of[t];
+                        match &i.guard {
+                            None => {
+                                succs.push((tb, Edge::Always));
+                                falls = false;
+                            }
+                            Some((neg, _)) => succs.push((tb, Edge::When(!neg))),
+                        }
+                    }
+                    "ret" | "exit" if i.guard.is_none() => falls = false,
+                    _ => {}
+                }
+            }
+            if falls && b + 1 < blocks.len() {
+                let guarded_bra = last.is_some_and(|i| i.op() == "bra" && i.guard.is_some());
+                let edge = match last.and_then(|i| i.guard.as_ref()) {
+                    Some((neg, _)) if guarded_bra => Edge::When(*neg),
+                    _ => Edge::Always,
+                };
+                succs.push((b + 1, edge));
+            }
+            blocks[b].succs = succs;
+        }
+        let mut params = BTreeMap::new();
+        for (k, p) in f.params.iter().enumerate() {
+            let bytes = p
+                .decl
+                .split_whitespace()
+                .filter_map(|w| w.strip_prefix('.'))
+                .find_map(|t| int_type(t).map(|(b, _)| b / 8));
+            if let Some(b) = bytes {
+                params.insert(p.name.as_str(), (k as u32, b));
+            }
+        }
+        let mut g = Guards {
+            f,
+            entry: vec![None; blocks.len()],
+            blocks,
+            block_of,
+            defs,
+            params,
+            budget: std::cell::Cell::new(0),
+        };
+        g.solve();
+        Some(g)
+    }
+
+    fn instr(&self, k: usize) -> Option<&'a Instr> {
+        match &self.f.stmts.get(k)?.kind {
+            StmtKind::Instr(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    fn single_def(&self, reg: &str) -> Option<&'a Instr> {
+        match self.defs.get(reg).map(Vec::as_slice) {
+            Some([k]) => self.instr(*k).filter(|i| i.guard.is_none()),
+            _ => None,
+        }
+    }
+
+    /// A comparison bound: an immediate, or a register only ever loaded from a whole scalar
+    /// parameter.
+    fn bound(&self, op: &str) -> Option<Bound> {
+        if let Some(c) = imm(op) {
+            return Some(Bound::Const(c));
+        }
+        if !is_reg(op) {
+            return None;
+        }
+        let i = self.single_def(op)?;
+        if i.op() != "ld" || !i.has("param") {
+            return None;
+        }
+        let a = parse_address(i.operands.get(1)?)?;
+        let &(index, bytes) = self.params.get(a.base.as_str())?;
+        let ld = i.parts().filter_map(int_type).last()?.0 / 8;
+        (a.offset == 0 && ld == bytes).then_some(Bound::Param { index, bytes })
+    }
+
+    fn setp_atoms(&self, i: &Instr) -> Option<Atom> {
+        let parts: Vec<&str> = i.parts().collect();
+        let [_, cmp, ty] = parts.as_slice() else {
+            return None;
+        };
+        let (bits, ty_signed) = int_type(ty)?;
+        if bits < 32 || ty.starts_with('b') {
+            return None;
+        }
+        let (op, signed) = match *cmp {
+            "lt" => (Cmp::Lt, ty_signed),
+            "le" => (Cmp::Le, ty_signed),
+            "gt" => (Cmp::Gt, ty_signed),
+            "ge" => (Cmp::Ge, ty_signed),
+            "lo" => (Cmp::Lt, false),
+            "ls" => (Cmp::Le, false),
+            "hi" => (Cmp::Gt, false),
+            "hs" => (Cmp::Ge, false),
+            _ => return None,
+        };
+        let (a, b) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
+        let (reg, op, bound) = if is_reg(a) && self.bound(a).is_none() {
+            (a, op, self.bound(b)?)
+        } else if is_reg(b) {
+            (b, op.flip(), self.bound(a)?)
+        } else {
+            return None;
+        };
+        Some(Atom {
+            reg: reg.to_string(),
+            op,
+            signed,
+            bits,
+            bound,
+        })
+    }
+
+    /// The state after instruction `i` (not a branch) given the state before it.
+    fn transfer(&self, s: &mut State, i: &Instr) {
+        let d = defs_of(i);
+        let mut gen: Vec<Fact> = Vec::new();
+        if i.guard.is_none() {
+            match i.op() {
+                "setp" => {
+                    if let Some(a) = self.setp_atoms(i) {
+                        let dst = &i.operands[0];
+                        let mut ps = dst.split('|').map(str::trim);
+                        if let Some(p) = ps.next() {
+                            gen.push(Fact::Pred {
+                                pred: p.to_string(),
+                                on_true: vec![a.clone()],
+                                on_false: vec![a.negate()],
+                            });
+                        }
+                        if let Some(q) = ps.next() {
+                            gen.push(Fact::Pred {
+                                pred: q.to_string(),
+                                on_true: vec![a.negate()],
+                                on_false: vec![a],
+                            });
+                        }
+                    }
+                }
+                "or" | "and" | "not" if i.has("pred") => {
+                    let info = |p: &str| -> Option<(Vec<Atom>, Vec<Atom>)> {
+                        let (neg, p) = match p.strip_prefix('!') {
+                            Some(r) => (true, r),
+                            None => (false, p),
+                        };
+                        s.iter().find_map(|f| match f {
+                            Fact::Pred {
+                                pred,
+                                on_true,
+                                on_false,
+                            } if pred == p => Some(if neg {
+                                (on_false.clone(), on_true.clone())
+                            } else {
+                                (on_true.clone(), on_false.clone())
+                            }),
+                            _ => None,
+                        })
+                    };
+                    let ops = &i.operands;
+                    let empty = (Vec::new(), Vec::new());
+                    let (t, f) = match i.op() {
+                        "not" => ops
+                            .get(1)
+                            .and_then(|a| info(a))
+                            .map(|(t, f)| (f, t))
+                            .unwrap_or(empty),
+                        op => {
+                            let a = ops.get(1).and_then(|a| info(a));
+                            let b = ops.get(2).and_then(|b| info(b));
+                            match (op, a, b) {
+                                // p = a | b: false means both false.
+                                ("or", Some(a), Some(b)) => (Vec::new(), [a.1, b.1].concat()),
+                                ("or", Some(a), None) | ("or", None, Some(a)) => (Vec::new(), a.1),
+                                ("and", Some(a), Some(b)) => ([a.0, b.0].concat(), Vec::new()),
+                                ("and", Some(a), None) | ("and", None, Some(a)) => {
+                                    (a.0, Vec::new())
+                                }
+                                _ => empty,
+                            }
+                        }
+                    };
+                    if !(t.is_empty() && f.is_empty()) {
+                        if let Some(p) = ops.first() {
+                            gen.push(Fact::Pred {
+                                pred: p.clone(),
+                                on_true: t,
+                                on_false: f,
+                            });
+                        }
+                    }
+                }
+                "mov" => {
+                    if let (Some(dst), Some(src)) = (i.operands.first(), i.operands.get(1)) {
+                        if is_reg(src) && self.f.reg_type(dst) == self.f.reg_type(src) {
+                            for f in s.iter() {
+                                match f {
+                                    Fact::Atom(a) if a.reg == *src => gen.push(Fact::Atom(Atom {
+                                        reg: dst.clone(),
+                                        ..a.clone()
+                                    })),
+                                    Fact::Pred {
+                                        pred,
+                                        on_true,
+                                        on_false,
+                                    } if pred == src => gen.push(Fact::Pred {
+                                        pred: dst.clone(),
+                                        on_true: on_true.clone(),
+                                        on_false: on_false.clone(),
+                                    }),
+                                    _ => {}
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for r in &d {
+            s.retain(|f| match f {
+                Fact::Atom(a) => a.reg != *r,
+                Fact::Pred {
+                    pred,
+                    on_true,
+                    on_false,
+                } => pred != r && on_true.iter().chain(on_false).all(|a| a.reg != *r),
+            });
+        }
+        // A generated predicate about a register the instruction also defines would be stale
+        // (a copied atom is about the destination's new value, so it stays).
+        for g in gen {
+            let stale = match &g {
+                Fact::Atom(_) => false,
+                Fact::Pred {
+                    on_true, on_false, ..
+                } => on_true.iter().chain(on_false).any(|a| d.contains(&a.reg)),
+            };
+            if !stale {
+                s.insert(g);
+            }
+        }
+    }
+
+    /// The facts a branch on `pred` being `value` adds.
+    fn edge_facts(s: &State, pred: &str, value: bool) -> Vec<Fact> {
+        s.iter()
+            .filter_map(|f| match f {
+                Fact::Pred {
+                    pred: p,
+                    on_true,
+                    on_false,
+                } if p == pred => Some(if value { on_true } else { on_false }),
+                _ => None,
+            })
+            .flatten()
+            .cloned()
+            .map(Fact::Atom)
+            .collect()
+    }
+
+    fn solve(&mut self) {
+        if self.blocks.is_empty() {
+            return;
+        }
+        self.entry[0] = Some(State::new());
+        let mut work: Vec<usize> = vec![0];
+        let mut rounds = 0usize;
+        while let Some(b) = work.pop() {
+            rounds += 1;
+            if rounds > 200 * self.blocks.len() + 1000 {
+                // Should not happen (facts only shrink); give up soundly: nothing is known.
+                for e in &mut self.entry {
+                    *e = Some(State::new());
+                }
+                return;
+            }
+            let Some(mut s) = self.entry[b].clone() else {
+                continue;
+            };
+            let blk = &self.blocks[b];
+            let mut branch: Option<&Instr> = None;
+            for k in blk.start..blk.end {
+                if let Some(i) = self.instr(k) {
+                    if i.op() == "bra" {
+                        branch = Some(i);
+                    } else {
+                        self.transfer(&mut s, i);
+                    }
+                }
+            }
+            let succs: Vec<(usize, Edge)> = blk.succs.clone();
+            for (t, e) in succs {
+                let mut out = s.clone();
+                if let (Edge::When(v), Some(i)) = (e, branch) {
+                    if let Some((_, p)) = &i.guard {
+                        out.extend(Self::edge_facts(&s, p, v));
+                    }
+                }
+                if t == 0 {
+                    continue; // the entry knows nothing, whatever else reaches it
+                }
+                let new = match &self.entry[t] {
+                    None => out,
+                    Some(old) => old.intersection(&out).cloned().collect(),
+                };
+                if self.entry[t].as_ref() != Some(&new) {
+                    self.entry[t] = Some(new);
+                    work.push(t);
+                }
+            }
+        }
+    }
+
+    /// The facts holding just before statement `k`.
+    fn state_at(&self, k: usize) -> State {
+        let b = self.block_of.get(k).copied().unwrap_or(0);
+        let Some(mut s) = self.entry.get(b).cloned().flatten() else {
+            // Unreachable code: claim nothing.
+            return State::new();
+        };
+        for j in self.blocks[b].start..k {
+            if let Some(i) = self.instr(j) {
+                if i.op() != "bra" {
+                    self.transfer(&mut s, i);
+                }
+            }
+        }
+        s
+    }
+
+    fn host_bound(b: &Bound, bits: u8, signed: bool) -> HostExpr {
+        match b {
+            Bound::Const(c) => {
+                // The immediate as the comparison reads it.
+                let (lo, hi) = range_of(bits, signed);
+                let m = 1i128 << bits;
+                let mut v = i128::from(*c).rem_euclid(m);
+                if v > hi {
+                    v -= m;
+                }
+                debug_assert!(v >= lo);
+                HostExpr::Const(v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+            }
+            Bound::Param { index, bytes } => HostExpr::In {
+                e: Box::new(HostExpr::Param {
+                    index: *index,
+                    bytes: *bytes,
+                    signed,
+                }),
+                bits,
+                signed,
+            },
+        }
+    }
+
+    fn facts_of(&self, reg: &str, at: usize) -> Vec<HostFact> {
+        self.state_at(at)
+            .into_iter()
+            .filter_map(|f| match f {
+                Fact::Atom(a) if a.reg == reg => Some(HostFact {
+                    op: a.op,
+                    signed: a.signed,
+                    bound: Self::host_bound(&a.bound, a.bits, a.signed),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn reg_bits(&self, reg: &str) -> Option<u8> {
+        let t = self.f.reg_type(reg)?;
+        int_type(t).map(|(b, _)| b)
+    }
+
+    /// The value of operand `op` as read by statement `at`.
+    fn value(&self, op: &str, at: usize, depth: u32) -> Option<HostExpr> {
+        if depth > MAX_DEPTH || self.budget.get() == 0 {
+            return None;
+        }
+        self.budget.set(self.budget.get() - 1);
+        if let Some(c) = imm(op) {
+            return Some(HostExpr::Const(c));
+        }
+        let axis = |s: &str| match s {
+            "x" => Some(0u8),
+            "y" => Some(1),
+            "z" => Some(2),
+            _ => None,
+        };
+        if let Some(s) = op.strip_prefix("%tid.") {
+            return axis(s).map(HostExpr::Tid);
+        }
+        if let Some(s) = op.strip_prefix("%ntid.") {
+            return axis(s).map(HostExpr::Ntid);
+        }
+        if let Some(s) = op.strip_prefix("%ctaid.") {
+            return axis(s).map(HostExpr::Ctaid);
+        }
+        if let Some(s) = op.strip_prefix("%nctaid.") {
+            return axis(s).map(HostExpr::Nctaid);
+        }
+        if !is_reg(op) {
+            return None;
+        }
+        let bits = self.reg_bits(op)?;
+        let defs = self.defs.get(op)?;
+        let def = match defs.as_slice() {
+            [k] if self.instr(*k).is_some_and(|i| i.guard.is_none()) => {
+                self.def_value(*k, depth + 1)
+            }
+            [_, _, ..] => self.induction(op, bits, depth + 1),
+            _ => None,
+        };
+        let facts = self.facts_of(op, at);
+        if facts.is_empty() {
+            return def;
+        }
+        Some(HostExpr::Facts {
+            def: def.map(Box::new),
+            bits,
+            facts,
+        })
+    }
+
+    /// A register with several definitions, as an increasing induction variable.
+    fn induction(&self, reg: &str, bits: u8, depth: u32) -> Option<HostExpr> {
+        let mut inits = Vec::new();
+        let mut steps = Vec::new();
+        let mut signed: Option<bool> = None;
+        for &k in self.defs.get(reg)? {
+            let i = self.instr(k)?;
+            if defs_of(i).len() != 1 {
+                return None;
+            }
+            let ops = &i.operands;
+            let step_of = if i.op() == "add" && !i.has("cc") && !i.has("sat") {
+                match (ops.get(1), ops.get(2)) {
+                    (Some(a), Some(b)) if a == reg && b != reg => Some(b),
+                    (Some(a), Some(b)) if b == reg && a != reg => Some(a),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            if let Some(x) = step_of {
+                // The guard on the old value, at the step.
+                let mut guards: Vec<HostFact> = self
+                    .facts_of(reg, k)
+                    .into_iter()
+                    .filter(|f| matches!(f.op, Cmp::Lt | Cmp::Le))
+                    .collect();
+                let g = match signed {
+                    Some(s) => guards.into_iter().find(|f| f.signed == s)?,
+                    None => {
+                        let g = guards.pop()?;
+                        signed = Some(g.signed);
+                        g
+                    }
+                };
+                let step = self.value(x, k, depth + 1)?;
+                steps.push(IvStep { step, guard: g });
+            } else if matches!(
+                i.op(),
+                "mov" | "add" | "sub" | "mul" | "mad" | "shl" | "cvt" | "ld"
+            ) {
+                inits.push(self.def_value(k, depth + 1)?);
+            } else {
+                return None;
+            }
+        }
+        if steps.is_empty() {
+            // Only plain definitions (a value merged after a branch): the join of them.
+            // Represented as an induction variable with no steps: its least value, up to the
+            // top of the range, which is sound but weak; facts at the use narrow it.
+            return Some(HostExpr::Iv {
+                bits,
+                signed: true,
+                inits,
+                steps,
+            });
+        }
+        Some(HostExpr::Iv {
+            bits,
+            signed: signed.unwrap_or(true),
+            inits,
+            steps,
+        })
+    }
+
+    /// The value statement `k` writes to its destination.
+    fn def_value(&self, k: usize, depth: u32) -> Option<HostExpr> {
+        use HostExpr::*;
+        let i = self.instr(k)?;
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let ops = &i.operands;
+        let v = |n: usize| self.value(ops.get(n)?, k, depth + 1);
+        let b = Box::new;
+        let ty = i.parts().filter_map(int_type).last();
+        let e = match i.op() {
+            "mov" if ty.is_some() => v(1)?,
+            "ld" if i.has("param") => {
+                let a = parse_address(ops.get(1)?)?;
+                let &(index, bytes) = self.params.get(a.base.as_str())?;
+                let (bits, signed) = ty?;
+                if a.offset != 0 || bits / 8 != bytes {
+                    return None;
+                }
+                Param {
+                    index,
+                    bytes,
+                    signed,
+                }
+            }
+            "cvt" => {
+                let parts: Vec<&str> = i.parts().collect();
+                // cvt.dst.src, integer types only, no rounding or saturation.
+                let [_, dst, src] = parts.as_slice() else {
+                    return None;
+                };
+                let (db, _) = int_type(dst)?;
+                let (sb, ss) = int_type(src)?;
+                if db > sb {
+                    In {
+                        e: b(v(1)?),
+                        bits: sb,
+                        signed: ss,
+                    }
+                } else {
+                    v(1)?
+                }
+            }
+            "add" | "sub" if !i.has("cc") && !i.has("sat") && ty.is_some() => {
+                let (x, y) = (v(1)?, v(2)?);
+                if i.op() == "add" {
+                    Add(b(x), b(y))
+                } else {
+                    Sub(b(x), b(y))
+                }
+            }
+            "mul" | "mad" => {
+                let (bits, signed) = ty?;
+                let prod = if i.has("lo") {
+                    Mul(b(v(1)?), b(v(2)?))
+                } else if i.has("wide") {
+                    let w = |e: HostExpr| In {
+                        e: b(e),
+                        bits,
+                        signed,
+                    };
+                    Mul(b(w(v(1)?)), b(w(v(2)?)))
+                } else {
+                    return None;
+                };
+                if i.op() == "mad" {
+                    if i.has("cc") || i.has("sat") || i.has("hi") {
+                        return None;
+                    }
+                    Add(b(prod), b(v(3)?))
+                } else {
+                    prod
+                }
+            }
+            "shl" => {
+                let (bits, _) = ty?;
+                let s = imm(ops.get(2)?)?;
+                if !(0..i64::from(bits)).contains(&s) {
+                    return None;
+                }
+                Shl(b(v(1)?), s as u32)
+            }
+            "shr" => {
+                let (bits, signed) = ty?;
+                let s = imm(ops.get(2)?)?;
+                if !(0..i64::from(bits)).contains(&s) {
+                    return None;
+                }
+                Shr {
+                    e: b(v(1)?),
+                    bits,
+                    signed,
+                    k: s as u32,
+                }
+            }
+            "and" => {
+                let (bits, _) = ty?;
+                let m = imm(ops.get(2)?).or_else(|| imm(ops.get(1)?))?;
+                let (_, top) = range_of(bits, true);
+                if m < 0 || i128::from(m) > top {
+                    return None;
+                }
+                Mask(m)
+            }
+            _ => return None,
+        };
+        (e.size() <= MAX_SIZE).then_some(e)
+    }
+
+    /// The offset of `reg` from the base of parameter `param`'s buffer, as read at `at`.
+    /// `cvta`: whether a `cvta.to.global` lies on the way (the device check's base is the
+    /// global address).
+    fn offset(&self, reg: &str, param: u32, depth: u32, cvta: &mut u32) -> Option<HostExpr> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let i = self.single_def(reg)?;
+        let k = *self.defs.get(reg)?.first()?;
+        let ops = &i.operands;
+        match i.op() {
+            "cvta" if i.has("to") && i.has("global") => {
+                *cvta += 1;
+                self.offset(ops.get(1)?, param, depth + 1, cvta)
+            }
+            "mov" if i.has("u64") || i.has("b64") || i.has("s64") => {
+                self.offset(ops.get(1)?, param, depth + 1, cvta)
+            }
+            "ld" if i.has("param") && (i.has("u64") || i.has("b64")) => {
+                let a = parse_address(ops.get(1)?)?;
+                let (index, _) = *self.params.get(a.base.as_str())?;
+                (index == param && a.offset == 0).then_some(HostExpr::Const(0))
+            }
+            "add" | "sub" if (i.has("s64") || i.has("u64")) && !i.has("cc") => {
+                let (a, b) = (ops.get(1)?, ops.get(2)?);
+                let mut c = *cvta;
+                if let Some(o) = is_reg(a)
+                    .then(|| self.offset(a, param, depth + 1, &mut c))
+                    .flatten()
+                {
+                    *cvta = c;
+                    let x = self.value(b, k, depth + 1)?;
+                    return Some(if i.op() == "add" {
+                        HostExpr::Add(Box::new(o), Box::new(x))
+                    } else {
+                        HostExpr::Sub(Box::new(o), Box::new(x))
+                    });
+                }
+                if i.op() == "add" && is_reg(b) {
+                    let o = self.offset(b, param, depth + 1, cvta)?;
+                    let x = self.value(a, k, depth + 1)?;
+                    return Some(HostExpr::Add(Box::new(o), Box::new(x)));
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The byte offset of access operand `op` (an address `[%rd+imm]`) of statement `k` from
+    /// the base of parameter `param`'s global buffer, when it can be expressed.
+    pub(crate) fn access_offset(&self, _k: usize, op: &str, param: u32) -> Option<HostExpr> {
+        let a = parse_address(op)?;
+        if !is_reg(&a.base) || self.reg_bits(&a.base) != Some(64) {
+            return None;
+        }
+        let mut cvta = 0;
+        self.budget.set(2000);
+        let o = self.offset(&a.base, param, 0, &mut cvta)?;
+        if cvta != 1 {
+            return None;
+        }
+        let e = HostExpr::In {
+            e: Box::new(HostExpr::Add(
+                Box::new(o),
+                Box::new(HostExpr::Const(a.offset)),
+            )),
+            bits: 64,
+            signed: false,
+        };
+        (e.size() <= MAX_SIZE).then_some(e)
+    }
+}
+
+fn defs_of(i: &Instr) -> Vec<String> {
+    defs(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{instrument_ptx_with, InstrumentOptions, InstrumentedKernel};
+    use super::*;
+
+    /// A kernel `k(float* out, u32 n)` (and a third parameter `int* m`) with `body`.
+    fn kernel(body: &str) -> InstrumentedKernel {
+        let ptx = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n\
+             .visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1, .param .u64 k_param_2)\n{{\n\
+             \t.reg .pred %p<8>;\n\t.reg .f32 %f<4>;\n\t.reg .b32 %r<16>;\n\t.reg .b64 %rd<16>;\n\
+             \tld.param.u64 %rd1, [k_param_0];\n\tld.param.u32 %r1, [k_param_1];\n\
+             \tcvta.to.global.u64 %rd2, %rd1;\n\tmov.f32 %f1, 0f3F800000;\n{body}\n$L__END:\n\tret;\n}}\n"
+        );
+        let opts = InstrumentOptions::new().host_checks(true);
+        let out = instrument_ptx_with(&ptx, &opts).unwrap();
+        let k = out.kernels.into_iter().next().unwrap();
+        assert!(k.coverage.is_complete());
+        assert_eq!(
+            k.coverage.checked + k.coverage.host_checked,
+            1 + u32::from(body.contains("ld.global")),
+            "one access: {k:?}"
+        );
+        k
+    }
+
+    /// Whether the launch (grid, block, `n`, `out`'s bytes) runs the access unchecked on the
+    /// device: it is host-checked, and the host check holds.
+    fn holds(k: &InstrumentedKernel, grid: u32, block: u32, n: u32, len: u64) -> bool {
+        if k.host_checks.is_empty() {
+            return false;
+        }
+        let scalars = [None, Some((u64::from(n), 4)), None];
+        let v = LaunchValues {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            scalars: &scalars,
+            lens: &[len, u64::MAX, u64::MAX],
+        };
+        k.host_checks_hold(&v)
+    }
+
+    const STORE: &str =
+        "\tmul.wide.u32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;";
+
+    fn guarded(index: &str, guard: &str, store: &str) -> String {
+        format!("{index}\n{guard}\n\t@%p1 bra $L__END;\n{store}")
+    }
+
+    const GID: &str = "\tmov.u32 %r3, %ctaid.x;\n\tmov.u32 %r4, %ntid.x;\n\tmov.u32 %r5, %tid.x;\n\tmad.lo.s32 %r2, %r3, %r4, %r5;";
+
+    #[test]
+    fn an_unsigned_guard_on_the_index_is_checked_on_the_host() {
+        let k = kernel(&guarded(GID, "\tsetp.ge.u32 %p1, %r2, %r1;", STORE));
+        assert_eq!(k.coverage.host_checked, 1);
+        assert_eq!(k.host_checks[0].param, 0);
+        // n elements fit: holds whatever the grid.
+        assert!(holds(&k, 1 << 20, 256, 1000, 4000));
+        // `n` past the buffer (the planted bug): the fully checked build runs.
+        assert!(!holds(&k, 1 << 20, 256, 1001, 4000));
+        // n == 0: the access never runs.
+        assert!(holds(&k, 8, 256, 0, 0));
+        // The operand order reversed, and a negated branch.
+        let k = kernel(&guarded(
+            GID,
+            "\tsetp.gt.u32 %p1, %r1, %r2;\n\tnot.pred %p1, %p1;",
+            STORE,
+        ));
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(holds(&k, 1 << 20, 256, 1000, 4000));
+        assert!(!holds(&k, 1 << 20, 256, 1001, 4000));
+    }
+
+    #[test]
+    fn a_signed_guard_needs_a_non_negative_index() {
+        // i = blockIdx.x * blockDim.x + threadIdx.x, `i < n` signed: i >= 0 while the grid's
+        // threads fit in an int.
+        let k = kernel(&guarded(
+            GID,
+            "\tsetp.ge.s32 %p1, %r2, %r1;",
+            "\tmul.wide.s32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;",
+        ));
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(holds(&k, 1000, 256, 1000, 4000));
+        // 2^24 blocks of 256: i wraps negative past 2^31, `i < n` holds for it.
+        assert!(!holds(&k, 1 << 24, 256, 1000, 4000));
+        // i = threadIdx.x - 5 may be negative: never proven.
+        let k = kernel(&guarded(
+            "\tmov.u32 %r5, %tid.x;\n\tadd.s32 %r2, %r5, -5;",
+            "\tsetp.ge.s32 %p1, %r2, %r1;",
+            "\tmul.wide.s32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;",
+        ));
+        assert!(!holds(&k, 1, 256, 10, 1 << 20));
+    }
+
+    #[test]
+    fn a_guard_on_another_or_redefined_register_proves_nothing() {
+        // The guard is on %r6, the index is %r2.
+        let k = kernel(&guarded(
+            &format!("{GID}\n\tmov.u32 %r6, %tid.y;"),
+            "\tsetp.ge.u32 %p1, %r6, %r1;",
+            STORE,
+        ));
+        // Only the grid bounds it: holds for a small grid, not for a large one.
+        assert!(!holds(&k, 1 << 20, 256, 10, 4000));
+        // The index is redefined after the guard.
+        let k = kernel(&guarded(
+            GID,
+            "\tsetp.ge.u32 %p1, %r2, %r1;",
+            &format!("\tadd.s32 %r2, %r2, 100;\n{STORE}"),
+        ));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4000));
+        // The predicate's register redefined between the compare and the branch.
+        let k = kernel(&format!(
+            "{GID}\n\tsetp.ge.u32 %p1, %r2, %r1;\n\tadd.s32 %r2, %r2, 7;\n\t@%p1 bra $L__END;\n{STORE}"
+        ));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4000));
+    }
+
+    #[test]
+    fn a_guard_that_does_not_dominate_proves_nothing() {
+        // if (i < n) { x = 1 } ; out[i] = x: both paths reach the store.
+        let k = kernel(&format!(
+            "{GID}\n\tsetp.ge.u32 %p1, %r2, %r1;\n\t@%p1 bra $L__J;\n\tmov.f32 %f1, 0f40000000;\n$L__J:\n{STORE}"
+        ));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4000));
+        // The branch taken on the guard's success (the access under `i >= n`).
+        let k = kernel(&format!(
+            "{GID}\n\tsetp.lt.u32 %p1, %r2, %r1;\n\t@%p1 bra $L__END;\n{STORE}"
+        ));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4000));
+    }
+
+    #[test]
+    fn a_bound_loaded_from_memory_is_no_parameter() {
+        let k = kernel(&guarded(
+            &format!("{GID}\n\tld.param.u64 %rd9, [k_param_2];\n\tcvta.to.global.u64 %rd10, %rd9;\n\tld.global.u32 %r7, [%rd10];"),
+            "\tsetp.ge.u32 %p1, %r2, %r7;",
+            STORE,
+        ));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4000));
+    }
+
+    #[test]
+    fn an_access_past_the_guarded_index_needs_room_for_it() {
+        // if (i < n) out[i + 1] = ...
+        let k = kernel(&guarded(
+            GID,
+            "\tsetp.ge.u32 %p1, %r2, %r1;",
+            "\tmul.wide.u32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4+4], %f1;",
+        ));
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4000));
+        assert!(holds(&k, 1 << 20, 256, 1000, 4004));
+    }
+
+    #[test]
+    fn a_grid_stride_loop_is_an_induction_variable() {
+        // for (i = tid; i < n; i += blockDim.x) out[i] = ...  (signed, as NVVM writes it)
+        let body = "\tmov.u32 %r2, %tid.x;\n\tmov.u32 %r4, %ntid.x;\n\tsetp.ge.s32 %p1, %r2, %r1;\n\t@%p1 bra $L__END;\n$L__LOOP:\n\tmul.wide.s32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;\n\tadd.s32 %r2, %r2, %r4;\n\tsetp.lt.s32 %p2, %r2, %r1;\n\t@%p2 bra $L__LOOP;";
+        let k = kernel(body);
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(holds(&k, 1, 256, 5000, 20000));
+        assert!(!holds(&k, 1, 256, 5001, 20000));
+        // n + blockDim.x past i32::MAX: the increment could wrap negative.
+        assert!(!holds(&k, 1, 256, i32::MAX as u32 - 10, u64::MAX));
+        // A back edge that does not test the register: no bound at the step.
+        let body = "\tmov.u32 %r2, %tid.x;\n\tmov.u32 %r4, %ntid.x;\n\tsetp.ge.s32 %p1, %r2, %r1;\n\t@%p1 bra $L__END;\n$L__LOOP:\n\tmul.wide.s32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;\n\tadd.s32 %r2, %r2, %r4;\n\tbra $L__LOOP;";
+        let k = kernel(body);
+        assert!(!holds(&k, 1, 256, 5000, 20000));
+    }
+
+    #[test]
+    fn two_dimensional_guards_combine_through_or() {
+        // if (row < n && col < 64) out[row * 64 + col]
+        let body = "\tmov.u32 %r2, %tid.y;\n\tmov.u32 %r3, %tid.x;\n\tsetp.ge.s32 %p2, %r2, %r1;\n\tsetp.gt.s32 %p3, %r3, 63;\n\tor.pred %p1, %p2, %p3;\n\t@%p1 bra $L__END;\n\tshl.b32 %r4, %r2, 6;\n\tadd.s32 %r5, %r4, %r3;\n\tmul.wide.s32 %rd3, %r5, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;";
+        let k = kernel(body);
+        assert_eq!(k.coverage.host_checked, 1);
+        let v = |n: u32, len: u64| {
+            let scalars = [None, Some((u64::from(n), 4)), None];
+            k.host_checks_hold(&LaunchValues {
+                grid: [1, 1, 1],
+                block: [128, 8, 1],
+                scalars: &scalars,
+                lens: &[len, u64::MAX, u64::MAX],
+            })
+        };
+        assert!(v(4, 4 * 64 * 4));
+        assert!(!v(5, 4 * 64 * 4));
+        // Without the host-check option nothing changes.
+        let ptx_opts = InstrumentOptions::new();
+        assert!(!ptx_opts.host_checks);
+    }
+
+    #[test]
+    fn expressions_round_trip_through_json() {
+        let k = kernel(&guarded(GID, "\tsetp.ge.u32 %p1, %r2, %r1;", STORE));
+        let j = serde_json::to_string(&k).unwrap();
+        let back: InstrumentedKernel = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, k);
+    }
+}
