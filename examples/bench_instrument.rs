@@ -18,11 +18,11 @@
 //! `compute-sanitizer --tool memcheck` against a run without it.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use cudacheck::cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, DeviceRepr};
 use cudacheck::{Error, Kernel, SyncMode};
-use cudacheck_examples::{kernel, report, stream_or_exit};
+use cudacheck_examples::{kernel, median, report, stream_or_exit, utc_now};
 
 const RUNS: usize = 30;
 const WARMUP: usize = 3;
@@ -269,35 +269,6 @@ fn cases(s: &Arc<CudaStream>) -> Result<Vec<Case<'_>>, Box<dyn std::error::Error
         }),
     });
     Ok(v)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// `YYYY-MM-DD HH:MM:SS UTC` from the system clock (days to civil date: Howard Hinnant's
-/// algorithm).
-fn utc_now() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 struct Row {

@@ -8,8 +8,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="$root/.cuda/py"
-stamp="$dest/.cudacheck-installed-v1"
-pkgs=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85)
+stamp="$dest/.cudacheck-installed-v2"
+# nvidia-cuda-crt: the toolkit's crt/ headers, which <mma.h> (WMMA) includes.
+pkgs=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
+  nvidia-cuda-crt==13.0.88)
 # CUDA 13 dropped Volta (sm_70/sm_72); NVRTC 12.9 still targets it. Installed beside, used only
 # where a test or a user asks for it (CUDACHECK_NVRTC12).
 dest12="$root/.cuda/py12"

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use cudacheck::cudarc::driver::CudaStream;
 use cudacheck::nvrtc::CudaSource;
@@ -38,4 +39,48 @@ pub fn report(e: &dyn std::error::Error) -> String {
         src = x.source();
     }
     s
+}
+
+/// The repository's root: `CUDACHECK_REPO` when set (the example binary runs away from the
+/// checkout it was built in, as on the GPU machine), else the checkout it was built in.
+pub fn repo_root() -> PathBuf {
+    match std::env::var_os("CUDACHECK_REPO") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
+    }
+}
+
+/// `bench/kernels/<file>` of the repository: the benchmark set's kernels (`bench_set`).
+pub fn bench_kernel(file: &str) -> Result<CudaSource, cudacheck::nvrtc::SourceReadError> {
+    CudaSource::from_file(repo_root().join("bench").join("kernels").join(file))
+}
+
+/// The median of `v` (the upper one of an even count): what the benchmarks report.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` from the system clock (days to civil date: Howard Hinnant's
+/// algorithm).
+pub fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }

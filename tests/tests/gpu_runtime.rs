@@ -868,13 +868,13 @@ fn child_device_assert_and_recover() {
 
 /// A release launch does not ask the driver which context is current (`launch_bound` in
 /// `cudacheck/src/launch/mod.rs`): it launches, and binds the stream's context only when the
-/// driver refuses the launch for want of it. That is sound only because the driver refuses
-/// such a launch and runs nothing; this pins it (raw `cuLaunchKernel` with no context
-/// current, and with another context current, refused, the output untouched), and that a
-/// cudacheck launch from either state runs the kernel in the stream's context.
+/// driver refuses the launch for want of it. That is sound only if the driver, when the
+/// stream's context is not current, either refuses the launch and runs nothing or runs it in
+/// the stream's context; this pins both for raw `cuLaunchKernel` (no context current, and
+/// another context current), and that a cudacheck launch from either state runs the kernel.
 #[test]
 fn gpu_launch_binds_the_context_when_another_is_current() {
-    use cudacheck::cudarc::driver::{sys, DevicePtrMut};
+    use cudacheck::cudarc::driver::{sys, CudaSlice, DevicePtrMut};
     use cudacheck::cudarc::nvrtc::Ptx;
     let Some(stream) = gpu_or_skip() else { return };
     let ctx = stream.context().clone();
@@ -889,13 +889,37 @@ fn gpu_launch_binds_the_context_when_another_is_current() {
     let raw_fill = module.load_function("fill").unwrap();
     let n = 256usize;
     let mut out = cudacheck::alloc_copy(&stream, &vec![f32::NAN; n]).unwrap();
+    // Creating a context pushes it on this thread's stack, above the primary one.
     let other = CudaContext::new_non_primary(0, 0).unwrap();
-
-    // Raw launches of `fill(out, 1.0, n)` from a thread where the stream's context is not
-    // current: refused, nothing written.
-    let raw_launch = |out: &mut cudacheck::cudarc::driver::CudaSlice<f32>| -> sys::CUresult {
+    let current = || {
+        let mut c: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `c` is a valid out-pointer.
+        assert_eq!(
+            unsafe { sys::cuCtxGetCurrent(&mut c) },
+            sys::CUresult::CUDA_SUCCESS
+        );
+        c
+    };
+    // No context current: pop the stack empty (`cuCtxSetCurrent(NULL)` pops its top).
+    let none_current = || {
+        for _ in 0..16 {
+            if current().is_null() {
+                return;
+            }
+            // SAFETY: popping this thread's stack is always allowed.
+            unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) };
+        }
+        panic!("the context stack did not empty");
+    };
+    let other_current = || {
+        // SAFETY: `other` is alive until the end of the test.
+        unsafe { sys::cuCtxSetCurrent(other.cu_ctx()) };
+        assert_eq!(current(), other.cu_ctx());
+    };
+    // A raw `fill(out, v, n)`, then what it did, seen from the stream's context.
+    let raw_launch = |out: &mut CudaSlice<f32>, v: f32| -> sys::CUresult {
         let (ptr, _sync) = out.device_ptr_mut(&stream);
-        let (mut p, mut v, mut k) = (ptr, 1.0f32, n as i32);
+        let (mut p, mut v, mut k) = (ptr, v, n as i32);
         let mut params = [
             &mut p as *mut _ as *mut std::ffi::c_void,
             &mut v as *mut _ as *mut std::ffi::c_void,
@@ -919,34 +943,35 @@ fn gpu_launch_binds_the_context_when_another_is_current() {
             )
         }
     };
-    let not_current = [
-        sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
-        sys::CUresult::CUDA_ERROR_INVALID_HANDLE,
-    ];
-    // SAFETY: unbinding is always allowed.
-    assert_eq!(
-        unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) },
-        sys::CUresult::CUDA_SUCCESS
-    );
-    let none = raw_launch(&mut out);
-    // SAFETY: `other` is alive until the end of the test.
-    assert_eq!(
-        unsafe { sys::cuCtxSetCurrent(other.cu_ctx()) },
-        sys::CUresult::CUDA_SUCCESS
-    );
-    let another = raw_launch(&mut out);
-    ctx.bind_to_thread().unwrap();
-    stream.synchronize().unwrap();
-    let host = stream.clone_dtoh(&out).unwrap();
-    assert!(not_current.contains(&none), "no context current: {none:?}");
-    assert!(
-        not_current.contains(&another),
-        "another context current: {another:?}"
-    );
-    assert!(
-        host.iter().all(|x| x.is_nan()),
-        "a refused launch wrote its output"
-    );
+    let outcome = |state: &str, r: sys::CUresult, out: &mut CudaSlice<f32>, v: f32| {
+        ctx.bind_to_thread().unwrap();
+        stream.synchronize().unwrap();
+        let host = stream.clone_dtoh(out).unwrap();
+        match r {
+            sys::CUresult::CUDA_ERROR_INVALID_CONTEXT
+            | sys::CUresult::CUDA_ERROR_INVALID_HANDLE => {
+                assert!(
+                    host.iter().all(|x| x.is_nan()),
+                    "{state}: refused, yet it wrote"
+                );
+            }
+            sys::CUresult::CUDA_SUCCESS => {
+                assert!(
+                    host.iter().all(|&x| x == v),
+                    "{state}: accepted, yet it did not run"
+                );
+            }
+            other => panic!("{state}: {other:?}"),
+        }
+        println!("raw cuLaunchKernel with {state}: {r:?}");
+        stream.memcpy_htod(&vec![f32::NAN; n], out).unwrap();
+    };
+    none_current();
+    let r = raw_launch(&mut out, 1.0);
+    outcome("no context current", r, &mut out, 1.0);
+    other_current();
+    let r = raw_launch(&mut out, 1.0);
+    outcome("another context current", r, &mut out, 1.0);
 
     // cudacheck's release launch from both states: it runs, in the stream's context.
     let fill = Kernel::new(source, "fill")
@@ -954,15 +979,15 @@ fn gpu_launch_binds_the_context_when_another_is_current() {
         .sync(SyncMode::Never)
         .build();
     fill.load(&stream).unwrap();
-    for (state, current, v) in [
-        ("no context current", std::ptr::null_mut(), 2.0f32),
-        ("another context current", other.cu_ctx(), 3.0f32),
+    for (state, v) in [
+        ("no context current", 2.0f32),
+        ("another context current", 3.0),
     ] {
-        // SAFETY: as above.
-        assert_eq!(
-            unsafe { sys::cuCtxSetCurrent(current) },
-            sys::CUresult::CUDA_SUCCESS
-        );
+        if v == 2.0 {
+            none_current();
+        } else {
+            other_current();
+        }
         // SAFETY: `fill` writes out[i] for i < n only, and `out` holds n floats.
         unsafe {
             fill.launch(&stream)

@@ -144,3 +144,89 @@ fn nvrtc_device_code_calling_host_code_names_the_fix() {
     );
     assert!(text.contains("`__device__` function"), "{text}");
 }
+
+#[test]
+fn nvrtc_wmma_through_mma_h() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // `<mma.h>` includes the toolkit's `crt/mma.h` (nvidia-cuda-crt, installed beside NVRTC).
+    let src = r#"#include <mma.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+extern "C" __global__ void tile16(const half* a, const half* b, float* c) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+    wmma::fill_fragment(fc, 0.0f);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
+}
+"#;
+    let c = build("wmma.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["tile16"]);
+}
+
+#[test]
+fn nvrtc_stream_templates_named_in_host_only_declarations() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // Thrust-style: a header names std::basic_ostream in a host-only operator<< declaration;
+    // a host helper formats with std::ostringstream and is set aside.
+    let src = r#"#include <ostream>
+#include <sstream>
+#include <string>
+template <class T> struct boxed { T v; };
+template <class C, class Tr, class T>
+std::basic_ostream<C, Tr>& operator<<(std::basic_ostream<C, Tr>& os, const boxed<T>& b);
+std::ostream& describe(std::ostream& os, int n);
+extern "C" __global__ void twice(boxed<float>* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i].v *= 2.0f;
+}
+"#;
+    let c = build("streams.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["twice"]);
+}
+
+#[test]
+fn nvrtc_dispatch_through_host_helpers_and_a_headers_launcher_macro() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // The shape of ggml-derived `mmq` instance files: a launcher template, a host function
+    // that picks its specialization, and the entry point defined by a macro of the header.
+    let dir = std::env::temp_dir().join(format!("cudacheck-dispatch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("entry.cuh"),
+        "#pragma once\n\
+         #define DEFINE_ENTRY(suffix, launch) \\\n\
+           extern \"C\" void entry_##suffix(float* out, int x, void* stream) { \\\n\
+             launch(out, x, (cudaStream_t)stream); \\\n\
+           }\n",
+    )
+    .unwrap();
+    let file = dir.join("dispatch.cu");
+    std::fs::write(
+        &file,
+        "#include \"entry.cuh\"\n\
+         template <int X> __global__ void mm(float* out) { out[threadIdx.x] = X; }\n\
+         template <int X> static void instantiate(float* out, cudaStream_t s) {\n\
+             mm<X><<<1, 32, 0, s>>>(out);\n\
+         }\n\
+         static void launch_case(float* out, int x, cudaStream_t s) {\n\
+             switch (x) { case 8: instantiate<8>(out, s); break; default: instantiate<16>(out, s); }\n\
+         }\n\
+         DEFINE_ENTRY(f32, launch_case)\n",
+    )
+    .unwrap();
+    let source = CudaSource::from_file(&file).unwrap();
+    let result = compile(&source, &CompileOptions::new("sm_90".parse().unwrap()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = result.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["_Z2mmILi16EEvPf", "_Z2mmILi8EEvPf"]);
+}

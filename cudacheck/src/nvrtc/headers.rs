@@ -23,7 +23,11 @@
 //! umbrella `<cub/cub.cuh>`, whose device-wide algorithms are host code (the block, warp and
 //! thread levels are kept).
 //!
-//! Host-only C++ headers (`<vector>`, `<mutex>`, `<iostream>`, ...) resolve to empty
+//! The stream headers (`<iosfwd>`, `<ostream>`, `<iostream>`, `<sstream>`, ...) declare the
+//! stream class templates without defining them, for headers (Thrust's) that name them in
+//! host-only declarations.
+//!
+//! Host-only C++ headers (`<vector>`, `<mutex>`, `<fstream>`, ...) resolve to empty
 //! [`HOST_ONLY_HEADERS`]: kernel files include them for the host code beside their kernels,
 //! which [`set_aside_host_code`](cudacheck_core::source::set_aside_host_code) blanks before
 //! NVRTC runs. Device code that does use them fails with NVRTC's "namespace std has no member",
@@ -71,6 +75,11 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("array", include_str!("compat/array")),
     ("cuda.h", include_str!("compat/cuda.h")),
     ("cub/cub.cuh", include_str!("compat/cub/cub.cuh")),
+    ("iosfwd", include_str!("compat/iosfwd")),
+    ("ostream", include_str!("compat/ostream")),
+    ("istream", include_str!("compat/istream")),
+    ("iostream", include_str!("compat/iostream")),
+    ("sstream", include_str!("compat/sstream")),
 ];
 
 /// C++ library headers that only host code can use. Each resolves to [`HOST_ONLY_STUB`], so
@@ -108,8 +117,6 @@ pub const HOST_ONLY_HEADERS: &[&str] = &[
     "thread",
     "exception",
     "stdexcept",
-    "iostream",
-    "sstream",
     "fstream",
     "memory",
     "functional",
@@ -236,7 +243,7 @@ mod tests {
                 "{name}"
             );
         }
-        assert_eq!(COMPAT_HEADERS.len(), 26);
+        assert_eq!(COMPAT_HEADERS.len(), 31);
     }
 
     #[test]

@@ -1,0 +1,1259 @@
+//! The benchmark set (issue 10): 32 kernels of `bench/kernels/` written in the styles real
+//! CUDA code uses (guarded stencils and convolutions, gathers and scatters through index
+//! buffers, CSR SpMV, row normalizations, vectorized `float4` / `half2` elementwise,
+//! macro-generated strided ops, reductions, scan, histogram, tiled matmul, transpose, attention
+//! on small tiles, templated kernels, grid-stride loops, dynamic shared memory), each at a size
+//! that fills an H100, plain versus bounds-checked.
+//!
+//! For each kernel:
+//! - deterministic pseudo-random inputs are uploaded; before every launch each output is reset
+//!   from a device copy of its initial contents: poison (NaN, or all ones for integers) for
+//!   outputs the kernel overwrites, zeros for those it accumulates into with atomics;
+//! - one plain and one bounds-checked launch, outputs compared bit for bit (a mismatch is
+//!   reported, and makes the exit status 1);
+//! - after warm-up, 30 launches of each build timed with CUDA events around the kernel alone
+//!   ([`Launch::kernel_events`](cudacheck::Launch::kernel_events)): the medians are reported;
+//! - [`Kernel::coverage`] of the bounds-checked build: accesses checked on the device, checked
+//!   once on the host, proven in bounds, and left unchecked.
+//!
+//! Prints a table, the geometric-mean and the worst slowdown, and writes them to every path
+//! given (`.json` gets JSON, anything else markdown), with the date (UTC) and device.
+//!
+//! ```sh
+//! cargo run --release -p cudacheck-examples --example bench_set -- out.json out.md
+//! # each plain kernel once (to time under compute-sanitizer --tool memcheck):
+//! ... --example bench_set -- --plain-only
+//! # no GPU: build every kernel plain and bounds-checked for sm_90, report coverage
+//! ... --example bench_set -- --dry-run --arch sm_90 out.json out.md
+//! ```
+//!
+//! `--only SUBSTRING` keeps the kernels whose name contains it. The kernel files are read from
+//! `bench/kernels/` of `CUDACHECK_REPO`, or of the checkout the example was built in.
+
+use std::error::Error as StdError;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudacheck::core::Arch;
+use cudacheck::cudarc::driver::{
+    sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
+};
+use cudacheck::{Coverage, DriverError, Error, Kernel, SyncMode};
+use cudacheck_examples::{bench_kernel, median, report, stream_or_exit, utc_now};
+use half::f16;
+
+const RUNS: usize = 30;
+const WARMUP: usize = 3;
+
+type BoxError = Box<dyn StdError>;
+type Events<'e> = Option<(&'e CudaEvent, &'e CudaEvent)>;
+
+/// What a case's closure is asked to do.
+enum Op<'e> {
+    /// Reset the outputs, then launch (bounds-checked or not, with kernel events or not).
+    Launch(bool, Events<'e>),
+    /// Read every output back, as bytes, in order.
+    Read,
+}
+
+type RunFn = Box<dyn for<'e> FnMut(Op<'e>) -> Result<Vec<u8>, Error>>;
+
+/// A case ready to run on the GPU: its buffers uploaded.
+struct Bench {
+    size: String,
+    run: RunFn,
+}
+
+type Setup = fn(&Arc<CudaStream>, &Kernel, &Spec) -> Result<Bench, BoxError>;
+
+/// One kernel of the set: what the dry run needs (no GPU), and how to set it up on one.
+struct Spec {
+    name: &'static str,
+    style: &'static str,
+    file: &'static str,
+    /// The kernel's name, or a name expression for a templated one.
+    kernel: &'static str,
+    block: (u32, u32, u32),
+    shared: u32,
+    setup: Setup,
+}
+
+// ---- Data ---------------------------------------------------------------------------------------
+
+/// A xorshift generator: deterministic inputs, a different stream per seed.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x2545_f491_4f6c_dd1d)
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    /// In [-1, 1).
+    fn f32(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+    /// In [0, n).
+    fn below(&mut self, n: u64) -> u64 {
+        ((self.next() >> 32) * n) >> 32
+    }
+    fn floats(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.f32()).collect()
+    }
+    fn halves(&mut self, n: usize) -> Vec<f16> {
+        (0..n).map(|_| f16::from_f32(self.f32())).collect()
+    }
+    fn ints(&mut self, n: usize, below: u64) -> Vec<i32> {
+        (0..n).map(|_| self.below(below) as i32).collect()
+    }
+    fn perm(&mut self, n: usize) -> Vec<i64> {
+        let mut p: Vec<i64> = (0..n as i64).collect();
+        for i in (1..n).rev() {
+            p.swap(i, self.below(i as u64 + 1) as usize);
+        }
+        p
+    }
+}
+
+fn up<T: DeviceRepr>(s: &Arc<CudaStream>, v: &[T]) -> Result<CudaSlice<T>, Error> {
+    cudacheck::alloc_copy(s, v)
+}
+
+/// The value an output holds before the kernel writes it: NaN, or all ones.
+trait Poison: DeviceRepr + Copy {
+    const POISON: Self;
+}
+
+impl Poison for f32 {
+    const POISON: f32 = f32::NAN;
+}
+impl Poison for f16 {
+    const POISON: f16 = f16::NAN;
+}
+impl Poison for i32 {
+    const POISON: i32 = -1;
+}
+impl Poison for u32 {
+    const POISON: u32 = u32::MAX;
+}
+
+/// An output buffer and the device copy of its initial contents, restored before each launch.
+struct Out<T> {
+    d: CudaSlice<T>,
+    init: CudaSlice<T>,
+}
+
+impl<T: DeviceRepr> Out<T> {
+    fn poisoned(s: &Arc<CudaStream>, len: usize) -> Result<Out<T>, Error>
+    where
+        T: Poison,
+    {
+        let v = vec![T::POISON; len];
+        Ok(Out {
+            d: up(s, &v)?,
+            init: up(s, &v)?,
+        })
+    }
+
+    /// For outputs the kernel accumulates into (atomics).
+    fn zeroed(s: &Arc<CudaStream>, len: usize) -> Result<Out<T>, Error>
+    where
+        T: ValidAsZeroBits,
+    {
+        Ok(Out {
+            d: cudacheck::alloc_zeros(s, len)?,
+            init: cudacheck::alloc_zeros(s, len)?,
+        })
+    }
+
+    fn reset(&mut self, s: &Arc<CudaStream>) -> Result<(), Error> {
+        s.memcpy_dtod(&self.init, &mut self.d)
+            .map_err(|e| Error::from(DriverError::from_cudarc("cuMemcpyDtoDAsync", e)))
+    }
+
+    fn bytes(&self, s: &Arc<CudaStream>) -> Result<Vec<u8>, Error> {
+        let v = s
+            .clone_dtoh(&self.d)
+            .map_err(|e| Error::from(DriverError::from_cudarc("cuMemcpyDtoH", e)))?;
+        // SAFETY: `T: DeviceRepr` is plain data (no padding in the types used here: f32, f16,
+        // i32, u32); the bytes are read within the vector's allocation.
+        let b = unsafe {
+            std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(&v[..]))
+        };
+        Ok(b.to_vec())
+    }
+}
+
+fn div(a: usize, b: usize) -> u32 {
+    a.div_ceil(b) as u32
+}
+
+/// `Ok` of a [`Bench`] whose closure owns the kernel, the stream, the inputs (moved in by the
+/// arguments' expression) and the outputs listed, resets the outputs before each launch and
+/// launches with the spec's block and dynamic shared memory.
+macro_rules! bench {
+    ($s:expr, $k:expr, $sp:expr, $size:expr, grid: $grid:expr, outs: [$($o:ident),*],
+     |$l:ident| $args:expr) => {{
+        let (s, k) = (Arc::clone($s), $k.clone());
+        let (grid, block, shared) = ($grid, $sp.block, $sp.shared);
+        $(let mut $o = $o;)*
+        Ok(Bench {
+            size: $size,
+            run: Box::new(move |op: Op<'_>| match op {
+                Op::Launch(on, ev) => {
+                    $($o.reset(&s)?;)*
+                    let mut launch = k.launch(&s);
+                    launch.instrument(on).grid(grid).block(block).shared_bytes(shared);
+                    if let Some((a, b)) = ev {
+                        launch.kernel_events(a, b);
+                    }
+                    let $l = &mut launch;
+                    // SAFETY: every buffer is sized for the grid and the arguments given with
+                    // it, as the comments in bench/kernels/*.cu describe.
+                    unsafe { $args.run() }?;
+                    Ok(Vec::new())
+                }
+                Op::Read => {
+                    let mut v = Vec::new();
+                    $(v.extend($o.bytes(&s)?);)*
+                    Ok(v)
+                }
+            }),
+        })
+    }};
+}
+
+const E: &str = "elementwise.cu";
+const ST: &str = "stencil.cu";
+const G: &str = "gather.cu";
+const N: &str = "norm.cu";
+const R: &str = "reduce.cu";
+const L: &str = "linalg.cu";
+
+/// `size_t` arguments and the dims/strides buffers of the macro-generated kernels.
+fn info(s: &Arc<CudaStream>, v: &[usize]) -> Result<CudaSlice<u64>, Error> {
+    up(s, &v.iter().map(|&x| x as u64).collect::<Vec<_>>())
+}
+
+/// A CSR matrix with 4 to 27 entries a row (16 on average) at random columns.
+struct Csr {
+    row_ptr: Vec<i32>,
+    col: Vec<i32>,
+    val: Vec<f32>,
+}
+
+fn csr(rows: usize, cols: usize, seed: u64) -> Csr {
+    let mut r = Rng::new(seed);
+    let mut row_ptr = Vec::with_capacity(rows + 1);
+    let (mut col, mut val) = (Vec::new(), Vec::new());
+    row_ptr.push(0);
+    for _ in 0..rows {
+        let nnz = 4 + r.below(24) as usize;
+        for _ in 0..nnz {
+            col.push(r.below(cols as u64) as i32);
+            val.push(r.f32());
+        }
+        row_ptr.push(col.len() as i32);
+    }
+    Csr { row_ptr, col, val }
+}
+
+#[allow(clippy::too_many_lines)]
+fn specs() -> Vec<Spec> {
+    vec![
+        // ---- elementwise ----
+        Spec {
+            name: "add_mul_f32x4",
+            style: "vectorized float4, scalar tail",
+            file: E,
+            kernel: "add_mul_f32x4",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let n = (64 << 20) + 3;
+                let mut r = Rng::new(1);
+                let (a, b) = (up(s, &r.floats(n))?, up(s, &r.floats(n))?);
+                let out = Out::<f32>::poisoned(s, n)?;
+                bench!(s, k, sp, format!("{n} floats"), grid: div(n / 4, 256), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&a).arg(&b).arg(&0.75f32).arg(&(n as i32)))
+            },
+        },
+        Spec {
+            name: "bias_gelu_h2",
+            style: "vectorized half2, broadcast bias",
+            file: E,
+            kernel: "bias_gelu_h2",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, cols) = (16384usize, 4096usize);
+                let mut r = Rng::new(2);
+                let x = up(s, &r.halves(rows * cols))?;
+                let bias = up(s, &r.halves(cols))?;
+                let out = Out::<f16>::poisoned(s, rows * cols)?;
+                let n2 = rows * cols / 2;
+                bench!(s, k, sp, format!("{rows} x {cols} halves"), grid: div(n2, 256),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&bias).arg(&(n2 as i32))
+                        .arg(&(cols as i32 / 2)))
+            },
+        },
+        Spec {
+            name: "usilu_f32 (strided)",
+            style: "macro UNARY_OP, get_strided_index, transposed view",
+            file: E,
+            kernel: "usilu_f32",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                // A [4096, 8192] view of a [8192, 4096] buffer: strides (1, 4096).
+                let (d0, d1) = (4096usize, 8192usize);
+                let n = d0 * d1;
+                let x = up(s, &Rng::new(3).floats(n))?;
+                let inf = info(s, &[d0, d1, 1, d0])?;
+                let out = Out::<f32>::poisoned(s, n)?;
+                bench!(s, k, sp, format!("{d0} x {d1} floats, transposed"),
+                    grid: div(n, 256), outs: [out],
+                    |l| l.arg(&n).arg(&2usize).arg(&inf).arg(&x).arg_mut(&mut out.d))
+            },
+        },
+        Spec {
+            name: "uexp_f32",
+            style: "macro UNARY_OP, contiguous path",
+            file: E,
+            kernel: "uexp_f32",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (d0, d1) = (8192usize, 8192usize);
+                let n = d0 * d1;
+                let x = up(s, &Rng::new(4).floats(n))?;
+                let inf = info(s, &[d0, d1, d1, 1])?;
+                let out = Out::<f32>::poisoned(s, n)?;
+                bench!(s, k, sp, format!("{d0} x {d1} floats"), grid: div(n, 256),
+                    outs: [out],
+                    |l| l.arg(&n).arg(&2usize).arg(&inf).arg(&x).arg_mut(&mut out.d))
+            },
+        },
+        Spec {
+            name: "usqrt_f16",
+            style: "macro UNARY_OP on __half, grid smaller than the data",
+            file: E,
+            kernel: "usqrt_f16",
+            block: (512, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let n = 64usize << 20;
+                let x = up(s, &Rng::new(5).halves(n))?;
+                let inf = info(s, &[n, 1])?;
+                let out = Out::<f16>::poisoned(s, n)?;
+                bench!(s, k, sp, format!("{n} halves"), grid: 132 * 16, outs: [out],
+                    |l| l.arg(&n).arg(&1usize).arg(&inf).arg(&x).arg_mut(&mut out.d))
+            },
+        },
+        Spec {
+            name: "badd_f32 (broadcast)",
+            style: "macro BINARY_OP, stride-0 broadcast",
+            file: E,
+            kernel: "badd_f32",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (d0, d1) = (8192usize, 8192usize);
+                let n = d0 * d1;
+                let mut r = Rng::new(6);
+                let (a, b) = (up(s, &r.floats(n))?, up(s, &r.floats(d1))?);
+                // dims, then lhs strides (contiguous), then rhs strides (a row, broadcast).
+                let inf = info(s, &[d0, d1, d1, 1, 0, 1])?;
+                let out = Out::<f32>::poisoned(s, n)?;
+                bench!(s, k, sp, format!("{d0} x {d1} + 1 x {d1}"), grid: div(n, 256),
+                    outs: [out],
+                    |l| l.arg(&n).arg(&2usize).arg(&inf).arg(&a).arg(&b).arg_mut(&mut out.d))
+            },
+        },
+        Spec {
+            name: "axpby_grid_stride",
+            style: "grid-stride loop, 64-bit index",
+            file: E,
+            kernel: "axpby_grid_stride",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let n = 64usize << 20;
+                let mut r = Rng::new(7);
+                let (x, y0) = (up(s, &r.floats(n))?, up(s, &r.floats(n))?);
+                let out = Out::<f32>::poisoned(s, n)?;
+                bench!(s, k, sp, format!("{n} floats"), grid: 132 * 8, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&y0).arg(&1.5f32).arg(&-0.5f32)
+                        .arg(&(n as i64)))
+            },
+        },
+        Spec {
+            name: "cast_scale<float, __half, 4>",
+            style: "templated, unrolled by a template parameter",
+            file: E,
+            kernel: "cast_scale<float, __half, 4>",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let n = (64usize << 20) + 100;
+                let x = up(s, &Rng::new(8).floats(n))?;
+                let out = Out::<f16>::poisoned(s, n)?;
+                bench!(s, k, sp, format!("{n} floats"), grid: div(n, 256 * 4), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&3.0f32).arg(&(n as i32)))
+            },
+        },
+        // ---- stencils and convolutions ----
+        Spec {
+            name: "conv3x3_guarded",
+            style: "guarded 3x3 convolution, nested dy/dx loops",
+            file: ST,
+            kernel: "conv3x3_guarded",
+            block: (32, 8, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (c, h, w) = (16usize, 2048usize, 2048usize);
+                let mut r = Rng::new(9);
+                let (x, wt) = (up(s, &r.floats(c * h * w))?, up(s, &r.floats(c * 9))?);
+                let out = Out::<f32>::poisoned(s, c * h * w)?;
+                bench!(s, k, sp, format!("{c} x {h} x {w}"),
+                    grid: (div(w, 32), div(h, 8), c as u32), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&wt).arg(&(c as i32))
+                        .arg(&(h as i32)).arg(&(w as i32)))
+            },
+        },
+        Spec {
+            name: "conv1d_depthwise",
+            style: "guarded 1-D convolution, fixed 7-tap loop",
+            file: ST,
+            kernel: "conv1d_depthwise",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (c, len) = (256usize, 256usize << 10);
+                let mut r = Rng::new(10);
+                let x = up(s, &r.floats(c * len))?;
+                let (wt, bias) = (up(s, &r.floats(c * 7))?, up(s, &r.floats(c))?);
+                let out = Out::<f32>::poisoned(s, c * len)?;
+                bench!(s, k, sp, format!("{c} x {len}"), grid: (div(len, 256), c as u32, 1),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&wt).arg(&bias).arg(&(c as i32))
+                        .arg(&(len as i32)))
+            },
+        },
+        Spec {
+            name: "stencil7_3d",
+            style: "3-D 7-point stencil, interior guard, z loop",
+            file: ST,
+            kernel: "stencil7_3d",
+            block: (32, 8, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (nx, ny, nz) = (512usize, 512usize, 256usize);
+                let x = up(s, &Rng::new(11).floats(nx * ny * nz))?;
+                let out = Out::<f32>::poisoned(s, nx * ny * nz)?;
+                bench!(s, k, sp, format!("{nx} x {ny} x {nz}"),
+                    grid: (div(nx, 32), div(ny, 8), 1), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(nx as i32)).arg(&(ny as i32))
+                        .arg(&(nz as i32)).arg(&0.4f32).arg(&0.1f32))
+            },
+        },
+        Spec {
+            name: "blur5x5_tiled",
+            style: "shared-memory tile with halo, clamped loads",
+            file: ST,
+            kernel: "blur5x5_tiled",
+            block: (32, 8, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (h, w) = (8190usize, 8190usize);
+                let x = up(s, &Rng::new(12).floats(h * w))?;
+                let out = Out::<f32>::poisoned(s, h * w)?;
+                bench!(s, k, sp, format!("{h} x {w}"), grid: (div(w, 32), div(h, 8), 1),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(h as i32)).arg(&(w as i32)))
+            },
+        },
+        Spec {
+            name: "maxpool2x2_nchw",
+            style: "2x2 pooling, odd edges guarded",
+            file: ST,
+            kernel: "maxpool2x2_nchw",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (p, h, w) = (64usize, 1023usize, 1023usize);
+                let x = up(s, &Rng::new(13).floats(p * h * w))?;
+                let on = p * h.div_ceil(2) * w.div_ceil(2);
+                let out = Out::<f32>::poisoned(s, on)?;
+                bench!(s, k, sp, format!("{p} x {h} x {w}"), grid: div(on, 256),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(p as i32)).arg(&(h as i32))
+                        .arg(&(w as i32)))
+            },
+        },
+        // ---- gather, scatter, sparse ----
+        Spec {
+            name: "embedding_gather",
+            style: "gather rows through an index buffer",
+            file: G,
+            kernel: "embedding_gather",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (vocab, rows, dim) = (32768usize, 65536usize, 1024usize);
+                let mut r = Rng::new(14);
+                let table = up(s, &r.floats(vocab * dim))?;
+                let ids = up(s, &r.ints(rows, vocab as u64))?;
+                let out = Out::<f32>::poisoned(s, rows * dim)?;
+                bench!(s, k, sp, format!("{rows} rows of {dim} from {vocab}"),
+                    grid: rows as u32, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&table).arg(&ids).arg(&(rows as i32))
+                        .arg(&(dim as i32)))
+            },
+        },
+        Spec {
+            name: "scatter_rows",
+            style: "scatter through a permutation (int64 indices)",
+            file: G,
+            kernel: "scatter_rows",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, dim) = (65536usize, 1024usize);
+                let mut r = Rng::new(15);
+                let x = up(s, &r.floats(rows * dim))?;
+                let perm = up(s, &r.perm(rows))?;
+                let out = Out::<f32>::poisoned(s, rows * dim)?;
+                bench!(s, k, sp, format!("{rows} x {dim}"), grid: div(rows * dim, 256),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&perm).arg(&(rows as i32))
+                        .arg(&(dim as i32)))
+            },
+        },
+        Spec {
+            name: "scatter_add_i32",
+            style: "scatter-add through an index buffer, global atomics",
+            file: G,
+            kernel: "scatter_add_i32",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (n, bins) = (64usize << 20, 1usize << 20);
+                let mut r = Rng::new(16);
+                let (idx, val) = (up(s, &r.ints(n, bins as u64))?, up(s, &r.ints(n, 100))?);
+                let out = Out::<i32>::zeroed(s, bins)?;
+                bench!(s, k, sp, format!("{n} into {bins}"), grid: div(n, 256),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&idx).arg(&val).arg(&(n as i32)))
+            },
+        },
+        Spec {
+            name: "gather_axis1",
+            style: "gather along an axis (torch.gather), 2-D grid",
+            file: G,
+            kernel: "gather_axis1",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, src_cols, out_cols) = (8192usize, 8192usize, 4096usize);
+                let mut r = Rng::new(17);
+                let src = up(s, &r.floats(rows * src_cols))?;
+                let index: Vec<u32> = (0..rows * out_cols)
+                    .map(|_| r.below(src_cols as u64) as u32)
+                    .collect();
+                let index = up(s, &index)?;
+                let out = Out::<f32>::poisoned(s, rows * out_cols)?;
+                bench!(s, k, sp, format!("{rows} x {out_cols} from {rows} x {src_cols}"),
+                    grid: (div(out_cols, 256), rows as u32, 1), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&src).arg(&index).arg(&(rows as i32))
+                        .arg(&(src_cols as i32)).arg(&(out_cols as i32)))
+            },
+        },
+        Spec {
+            name: "spmv_csr_scalar",
+            style: "CSR SpMV, a thread per row",
+            file: G,
+            kernel: "spmv_csr_scalar",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let rows = 2usize << 20;
+                let m = csr(rows, rows, 18);
+                let nnz = m.col.len();
+                let (rp, ci, va) = (up(s, &m.row_ptr)?, up(s, &m.col)?, up(s, &m.val)?);
+                let x = up(s, &Rng::new(19).floats(rows))?;
+                let out = Out::<f32>::poisoned(s, rows)?;
+                bench!(s, k, sp, format!("{rows} rows, {nnz} nonzeros"),
+                    grid: div(rows, 256), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&rp).arg(&ci).arg(&va).arg(&x)
+                        .arg(&(rows as i32)))
+            },
+        },
+        Spec {
+            name: "spmv_csr_warp",
+            style: "CSR SpMV, a warp per row, shuffle reduction",
+            file: G,
+            kernel: "spmv_csr_warp",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let rows = 2usize << 20;
+                let m = csr(rows, rows, 18);
+                let nnz = m.col.len();
+                let (rp, ci, va) = (up(s, &m.row_ptr)?, up(s, &m.col)?, up(s, &m.val)?);
+                let x = up(s, &Rng::new(19).floats(rows))?;
+                let out = Out::<f32>::poisoned(s, rows)?;
+                bench!(s, k, sp, format!("{rows} rows, {nnz} nonzeros"),
+                    grid: div(rows * 32, 256), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&rp).arg(&ci).arg(&va).arg(&x)
+                        .arg(&(rows as i32)))
+            },
+        },
+        // ---- row normalizations ----
+        Spec {
+            name: "layernorm_rows",
+            style: "layernorm, a block per row, shuffles + shared",
+            file: N,
+            kernel: "layernorm_rows",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, cols) = (16384usize, 4096usize);
+                let mut r = Rng::new(20);
+                let x = up(s, &r.floats(rows * cols))?;
+                let (g, b) = (up(s, &r.floats(cols))?, up(s, &r.floats(cols))?);
+                let out = Out::<f32>::poisoned(s, rows * cols)?;
+                bench!(s, k, sp, format!("{rows} x {cols}"), grid: rows as u32, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&g).arg(&b).arg(&(rows as i32))
+                        .arg(&(cols as i32)).arg(&1e-5f32))
+            },
+        },
+        Spec {
+            name: "rmsnorm_warp",
+            style: "RMSnorm, a warp per row",
+            file: N,
+            kernel: "rmsnorm_warp",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, cols) = (65536usize, 1024usize);
+                let mut r = Rng::new(21);
+                let (x, w) = (up(s, &r.floats(rows * cols))?, up(s, &r.floats(cols))?);
+                let out = Out::<f32>::poisoned(s, rows * cols)?;
+                bench!(s, k, sp, format!("{rows} x {cols}"), grid: div(rows, 8),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&w).arg(&(rows as i32))
+                        .arg(&(cols as i32)).arg(&1e-6f32))
+            },
+        },
+        Spec {
+            name: "softmax_warp_online",
+            style: "softmax, a warp per row, online max/sum",
+            file: N,
+            kernel: "softmax_warp_online",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, cols) = (65536usize, 1024usize);
+                let x = up(s, &Rng::new(22).floats(rows * cols))?;
+                let out = Out::<f32>::poisoned(s, rows * cols)?;
+                bench!(s, k, sp, format!("{rows} x {cols}"), grid: div(rows, 8),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(rows as i32)).arg(&(cols as i32)))
+            },
+        },
+        Spec {
+            name: "softmax_smem_row",
+            style: "softmax, row cached in dynamic shared memory",
+            file: N,
+            kernel: "softmax_smem_row",
+            block: (256, 1, 1),
+            shared: 4096 * 4,
+            setup: |s, k, sp| {
+                let (rows, cols) = (16384usize, 4096usize);
+                let x = up(s, &Rng::new(23).floats(rows * cols))?;
+                let out = Out::<f32>::poisoned(s, rows * cols)?;
+                bench!(s, k, sp, format!("{rows} x {cols}"), grid: rows as u32,
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(rows as i32)).arg(&(cols as i32)))
+            },
+        },
+        // ---- reductions, scan, histogram ----
+        Spec {
+            name: "block_reduce_sum<256>",
+            style: "templated tree reduction, static shared",
+            file: R,
+            kernel: "block_reduce_sum<256>",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let n = 64usize << 20;
+                let x = up(s, &Rng::new(24).floats(n))?;
+                let blocks = n.div_ceil(512);
+                let out = Out::<f32>::poisoned(s, blocks)?;
+                bench!(s, k, sp, format!("{n} floats"), grid: blocks as u32, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(n as i32)))
+            },
+        },
+        Spec {
+            name: "absmax_warp",
+            style: "warp-shuffle reduction over a grid-stride loop",
+            file: R,
+            kernel: "absmax_warp",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let n = 64usize << 20;
+                let x = up(s, &Rng::new(25).floats(n))?;
+                let blocks = 132 * 8;
+                let out = Out::<f32>::poisoned(s, blocks)?;
+                bench!(s, k, sp, format!("{n} floats"), grid: blocks as u32, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(n as i32)))
+            },
+        },
+        Spec {
+            name: "scan_block_inclusive",
+            style: "block-wide inclusive scan, warp shuffles",
+            file: R,
+            kernel: "scan_block_inclusive",
+            block: (1024, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let n = (64usize << 20) + 17;
+                let x = up(s, &Rng::new(26).ints(n, 16))?;
+                let blocks = n.div_ceil(1024);
+                let out = Out::<i32>::poisoned(s, n)?;
+                let sums = Out::<i32>::poisoned(s, blocks)?;
+                bench!(s, k, sp, format!("{n} ints"), grid: blocks as u32,
+                    outs: [out, sums],
+                    |l| l.arg_mut(&mut out.d).arg_mut(&mut sums.d).arg(&x).arg(&(n as i32)))
+            },
+        },
+        Spec {
+            name: "row_dot_dynsmem",
+            style: "row dot products, dynamic shared scratch",
+            file: R,
+            kernel: "row_dot_dynsmem",
+            block: (256, 1, 1),
+            shared: 256 * 4,
+            setup: |s, k, sp| {
+                let (rows, cols) = (16384usize, 4096usize);
+                let mut r = Rng::new(27);
+                let (a, b) = (
+                    up(s, &r.floats(rows * cols))?,
+                    up(s, &r.floats(rows * cols))?,
+                );
+                let out = Out::<f32>::poisoned(s, rows)?;
+                bench!(s, k, sp, format!("{rows} x {cols}"), grid: rows as u32, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&a).arg(&b).arg(&(rows as i32))
+                        .arg(&(cols as i32)))
+            },
+        },
+        Spec {
+            name: "histogram256_shared",
+            style: "histogram, shared + global atomics, uchar4 loads",
+            file: R,
+            kernel: "histogram256_shared",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let n = (256usize << 20) + 3;
+                let mut r = Rng::new(28);
+                let bytes: Vec<u8> = (0..n).map(|_| (r.next() >> 56) as u8).collect();
+                let d = up(s, &bytes)?;
+                drop(bytes);
+                let out = Out::<u32>::zeroed(s, 256)?;
+                bench!(s, k, sp, format!("{n} bytes"), grid: 132 * 8, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&d).arg(&n))
+            },
+        },
+        // ---- dense linear algebra, attention ----
+        Spec {
+            name: "sgemm_tiled_4x4",
+            style: "tiled matmul, 4x4 per thread, guarded edges",
+            file: L,
+            kernel: "sgemm_tiled_4x4",
+            block: (16, 16, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (m, n, kk) = (4000usize, 4000usize, 1000usize);
+                let mut r = Rng::new(29);
+                let (a, b) = (up(s, &r.floats(m * kk))?, up(s, &r.floats(kk * n))?);
+                let c0 = up(s, &r.floats(m * n))?;
+                let out = Out::<f32>::poisoned(s, m * n)?;
+                bench!(s, k, sp, format!("{m} x {kk} times {kk} x {n}"),
+                    grid: (div(n, 64), div(m, 64), 1), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&a).arg(&b).arg(&c0).arg(&(m as i32))
+                        .arg(&(n as i32)).arg(&(kk as i32)).arg(&1.0f32).arg(&0.5f32))
+            },
+        },
+        Spec {
+            name: "transpose_padded",
+            style: "transpose through a padded shared tile",
+            file: L,
+            kernel: "transpose_padded",
+            block: (32, 8, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, cols) = (8192usize, 6000usize);
+                let x = up(s, &Rng::new(30).floats(rows * cols))?;
+                let out = Out::<f32>::poisoned(s, rows * cols)?;
+                bench!(s, k, sp, format!("{rows} x {cols}"),
+                    grid: (div(cols, 32), div(rows, 32), 1), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(rows as i32)).arg(&(cols as i32)))
+            },
+        },
+        Spec {
+            name: "gemv_batched_h2",
+            style: "batched GEMV, half2 loads, a warp per row",
+            file: L,
+            kernel: "gemv_batched_h2",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (batch, rows, cols) = (32usize, 4096usize, 2048usize);
+                let mut r = Rng::new(31);
+                let a = up(s, &r.halves(batch * rows * cols))?;
+                let x = up(s, &r.halves(batch * cols))?;
+                let out = Out::<f32>::poisoned(s, batch * rows)?;
+                bench!(s, k, sp, format!("{batch} x {rows} x {cols} halves"),
+                    grid: div(batch * rows * 32, 256), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&a).arg(&x).arg(&(batch as i32))
+                        .arg(&(rows as i32)).arg(&(cols as i32)))
+            },
+        },
+        Spec {
+            name: "attention_small_tiles",
+            style: "causal attention, 64-query tiles, K/V in shared",
+            file: L,
+            kernel: "attention_small_tiles",
+            block: (64, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (bh, seq, hd) = (64usize, 2048usize, 64usize);
+                let mut r = Rng::new(32);
+                let q = up(s, &r.floats(bh * seq * hd))?;
+                let kk = up(s, &r.floats(bh * seq * hd))?;
+                let v = up(s, &r.floats(bh * seq * hd))?;
+                let out = Out::<f32>::poisoned(s, bh * seq * hd)?;
+                bench!(s, k, sp, format!("{bh} heads x {seq} x {hd}"),
+                    grid: (div(seq, 64), bh as u32, 1), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&q).arg(&kk).arg(&v).arg(&(seq as i32))
+                        .arg(&0.125f32).arg(&1i32))
+            },
+        },
+    ]
+}
+
+// ---- Reporting -----------------------------------------------------------------------------------
+
+fn cov_json(c: Option<&Coverage>) -> serde_json::Value {
+    match c {
+        Some(c) => serde_json::json!({
+            "checked": c.checked,
+            "host_checked": c.host_checked,
+            "proven": c.proven,
+            "grouped": c.grouped,
+            "group_checks": c.group_checks,
+            "unchecked": c.unchecked.len(),
+            "unchecked_sites": unchecked_list(c),
+        }),
+        None => serde_json::Value::Null,
+    }
+}
+
+fn unchecked_list(c: &Coverage) -> Vec<String> {
+    c.unchecked
+        .iter()
+        .map(|u| {
+            let at = u.loc.as_ref().map_or("?".to_string(), |l| l.to_string());
+            format!("{at}: {} ({})", u.instruction, u.reason)
+        })
+        .collect()
+}
+
+/// `checked / host-checked / proven`.
+fn cov_cell(c: Option<&Coverage>) -> (String, String) {
+    match c {
+        Some(c) => (
+            format!("{} / {} / {}", c.checked, c.host_checked, c.proven),
+            c.unchecked.len().to_string(),
+        ),
+        None => ("?".into(), "?".into()),
+    }
+}
+
+fn write_outputs(outputs: &[&String], md: &str, json: &serde_json::Value) -> Result<(), BoxError> {
+    for path in outputs {
+        let text = if path.ends_with(".json") {
+            serde_json::to_string_pretty(json)?
+        } else {
+            md.to_string()
+        };
+        std::fs::write(path, text)?;
+        println!("wrote {path}");
+    }
+    Ok(())
+}
+
+fn kernel_of(sp: &Spec, arch: Option<Arch>) -> Result<Kernel, BoxError> {
+    let mut b = Kernel::new(bench_kernel(sp.file)?, sp.kernel).sync(SyncMode::Never);
+    if let Some(a) = arch {
+        b = b.arch(a);
+    }
+    Ok(b.build())
+}
+
+// ---- Dry run ----------------------------------------------------------------------------------------
+
+struct DryRow {
+    coverage: Option<Coverage>,
+    /// The build for the spec's launch shape (what a launch of that shape runs).
+    shape: Option<Coverage>,
+    symbol: String,
+    failure: Option<String>,
+}
+
+fn dry_one(sp: &Spec, arch: Arch) -> DryRow {
+    let mut r = DryRow {
+        coverage: None,
+        shape: None,
+        symbol: String::new(),
+        failure: None,
+    };
+    let res = (|| -> Result<(), BoxError> {
+        let k = kernel_of(sp, Some(arch))?;
+        let plain = k.check_offline(arch)?;
+        r.symbol = plain.symbol;
+        let checked = k.check_offline_checked(arch, sp.block, sp.shared)?;
+        r.shape = checked.checked.map(|c| c.coverage.clone());
+        r.coverage = k.coverage()?;
+        if r.coverage.is_none() {
+            return Err(format!("no kernel `{}` in the bounds-checked PTX", sp.kernel).into());
+        }
+        Ok(())
+    })();
+    if let Err(e) = res {
+        r.failure = Some(report(e.as_ref()));
+    }
+    r
+}
+
+fn dry_run(specs: &[Spec], arch: Arch, outputs: &[&String]) -> Result<bool, BoxError> {
+    let date = utc_now();
+    let mut md = format!(
+        "Benchmark set, dry run for {} ({date}): every kernel built plain and bounds-checked \
+         with no GPU. Coverage is `Kernel::coverage` (checked on the device / checked once on \
+         the host / proven in bounds); \"shape build\" is the build for the benchmark's launch \
+         shape (block, dynamic shared memory).\n\n\
+         | kernel | style | file | checked / host / proven | unchecked | shape build: checked / host / proven, unchecked | result |\n\
+         |---|---|---|---:|---:|---:|---|\n",
+        arch.sm_name()
+    );
+    let mut rows = Vec::new();
+    let mut ok = true;
+    let (mut total, mut incomplete) = (0usize, 0usize);
+    for sp in specs {
+        let t = Instant::now();
+        let r = dry_one(sp, arch);
+        let (cells, unchecked) = cov_cell(r.coverage.as_ref());
+        let (scells, sunchecked) = cov_cell(r.shape.as_ref());
+        let result = match &r.failure {
+            Some(f) => {
+                ok = false;
+                format!("FAILED: {}", f.replace('\n', " "))
+            }
+            None if r.coverage.as_ref().is_some_and(|c| !c.is_complete()) => {
+                incomplete += 1;
+                "built; not fully checked".into()
+            }
+            None => "built".into(),
+        };
+        total += 1;
+        eprintln!(
+            "{}: {result}; {cells}, unchecked {unchecked} ({:.1} s)",
+            sp.name,
+            t.elapsed().as_secs_f64()
+        );
+        md.push_str(&format!(
+            "| {} | {} | {} | {cells} | {unchecked} | {scells}, {sunchecked} | {result} |\n",
+            sp.name, sp.style, sp.file
+        ));
+        rows.push(serde_json::json!({
+            "kernel": sp.name,
+            "style": sp.style,
+            "file": format!("bench/kernels/{}", sp.file),
+            "symbol": r.symbol,
+            "block": [sp.block.0, sp.block.1, sp.block.2],
+            "dynamic_shared_bytes": sp.shared,
+            "coverage": cov_json(r.coverage.as_ref()),
+            "shape_build_coverage": cov_json(r.shape.as_ref()),
+            "failure": r.failure,
+        }));
+        if let Some(c) = &r.coverage {
+            for u in unchecked_list(c) {
+                md.push_str(&format!("|  | unchecked: {u} | | | | | |\n"));
+            }
+        }
+    }
+    md.push_str(&format!(
+        "\n{total} kernels; {} built; {incomplete} not fully checked.\n",
+        rows.iter().filter(|r| r["failure"].is_null()).count()
+    ));
+    print!("{md}");
+    let json = serde_json::json!({
+        "mode": "dry-run",
+        "arch": arch.sm_name(),
+        "date_utc": date,
+        "rows": rows,
+    });
+    write_outputs(outputs, &md, &json)?;
+    Ok(ok)
+}
+
+// ---- GPU run --------------------------------------------------------------------------------------
+
+struct Row {
+    name: &'static str,
+    style: &'static str,
+    size: String,
+    plain_ms: f64,
+    checked_ms: f64,
+    coverage: Option<Coverage>,
+    /// Bytes of output compared, and those that differ (with the first differing offset).
+    bytes: usize,
+    differing: usize,
+    first_difference: Option<usize>,
+    failure: Option<String>,
+}
+
+impl Row {
+    fn identical(&self) -> bool {
+        self.failure.is_none() && self.differing == 0
+    }
+}
+
+fn measure(s: &Arc<CudaStream>, sp: &Spec, row: &mut Row) -> Result<(), BoxError> {
+    let k = kernel_of(sp, None)?;
+    let mut b = (sp.setup)(s, &k, sp)?;
+    row.size = b.size.clone();
+    // Differential: one plain, one bounds-checked launch.
+    (b.run)(Op::Launch(false, None))?;
+    let plain = (b.run)(Op::Read)?;
+    (b.run)(Op::Launch(true, None))?;
+    let checked = (b.run)(Op::Read)?;
+    row.bytes = plain.len();
+    row.differing = plain.iter().zip(&checked).filter(|(a, b)| a != b).count()
+        + plain.len().abs_diff(checked.len());
+    row.first_difference = plain
+        .iter()
+        .zip(&checked)
+        .position(|(a, b)| a != b)
+        .or((plain.len() != checked.len()).then(|| plain.len().min(checked.len())));
+    drop((plain, checked));
+    // Kernel times.
+    let ctx = s.context();
+    let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    let mut kernel_ms = |on: bool| -> Result<f64, BoxError> {
+        let mut t = Vec::with_capacity(RUNS);
+        for i in 0..WARMUP + RUNS {
+            (b.run)(Op::Launch(on, Some((&start, &end))))?;
+            let ms = start.elapsed_ms(&end)?;
+            if i >= WARMUP {
+                t.push(f64::from(ms));
+            }
+        }
+        Ok(median(t))
+    };
+    row.plain_ms = kernel_ms(false)?;
+    row.checked_ms = kernel_ms(true)?;
+    row.coverage = k.coverage()?;
+    Ok(())
+}
+
+fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
+    let s = stream_or_exit();
+    let device = s.context().name()?;
+    let date = utc_now();
+    let mut rows = Vec::new();
+    for sp in specs {
+        let mut row = Row {
+            name: sp.name,
+            style: sp.style,
+            size: String::new(),
+            plain_ms: f64::NAN,
+            checked_ms: f64::NAN,
+            coverage: None,
+            bytes: 0,
+            differing: 0,
+            first_difference: None,
+            failure: None,
+        };
+        if let Err(e) = measure(&s, sp, &mut row) {
+            row.failure = Some(report(e.as_ref()));
+        }
+        match &row.failure {
+            Some(f) => eprintln!("{}: FAILED: {f}", row.name),
+            None => eprintln!(
+                "{}: {:.3} ms plain, {:.3} ms checked, {}",
+                row.name,
+                row.plain_ms,
+                row.checked_ms,
+                if row.differing == 0 {
+                    "bit-identical".to_string()
+                } else {
+                    format!("{} of {} bytes differ", row.differing, row.bytes)
+                }
+            ),
+        }
+        rows.push(row);
+    }
+    let timed: Vec<(&Row, f64)> = rows
+        .iter()
+        .filter(|r| r.failure.is_none())
+        .map(|r| (r, r.checked_ms / r.plain_ms))
+        .collect();
+    let geomean = if timed.is_empty() {
+        f64::NAN
+    } else {
+        (timed.iter().map(|(_, x)| x.ln()).sum::<f64>() / timed.len() as f64).exp()
+    };
+    let worst = timed
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(r, x)| (r.name, *x));
+    let mut md = format!(
+        "Benchmark set on {device}, {date}: bounds checking's cost on {} kernels written in \
+         the styles real code uses (bench/kernels/). Kernel times are CUDA events around the \
+         kernel alone, medians of {RUNS} runs after {WARMUP} warm-up runs. Coverage is \
+         `Kernel::coverage` of the bounds-checked build: accesses checked on the device / once \
+         on the host / proven in bounds, and left unchecked. Bit-identical: every output byte \
+         of the bounds-checked launch equals the plain launch's (outputs poisoned before each \
+         launch).\n\n\
+         | kernel | style | size | plain (ms) | checked (ms) | slowdown | checked / host / proven | unchecked | bit-identical |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---|\n",
+        rows.len()
+    );
+    for r in &rows {
+        let (cells, unchecked) = cov_cell(r.coverage.as_ref());
+        let same = match (&r.failure, r.first_difference) {
+            (Some(f), _) => format!("FAILED: {}", f.replace('\n', " ")),
+            (None, None) => "yes".into(),
+            (None, Some(at)) => format!(
+                "**no**: {} of {} bytes differ, first at byte {at}",
+                r.differing, r.bytes
+            ),
+        };
+        md.push_str(&format!(
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3}x | {cells} | {unchecked} | {same} |\n",
+            r.name,
+            r.style,
+            r.size,
+            r.plain_ms,
+            r.checked_ms,
+            r.checked_ms / r.plain_ms,
+        ));
+    }
+    let mismatched = rows.iter().filter(|r| !r.identical()).count();
+    md.push_str(&format!(
+        "\nGeometric-mean slowdown: {geomean:.3}x over {} kernels; worst: {}. \
+         {mismatched} kernel(s) failed or not bit-identical.\n",
+        timed.len(),
+        worst.map_or("none".into(), |(n, x)| format!("{n} at {x:.3}x"))
+    ));
+    print!("{md}");
+    let json = serde_json::json!({
+        "device": device,
+        "date_utc": date,
+        "runs": RUNS,
+        "warmup": WARMUP,
+        "geomean_slowdown": geomean,
+        "worst": worst.map(|(n, x)| serde_json::json!({"kernel": n, "slowdown": x})),
+        "rows": rows.iter().map(|r| serde_json::json!({
+            "kernel": r.name,
+            "style": r.style,
+            "size": r.size,
+            "plain_kernel_ms": r.plain_ms,
+            "checked_kernel_ms": r.checked_ms,
+            "slowdown": r.checked_ms / r.plain_ms,
+            "coverage": cov_json(r.coverage.as_ref()),
+            "bytes_compared": r.bytes,
+            "bytes_differing": r.differing,
+            "first_difference": r.first_difference,
+            "bit_identical": r.identical(),
+            "failure": r.failure,
+        })).collect::<Vec<_>>(),
+    });
+    write_outputs(outputs, &md, &json)?;
+    Ok(mismatched == 0)
+}
+
+fn plain_only(specs: &[Spec]) -> Result<bool, BoxError> {
+    let s = stream_or_exit();
+    for sp in specs {
+        let k = kernel_of(sp, None)?;
+        let mut b = (sp.setup)(&s, &k, sp)?;
+        let t0 = Instant::now();
+        (b.run)(Op::Launch(false, None))?;
+        cudacheck::synchronize(&s)?;
+        println!(
+            "{} ({}): {:.3} ms",
+            sp.name,
+            b.size,
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(true)
+}
+
+fn main() {
+    match run() {
+        Ok(true) => {}
+        Ok(false) => std::process::exit(1),
+        Err(e) => {
+            eprintln!("bench_set failed: {}", report(e.as_ref()));
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run() -> Result<bool, BoxError> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut arch = Arch::new(9, 0);
+    let mut only: Option<&str> = None;
+    let mut outputs = Vec::new();
+    let mut it = args.iter();
+    let (mut dry, mut plain) = (false, false);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--plain-only" => plain = true,
+            "--dry-run" => dry = true,
+            "--arch" => {
+                let v = it.next().ok_or("--arch needs a value")?;
+                arch = v.parse().map_err(|e| format!("--arch: {e}"))?;
+            }
+            "--only" => only = Some(it.next().ok_or("--only needs a value")?),
+            s if s.starts_with("--") => return Err(format!("unknown option {s}").into()),
+            _ => outputs.push(a),
+        }
+    }
+    let mut specs = specs();
+    if let Some(o) = only {
+        specs.retain(|sp| sp.name.contains(o));
+    }
+    if dry {
+        dry_run(&specs, arch, &outputs)
+    } else if plain {
+        plain_only(&specs)
+    } else {
+        gpu_run(&specs, &outputs)
+    }
+}
