@@ -404,3 +404,122 @@ constexpr int twice(int x) { return helper(x) * 2; }
         HostDecision::Kept(KeptReason::CalledFromDevice)
     );
 }
+
+/// A header's launcher template whose launches depend on its template parameters, under an
+/// `if constexpr`, through a statement macro; the launcher's callers are in the file that
+/// includes it, which calls it through a macro too.
+const LAUNCHER_HEADER: &str = r#"#pragma once
+namespace lib {
+template <typename T, int N, bool Z> __global__ void body(T* x) { x[threadIdx.x] = N; }
+}
+#define LAUNCH_ONE(NN) lib::body<T, NN, Z><<<1, 32, 0, s>>>(x);
+template <typename T,
+          int W,      // width
+          bool Z = false>
+void run(T* x, cudaStream_t s) {
+  constexpr int local = 3;
+  if constexpr (Z) {
+    LAUNCH_ONE(W)
+  } else {
+    LAUNCH_ONE(2 * W)
+    lib::body<T, local, Z><<<1, 32, 0, s>>>(x);
+  }
+  cudaGetLastError();
+}
+"#;
+
+const LAUNCHER_CALLER: &str = r#"#include "run.cuh"
+#define CALL(T, W) run<T, W>(x, s);
+extern "C" void entry_f32(float* x, cudaStream_t s) { CALL(float, 4) }
+extern "C" void entry_i32(int* x, cudaStream_t s) { run<int, 8, true>(x, s); }
+"#;
+
+#[test]
+fn a_headers_launcher_template_gets_a_shadow_its_callers_instantiate() {
+    use cudacheck_core::source::{set_aside_host_code_for, set_aside_host_code_in, Unit};
+    use std::collections::HashSet;
+
+    let words: HashSet<String> = ["run", "entry_f32", "entry_i32"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let header = set_aside_host_code_in(LAUNCHER_HEADER, &words).unwrap();
+    assert_eq!(
+        header.functions[0].decision,
+        HostDecision::SetAside(SetAsideKind::Launcher)
+    );
+    assert_eq!(header.launchers.len(), 1, "{:#?}", header.launchers);
+    assert_eq!(header.launchers[0].name, "run");
+    assert!(header.launchers[0].namespace.is_empty());
+    let appended: String = header
+        .text
+        .lines()
+        .skip(header.appended_from_line.unwrap() as usize - 1)
+        .collect::<Vec<_>>()
+        .join("\n");
+    // The parameter list as written, comment dropped; each launch under its branch; the launch
+    // naming a local is left out; the block is guarded against a second inclusion.
+    let shadow: String = appended
+        .lines()
+        .find(|l| l.contains("struct __cudacheck_launches_run"))
+        .unwrap_or_else(|| panic!("{appended}"))
+        .replace(' ', "");
+    assert!(
+        shadow.starts_with("template<typenameT,intW,boolZ=false>struct"),
+        "{shadow}"
+    );
+    assert!(
+        shadow.contains("ifconstexpr(Z){(void)&lib::body<T,W,Z>;}"),
+        "{shadow}"
+    );
+    assert!(
+        shadow.contains("ifconstexpr(!(Z)){(void)&lib::body<T,2*W,Z>;}"),
+        "{shadow}"
+    );
+    assert!(!shadow.contains("local"), "{shadow}");
+    assert!(
+        appended.contains("#ifndef __CUDACHECK_APPENDED_"),
+        "{appended}"
+    );
+    assert!(appended.trim_end().ends_with("#endif"), "{appended}");
+    // Lines and columns of the header's own text stay.
+    assert_eq!(
+        header.text.lines().take(4).collect::<Vec<_>>(),
+        LAUNCHER_HEADER.lines().take(4).collect::<Vec<_>>()
+    );
+
+    let main = set_aside_host_code_for(
+        LAUNCHER_CALLER,
+        &Unit {
+            used_elsewhere: &HashSet::new(),
+            headers: &[LAUNCHER_HEADER],
+            launchers: &header.launchers,
+            header: false,
+        },
+    )
+    .unwrap();
+    let refs: Vec<&str> = main
+        .text
+        .lines()
+        .filter(|l| l.contains("__cudacheck_launched_"))
+        .collect();
+    assert_eq!(refs.len(), 2, "{}", main.text);
+    for want in [
+        "(void)&::__cudacheck_launches_run<float, 4>::refs;",
+        "(void)&::__cudacheck_launches_run<int, 8, true>::refs;",
+    ] {
+        assert!(
+            refs.iter().any(|r| r.contains(want)),
+            "{want} not in {refs:?}"
+        );
+    }
+    // The main file itself gets no shadows: nothing includes it.
+    assert!(main.launchers.is_empty());
+    // Without the header's launchers, the file names nothing.
+    let alone = set_aside_host_code(LAUNCHER_CALLER).unwrap();
+    assert!(
+        !alone.text.contains("__cudacheck_launches_run"),
+        "{}",
+        alone.text
+    );
+}

@@ -230,3 +230,173 @@ fn nvrtc_dispatch_through_host_helpers_and_a_headers_launcher_macro() {
     let c = result.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(kernel_symbols(&c), ["_Z2mmILi16EEvPf", "_Z2mmILi8EEvPf"]);
 }
+
+/// The remarks a compile made about library includes it set aside: `(line, message)`.
+fn set_aside_remarks(c: &Compiled) -> Vec<(Option<u32>, String)> {
+    c.warnings
+        .iter()
+        .filter(|d| d.message.contains("set aside"))
+        .map(|d| (d.line, d.message.clone()))
+        .collect()
+}
+
+#[test]
+fn nvrtc_thrust_used_only_by_host_code_is_set_aside() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // The shape of MoE kernel files: Thrust's scan in a host function beside the kernels.
+    let src = "#include <cuda_runtime.h>\n\
+               #include <thrust/device_ptr.h>\n\
+               #include <thrust/scan.h>\n\
+               #include <thrust/execution_policy.h>\n\
+               __global__ void count(const int* ids, int* counts, int n) {\n\
+                   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                   if (i < n) atomicAdd(&counts[ids[i]], 1);\n\
+               }\n\
+               void offsets(const int* ids, int* counts, int* offs, int n, int e, cudaStream_t s) {\n\
+                   count<<<(n + 255) / 256, 256, 0, s>>>(ids, counts, n);\n\
+                   thrust::device_ptr<const int> c(counts);\n\
+                   thrust::device_ptr<int> o(offs);\n\
+                   thrust::inclusive_scan(thrust::cuda::par.on(s), c, c + e, o + 1);\n\
+               }\n";
+    let c = build("moe_offsets.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["_Z5countPKiPii"]);
+    let remarks = set_aside_remarks(&c);
+    let lines: Vec<Option<u32>> = remarks.iter().map(|(l, _)| *l).collect();
+    assert!(
+        !lines.is_empty() && lines.iter().all(|l| matches!(l, Some(2..=4))),
+        "{remarks:?}"
+    );
+    assert!(
+        remarks.iter().all(|(_, m)| m.contains("`thrust`")),
+        "{remarks:?}"
+    );
+    // `<cuda_runtime.h>` compiles and is kept.
+    assert!(
+        !remarks.iter().any(|(_, m)| m.contains("cuda_runtime")),
+        "{remarks:?}"
+    );
+    // A second compile (from the module cache, when it is on) says the same.
+    let again = build("moe_offsets.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(set_aside_remarks(&again), remarks);
+}
+
+#[test]
+fn nvrtc_a_library_that_device_code_names_is_not_set_aside() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // Device code calls Thrust itself: setting the include aside would only trade NVRTC's
+    // error inside Thrust for "namespace thrust is undefined"; the error stays Thrust's.
+    let src = "#include <thrust/scan.h>\n\
+               #include <thrust/execution_policy.h>\n\
+               __global__ void scan(const int* a, int* b, int n) {\n\
+                   thrust::inclusive_scan(thrust::seq, a, a + n, b);\n\
+               }\n";
+    let e = build("device_thrust.cu", src).expect_err("Thrust under NVRTC does not compile");
+    let CompileError::Failed { diagnostics, .. } = e else {
+        panic!("{e}")
+    };
+    assert!(
+        !diagnostics.iter().any(|d| d.message.contains("set aside")),
+        "{diagnostics:#?}"
+    );
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.file.contains("thrust")),
+        "the error is still the one inside Thrust: {diagnostics:#?}"
+    );
+}
+
+#[test]
+fn nvrtc_missing_headers_of_host_bindings_are_set_aside_and_device_ones_are_not() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // A binding file: the framework's header only the host wrapper needs.
+    let src = "#include <torch/extension.h>\n\
+               __global__ void twice(float* x, int n) {\n\
+                   int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f;\n\
+               }\n\
+               void twice_op(torch::Tensor x) {\n\
+                   int n = x.numel();\n\
+                   twice<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), n);\n\
+               }\n";
+    let c = build("binding.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["_Z5twicePfi"]);
+    let remarks = set_aside_remarks(&c);
+    assert_eq!(remarks.len(), 1, "{remarks:?}");
+    assert_eq!(remarks[0].0, Some(1));
+    assert!(remarks[0].1.contains("torch/extension.h"), "{remarks:?}");
+
+    // A missing header whose names the kernel uses: still "cannot open source file".
+    let src = "#include <mathlib/fast.h>\n\
+               __global__ void k(float* x) { x[threadIdx.x] = mathlib::fast_exp(x[threadIdx.x]); }\n";
+    let e = build("device_lib.cu", src).expect_err("the header is missing");
+    let CompileError::Failed { diagnostics, .. } = e else {
+        panic!("{e}")
+    };
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.message.contains("cannot open source file")),
+        "{diagnostics:#?}"
+    );
+}
+
+#[test]
+fn nvrtc_a_headers_launcher_template_instantiates_what_its_callers_launch() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // The shape of Marlin and paged-attention files: the launcher template and its launch
+    // macro in a header, the file calling it with concrete arguments (through a macro too).
+    let dir = std::env::temp_dir().join(format!("cudacheck-shadow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("run.cuh"),
+        "#pragma once\n\
+         #include <stdexcept>\n\
+         namespace lib {\n\
+         template <typename T, int N, bool Z> __global__ void body(T* x) { x[threadIdx.x] = N + Z; }\n\
+         }\n\
+         #define LAUNCH_ONE(NN) lib::body<T, NN, Z><<<1, 32, 0, s>>>(x);\n\
+         template <typename T,\n\
+                   int W,      // width\n\
+                   bool Z = false>\n\
+         void run(T* x, cudaStream_t s) {\n\
+           if constexpr (Z) {\n\
+             LAUNCH_ONE(W)\n\
+           } else {\n\
+             switch (W) { case 4: LAUNCH_ONE(2 * W) break; default: LAUNCH_ONE(W + 1) }\n\
+           }\n\
+           if (cudaGetLastError() != cudaSuccess) throw std::runtime_error(\"launch\");\n\
+         }\n",
+    )
+    .unwrap();
+    let file = dir.join("entry.cu");
+    std::fs::write(
+        &file,
+        "#include \"run.cuh\"\n\
+         #define CALL(T, W) run<T, W>(x, s);\n\
+         extern \"C\" void entry_f32(float* x, cudaStream_t s) { CALL(float, 4) }\n\
+         extern \"C\" void entry_i32(int* x, cudaStream_t s) { run<int, 8, true>(x, s); }\n",
+    )
+    .unwrap();
+    let source = CudaSource::from_file(&file).unwrap();
+    let result = compile(&source, &CompileOptions::new("sm_90".parse().unwrap()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = result.unwrap_or_else(|e| panic!("{e}"));
+    // What nvcc instantiates: run<float, 4> takes the else branch (both switch arms: 8 and
+    // 5), run<int, 8, true> the `if constexpr` branch; never body<int, 16/9, true>.
+    assert_eq!(
+        kernel_symbols(&c),
+        [
+            "_ZN3lib4bodyIfLi5ELb0EEEvPT_",
+            "_ZN3lib4bodyIfLi8ELb0EEEvPT_",
+            "_ZN3lib4bodyIiLi8ELb1EEEvPT_"
+        ]
+    );
+}

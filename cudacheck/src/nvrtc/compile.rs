@@ -341,9 +341,24 @@ fn compile_uncached(source: &CudaSource, opts: &CompileOptions) -> Result<Compil
     // The hook that makes a file written for nvcc compile unchanged (see `nvcc`): host code set
     // aside, nvcc's implicit includes, and a retry without the launch references when an
     // error came from them.
-    let prepared = nvcc::prepare(source, opts);
+    let mut prepared = nvcc::prepare(source, opts);
     let first = prepared.first();
-    let mut result = compile_prepared(&first.source, &first.headers, opts, &prepared.options);
+    let mut result = compile_prepared(&first.source, &first.headers, opts, &first.options);
+    // Library headers that only host code needs (Thrust beside a host launcher): each round
+    // sets aside the includes NVRTC failed in, as long as it finds new ones.
+    for _ in 0..MAX_LIBRARY_ROUNDS {
+        let more = match &result {
+            Err(CompileError::Failed { diagnostics, .. }) => {
+                prepared.set_aside_library_includes(diagnostics)
+            }
+            _ => false,
+        };
+        if !more {
+            break;
+        }
+        let next = prepared.first();
+        result = compile_prepared(&next.source, &next.headers, opts, &next.options);
+    }
     for attempt in 0..2 {
         let retry = match &result {
             Err(CompileError::Failed { diagnostics, .. }) => prepared.retry(diagnostics, attempt),
@@ -351,19 +366,46 @@ fn compile_uncached(source: &CudaSource, opts: &CompileOptions) -> Result<Compil
         };
         match retry {
             Some(next) => {
-                result = compile_prepared(&next.source, &next.headers, opts, &prepared.options)
+                result = compile_prepared(&next.source, &next.headers, opts, &next.options)
             }
             None => break,
         }
     }
-    result.map_err(|mut e| {
-        if let CompileError::Failed { diagnostics, .. } = &mut e {
+    // The remarks go into the log as well, in NVRTC's own form, so that a result the module
+    // cache returns (whose diagnostics are read back from the log) has them too.
+    let remarks = prepared.set_aside_remarks();
+    let remark_log: String = remarks
+        .iter()
+        .map(|d| {
+            format!(
+                "{}({}): remark: {}\n",
+                d.file,
+                d.line.unwrap_or(1),
+                d.message
+            )
+        })
+        .collect();
+    match &mut result {
+        Ok(compiled) => {
+            compiled.log.push_str(&remark_log);
+            compiled.warnings.extend(remarks);
+        }
+        Err(CompileError::Failed {
+            diagnostics, log, ..
+        }) => {
             prepared.restore_header_paths(diagnostics);
             prepared.explain(diagnostics);
+            log.push_str(&remark_log);
+            diagnostics.extend(remarks);
         }
-        e
-    })
+        Err(_) => {}
+    }
+    result
 }
+
+/// How many times at most [`compile_uncached`] sets library includes aside and compiles again
+/// (each round follows the errors into the next library).
+const MAX_LIBRARY_ROUNDS: usize = 3;
 
 fn compile_prepared(
     source: &CudaSource,

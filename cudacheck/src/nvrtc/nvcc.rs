@@ -19,11 +19,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use cudacheck_core::source::{
-    parse_source, set_aside_host_code_in, set_aside_host_code_with, HostCode, HostDecision,
+    parse_source, set_aside_host_code_for, set_aside_host_code_in, HostCode, HostDecision,
+    Launcher, Unit,
 };
 
 use super::compile::{CompileOptions, CudaSource};
-use super::diagnostic::Diagnostic;
+use super::diagnostic::{Diagnostic, Severity};
 use super::headers::{HOST_ONLY_HEADERS, IMPLICIT_HEADER_NAME};
 
 /// How many of a file's own headers are read, at most: a guard against include cycles through
@@ -32,13 +33,30 @@ const MAX_HEADERS: usize = 256;
 
 /// A source made ready for NVRTC, with the options and headers that go with it.
 pub(crate) struct Prepared {
-    /// Passed to NVRTC before the user's own extra options.
-    pub options: Vec<String>,
     original: CudaSource,
     /// The main file's host code, when setting it aside changed the text.
     main: Option<HostCode>,
-    /// The project's own headers whose host code was set aside, handed to NVRTC in memory.
+    /// The project's own headers (found beside the file or under an `-I` directory, each
+    /// spelled one way); those whose text changes are handed to NVRTC in memory.
     headers: Vec<HeaderCopy>,
+    /// How the file and its headers spell their own headers: never set aside as a library's.
+    local_spellings: HashSet<String>,
+    /// Library includes set aside after NVRTC failed inside the library (see
+    /// [`Prepared::set_aside_library_includes`]).
+    set_aside: Vec<SetAsideInclude>,
+}
+
+/// An `#include` of a library header that NVRTC cannot compile, which only host code needs,
+/// blanked like nvcc's device pass leaves the host code that uses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SetAsideInclude {
+    /// The unit as NVRTC names it (the main file's name, or the header's spelling).
+    unit: String,
+    line: u32,
+    /// `thrust/scan.h`.
+    spelling: String,
+    /// The library's directory and, by convention, namespace: `thrust`.
+    library: String,
 }
 
 /// A header of the project (found beside the file or under an `-I` directory), host code set
@@ -50,50 +68,64 @@ struct HeaderCopy {
     host: HostCode,
 }
 
+impl HeaderCopy {
+    /// Whether setting host code aside changed it (then NVRTC reads this copy, not the file).
+    fn changed(&self) -> bool {
+        self.host.changed()
+    }
+}
+
 /// One compile's inputs: the source text and the in-memory headers (include name, text).
 pub(crate) struct Attempt {
     pub source: CudaSource,
     pub headers: Vec<(String, String)>,
+    /// Passed to NVRTC before the user's own extra options.
+    pub options: Vec<String>,
 }
 
 /// Sets the host code of `source` and of its own headers aside and picks the options that
 /// emulate nvcc. A file the parser cannot read is compiled as it is: NVRTC's own diagnostics
 /// say more about it than a parse failure would.
 pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
-    let options = vec![
-        format!("--pre-include={IMPLICIT_HEADER_NAME}"),
-        "-default-device".to_string(),
-    ];
-    let (headers, header_texts) = local_headers(source, &opts.include_dirs);
+    let (headers, header_texts, local_spellings) = local_headers(source, &opts.include_dirs);
     // The file's own headers define macros the file invokes (`DEFINE_LAUNCHER(...)` in a
     // `.cuh`): their host-code macros are set aside in the file too.
     let header_texts: Vec<&str> = header_texts.iter().map(String::as_str).collect();
-    let main = set_aside_host_code_with(&source.text, &HashSet::new(), &header_texts)
+    // Launcher templates of the headers (`marlin_matmul<...>` of `marlin_kernel.cuh`) that the
+    // file's host code calls: the headers append their shadows, the file references them.
+    let launchers: Vec<Launcher> = headers
+        .iter()
+        .flat_map(|h| h.host.launchers.iter().cloned())
+        .collect();
+    let unit = Unit {
+        used_elsewhere: &HashSet::new(),
+        headers: &header_texts,
+        launchers: &launchers,
+        header: false,
+    };
+    let main = set_aside_host_code_for(&source.text, &unit)
         .ok()
         .filter(HostCode::changed);
-    // An in-memory header has no directory of its own, so its relative includes
-    // (`#include "../utils.cuh"`) are searched for on the include path: its file's directory
-    // goes there, last, where it can only resolve what would otherwise not be found.
-    let mut options = options;
-    let mut dirs: Vec<&Path> = headers.iter().filter_map(|h| h.path.parent()).collect();
-    dirs.sort();
-    dirs.dedup();
-    options.extend(dirs.iter().map(|d| format!("-I{}", d.display())));
     Prepared {
-        options,
         original: source.clone(),
         main,
         headers,
+        local_spellings,
+        set_aside: Vec::new(),
     }
 }
 
 /// The project's headers the file includes, directly or through each other, resolved as NVRTC
 /// resolves them (the including file's directory, then the `-I` directories), with host code
-/// set aside; only those whose text changed. A spelling that names two different files is
-/// left alone, since an in-memory header can stand for one of them only.
+/// set aside (changed or not). A spelling that names two different files is left alone, since
+/// an in-memory header can stand for one of them only.
 ///
-/// Also returns the text of every such header found, changed or not (sorted by path).
-fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> (Vec<HeaderCopy>, Vec<String>) {
+/// Also returns the text of every such header found (sorted by path), and every spelling that
+/// named one of them.
+fn local_headers(
+    source: &CudaSource,
+    include_dirs: &[PathBuf],
+) -> (Vec<HeaderCopy>, Vec<String>, HashSet<String>) {
     // Spelling -> the file it names (`None` once it has named two).
     let mut spellings: HashMap<String, Option<PathBuf>> = HashMap::new();
     let mut texts: HashMap<PathBuf, String> = HashMap::new();
@@ -149,12 +181,13 @@ fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> (Vec<HeaderCo
             hosts.insert(path, host);
         }
     }
+    let local_spellings: HashSet<String> = spellings.keys().cloned().collect();
     let mut out: Vec<HeaderCopy> = spellings
         .into_iter()
         .filter_map(|(spelling, path)| {
             let path = path?;
             let host = hosts.get(&path)?;
-            host.changed().then(|| HeaderCopy {
+            Some(HeaderCopy {
                 spelling,
                 path: path.clone(),
                 host: host.clone(),
@@ -164,7 +197,11 @@ fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> (Vec<HeaderCo
     out.sort_by(|a, b| a.spelling.cmp(&b.spelling));
     let mut all: Vec<(&PathBuf, &String)> = texts.iter().collect();
     all.sort();
-    (out, all.into_iter().map(|(_, t)| t.clone()).collect())
+    (
+        out,
+        all.into_iter().map(|(_, t)| t.clone()).collect(),
+        local_spellings,
+    )
 }
 
 impl Prepared {
@@ -212,28 +249,210 @@ impl Prepared {
 
     fn attempt(&self, drop: &HashMap<&str, HashSet<u32>>, drop_all: bool) -> Attempt {
         let text_of = |name: &str, host: &HostCode| -> String {
-            if drop_all {
+            let text = if drop_all {
                 host.text_without_launched().to_string()
             } else {
                 match drop.get(name) {
                     Some(lines) if !lines.is_empty() => host.text_without_lines(lines),
                     _ => host.text.clone(),
                 }
-            }
+            };
+            self.without_set_aside_includes(name, text)
         };
+        let name = self.original.name.as_str();
         let source = match &self.main {
             Some(h) => CudaSource {
-                text: text_of(&self.original.name, h),
+                text: text_of(name, h),
                 ..self.original.clone()
             },
-            None => self.original.clone(),
+            None => CudaSource {
+                text: self.without_set_aside_includes(name, self.original.text.clone()),
+                ..self.original.clone()
+            },
         };
-        let headers = self
+        let in_memory: Vec<&HeaderCopy> = self
             .headers
+            .iter()
+            .filter(|h| h.changed() || self.set_aside.iter().any(|s| s.unit == h.spelling))
+            .collect();
+        let headers = in_memory
             .iter()
             .map(|h| (h.spelling.clone(), text_of(&h.spelling, &h.host)))
             .collect();
-        Attempt { source, headers }
+        let mut options = vec![
+            format!("--pre-include={IMPLICIT_HEADER_NAME}"),
+            "-default-device".to_string(),
+        ];
+        // An in-memory header has no directory of its own, so its relative includes
+        // (`#include "../utils.cuh"`) are searched for on the include path: its file's
+        // directory goes there, last, where it can only resolve what would otherwise not be
+        // found.
+        let mut dirs: Vec<&Path> = in_memory.iter().filter_map(|h| h.path.parent()).collect();
+        dirs.sort();
+        dirs.dedup();
+        options.extend(dirs.iter().map(|d| format!("-I{}", d.display())));
+        Attempt {
+            source,
+            headers,
+            options,
+        }
+    }
+
+    /// `text` of the unit `name` with the includes set aside in it blanked (lines kept).
+    fn without_set_aside_includes(&self, name: &str, text: String) -> String {
+        let lines: HashSet<u32> = self
+            .set_aside
+            .iter()
+            .filter(|s| s.unit == name)
+            .map(|s| s.line)
+            .collect();
+        if lines.is_empty() {
+            return text;
+        }
+        text.split_inclusive('\n')
+            .enumerate()
+            .map(|(i, l)| {
+                let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+                if lines.contains(&n) {
+                    if l.ends_with('\n') {
+                        "\n"
+                    } else {
+                        ""
+                    }
+                } else {
+                    l
+                }
+            })
+            .collect()
+    }
+
+    /// After a failed compile, sets aside the includes of library headers that NVRTC failed in
+    /// or could not find, where no code left for NVRTC names the library: the way nvcc's device
+    /// pass compiles a file whose host code uses Thrust (`#include <thrust/scan.h>` beside a
+    /// host function calling `thrust::inclusive_scan`), or whose host bindings include a header
+    /// NVRTC has no path to (`<torch/extension.h>`).
+    ///
+    /// An include is set aside when all of these hold:
+    /// - it is an `#include` line of the file or of one of its own headers, spelling a header
+    ///   that is not one of the project's own;
+    /// - an error lies in a file under a directory named like the spelling's first component
+    ///   (`.../thrust/detail/...` for `<thrust/scan.h>`), or is "cannot open source file" at
+    ///   that very line;
+    /// - that first component (the library, which names its namespace by convention) is a word
+    ///   nowhere in the code NVRTC compiles (host code set aside, `#include` lines not counted),
+    ///   so no device code can be using it by that name.
+    ///
+    /// The next compile is the proof: device code that needed the header fails to compile, and
+    /// those errors are reported. Returns whether anything new was set aside.
+    pub fn set_aside_library_includes(&mut self, diagnostics: &[Diagnostic]) -> bool {
+        let units: Vec<(&str, &str)> = std::iter::once((
+            self.original.name.as_str(),
+            self.main
+                .as_ref()
+                .map_or(self.original.text.as_str(), |h| h.text.as_str()),
+        ))
+        .chain(
+            self.headers
+                .iter()
+                .map(|h| (h.spelling.as_str(), h.host.text.as_str())),
+        )
+        .collect();
+        let errors: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.is_error()).collect();
+        let library_files: Vec<&str> = errors
+            .iter()
+            .map(|d| d.file.as_str())
+            .filter(|f| !units.iter().any(|(n, _)| n == f))
+            .collect();
+        let missing: Vec<(&str, u32, &str)> = errors
+            .iter()
+            .filter_map(|d| {
+                let spelling = quoted_after(&d.message, "cannot open source file ")?;
+                Some((d.file.as_str(), d.line?, spelling))
+            })
+            .collect();
+        let mut words: HashSet<&str> = HashSet::new();
+        for (_, text) in &units {
+            for line in text.lines().filter(|l| include_spelling(l).is_none()) {
+                words.extend(
+                    line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .filter(|w| !w.is_empty()),
+                );
+            }
+        }
+        let mut found = Vec::new();
+        for (unit, text) in &units {
+            for (i, line) in text.lines().enumerate() {
+                let Some(spelling) = include_spelling(line) else {
+                    continue;
+                };
+                let line_no = u32::try_from(i + 1).unwrap_or(u32::MAX);
+                if self.local_spellings.contains(spelling)
+                    || self
+                        .set_aside
+                        .iter()
+                        .any(|s| s.unit == *unit && s.line == line_no)
+                {
+                    continue;
+                }
+                let first = spelling.split('/').next().unwrap_or(spelling);
+                let library = first.split('.').next().unwrap_or(first);
+                let identifier = library
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && library
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !identifier || words.contains(library) {
+                    continue;
+                }
+                let failed_inside = spelling.contains('/')
+                    && library_files
+                        .iter()
+                        .any(|f| Path::new(f).components().any(|c| c.as_os_str() == first));
+                let not_found = missing
+                    .iter()
+                    .any(|(f, l, s)| f == unit && *l == line_no && *s == spelling);
+                if failed_inside || not_found {
+                    found.push(SetAsideInclude {
+                        unit: unit.to_string(),
+                        line: line_no,
+                        spelling: spelling.to_string(),
+                        library: library.to_string(),
+                    });
+                }
+            }
+        }
+        let any = !found.is_empty();
+        self.set_aside.extend(found);
+        any
+    }
+
+    /// A remark per library include set aside, for the compile's warnings (file names as the
+    /// user knows them).
+    pub fn set_aside_remarks(&self) -> Vec<Diagnostic> {
+        self.set_aside
+            .iter()
+            .map(|s| {
+                let file = self
+                    .headers
+                    .iter()
+                    .find(|h| h.spelling == s.unit)
+                    .map_or_else(|| s.unit.clone(), |h| h.path.display().to_string());
+                let mut d = Diagnostic::without_location(
+                    &file,
+                    Severity::Remark,
+                    &format!(
+                        "`#include <{}>` set aside: NVRTC cannot compile this header, and no \
+                         code left for the device names `{}` (host code that uses it is set \
+                         aside, as nvcc's device pass drops it)",
+                        s.spelling, s.library
+                    ),
+                );
+                d.line = Some(s.line);
+                d
+            })
+            .collect()
     }
 
     /// For a use of a host function this file set aside (`identifier "f" is undefined`), a
@@ -358,6 +577,19 @@ fn is_runtime_api(name: &str) -> bool {
         .strip_prefix("cuda")
         .or_else(|| name.strip_prefix("cu"));
     rest.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()))
+}
+
+/// The header an `#include` line spells (`thrust/scan.h` in `#include <thrust/scan.h>`).
+fn include_spelling(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start();
+    let rest = rest.strip_prefix("include")?.trim_start();
+    let (open, close) = match rest.chars().next()? {
+        '<' => ('<', '>'),
+        '"' => ('"', '"'),
+        _ => return None,
+    };
+    let inner = rest.strip_prefix(open)?;
+    Some(inner[..inner.find(close)?].trim()).filter(|s| !s.is_empty())
 }
 
 /// `name` in `... has no member "name"`.

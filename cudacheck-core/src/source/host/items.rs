@@ -89,6 +89,9 @@ pub(super) fn item<'t>(
         .and_then(|t| t.child_by_field_name("parameters"))
         .map(|p| template_param_names(text, p))
         .unwrap_or_default();
+    let template_clause = template
+        .and_then(|t| t.child_by_field_name("parameters"))
+        .map(|p| collapse(&strip_line_comments(&text[p.byte_range()])));
     if annotated_before(text, outer.start_byte()) {
         return None;
     }
@@ -110,6 +113,7 @@ pub(super) fn item<'t>(
         body: func.child_by_field_name("body"),
         namespace: namespace.to_vec(),
         template_params,
+        template_clause,
     })
 }
 

@@ -30,8 +30,9 @@ pub(super) fn has_kernel_call(n: Node) -> bool {
 /// parameters.
 pub(super) struct Launches<'a, 't> {
     pub(super) items: &'a [Item<'t>],
-    /// Per set-aside item: (the launched kernel, where).
-    pub(super) sites: Vec<(usize, String, Location)>,
+    /// Per set-aside item: (the launched kernel, where, the `if constexpr` conditions it sits
+    /// under, innermost last, negated for an `else` branch).
+    pub(super) sites: Vec<(usize, String, Location, Vec<String>)>,
     pub(super) locals: HashMap<usize, HashSet<String>>,
     /// Explicit calls `f<args>(...)` to set-aside function templates: (callee item, the item
     /// the call sits in, if any, template arguments).
@@ -79,7 +80,8 @@ impl<'a, 't> Launches<'a, 't> {
                                 t.deduce(&callee, &types)
                             });
                         let kernel = deduced.unwrap_or(callee);
-                        sites.push((i, kernel, location(text, f)));
+                        let conds = constexpr_conditions(text, n, body);
+                        sites.push((i, kernel, location(text, f), conds));
                     }
                 }
                 let mut cursor = n.walk();
@@ -103,44 +105,25 @@ impl<'a, 't> Launches<'a, 't> {
                 };
                 for (at, _) in expanded.match_indices("<<<") {
                     if let Some(k) = callee_before(&expanded, at) {
-                        sites.push((i, k.to_owned(), location(text, l[j])));
+                        let conds = constexpr_conditions(text, l[j], body);
+                        sites.push((i, k.to_owned(), location(text, l[j]), conds));
                     }
                 }
             }
         }
-        sites.sort_by_key(|(i, _, loc)| (*i, loc.byte_range.start));
+        sites.sort_by_key(|(i, _, loc, _)| (*i, loc.byte_range.start));
         let mut calls = Vec::new();
-        let mut stack = vec![root];
-        while let Some(n) = stack.pop() {
-            if n.kind() == "call_expression" {
-                if let Some(tf) = n
-                    .child_by_field_name("function")
-                    .filter(|f| f.kind() == "template_function")
-                {
-                    let name = tf
-                        .child_by_field_name("name")
-                        .map(|x| &text[x.byte_range()]);
-                    let callee = set_aside
-                        .iter()
-                        .copied()
-                        .find(|&i| Some(items[i].name.as_str()) == name);
-                    if let (Some(callee), Some(args)) =
-                        (callee, tf.child_by_field_name("arguments"))
-                    {
-                        let within = items.iter().position(|it| {
-                            it.outer.start <= n.start_byte() && n.end_byte() <= it.outer.end
-                        });
-                        calls.push((
-                            callee,
-                            within,
-                            split_template_args(&text[args.byte_range()]),
-                        ));
-                    }
-                }
+        for (n, name, args) in explicit_template_calls(text, root) {
+            let callee = set_aside
+                .iter()
+                .copied()
+                .find(|&i| items[i].name.as_str() == name);
+            if let Some(callee) = callee {
+                let within = items.iter().position(|it| {
+                    it.outer.start <= n.start_byte() && n.end_byte() <= it.outer.end
+                });
+                calls.push((callee, within, args));
             }
-            let mut cursor = n.walk();
-            let children: Vec<Node> = n.children(&mut cursor).collect();
-            stack.extend(children.into_iter().rev());
         }
         Launches {
             items,
@@ -155,7 +138,7 @@ impl<'a, 't> Launches<'a, 't> {
     pub(super) fn resolve(&self) -> (Vec<(Vec<String>, String)>, Vec<UnresolvedLaunch>) {
         let mut launched: Vec<(Vec<String>, String)> = Vec::new();
         let mut unresolved = Vec::new();
-        for (i, site, loc) in &self.sites {
+        for (i, site, loc, _) in &self.sites {
             if !site.contains('<') {
                 // A plain kernel is compiled whether or not anything launches it.
                 continue;
@@ -230,6 +213,308 @@ impl<'a, 't> Launches<'a, 't> {
         }
         out
     }
+}
+
+impl Launches<'_, '_> {
+    /// For each launcher template (of a header, which other files of the translation unit
+    /// call), a one-line class template standing for its launches: the launcher's template
+    /// parameter list, and a `__device__` member that names each kernel specialization it
+    /// launches in terms of those parameters, under the `if constexpr` branches it sits in. A
+    /// reference to `__cudacheck_launches_NAME<args>::refs` where the launcher is called then
+    /// instantiates exactly what `NAME<args>(...)` launches, as nvcc's instantiation of the
+    /// launcher does. Only launches whose template arguments name nothing of the launcher's
+    /// body (no locals) are in it.
+    pub(super) fn shadows(&self) -> Vec<Shadow> {
+        let mut out = Vec::new();
+        for (i, item) in self.items.iter().enumerate() {
+            let Some(clause) = &item.template_clause else {
+                continue;
+            };
+            if !plain_namespace(&item.namespace) {
+                continue;
+            }
+            let locals = self.locals.get(&i);
+            let mut body = String::new();
+            let mut dependent = false;
+            for (_, site, _, conds) in self
+                .sites
+                .iter()
+                .filter(|(s, k, _, _)| *s == i && k.contains('<'))
+            {
+                let words: Vec<&str> = identifiers(site).collect();
+                let local = |w: &str| locals.is_some_and(|l| l.contains(w));
+                if words.iter().any(|w| local(w))
+                    || conds.iter().flat_map(|c| identifiers(c)).any(local)
+                {
+                    continue;
+                }
+                dependent |= words
+                    .iter()
+                    .any(|w| item.template_params.iter().any(|p| p == w));
+                for c in conds {
+                    body.push_str(&format!("if constexpr ({c}) {{ "));
+                }
+                body.push_str(&format!("(void)&{}; ", collapse(site)));
+                for _ in conds {
+                    body.push_str("} ");
+                }
+            }
+            if !dependent {
+                continue;
+            }
+            out.push(Shadow {
+                namespace: item.namespace.clone(),
+                name: item.name.clone(),
+                line: format!(
+                    "template {clause} struct {}{} {{ static __device__ void refs() {{ {body}}} }};",
+                    SHADOW_PREFIX, item.name
+                ),
+            });
+        }
+        out
+    }
+
+    /// Explicit calls `NAME<args>(...)`, in the set-aside functions, of launcher templates that
+    /// other files of the translation unit define (`launchers`), written out directly or by
+    /// the file's macros: each as (the calling function's namespace, the reference to the
+    /// launcher's shadow). Template arguments bound by the caller's own callers are
+    /// substituted; calls whose arguments still name the caller's locals or unbound template
+    /// parameters are left out.
+    pub(super) fn foreign_calls(
+        &self,
+        text: &str,
+        launchers: &[Launcher],
+        macros: &FileMacros,
+    ) -> Vec<(Vec<String>, String)> {
+        let mut out: Vec<(Vec<String>, String)> = Vec::new();
+        if launchers.is_empty() {
+            return out;
+        }
+        let own: HashSet<&str> = self.items.iter().map(|it| it.name.as_str()).collect();
+        let find = |name: &str| {
+            let short = name.rsplit("::").next().unwrap_or(name).trim();
+            launchers
+                .iter()
+                .find(|l| l.name == short && !own.contains(short))
+        };
+        for (i, item) in self.items.iter().enumerate() {
+            let Some(body) = item.body else { continue };
+            if !self.locals.contains_key(&i) {
+                // Not set aside.
+                continue;
+            }
+            let mut found: Vec<(&Launcher, Vec<String>)> = explicit_template_calls(text, body)
+                .into_iter()
+                .filter_map(|(_, name, args)| Some((find(name)?, args)))
+                .collect();
+            let mut l = Vec::new();
+            leaves(body, &mut l, false);
+            for j in 0..l.len().saturating_sub(1) {
+                let word = &text[l[j].byte_range()];
+                if !is_identifier(word) || &text[l[j + 1].byte_range()] != "(" {
+                    continue;
+                }
+                let Some((_, args)) = call_args(text, &l, j + 1) else {
+                    continue;
+                };
+                let Some(expanded) = macros.expand(word, &args) else {
+                    continue;
+                };
+                for (name, targs) in template_calls(&expanded) {
+                    if let Some(l) = find(name) {
+                        found.push((l, targs));
+                    }
+                }
+            }
+            let locals = &self.locals[&i];
+            for (launcher, args) in found {
+                for binding in self.bindings(i, 0) {
+                    let concrete: Vec<String> = args
+                        .iter()
+                        .map(|a| collapse(&substitute(a, &item.template_params, &binding)))
+                        .collect();
+                    let unbound = concrete
+                        .iter()
+                        .flat_map(|a| identifiers(a))
+                        .any(|w| locals.contains(w) || item.template_params.iter().any(|p| p == w));
+                    if unbound {
+                        continue;
+                    }
+                    let path: String = launcher
+                        .namespace
+                        .iter()
+                        .map(|n| format!("::{n}"))
+                        .collect();
+                    let entry = (
+                        item.namespace.clone(),
+                        format!(
+                            "{path}::{SHADOW_PREFIX}{}<{}>::refs",
+                            launcher.name,
+                            concrete.join(", ")
+                        ),
+                    );
+                    if !out.contains(&entry) {
+                        out.push(entry);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Every call `NAME<args>(...)` under `root`, as tree-sitter reads it: (the call, `NAME` as
+/// written, the template arguments).
+fn explicit_template_calls<'t, 's>(
+    text: &'s str,
+    root: Node<'t>,
+) -> Vec<(Node<'t>, &'s str, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "call_expression" {
+            let tf = n
+                .child_by_field_name("function")
+                .filter(|f| f.kind() == "template_function");
+            let name = tf.and_then(|f| f.child_by_field_name("name"));
+            let args = tf.and_then(|f| f.child_by_field_name("arguments"));
+            if let (Some(name), Some(args)) = (name, args) {
+                out.push((
+                    n,
+                    &text[name.byte_range()],
+                    split_template_args(&text[args.byte_range()]),
+                ));
+            }
+        }
+        let mut cursor = n.walk();
+        let children: Vec<Node> = n.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+/// The name prefix of a launcher's shadow class template (see [`Launches::shadows`]).
+pub(super) const SHADOW_PREFIX: &str = "__cudacheck_launches_";
+
+/// A launcher template's shadow: where it goes and its one line.
+pub(super) struct Shadow {
+    pub(super) namespace: Vec<String>,
+    pub(super) name: String,
+    pub(super) line: String,
+}
+
+/// Whether a namespace path can be spelled from outside (no anonymous namespace).
+pub(super) fn plain_namespace(ns: &[String]) -> bool {
+    ns.iter().all(|n| is_identifier(n))
+}
+
+/// `NAME<args>(` calls in expanded macro text: (NAME as written, its template arguments).
+pub(super) fn template_calls(s: &str) -> Vec<(&str, Vec<String>)> {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !(b[i].is_ascii_alphabetic() || b[i] == b'_')
+            || (i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+        {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            i += 1;
+        }
+        let name = &s[start..i];
+        let mut j = i;
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if j >= b.len() || b[j] != b'<' {
+            continue;
+        }
+        // The matching `>`, counting nested angle brackets and parentheses.
+        let mut depth = 0i32;
+        let mut k = j;
+        let mut close = None;
+        while k < b.len() {
+            match b[k] {
+                b'<' | b'(' | b'[' => depth += 1,
+                b'>' | b')' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(k);
+                        break;
+                    }
+                }
+                b';' | b'{' | b'}' => break,
+                _ => {}
+            }
+            k += 1;
+        }
+        let Some(close) = close.filter(|&c| b[c] == b'>') else {
+            continue;
+        };
+        let mut m = close + 1;
+        while m < b.len() && b[m].is_ascii_whitespace() {
+            m += 1;
+        }
+        if m < b.len() && b[m] == b'(' {
+            out.push((name, split_template_args(&s[j..=close])));
+            i = close + 1;
+        }
+    }
+    out
+}
+
+/// The `if constexpr` conditions `node` sits under inside `body`, outermost first: `(c)` in
+/// the `then` branch, `(!(c))` in the `else` branch.
+pub(super) fn constexpr_conditions(text: &str, node: Node, body: Node) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut child = node;
+    while let Some(parent) = child.parent() {
+        if parent.id() == body.id() {
+            break;
+        }
+        if parent.kind() == "if_statement" {
+            let mut c = parent.walk();
+            let is_constexpr = parent
+                .children(&mut c)
+                .any(|x| &text[x.byte_range()] == "constexpr");
+            let cond = parent
+                .child_by_field_name("condition")
+                .map(|c| collapse(&strip_line_comments(&text[c.byte_range()])));
+            if let (true, Some(cond)) = (is_constexpr, cond) {
+                let cond = cond
+                    .strip_prefix('(')
+                    .and_then(|c| c.strip_suffix(')'))
+                    .unwrap_or(&cond)
+                    .to_owned();
+                if parent
+                    .child_by_field_name("consequence")
+                    .is_some_and(|c| c.id() == child.id())
+                {
+                    out.push(cond);
+                } else if parent
+                    .child_by_field_name("alternative")
+                    .is_some_and(|c| c.id() == child.id())
+                {
+                    out.push(format!("!({cond})"));
+                }
+            }
+        }
+        child = parent;
+    }
+    out.reverse();
+    out
+}
+
+/// A launcher template another file of the translation unit defines (a header's), whose
+/// launches a shadow names (see [`Launches::shadows`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Launcher {
+    /// Its namespace path, outermost first.
+    pub namespace: Vec<String>,
+    pub name: String,
 }
 
 /// A `__global__` function template: its template parameters (name, has a default) and its
@@ -490,22 +775,39 @@ pub(super) fn local_names(text: &str, func: Node) -> HashSet<String> {
 
 /// One `__device__` function per namespace that names each launched specialization, which is
 /// what makes NVRTC instantiate (and emit) it, as nvcc does for a launch.
-pub(super) fn launch_references(launched: &[(Vec<String>, String)]) -> String {
-    let mut out = String::from(
+///
+/// `shadows` (see [`Launches::shadows`]) come first, one per line. `tag` tells this file's
+/// functions from those other files of the translation unit append; the block is guarded by
+/// it, so a header included twice appends once.
+pub(super) fn launch_references(
+    launched: &[(Vec<String>, String)],
+    shadows: &[Shadow],
+    tag: &str,
+) -> String {
+    let mut out = format!(
         "// cudacheck: kernels launched by the host code set aside above, named so that NVRTC \
-         instantiates them as nvcc does.\n",
+         instantiates them as nvcc does.\n#ifndef __CUDACHECK_APPENDED_{tag}\n\
+         #define __CUDACHECK_APPENDED_{tag}\n",
     );
-    for (n, (namespace, kernel)) in launched.iter().enumerate() {
+    let in_namespace = |out: &mut String, namespace: &[String], line: &str| {
         for ns in namespace {
             out.push_str(&format!("namespace {ns} {{ "));
         }
-        out.push_str(&format!(
-            "static __device__ void __cudacheck_launched_{n}() {{ (void)&{kernel}; }}"
-        ));
+        out.push_str(line);
         for _ in namespace {
             out.push_str(" }");
         }
         out.push('\n');
+    };
+    for s in shadows {
+        in_namespace(&mut out, &s.namespace, &s.line);
     }
+    for (n, (namespace, kernel)) in launched.iter().enumerate() {
+        let line = format!(
+            "static __device__ void __cudacheck_launched_{tag}_{n}() {{ (void)&{kernel}; }}"
+        );
+        in_namespace(&mut out, namespace, &line);
+    }
+    out.push_str("#endif\n");
     out
 }

@@ -49,6 +49,7 @@ pub const TRANSFORM_SOURCES: &[&str] = &[
 
 use expand::*;
 use items::*;
+pub use launches::Launcher;
 use launches::*;
 use text::*;
 
@@ -66,6 +67,9 @@ pub struct HostCode {
     pub functions: Vec<HostFunction>,
     /// The kernel specializations referenced after the last line (`mul_mat_q<Q4_0, 8, false>`).
     pub launched: Vec<String>,
+    /// The launcher templates whose shadows this file appends, for the files that call them
+    /// ([`Unit::launchers`]).
+    pub launchers: Vec<Launcher>,
     /// Launches inside set-aside code whose kernel could not be named outside it (template
     /// arguments that depend on local variables or on unbound template parameters).
     pub unresolved_launches: Vec<UnresolvedLaunch>,
@@ -205,12 +209,13 @@ impl fmt::Display for SetAsideKind {
 /// [`SourceError::GrammarUnavailable`] or [`SourceError::ParseFailed`] when the file cannot be
 /// parsed at all (a NUL byte counts as unparsable).
 pub fn set_aside_host_code(text: &str) -> Result<HostCode, SourceError> {
-    set_aside_host_code_in(text, &HashSet::new())
+    set_aside_host_code_with(text, &HashSet::new(), &[])
 }
 
-/// [`set_aside_host_code`] for a file that is part of a larger translation unit (a header):
-/// `used_elsewhere` holds the identifiers the other files of the unit mention, and a function
-/// named there counts as used by device code, as one named in this file would.
+/// [`set_aside_host_code`] for a header of a larger translation unit: `used_elsewhere` holds
+/// the identifiers the other files of the unit mention, and a function named there counts as
+/// used by device code, as one named in this file would. Its launcher templates get shadows
+/// (see [`Unit::header`]).
 ///
 /// # Errors
 /// As [`set_aside_host_code`].
@@ -218,7 +223,15 @@ pub fn set_aside_host_code_in(
     text: &str,
     used_elsewhere: &HashSet<String>,
 ) -> Result<HostCode, SourceError> {
-    set_aside_host_code_with(text, used_elsewhere, &[])
+    set_aside_host_code_for(
+        text,
+        &Unit {
+            used_elsewhere,
+            headers: &[],
+            launchers: &[],
+            header: true,
+        },
+    )
 }
 
 /// [`set_aside_host_code_in`], knowing the function-like macros the file's headers define
@@ -232,6 +245,45 @@ pub fn set_aside_host_code_with(
     used_elsewhere: &HashSet<String>,
     headers: &[&str],
 ) -> Result<HostCode, SourceError> {
+    set_aside_host_code_for(
+        text,
+        &Unit {
+            used_elsewhere,
+            headers,
+            launchers: &[],
+            header: false,
+        },
+    )
+}
+
+/// What the other files of a translation unit tell [`set_aside_host_code_for`] about a file.
+#[derive(Clone, Copy, Debug)]
+pub struct Unit<'a> {
+    /// The identifiers the other files mention (see [`set_aside_host_code_in`]).
+    pub used_elsewhere: &'a HashSet<String>,
+    /// The texts of the file's headers, for their macros (see [`set_aside_host_code_with`]).
+    pub headers: &'a [&'a str],
+    /// The launcher templates the headers' host code defines and shadows
+    /// ([`HostCode::launchers`]): an explicit call of one in this file's host code
+    /// (`marlin_matmul<half, 4>(...)`, written out or through a macro) instantiates what it
+    /// launches.
+    pub launchers: &'a [Launcher],
+    /// The file is a header of the unit: its launcher templates get shadows
+    /// ([`HostCode::launchers`]) for the files including it to reference.
+    pub header: bool,
+}
+
+/// [`set_aside_host_code_with`], knowing the launcher templates of the file's headers too.
+///
+/// # Errors
+/// As [`set_aside_host_code`].
+pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, SourceError> {
+    let Unit {
+        used_elsewhere,
+        headers,
+        launchers,
+        header,
+    } = *unit;
     let mut parser = new_parser()?;
     let failed = || SourceError::ParseFailed {
         file_name: String::new(),
@@ -300,8 +352,11 @@ pub fn set_aside_host_code_with(
     let mut host_evidence: Vec<bool> = items
         .iter()
         .map(|it| {
-            it.body
-                .is_some_and(|b| does_host_only_things(&text[b.byte_range()]))
+            it.body.is_some_and(|b| {
+                let body = &text[b.byte_range()];
+                // Directly, or through a macro whose expansion launches (`LAUNCH(64);`).
+                does_host_only_things(body) || identifiers(body).any(|w| macros.launches(w))
+            })
         })
         .collect();
     // And a function that calls such host code is host code too, for the same reason: device
@@ -376,14 +431,26 @@ pub fn set_aside_host_code_with(
             }
         }
     }
-    let appended_from_line = (!launched.is_empty()).then(|| {
+    // Launcher templates another file of the unit calls: their shadows, for that file to
+    // reference; and this file's calls of its headers' launcher templates.
+    let shadows = if header {
+        launches.shadows()
+    } else {
+        Vec::new()
+    };
+    let references: Vec<(Vec<String>, String)> = launched
+        .iter()
+        .cloned()
+        .chain(launches.foreign_calls(text, launchers, &macros))
+        .collect();
+    let appended_from_line = (!references.is_empty() || !shadows.is_empty()).then(|| {
         let mut lines = text.matches('\n').count() + 1;
         if !out.ends_with('\n') {
             out.push('\n');
             lines += 1;
         }
         let line = u32::try_from(lines).unwrap_or(u32::MAX);
-        out.push_str(&launch_references(&launched));
+        out.push_str(&launch_references(&references, &shadows, &file_tag(text)));
         line
     });
     let functions = items
@@ -403,10 +470,28 @@ pub fn set_aside_host_code_with(
     Ok(HostCode {
         text: out,
         functions,
+        launchers: shadows
+            .into_iter()
+            .map(|s| Launcher {
+                namespace: s.namespace,
+                name: s.name,
+            })
+            .collect(),
         launched: launched.into_iter().map(|(_, k)| k).collect(),
         unresolved_launches,
         appended_from_line,
     })
+}
+
+/// A short tag of `text` (FNV-1a), naming the functions the file appends apart from those of
+/// the other files of a translation unit.
+fn file_tag(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{:08x}", h as u32)
 }
 
 /// One namespace-scope function (definition or declaration) that no annotation makes device
@@ -421,6 +506,9 @@ struct Item<'t> {
     body: Option<Node<'t>>,
     namespace: Vec<String>,
     template_params: Vec<String>,
+    /// The template parameter list as written (`<typename T, int N = 4>`), comments dropped
+    /// and whitespace collapsed.
+    template_clause: Option<String>,
 }
 
 fn classify(text: &str, it: &Item, reached: bool, macros: &FileMacros) -> HostDecision {

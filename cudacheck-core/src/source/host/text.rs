@@ -203,3 +203,11 @@ pub(super) fn substitute(s: &str, params: &[String], args: &[String]) -> String 
 pub(super) fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// `s` without its `//` comments (to the end of each line), for text that is put on one line.
+pub(super) fn strip_line_comments(s: &str) -> String {
+    s.lines()
+        .map(|l| l.find("//").map_or(l, |at| &l[..at]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
