@@ -234,7 +234,7 @@ fn launches_through_a_statement_macro_are_expanded() {
 #[test]
 fn a_launch_that_depends_on_a_local_is_reported_not_named() {
     let src = "template <int B> __global__ void k(float* x) { x[0] = B; }\n\
-               void launch(float* x) { constexpr int block = 128; k<block><<<1, block>>>(x); }\n";
+               void launch(float* x) { const int block = 128; k<block><<<1, block>>>(x); }\n";
     let host = set_aside_host_code(src).unwrap();
     assert!(host.launched.is_empty());
     assert_eq!(host.unresolved_launches.len(), 1);
@@ -521,5 +521,76 @@ fn a_headers_launcher_template_gets_a_shadow_its_callers_instantiate() {
         !alone.text.contains("__cudacheck_launches_run"),
         "{}",
         alone.text
+    );
+}
+
+#[test]
+fn a_launcher_template_called_without_template_arguments_is_bound_by_deduction() {
+    // `launch(input, ...)` deduces `T` from `input`'s declared type, as the call does.
+    let src = r#"namespace lora {
+template <typename T> __global__ void shrink(const T* in, T* out) { out[threadIdx.x] = in[threadIdx.x]; }
+template <typename T>
+int launch(const T* __restrict__ input, T* output, int n, cudaStream_t stream) {
+  shrink<T><<<n, 32, 0, stream>>>(input, output);
+  return (int)cudaGetLastError();
+}
+}
+extern "C" int launch_f16(const __half* input, __half* output, int n, cudaStream_t s) {
+  return lora::launch(input, output, n, s);
+}
+extern "C" int launch_f32(const float* input, float* output, int n, cudaStream_t s) {
+  return lora::launch(input, output, n, s);
+}
+"#;
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(
+        host.launched,
+        ["shrink<__half>", "shrink<float>"],
+        "{}",
+        host.text
+    );
+    assert!(
+        host.unresolved_launches.is_empty(),
+        "{:?}",
+        host.unresolved_launches
+    );
+}
+
+#[test]
+fn a_launchers_own_macro_and_constexpr_locals_are_followed() {
+    // The launcher defines its launch macro and `#undef`s it; the block size is a `constexpr`
+    // local. Both are the launcher's own, so it is set aside and its launches named.
+    let src = r#"template <typename T, int D, int BR, int BC> __global__ void attn(T* o) { o[threadIdx.x] = D + BR + BC; }
+template <typename T>
+void attn_launch(void* o, int head_dim, cudaStream_t stream) {
+  constexpr int BR = 8;
+  constexpr int ROWS = BR * 2;
+#define LAUNCH(DIM, BC) attn<T, DIM, ROWS, BC><<<1, 32 * BR, 0, stream>>>((T*)o)
+  switch (head_dim) {
+  case 64: LAUNCH(64, 64); break;
+  default: LAUNCH(128, 32); break;
+  }
+#undef LAUNCH
+}
+extern "C" void attn_f32(void* o, int d, cudaStream_t s) { attn_launch<float>(o, d, s); }
+"#;
+    assert_eq!(
+        decision(src, "attn_launch"),
+        HostDecision::SetAside(SetAsideKind::Launcher)
+    );
+    let host = set_aside_host_code(src).unwrap();
+    let launched: Vec<String> = host.launched.iter().map(|k| k.replace(' ', "")).collect();
+    assert_eq!(
+        launched,
+        ["attn<float,64,(8*2),64>", "attn<float,128,(8*2),32>"],
+        "{}",
+        host.text
+    );
+
+    // A macro the function defines but does not undefine may be used after it: kept.
+    let leaks = src.replace("#undef LAUNCH\n", "");
+    assert_eq!(
+        decision(&leaks, "attn_launch"),
+        HostDecision::Kept(KeptReason::Preprocessor)
     );
 }

@@ -400,3 +400,38 @@ fn nvrtc_a_headers_launcher_template_instantiates_what_its_callers_launch() {
         ]
     );
 }
+
+#[test]
+fn nvrtc_layout_assertions_on_offsetof_are_set_aside_with_a_remark() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // nvcc's host compiler has a constant `offsetof`; NVRTC has only the classic form.
+    let src = "#include <cstddef>\n\
+               struct Weight { const float* a; const float* b; int rank; float scale; };\n\
+               static_assert(offsetof(Weight, rank) == 16,\n\
+                             \"the host packs this layout\");\n\
+               static_assert(sizeof(Weight) == 24, \"kept: NVRTC evaluates it\");\n\
+               __global__ void scale(const Weight* w, float* out) {\n\
+                   out[threadIdx.x] = w->scale * w->a[threadIdx.x];\n\
+               }\n";
+    let c = build("layout.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["_Z5scalePK6WeightPf"]);
+    let remarks = set_aside_remarks(&c);
+    assert_eq!(remarks.len(), 1, "{remarks:?}");
+    assert_eq!(remarks[0].0, Some(3));
+    assert!(remarks[0].1.contains("offsetof"), "{remarks:?}");
+
+    // A wrong `sizeof` assertion is still the user's error: only `offsetof` is set aside.
+    let wrong = src.replace("sizeof(Weight) == 24", "sizeof(Weight) == 20");
+    let e = build("layout_wrong.cu", &wrong).expect_err("the assertion fails");
+    let CompileError::Failed { diagnostics, .. } = e else {
+        panic!("{e}")
+    };
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.line == Some(5)),
+        "{diagnostics:#?}"
+    );
+}

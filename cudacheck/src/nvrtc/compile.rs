@@ -344,12 +344,13 @@ fn compile_uncached(source: &CudaSource, opts: &CompileOptions) -> Result<Compil
     let mut prepared = nvcc::prepare(source, opts);
     let first = prepared.first();
     let mut result = compile_prepared(&first.source, &first.headers, opts, &first.options);
-    // Library headers that only host code needs (Thrust beside a host launcher): each round
-    // sets aside the includes NVRTC failed in, as long as it finds new ones.
+    // Library headers that only host code needs (Thrust beside a host launcher), and layout
+    // assertions on `offsetof`: each round sets aside what NVRTC failed at, as long as it
+    // finds something new.
     for _ in 0..MAX_LIBRARY_ROUNDS {
         let more = match &result {
             Err(CompileError::Failed { diagnostics, .. }) => {
-                prepared.set_aside_library_includes(diagnostics)
+                prepared.set_aside_after_failure(diagnostics)
             }
             _ => false,
         };

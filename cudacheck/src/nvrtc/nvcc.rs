@@ -41,22 +41,23 @@ pub(crate) struct Prepared {
     headers: Vec<HeaderCopy>,
     /// How the file and its headers spell their own headers: never set aside as a library's.
     local_spellings: HashSet<String>,
-    /// Library includes set aside after NVRTC failed inside the library (see
-    /// [`Prepared::set_aside_library_includes`]).
-    set_aside: Vec<SetAsideInclude>,
+    /// Library includes, and static assertions NVRTC cannot evaluate, set aside after a
+    /// failed compile (see [`Prepared::set_aside_after_failure`]).
+    set_aside: Vec<SetAside>,
 }
 
-/// An `#include` of a library header that NVRTC cannot compile, which only host code needs,
-/// blanked like nvcc's device pass leaves the host code that uses it.
+/// Lines of the file or of one of its headers that NVRTC cannot compile and nvcc's device pass
+/// has no need of, blanked after a failed compile (see
+/// [`Prepared::set_aside_after_failure`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SetAsideInclude {
+pub(crate) struct SetAside {
     /// The unit as NVRTC names it (the main file's name, or the header's spelling).
     unit: String,
+    /// The first and last line blanked (1-based).
     line: u32,
-    /// `thrust/scan.h`.
-    spelling: String,
-    /// The library's directory and, by convention, namespace: `thrust`.
-    library: String,
+    last_line: u32,
+    /// What was set aside and why, for the remark.
+    remark: String,
 }
 
 /// A header of the project (found beside the file or under an `-I` directory), host code set
@@ -304,7 +305,7 @@ impl Prepared {
             .set_aside
             .iter()
             .filter(|s| s.unit == name)
-            .map(|s| s.line)
+            .flat_map(|s| s.line..=s.last_line)
             .collect();
         if lines.is_empty() {
             return text;
@@ -344,7 +345,65 @@ impl Prepared {
     ///
     /// The next compile is the proof: device code that needed the header fails to compile, and
     /// those errors are reported. Returns whether anything new was set aside.
-    pub fn set_aside_library_includes(&mut self, diagnostics: &[Diagnostic]) -> bool {
+    pub fn set_aside_after_failure(&mut self, diagnostics: &[Diagnostic]) -> bool {
+        let includes = self.set_aside_library_includes(diagnostics);
+        let asserts = self.set_aside_offsetof_asserts(diagnostics);
+        includes || asserts
+    }
+
+    /// `static_assert`s on `offsetof` that NVRTC says are not constant: nvcc's host compiler
+    /// gives `offsetof` a built-in that is constant, NVRTC (which has no `__builtin_offsetof`)
+    /// only the classic `&((T*)0)->m` form, which is not. Such an assertion checks a struct's
+    /// layout, which nvcc's host pass checks as well; here it is set aside, with a remark.
+    fn set_aside_offsetof_asserts(&mut self, diagnostics: &[Diagnostic]) -> bool {
+        let mut found = Vec::new();
+        for d in diagnostics.iter().filter(|d| d.is_error()) {
+            if !d.message.contains("expression must have a constant value") {
+                continue;
+            }
+            let Some(line) = d.line else { continue };
+            let text = if d.file == self.original.name {
+                self.main
+                    .as_ref()
+                    .map_or(self.original.text.as_str(), |h| h.text.as_str())
+            } else if let Some(h) = self.headers.iter().find(|h| h.spelling == d.file) {
+                h.host.text.as_str()
+            } else {
+                continue;
+            };
+            let Some((first, last)) = static_assert_around(text, line) else {
+                continue;
+            };
+            let statement: String = text
+                .lines()
+                .skip(first as usize - 1)
+                .take((last - first + 1) as usize)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let already = self
+                .set_aside
+                .iter()
+                .chain(&found)
+                .any(|s| s.unit == d.file && s.line == first);
+            if !statement.contains("offsetof") || already {
+                continue;
+            }
+            found.push(SetAside {
+                unit: d.file.clone(),
+                line: first,
+                last_line: last,
+                remark: "`static_assert` on `offsetof` set aside: NVRTC has no constant \
+                         `offsetof` (nvcc's host compiler does, and checks this layout in the \
+                         host pass)"
+                    .to_string(),
+            });
+        }
+        let any = !found.is_empty();
+        self.set_aside.extend(found);
+        any
+    }
+
+    fn set_aside_library_includes(&mut self, diagnostics: &[Diagnostic]) -> bool {
         let units: Vec<(&str, &str)> = std::iter::once((
             self.original.name.as_str(),
             self.main
@@ -390,7 +449,7 @@ impl Prepared {
                     || self
                         .set_aside
                         .iter()
-                        .any(|s| s.unit == *unit && s.line == line_no)
+                        .any(|s| s.unit == *unit && (s.line..=s.last_line).contains(&line_no))
                 {
                     continue;
                 }
@@ -414,11 +473,15 @@ impl Prepared {
                     .iter()
                     .any(|(f, l, s)| f == unit && *l == line_no && *s == spelling);
                 if failed_inside || not_found {
-                    found.push(SetAsideInclude {
+                    found.push(SetAside {
                         unit: unit.to_string(),
                         line: line_no,
-                        spelling: spelling.to_string(),
-                        library: library.to_string(),
+                        last_line: line_no,
+                        remark: format!(
+                            "`#include <{spelling}>` set aside: NVRTC cannot compile this header, \
+                             and no code left for the device names `{library}` (host code that \
+                             uses it is set aside, as nvcc's device pass drops it)"
+                        ),
                     });
                 }
             }
@@ -428,7 +491,7 @@ impl Prepared {
         any
     }
 
-    /// A remark per library include set aside, for the compile's warnings (file names as the
+    /// A remark per library include or assertion set aside, for the compile's warnings (file names as the
     /// user knows them).
     pub fn set_aside_remarks(&self) -> Vec<Diagnostic> {
         self.set_aside
@@ -439,16 +502,7 @@ impl Prepared {
                     .iter()
                     .find(|h| h.spelling == s.unit)
                     .map_or_else(|| s.unit.clone(), |h| h.path.display().to_string());
-                let mut d = Diagnostic::without_location(
-                    &file,
-                    Severity::Remark,
-                    &format!(
-                        "`#include <{}>` set aside: NVRTC cannot compile this header, and no \
-                         code left for the device names `{}` (host code that uses it is set \
-                         aside, as nvcc's device pass drops it)",
-                        s.spelling, s.library
-                    ),
-                );
+                let mut d = Diagnostic::without_location(&file, Severity::Remark, &s.remark);
                 d.line = Some(s.line);
                 d
             })
@@ -577,6 +631,43 @@ fn is_runtime_api(name: &str) -> bool {
         .strip_prefix("cuda")
         .or_else(|| name.strip_prefix("cu"));
     rest.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()))
+}
+
+/// The lines (first, last) of a namespace- or class-scope `static_assert(...);` statement that
+/// starts on `line` (1-based) or on a line above that it continues from, when it stands on
+/// lines of its own (nothing else before it on its first line, nothing after its `;`).
+fn static_assert_around(text: &str, line: u32) -> Option<(u32, u32)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = (line as usize).checked_sub(1)?;
+    // The statement starts at the nearest line at or above the error starting with it.
+    let first = (at.saturating_sub(8)..=at).rev().find(|&i| {
+        lines
+            .get(i)
+            .is_some_and(|l| l.trim_start().starts_with("static_assert"))
+    })?;
+    let mut depth = 0i32;
+    let mut opened = false;
+    for (i, l) in lines.iter().enumerate().skip(first) {
+        for (j, c) in l.char_indices() {
+            match c {
+                '(' => {
+                    depth += 1;
+                    opened = true;
+                }
+                ')' => depth -= 1,
+                ';' if opened && depth == 0 => {
+                    let rest = l[j + 1..].trim();
+                    let ok = i >= at && (rest.is_empty() || rest.starts_with("//"));
+                    return ok.then(|| (first as u32 + 1, i as u32 + 1));
+                }
+                _ => {}
+            }
+        }
+        if i > first + 16 {
+            break;
+        }
+    }
+    None
 }
 
 /// The header an `#include` line spells (`thrust/scan.h` in `#include <thrust/scan.h>`).

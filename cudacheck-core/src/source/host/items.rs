@@ -214,6 +214,27 @@ pub(super) fn looks_like_macro(word: &str) -> bool {
 /// conditionals that open and close inside it.
 pub(super) fn balanced_preprocessor(s: &str) -> bool {
     let mut depth = 0i32;
+    // A macro the function defines and undefines again is its own (`#define LAUNCH(D) ...`
+    // used by a `switch` and `#undef`ined after it): blanking both changes nothing outside.
+    let directive_names = |kind: &str| -> Vec<&str> {
+        s.lines()
+            .filter_map(|l| l.trim_start().strip_prefix('#'))
+            .filter_map(|d| d.trim_start().strip_prefix(kind))
+            .filter_map(|rest| {
+                rest.starts_with([' ', '\t'])
+                    .then(|| rest.trim_start())
+                    .and_then(|r| {
+                        r.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                            .next()
+                    })
+            })
+            .collect()
+    };
+    let defined = directive_names("define");
+    let undefined = directive_names("undef");
+    if defined.len() != undefined.len() || defined.iter().any(|d| !undefined.contains(d)) {
+        return false;
+    }
     for line in s.lines() {
         let Some(d) = line.trim_start().strip_prefix('#') else {
             continue;
@@ -226,7 +247,8 @@ pub(super) fn balanced_preprocessor(s: &str) -> bool {
             Some("if" | "ifdef" | "ifndef") => depth += 1,
             Some("endif") => depth -= 1,
             Some(
-                "else" | "elif" | "elifdef" | "elifndef" | "pragma" | "line" | "error" | "warning",
+                "else" | "elif" | "elifdef" | "elifndef" | "pragma" | "line" | "error" | "warning"
+                | "define" | "undef",
             ) => {}
             _ => return false,
         }

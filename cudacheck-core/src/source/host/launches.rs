@@ -34,6 +34,9 @@ pub(super) struct Launches<'a, 't> {
     /// under, innermost last, negated for an `else` branch).
     pub(super) sites: Vec<(usize, String, Location, Vec<String>)>,
     pub(super) locals: HashMap<usize, HashSet<String>>,
+    /// Per set-aside item: its `constexpr` locals and their values, in declaration order
+    /// (`constexpr int BR = 8;`), which a launch's template arguments may name.
+    pub(super) constants: HashMap<usize, Vec<(String, String)>>,
     /// Explicit calls `f<args>(...)` to set-aside function templates: (callee item, the item
     /// the call sits in, if any, template arguments).
     pub(super) calls: Vec<(usize, Option<usize>, Vec<String>)>,
@@ -55,11 +58,13 @@ impl<'a, 't> Launches<'a, 't> {
             .collect();
         let mut sites = Vec::new();
         let mut locals = HashMap::new();
+        let mut constants = HashMap::new();
         let mut types_of: HashMap<usize, HashMap<String, String>> = HashMap::new();
         let template_kernels = template_kernels(text, root);
         for &i in &set_aside {
             let Some(body) = items[i].body else { continue };
             locals.insert(i, local_names(text, items[i].func));
+            constants.insert(i, constexpr_locals(text, body));
             types_of.insert(i, declared_types(text, items[i].func));
             let mut stack = vec![body];
             while let Some(n) = stack.pop() {
@@ -94,7 +99,10 @@ impl<'a, 't> Launches<'a, 't> {
             leaves(body, &mut l, false);
             for j in 0..l.len().saturating_sub(1) {
                 let word = &text[l[j].byte_range()];
-                if !macros.launches(word) || &text[l[j + 1].byte_range()] != "(" {
+                if !macros.launches(word)
+                    || &text[l[j + 1].byte_range()] != "("
+                    || is_definition(l[j])
+                {
                     continue;
                 }
                 let Some((_, args)) = call_args(text, &l, j + 1) else {
@@ -125,10 +133,59 @@ impl<'a, 't> Launches<'a, 't> {
                 calls.push((callee, within, args));
             }
         }
+        // Calls that deduce a launcher template's arguments (`launch(input, ...)` with `input`
+        // a `const __half*` for `template <typename T> int launch(const T* input, ...)`), from
+        // the caller's declared argument types, as the call does.
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            let mut cursor = n.walk();
+            let children: Vec<Node> = n.children(&mut cursor).collect();
+            stack.extend(children.into_iter().rev());
+            if n.kind() != "call_expression" {
+                continue;
+            }
+            let Some(f) = n
+                .child_by_field_name("function")
+                .filter(|f| matches!(f.kind(), "identifier" | "qualified_identifier"))
+            else {
+                continue;
+            };
+            let written = &text[f.byte_range()];
+            let short = written.rsplit("::").next().unwrap_or(written).trim();
+            let Some(callee) = set_aside
+                .iter()
+                .copied()
+                .find(|&i| items[i].name == short && !items[i].template_params.is_empty())
+            else {
+                continue;
+            };
+            let within = items
+                .iter()
+                .position(|it| it.outer.start <= n.start_byte() && n.end_byte() <= it.outer.end);
+            let (Some(w), Some(args)) = (within, n.child_by_field_name("arguments")) else {
+                continue;
+            };
+            let func = items[callee].func;
+            let mut c = func.walk();
+            let decl = func
+                .children_by_field_name("declarator", &mut c)
+                .find(|d| d.kind() == "function_declarator");
+            let tdecl = func.parent().filter(|p| p.kind() == "template_declaration");
+            let (Some(decl), Some(tdecl)) = (decl, tdecl) else {
+                continue;
+            };
+            let deduced = argument_types(text, args, &declared_types(text, items[w].func))
+                .and_then(|types| template_signature(text, tdecl, decl).deduce(short, &types));
+            if let Some(d) = deduced {
+                let targs = split_template_args(&d[short.len()..]);
+                calls.push((callee, within, targs));
+            }
+        }
         Launches {
             items,
             sites,
             locals,
+            constants,
             calls,
         }
     }
@@ -146,6 +203,7 @@ impl<'a, 't> Launches<'a, 't> {
             let item = &self.items[*i];
             let locals = &self.locals[i];
             let mut missing: Vec<String> = Vec::new();
+            let site = &self.with_constants(*i, site);
             for binding in self.bindings(*i, 0) {
                 let k = substitute(site, &item.template_params, &binding);
                 let deps: Vec<String> = identifiers(&k)
@@ -216,6 +274,22 @@ impl<'a, 't> Launches<'a, 't> {
 }
 
 impl Launches<'_, '_> {
+    /// `s` with item `i`'s `constexpr` locals replaced by their values, latest first, so that
+    /// one defined through another resolves too.
+    fn with_constants(&self, i: usize, s: &str) -> String {
+        let mut out = s.to_owned();
+        if let Some(constants) = self.constants.get(&i) {
+            for (name, value) in constants.iter().rev() {
+                out = substitute(
+                    &out,
+                    std::slice::from_ref(name),
+                    std::slice::from_ref(value),
+                );
+            }
+        }
+        out
+    }
+
     /// For each launcher template (of a header, which other files of the translation unit
     /// call), a one-line class template standing for its launches: the launcher's template
     /// parameter list, and a `__device__` member that names each kernel specialization it
@@ -241,6 +315,8 @@ impl Launches<'_, '_> {
                 .iter()
                 .filter(|(s, k, _, _)| *s == i && k.contains('<'))
             {
+                let site = &self.with_constants(i, site);
+                let conds: Vec<String> = conds.iter().map(|c| self.with_constants(i, c)).collect();
                 let words: Vec<&str> = identifiers(site).collect();
                 let local = |w: &str| locals.is_some_and(|l| l.contains(w));
                 if words.iter().any(|w| local(w))
@@ -251,11 +327,11 @@ impl Launches<'_, '_> {
                 dependent |= words
                     .iter()
                     .any(|w| item.template_params.iter().any(|p| p == w));
-                for c in conds {
+                for c in &conds {
                     body.push_str(&format!("if constexpr ({c}) {{ "));
                 }
                 body.push_str(&format!("(void)&{}; ", collapse(site)));
-                for _ in conds {
+                for _ in &conds {
                     body.push_str("} ");
                 }
             }
@@ -311,7 +387,10 @@ impl Launches<'_, '_> {
             leaves(body, &mut l, false);
             for j in 0..l.len().saturating_sub(1) {
                 let word = &text[l[j].byte_range()];
-                if !is_identifier(word) || &text[l[j + 1].byte_range()] != "(" {
+                if !is_identifier(word)
+                    || &text[l[j + 1].byte_range()] != "("
+                    || is_definition(l[j])
+                {
                     continue;
                 }
                 let Some((_, args)) = call_args(text, &l, j + 1) else {
@@ -391,6 +470,46 @@ fn explicit_template_calls<'t, 's>(
         stack.extend(children.into_iter().rev());
     }
     out
+}
+
+/// The `constexpr` locals of a function body and their initializers, in declaration order.
+pub(super) fn constexpr_locals(text: &str, body: Node) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        let mut cursor = n.walk();
+        let children: Vec<Node> = n.named_children(&mut cursor).collect();
+        if n.kind() == "declaration" {
+            let mut c = n.walk();
+            let is_constexpr = n
+                .children(&mut c)
+                .any(|x| &text[x.byte_range()] == "constexpr");
+            if is_constexpr {
+                let mut c = n.walk();
+                for d in n.children_by_field_name("declarator", &mut c) {
+                    let name = d.child_by_field_name("declarator");
+                    let value = d.child_by_field_name("value");
+                    if let (Some(name), Some(value)) = (name, value) {
+                        if name.kind() == "identifier" {
+                            let v = collapse(&strip_line_comments(&text[value.byte_range()]));
+                            let v = v.trim_start_matches('=').trim().to_owned();
+                            out.push((text[name.byte_range()].to_owned(), v));
+                        }
+                    }
+                }
+            }
+            continue;
+        }
+        stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+/// Whether `leaf` is the name of a `#define` (inside a function: the launcher's own macro),
+/// not an invocation.
+fn is_definition(leaf: Node) -> bool {
+    leaf.parent()
+        .is_some_and(|p| matches!(p.kind(), "preproc_function_def" | "preproc_def"))
 }
 
 /// The name prefix of a launcher's shadow class template (see [`Launches::shadows`]).
@@ -560,6 +679,48 @@ impl KernelTemplate {
     }
 }
 
+/// A function template's signature: its template parameters (name, has a default) and its
+/// function parameters' types as written. `n` is the `template_declaration`, `decl` the
+/// function's `function_declarator`.
+pub(super) fn template_signature(text: &str, n: Node, decl: Node) -> KernelTemplate {
+    let template_params = n
+        .child_by_field_name("parameters")
+        .map(|p| {
+            let names = template_param_names(text, p);
+            let mut c = p.walk();
+            let defaults: Vec<bool> = p
+                .named_children(&mut c)
+                .map(|x| x.kind().starts_with("optional"))
+                .collect();
+            names.into_iter().zip(defaults).collect()
+        })
+        .unwrap_or_default();
+    let param_types = decl
+        .child_by_field_name("parameters")
+        .map(|p| {
+            let mut c = p.walk();
+            let v: Vec<String> = p
+                .named_children(&mut c)
+                .filter(|x| x.kind().ends_with("parameter_declaration"))
+                .map(|x| {
+                    let ty = x
+                        .child_by_field_name("type")
+                        .map_or("", |t| &text[t.byte_range()]);
+                    let stars = x
+                        .child_by_field_name("declarator")
+                        .map_or(0, |d| text[d.byte_range()].matches('*').count());
+                    format!("{ty}{}", "*".repeat(stars))
+                })
+                .collect();
+            v
+        })
+        .unwrap_or_default();
+    KernelTemplate {
+        template_params,
+        param_types,
+    }
+}
+
 /// The file's `__global__` function templates, by name.
 pub(super) fn template_kernels(text: &str, root: Node) -> HashMap<String, KernelTemplate> {
     let mut out = HashMap::new();
@@ -579,45 +740,9 @@ pub(super) fn template_kernels(text: &str, root: Node) -> HashMap<String, Kernel
                 if let (Some(decl), Some(name)) = (decl, name) {
                     let prefix = &text[f.start_byte()..name.start_byte()];
                     if identifiers(prefix).any(|w| w == "__global__") {
-                        let template_params = n
-                            .child_by_field_name("parameters")
-                            .map(|p| {
-                                let names = template_param_names(text, p);
-                                let mut c = p.walk();
-                                let defaults: Vec<bool> = p
-                                    .named_children(&mut c)
-                                    .map(|x| x.kind().starts_with("optional"))
-                                    .collect();
-                                names.into_iter().zip(defaults).collect()
-                            })
-                            .unwrap_or_default();
-                        let param_types = decl
-                            .child_by_field_name("parameters")
-                            .map(|p| {
-                                let mut c = p.walk();
-                                let v: Vec<String> = p
-                                    .named_children(&mut c)
-                                    .filter(|x| x.kind().ends_with("parameter_declaration"))
-                                    .map(|x| {
-                                        let ty = x
-                                            .child_by_field_name("type")
-                                            .map_or("", |t| &text[t.byte_range()]);
-                                        let stars =
-                                            x.child_by_field_name("declarator").map_or(0, |d| {
-                                                text[d.byte_range()].matches('*').count()
-                                            });
-                                        format!("{ty}{}", "*".repeat(stars))
-                                    })
-                                    .collect();
-                                v
-                            })
-                            .unwrap_or_default();
                         out.insert(
                             text[name.byte_range()].to_owned(),
-                            KernelTemplate {
-                                template_params,
-                                param_types,
-                            },
+                            template_signature(text, n, decl),
                         );
                     }
                 }
