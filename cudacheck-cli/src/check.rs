@@ -46,6 +46,9 @@ pub struct FileReport {
     pub kernels: Vec<KernelReport>,
     /// Set when the file could not be read or compiled, or holds no kernel.
     pub error: Option<String>,
+    /// Set for a file with nothing to check that is not an error: host code only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The whole run, as `--json` prints it.
@@ -181,6 +184,7 @@ fn check_file(
         path: path.to_path_buf(),
         kernels: Vec::new(),
         error: Some(error),
+        note: None,
     };
     let source = match CudaSource::from_file(path) {
         Ok(s) => s,
@@ -201,6 +205,21 @@ fn check_file(
         Ok(i) => i,
         Err(e) => return fail(format!("cannot read the CUBIN NVRTC produced: {e}")),
     };
+    // An empty file is more likely a wrong path than a host-only file: it stays an error.
+    let host_only =
+        !source.text.trim().is_empty() && !nvrtc::has_device_code(&source, &args.include);
+    if info.kernels.is_empty() && host_only {
+        return FileReport {
+            path: path.to_path_buf(),
+            kernels: Vec::new(),
+            error: None,
+            note: Some(
+                "host code only: no `__global__` or `__device__` in the file or its headers, \
+                 so nothing runs on the GPU to check"
+                    .to_string(),
+            ),
+        };
+    }
     if info.kernels.is_empty() {
         return fail(
             "no kernels: the file defines no `__global__` function that NVRTC emitted \
@@ -225,6 +244,7 @@ fn check_file(
         path: path.to_path_buf(),
         kernels,
         error: None,
+        note: None,
     }
 }
 

@@ -31,6 +31,9 @@ pub fn text(report: &Report, limits: &ArchLimits) -> String {
             }
             continue;
         }
+        if let Some(note) = &file.note {
+            let _ = writeln!(out, "  {note}");
+        }
         for k in &file.kernels {
             kernel(&mut out, k, limits);
         }

@@ -416,3 +416,44 @@ extern "C" __global__ void k(float** t, float* out, int i) { out[0] = t[0][1]; f
     assert!(v["files"][0]["error"].as_str().is_some(), "{v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn nvrtc_cli_a_host_only_file_is_not_an_error_but_uninstantiated_templates_are() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // CUDA-graph capture helpers live in `.cu` files with no device code at all.
+    // Its own directory: `temp_file`'s must hold no `.cu` file for the bad-input test.
+    let dir = std::env::temp_dir().join(format!("cudacheck-cli-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let host = write(
+        "graph_helpers.cu",
+        b"#include <cuda_runtime.h>\n\
+          extern \"C\" int capture(cudaStream_t s, cudaGraph_t* g) {\n\
+              return (int)cudaStreamEndCapture(s, g);\n\
+          }\n",
+    );
+    let (code, out, err) = cudacheck(&["check", host.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let file = &v["files"][0];
+    assert!(file["error"].is_null(), "{out}");
+    assert!(
+        file["note"].as_str().unwrap().contains("host code only"),
+        "{out}"
+    );
+    // A kernel template nothing instantiates is still reported: device code, nothing checked.
+    let template = write(
+        "never_instantiated.cu",
+        b"template <int N> __global__ void k(float* x) { x[threadIdx.x] = N; }\n",
+    );
+    let (code, out, _) = cudacheck(&["check", template.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no kernels"), "{out}");
+}

@@ -71,4 +71,5 @@ pub use jitlink::{
 };
 pub(crate) use jitlink::{loaded_jitlink, locate_jitlink};
 pub(crate) use locate::{locate, Located};
+pub use nvcc::has_device_code;
 pub use search::SearchStep;

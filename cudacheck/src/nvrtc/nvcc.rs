@@ -116,6 +116,24 @@ pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
     }
 }
 
+/// Whether the file or one of the project's headers it includes (found as [`compile`] finds
+/// them) has device code at all: a `__global__` or `__device__` word. A file with none (a host
+/// helper beside the kernel files, CUDA-graph capture code) compiles to no kernels, which is
+/// right, and nothing is there to check.
+///
+/// [`compile`]: super::compile
+pub fn has_device_code(source: &CudaSource, include_dirs: &[PathBuf]) -> bool {
+    let mentions = |t: &str| {
+        t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|w| matches!(w, "__global__" | "__device__"))
+    };
+    if mentions(&source.text) {
+        return true;
+    }
+    let (_, texts, _) = local_headers(source, include_dirs);
+    texts.iter().any(|t| mentions(t))
+}
+
 /// The project's headers the file includes, directly or through each other, resolved as NVRTC
 /// resolves them (the including file's directory, then the `-I` directories), with host code
 /// set aside (changed or not). A spelling that names two different files is left alone, since
