@@ -594,3 +594,79 @@ extern "C" void attn_f32(void* o, int d, cudaStream_t s) { attn_launch<float>(o,
         HostDecision::Kept(KeptReason::Preprocessor)
     );
 }
+
+#[test]
+fn an_exception_class_only_host_code_names_is_set_aside() {
+    // flashinfer's shape: an exception class built with a string stream, thrown from a
+    // checking macro that only host code uses. "CUDA Error" in a string names nothing.
+    let src = r#"#include <sstream>
+#define LIB_ERROR(msg) throw lib::Error(__FILE__, msg)
+#define LIB_CHECK(c, msg) if (!(c)) { LIB_ERROR(msg); }
+namespace lib {
+class Error : public std::exception {
+  std::string message_;
+public:
+  Error(const std::string& file, const std::string& m) {
+    std::ostringstream oss; oss << file << ": " << m; message_ = oss.str();
+  }
+  const char* what() const noexcept override { return message_.c_str(); }
+};
+struct Pair { float a, b; };
+}
+__global__ void k(lib::Pair* p) { p[threadIdx.x].a = 1.0f; }
+"#;
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(
+        decision(src, "Error"),
+        HostDecision::SetAside(SetAsideKind::HostClass)
+    );
+    assert!(!host.text.contains("ostringstream"), "{}", host.text);
+    assert!(host.text.contains("struct Pair { float a, b; };"), "{}", host.text);
+    assert_eq!(
+        position(&host.text, "__global__"),
+        position(src, "__global__"),
+        "lines and columns kept"
+    );
+
+    // Device code naming the class (nvcc would reject it, but it is not provably host code
+    // here) keeps it.
+    let named = src.replace(
+        "__global__ void k(lib::Pair* p)",
+        "__global__ void k(lib::Pair* p, lib::Error* e)",
+    );
+    let host = set_aside_host_code(&named).unwrap();
+    assert!(host.text.contains("class Error"), "{}", host.text);
+}
+
+#[test]
+fn functions_marked_host_alone_are_set_aside_wherever_they_are() {
+    let src = r#"struct fastdiv {
+  unsigned d, m;
+  __host__ __device__ fastdiv() : d(0), m(0) {}
+  __host__ fastdiv(unsigned d) : d(d) { m = 0x80000000u / d; }
+  __host__ constexpr unsigned twice() const { return 2 * d; }
+  template <typename T> __host__ void fill(T* p) { p[0] = d; }
+  __device__ unsigned div(unsigned n) const { return __umulhi(n, m); }
+};
+__host__ fastdiv make(unsigned d);
+__global__ void k(const fastdiv* f, unsigned* out) { out[threadIdx.x] = f->div(threadIdx.x); }
+"#;
+    let host = set_aside_host_code(src).unwrap();
+    let set_aside: Vec<&str> = host
+        .functions
+        .iter()
+        .filter(|f| matches!(f.decision, HostDecision::SetAside(_)))
+        .map(|f| f.name.as_str())
+        .collect();
+    assert!(set_aside.contains(&"fastdiv"), "{set_aside:?}");
+    assert!(set_aside.contains(&"fill"), "{set_aside:?}");
+    assert!(set_aside.contains(&"make"), "{set_aside:?}");
+    assert!(!host.text.contains("0x80000000u"), "{}", host.text);
+    assert!(!host.text.contains("p[0] = d"), "{}", host.text);
+    // Kept: host-and-device, device, and `constexpr` (device code may call it under nvcc's
+    // relaxed constexpr).
+    assert!(host.text.contains("__host__ __device__ fastdiv() : d(0), m(0) {}"));
+    assert!(host.text.contains("__host__ constexpr unsigned twice()"));
+    assert!(host.text.contains("__device__ unsigned div(unsigned n)"));
+    assert_eq!(host.text.lines().count(), src.lines().count());
+}

@@ -435,3 +435,31 @@ fn nvrtc_layout_assertions_on_offsetof_are_set_aside_with_a_remark() {
         "{diagnostics:#?}"
     );
 }
+
+#[test]
+fn nvrtc_host_classes_and_host_only_members_are_left_out_as_nvccs_device_pass_does() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = "#include <exception>\n\
+               #include <sstream>\n\
+               #include <string>\n\
+               #define CHECK(c, m) if (!(c)) throw lib::Error(m)\n\
+               namespace lib {\n\
+               class Error : public std::exception {\n\
+                 std::string msg_;\n\
+               public:\n\
+                 explicit Error(const std::string& m) { std::ostringstream o; o << \"lib: \" << m; msg_ = o.str(); }\n\
+                 const char* what() const noexcept override { return msg_.c_str(); }\n\
+               };\n\
+               struct fastdiv {\n\
+                 unsigned d, m;\n\
+                 __host__ __device__ fastdiv() : d(1), m(0) {}\n\
+                 __host__ fastdiv(unsigned d) : d(d), m(0x80000000u / d) { CHECK(d != 0, \"zero\"); }\n\
+                 __device__ unsigned div(unsigned n) const { return __umulhi(n, m) >> 0; }\n\
+               };\n\
+               }\n\
+               __global__ void divide(lib::fastdiv f, unsigned* out) { out[threadIdx.x] = f.div(threadIdx.x); }\n";
+    let c = build("host_classes.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["_Z6divideN3lib7fastdivEPj"]);
+}

@@ -178,9 +178,11 @@ fn local_headers(
         }
     }
     // A header's helper is used by the files that include it: what any other file of the
-    // translation unit names counts as used.
+    // translation unit names in its code (not in comments or string literals: "CUDA Error: "
+    // names no class `Error`) counts as used.
     let words = |t: &str| -> HashSet<String> {
-        t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        code_only(t)
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .filter(|w| !w.is_empty())
             .map(str::to_owned)
             .collect()
@@ -686,6 +688,43 @@ fn static_assert_around(text: &str, line: u32) -> Option<(u32, u32)> {
         }
     }
     None
+}
+
+/// `text` with comments and string and character literals replaced by spaces.
+fn code_only(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut start = 0;
+    while i < b.len() {
+        let skip_to = match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                Some(text[i..].find('\n').map_or(b.len(), |e| i + e))
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                Some(text[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2))
+            }
+            q @ (b'"' | b'\'') => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != q && b[j] != b'\n' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                Some((j + 1).min(b.len()))
+            }
+            _ => None,
+        };
+        match skip_to {
+            Some(end) => {
+                out.push_str(&text[start..i]);
+                out.push(' ');
+                i = end;
+                start = end;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&text[start.min(b.len())..]);
+    out
 }
 
 /// The header an `#include` line spells (`thrust/scan.h` in `#include <thrust/scan.h>`).

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
 
+use super::items::throws_or_streams;
 use super::launches::*;
 use super::text::*;
 use crate::source::macros::{call_args, expand, leaves};
@@ -149,6 +150,9 @@ pub(super) enum HostMacro {
     Launches,
     /// Its expansion defines host functions only.
     DefinesHostFunctions,
+    /// Its expansion throws or uses iostreams, which device code cannot
+    /// (`FLASHINFER_ERROR(msg)`: `throw flashinfer::Error(...)`).
+    HostOnly,
 }
 
 impl FileMacros {
@@ -187,6 +191,8 @@ impl FileMacros {
                 Some(HostMacro::Launches)
             } else if only_host_definitions(&full) {
                 Some(HostMacro::DefinesHostFunctions)
+            } else if throws_or_streams(&full) {
+                Some(HostMacro::HostOnly)
             } else {
                 None
             };

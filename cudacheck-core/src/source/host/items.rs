@@ -137,6 +137,17 @@ pub(super) fn does_host_only_things(body: &str) -> bool {
     })
 }
 
+/// Whether code throws or uses the C++ iostreams: what device code can never do (nvcc rejects
+/// `throw` in device code, and the stream classes have no device version).
+pub(super) fn throws_or_streams(code: &str) -> bool {
+    identifiers(code).any(|w| {
+        matches!(w, "throw" | "cout" | "cerr" | "clog")
+            || w.ends_with("stringstream")
+            || w == "ostream"
+            || w == "istream"
+    })
+}
+
 /// Whether the words just before `start` annotate the function for the device. Error recovery
 /// can leave a function's `__global__` in the node before it (after a macro invocation with no
 /// `;`, such as `DEFINE(float)` on the line above), so the function itself looks unannotated.

@@ -54,6 +54,7 @@ use launches::*;
 use text::*;
 
 use super::macros::leaves;
+use super::parse::location;
 use super::parse::new_parser;
 use super::{Location, SourceError};
 
@@ -165,6 +166,12 @@ pub enum SetAsideKind {
     /// A namespace-scope invocation of a macro that expands to host functions only
     /// (`LAUNCHER(q4_0, f16, half)`); the invocation is blanked, the macro is not.
     MacroHostFunctions,
+    /// A class whose members throw or use iostreams (an exception or logging class), which
+    /// device code does not name.
+    HostClass,
+    /// A function marked `__host__` alone (a member or an out-of-class definition), which
+    /// nvcc's device pass leaves out and NVRTC rejects.
+    ExplicitHost,
 }
 
 /// Why an unannotated function stays in the text NVRTC compiles.
@@ -198,6 +205,8 @@ impl fmt::Display for SetAsideKind {
             SetAsideKind::HostOnly => "host function",
             SetAsideKind::Declaration => "host function declaration",
             SetAsideKind::MacroHostFunctions => "macro invocation defining host functions",
+            SetAsideKind::HostClass => "host class",
+            SetAsideKind::ExplicitHost => "`__host__` function",
         })
     }
 }
@@ -303,6 +312,7 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
     //    are host code (their expansion launches kernels or defines host functions only).
     let mut items = Vec::new();
     collect_items(text, root, &[], &mut items);
+    let classes = host_classes(text, root);
     let mut header_trees = Vec::new();
     for h in headers {
         let uncommented = blank_block_comments(h);
@@ -323,14 +333,17 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
     leaves(root, &mut all_leaves, false);
     let mut used: HashSet<&str> = used_elsewhere.iter().map(String::as_str).collect();
     let mut inside: Vec<HashSet<&str>> = vec![HashSet::new(); items.len()];
+    let mut class_inside: Vec<HashSet<&str>> = vec![HashSet::new(); classes.len()];
     for leaf in &all_leaves {
         let leaf_text = text.get(leaf.byte_range()).unwrap_or("");
-        let owner = items.iter().position(|it: &Item| {
-            it.outer.start <= leaf.start_byte() && leaf.end_byte() <= it.outer.end
-        });
-        let set = match owner {
-            Some(i) => &mut inside[i],
-            None => &mut used,
+        let within =
+            |r: &std::ops::Range<usize>| r.start <= leaf.start_byte() && leaf.end_byte() <= r.end;
+        let owner = items.iter().position(|it: &Item| within(&it.outer));
+        let class = classes.iter().position(|c| within(&c.outer));
+        let set = match (owner, class) {
+            (Some(i), _) => &mut inside[i],
+            (None, Some(c)) => &mut class_inside[c],
+            (None, None) => &mut used,
         };
         match leaf.kind() {
             "comment" | "string_content" | "raw_string_content" | "escape_sequence" => {}
@@ -388,6 +401,7 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
         }
     }
     let mut reached = vec![false; items.len()];
+    let mut class_reached = vec![false; classes.len()];
     loop {
         let mut grew = false;
         for (i, it) in items.iter().enumerate() {
@@ -397,10 +411,28 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
                 grew = true;
             }
         }
+        // A host class device code names stays, and so does what it names.
+        for (c, class) in classes.iter().enumerate() {
+            if !class_reached[c] && used.contains(class.name.as_str()) {
+                class_reached[c] = true;
+                used.extend(class_inside[c].iter().copied());
+                grew = true;
+            }
+        }
         if !grew {
             break;
         }
     }
+    let host_members: Vec<HostClass> = explicit_host_functions(text, root)
+        .into_iter()
+        .filter(|m| !items.iter().any(|it| it.outer == m.outer))
+        .collect();
+    let set_aside_classes: Vec<&HostClass> = classes
+        .iter()
+        .zip(&class_reached)
+        .filter(|(_, &r)| !r)
+        .map(|(c, _)| c)
+        .collect();
 
     // 3. Classify.
     let decisions: Vec<HostDecision> = items
@@ -419,7 +451,9 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
             .filter_map(|(it, d)| {
                 matches!(d, HostDecision::SetAside(_)).then_some(it.outer.clone())
             })
-            .chain(generated.iter().map(|g| g.range.clone())),
+            .chain(generated.iter().map(|g| g.range.clone()))
+            .chain(set_aside_classes.iter().map(|c| c.outer.clone()))
+            .chain(host_members.iter().map(|m| m.outer.clone())),
     );
     let launches = Launches::new(text, root, &items, &decisions, &macros);
     let (mut launched, unresolved_launches) = launches.resolve();
@@ -466,6 +500,16 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
             location: g.location,
             decision: HostDecision::SetAside(SetAsideKind::MacroHostFunctions),
         }))
+        .chain(set_aside_classes.iter().map(|c| HostFunction {
+            name: c.name.clone(),
+            location: c.location.clone(),
+            decision: HostDecision::SetAside(SetAsideKind::HostClass),
+        }))
+        .chain(host_members.iter().map(|m| HostFunction {
+            name: m.name.clone(),
+            location: m.location.clone(),
+            decision: HostDecision::SetAside(SetAsideKind::ExplicitHost),
+        }))
         .collect();
     Ok(HostCode {
         text: out,
@@ -481,6 +525,129 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
         unresolved_launches,
         appended_from_line,
     })
+}
+
+/// A namespace-scope class or struct that only host code can use (or, from
+/// [`explicit_host_functions`], a `__host__`-only function): its members throw or use
+/// iostreams (`class Error : public std::exception { std::string m; Error(...) { std::ostringstream
+/// oss; ... } }`), nothing in it is annotated for the device, and no member of it is defined
+/// outside it. Set aside when device code does not name it.
+struct HostClass {
+    name: String,
+    location: Location,
+    /// The definition, with its `template<...>`.
+    outer: std::ops::Range<usize>,
+}
+
+/// The file's host classes (see [`HostClass`]), in namespaces and conditionals at any depth.
+fn host_classes(text: &str, root: Node) -> Vec<HostClass> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        let mut cursor = n.walk();
+        for child in n.named_children(&mut cursor) {
+            match child.kind() {
+                "class_specifier" | "struct_specifier" => {
+                    out.extend(host_class(text, child, child));
+                }
+                "template_declaration" => {
+                    let mut c = child.walk();
+                    let inner = child
+                        .named_children(&mut c)
+                        .find(|x| matches!(x.kind(), "class_specifier" | "struct_specifier"));
+                    if let Some(inner) = inner {
+                        out.extend(host_class(text, child, inner));
+                    }
+                }
+                "namespace_definition" => stack.extend(child.child_by_field_name("body")),
+                "linkage_specification" => stack.extend(
+                    child
+                        .child_by_field_name("body")
+                        .filter(|b| b.kind() == "declaration_list"),
+                ),
+                "preproc_if" | "preproc_ifdef" | "preproc_else" | "preproc_elif"
+                | "preproc_elifdef" => stack.push(child),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn host_class(text: &str, outer: Node, class: Node) -> Option<HostClass> {
+    let name_node = class.child_by_field_name("name")?;
+    let body = class.child_by_field_name("body")?;
+    if outer.has_error() || name_node.kind() != "type_identifier" {
+        return None;
+    }
+    let name = &text[name_node.byte_range()];
+    let whole = &text[outer.byte_range()];
+    let annotated = identifiers(whole).any(|w| {
+        matches!(
+            w,
+            "__device__" | "__global__" | "__host__" | "__forceinline__"
+        ) || looks_like_macro(w)
+    });
+    if annotated || !throws_or_streams(&text[body.byte_range()]) || !balanced_preprocessor(whole) {
+        return None;
+    }
+    // A member defined outside the class (`Error::Error(...) {...}`) would lose its class.
+    let qualified = format!("{name}::");
+    let outside = text[..outer.start_byte()].contains(&qualified)
+        || text[outer.end_byte()..].contains(&qualified);
+    if outside {
+        return None;
+    }
+    Some(HostClass {
+        name: name.to_owned(),
+        location: location(text, name_node),
+        outer: outer.byte_range(),
+    })
+}
+
+/// Every function marked `__host__` without `__device__` (and not `constexpr`, which device
+/// code may call under nvcc's `--expt-relaxed-constexpr`): class members
+/// (`__host__ uint_fastdiv(uint32_t d)`), out-of-class member definitions, templates of
+/// them. nvcc's device pass leaves them out; device code calling one fails there too.
+fn explicit_host_functions(text: &str, root: Node) -> Vec<HostClass> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if matches!(
+            n.kind(),
+            "function_definition" | "declaration" | "field_declaration"
+        ) {
+            let outer = n
+                .parent()
+                .filter(|p| p.kind() == "template_declaration")
+                .unwrap_or(n);
+            let mut c = n.walk();
+            let declarator = n
+                .children_by_field_name("declarator", &mut c)
+                .find(|d| d.kind() == "function_declarator");
+            if let Some(d) = declarator {
+                let prefix = &text[outer.start_byte()..d.start_byte()];
+                let words: Vec<&str> = identifiers(prefix).collect();
+                let host_only = words.contains(&"__host__")
+                    && !words
+                        .iter()
+                        .any(|w| matches!(*w, "__device__" | "__global__" | "constexpr"));
+                let name = d.child_by_field_name("declarator");
+                if let (true, Some(name), false) = (host_only, name, outer.has_error()) {
+                    out.push(HostClass {
+                        name: text[name.byte_range()].to_owned(),
+                        location: location(text, name),
+                        outer: outer.byte_range(),
+                    });
+                }
+            }
+            // A function body holds no member declarations.
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
 }
 
 /// A short tag of `text` (FNV-1a), naming the functions the file appends apart from those of
