@@ -2,7 +2,8 @@
 //! (`SyncMode::Never`, configuration memoized) vs a debug-mode launch (synchronize each), side
 //! by side, on an empty kernel and on a two-argument kernel.
 //!
-//! Each mode runs `ROUNDS` rounds of `LAUNCHES` launches, the modes' rounds interleaved; only
+//! Each mode runs `ROUNDS` rounds of `LAUNCHES` launches, the modes' rounds interleaved (in
+//! reverse order every other round, so that no mode always follows the same one); only
 //! the launch calls are timed, in batches of `BATCH` with the stream synchronized between
 //! batches outside the clock, so the figure is the host-side cost of a launch, not the GPU's
 //! throughput. The reported figure is the median over rounds of the per-launch time. A
@@ -299,9 +300,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         sync();
     }
-    for _ in 0..ROUNDS {
-        for m in modes.iter_mut() {
-            round(m, &sync);
+    // Odd rounds run the modes in reverse order: a mode's cost can depend on what ran just
+    // before it (the driver's queue, the caches), and alternating the order (ABBA) gives
+    // every mode each neighbour on both sides, so that no mode gains from its place.
+    for r in 0..ROUNDS {
+        if r % 2 == 0 {
+            for m in modes.iter_mut() {
+                round(m, &sync);
+            }
+        } else {
+            for m in modes.iter_mut().rev() {
+                round(m, &sync);
+            }
         }
     }
     // Paired by round (the modes' rounds interleave, so round r of two modes ran minutes
@@ -346,7 +356,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let device = ctx.name()?;
     let mut md = format!(
-        "Host-side launch cost on {device} ({arch}): median over {ROUNDS} interleaved rounds of \
+        "Host-side launch cost on {device} ({arch}): median over {ROUNDS} interleaved rounds (order reversed every other round) of \
          the per-launch time, launches timed in batches of {BATCH} with the stream synchronized \
          between batches, outside the clock (debug mode includes its own wait for the GPU)\n\n\
          | kernel | mode | launches/round | median ns | min ns | vs raw | ratio | heap allocs/launch |\n\

@@ -13,6 +13,12 @@
 //!   lenient than nvcc in one way, written down in the README: a non-`constexpr` unannotated
 //!   function that device code calls compiles here, where nvcc rejects the call.
 //!
+//! - A launcher template in one of the file's headers, called from the file, instantiates
+//!   what it launches through its shadow (`cudacheck_core::source::Unit::launchers`).
+//! - After a failed compile, what nvcc's device pass would not have needed is set aside and the
+//!   file compiled again ([`Prepared::set_aside_after_failure`]): includes of libraries only
+//!   host code uses (Thrust), and `static_assert`s on `offsetof`. Each is a `remark`.
+//!
 //! What still fails gets a `help:` note naming the construct and the fix ([`explain`]).
 
 use std::collections::{HashMap, HashSet};
