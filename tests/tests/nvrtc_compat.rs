@@ -463,3 +463,20 @@ fn nvrtc_host_classes_and_host_only_members_are_left_out_as_nvccs_device_pass_do
     let c = build("host_classes.cu", src).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(kernel_symbols(&c), ["_Z6divideN3lib7fastdivEPj"]);
 }
+
+#[test]
+fn nvrtc_a_missing_single_header_stays_the_error() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // A project header missing from the include path may define what the kernel uses
+    // (`BLOCK`): it is never set aside, and NVRTC's "cannot open" comes first.
+    let src = "#include <params.cuh>\n__global__ void k(float* y) { y[0] = BLOCK; }\n";
+    let e = build("params_user.cu", src).expect_err("the header is missing");
+    let CompileError::Failed { diagnostics, .. } = e else {
+        panic!("{e}")
+    };
+    assert_eq!(diagnostics[0].line, Some(1), "{diagnostics:#?}");
+    assert!(diagnostics[0].message.contains("params.cuh"), "{diagnostics:#?}");
+    assert!(!diagnostics.iter().any(|d| d.message.contains("set aside")));
+}

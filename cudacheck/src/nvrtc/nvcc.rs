@@ -361,7 +361,7 @@ impl Prepared {
     ///
     /// An include is set aside when all of these hold:
     /// - it is an `#include` line of the file or of one of its own headers, spelling a header
-    ///   that is not one of the project's own;
+    ///   in a library's directory (`<lib/...>`) that is not one of the project's own;
     /// - an error lies in a file under a directory named like the spelling's first component
     ///   (`.../thrust/detail/...` for `<thrust/scan.h>`), or is "cannot open source file" at
     ///   that very line;
@@ -495,9 +495,13 @@ impl Prepared {
                     && library_files
                         .iter()
                         .any(|f| Path::new(f).components().any(|c| c.as_os_str() == first));
-                let not_found = missing
-                    .iter()
-                    .any(|(f, l, s)| f == unit && *l == line_no && *s == spelling);
+                // Only a library's header (`<torch/extension.h>`): a missing single header
+                // (`<params.cuh>`) may define macros device code uses, and its absence is
+                // the user's error to see.
+                let not_found = spelling.contains('/')
+                    && missing
+                        .iter()
+                        .any(|(f, l, s)| f == unit && *l == line_no && *s == spelling);
                 if failed_inside || not_found {
                     found.push(SetAside {
                         unit: unit.to_string(),
