@@ -213,11 +213,7 @@ fn check_file(
             path: path.to_path_buf(),
             kernels: Vec::new(),
             error: None,
-            note: Some(
-                "host code only: no `__global__` or `__device__` in the file or its headers, \
-                 so nothing runs on the GPU to check"
-                    .to_string(),
-            ),
+            note: Some(crate::instrument::HOST_ONLY.to_string()),
         };
     }
     if info.kernels.is_empty() {

@@ -47,6 +47,9 @@ struct FileEntry {
     /// Set when the file could not be read, compiled, instrumented or assembled.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// Set for a file with nothing to instrument that is not an error: host code only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -55,7 +58,13 @@ struct Report {
     files: Vec<FileEntry>,
 }
 
-/// One file's checked build: its kernels, the instrumented PTX, or why there is none.
+/// What `instrument` and `check` say of a file with no device code at all.
+pub(crate) const HOST_ONLY: &str =
+    "host code only: no `__global__` or `__device__` in the file or its headers, \
+                         so nothing runs on the GPU to check";
+
+/// One file's checked build: its kernels, the instrumented PTX, or why there is none (no
+/// kernels and no error: host code only).
 fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>, String), String> {
     let source = CudaSource::from_file(path).map_err(|e| e.to_string())?;
     let opts = CompileOptions {
@@ -72,6 +81,12 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
         host_checks: true,
     };
     let inst = instrument_ptx_with(&ptx, &shape).map_err(|e| e.to_string())?;
+    if inst.kernels.is_empty()
+        && !source.text.trim().is_empty()
+        && !nvrtc::has_device_code(&source, &args.include)
+    {
+        return Ok((Vec::new(), String::new()));
+    }
     if inst.kernels.is_empty() {
         return Err(
             "no kernels: the file defines no `__global__` function that NVRTC emitted \
@@ -130,6 +145,18 @@ pub fn run(args: &InstrumentArgs) -> ExitCode {
     let mut failed = false;
     for path in &files {
         match build(path, args) {
+            Ok((kernels, _)) if kernels.is_empty() => {
+                let note = HOST_ONLY.to_string();
+                if !args.json && !args.ptx {
+                    println!("{}: {note}", path.display());
+                }
+                report.files.push(FileEntry {
+                    path: path.clone(),
+                    kernels: Vec::new(),
+                    error: None,
+                    note: Some(note),
+                });
+            }
             Ok((kernels, ptx)) => {
                 if args.ptx {
                     println!("{ptx}");
@@ -140,6 +167,7 @@ pub fn run(args: &InstrumentArgs) -> ExitCode {
                     path: path.clone(),
                     kernels: kernels.iter().map(entry).collect(),
                     error: None,
+                    note: None,
                 });
             }
             Err(e) => {
@@ -151,6 +179,7 @@ pub fn run(args: &InstrumentArgs) -> ExitCode {
                     path: path.clone(),
                     kernels: Vec::new(),
                     error: Some(e),
+                    note: None,
                 });
             }
         }

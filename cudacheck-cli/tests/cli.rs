@@ -447,6 +447,15 @@ fn nvrtc_cli_a_host_only_file_is_not_an_error_but_uninstantiated_templates_are()
         file["note"].as_str().unwrap().contains("host code only"),
         "{out}"
     );
+    // `instrument` says the same.
+    let (code, out, err) = cudacheck(&["instrument", host.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["files"][0]["error"].is_null(), "{out}");
+    assert!(
+        v["files"][0]["note"].as_str().unwrap().contains("host code only"),
+        "{out}"
+    );
     // A kernel template nothing instantiates is still reported: device code, nothing checked.
     let template = write(
         "never_instantiated.cu",

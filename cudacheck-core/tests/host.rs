@@ -621,7 +621,11 @@ __global__ void k(lib::Pair* p) { p[threadIdx.x].a = 1.0f; }
         HostDecision::SetAside(SetAsideKind::HostClass)
     );
     assert!(!host.text.contains("ostringstream"), "{}", host.text);
-    assert!(host.text.contains("struct Pair { float a, b; };"), "{}", host.text);
+    assert!(
+        host.text.contains("struct Pair { float a, b; };"),
+        "{}",
+        host.text
+    );
     assert_eq!(
         position(&host.text, "__global__"),
         position(src, "__global__"),
@@ -665,7 +669,9 @@ __global__ void k(const fastdiv* f, unsigned* out) { out[threadIdx.x] = f->div(t
     assert!(!host.text.contains("p[0] = d"), "{}", host.text);
     // Kept: host-and-device, device, and `constexpr` (device code may call it under nvcc's
     // relaxed constexpr).
-    assert!(host.text.contains("__host__ __device__ fastdiv() : d(0), m(0) {}"));
+    assert!(host
+        .text
+        .contains("__host__ __device__ fastdiv() : d(0), m(0) {}"));
     assert!(host.text.contains("__host__ constexpr unsigned twice()"));
     assert!(host.text.contains("__device__ unsigned div(unsigned n)"));
     assert_eq!(host.text.lines().count(), src.lines().count());

@@ -477,6 +477,9 @@ fn nvrtc_a_missing_single_header_stays_the_error() {
         panic!("{e}")
     };
     assert_eq!(diagnostics[0].line, Some(1), "{diagnostics:#?}");
-    assert!(diagnostics[0].message.contains("params.cuh"), "{diagnostics:#?}");
+    assert!(
+        diagnostics[0].message.contains("params.cuh"),
+        "{diagnostics:#?}"
+    );
     assert!(!diagnostics.iter().any(|d| d.message.contains("set aside")));
 }
