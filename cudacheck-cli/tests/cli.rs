@@ -453,7 +453,10 @@ fn nvrtc_cli_a_host_only_file_is_not_an_error_but_uninstantiated_templates_are()
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["files"][0]["error"].is_null(), "{out}");
     assert!(
-        v["files"][0]["note"].as_str().unwrap().contains("host code only"),
+        v["files"][0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("host code only"),
         "{out}"
     );
     // A kernel template nothing instantiates is still reported: device code, nothing checked.

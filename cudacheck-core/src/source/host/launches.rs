@@ -95,26 +95,11 @@ impl<'a, 't> Launches<'a, 't> {
             }
             // Launches inside statement macros (`LAUNCH(float, 4);` whose expansion, through
             // any depth of macros, holds `<<<`).
-            let mut l = Vec::new();
-            leaves(body, &mut l, false);
-            for j in 0..l.len().saturating_sub(1) {
-                let word = &text[l[j].byte_range()];
-                if !macros.launches(word)
-                    || &text[l[j + 1].byte_range()] != "("
-                    || is_definition(l[j])
-                {
-                    continue;
-                }
-                let Some((_, args)) = call_args(text, &l, j + 1) else {
-                    continue;
-                };
-                let Some(expanded) = macros.expand(word, &args) else {
-                    continue;
-                };
+            for (leaf, expanded) in macro_invocations(text, body, macros, |w| macros.launches(w)) {
                 for (at, _) in expanded.match_indices("<<<") {
                     if let Some(k) = callee_before(&expanded, at) {
-                        let conds = constexpr_conditions(text, l[j], body);
-                        sites.push((i, k.to_owned(), location(text, l[j]), conds));
+                        let conds = constexpr_conditions(text, leaf, body);
+                        sites.push((i, k.to_owned(), location(text, leaf), conds));
                     }
                 }
             }
@@ -383,22 +368,7 @@ impl Launches<'_, '_> {
                 .into_iter()
                 .filter_map(|(_, name, args)| Some((find(name)?, args)))
                 .collect();
-            let mut l = Vec::new();
-            leaves(body, &mut l, false);
-            for j in 0..l.len().saturating_sub(1) {
-                let word = &text[l[j].byte_range()];
-                if !is_identifier(word)
-                    || &text[l[j + 1].byte_range()] != "("
-                    || is_definition(l[j])
-                {
-                    continue;
-                }
-                let Some((_, args)) = call_args(text, &l, j + 1) else {
-                    continue;
-                };
-                let Some(expanded) = macros.expand(word, &args) else {
-                    continue;
-                };
+            for (_, expanded) in macro_invocations(text, body, macros, |_| true) {
                 for (name, targs) in template_calls(&expanded) {
                     if let Some(l) = find(name) {
                         found.push((l, targs));
@@ -501,6 +471,36 @@ pub(super) fn constexpr_locals(text: &str, body: Node) -> Vec<(String, String)> 
             continue;
         }
         stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+/// The invocations `NAME(args)` under `body` of the function-like macros `wanted` names (not
+/// their `#define`s), each with its leaf and its expansion through every depth of macros.
+fn macro_invocations<'t>(
+    text: &str,
+    body: Node<'t>,
+    macros: &FileMacros,
+    wanted: impl Fn(&str) -> bool,
+) -> Vec<(Node<'t>, String)> {
+    let mut l = Vec::new();
+    leaves(body, &mut l, false);
+    let mut out = Vec::new();
+    for j in 0..l.len().saturating_sub(1) {
+        let word = &text[l[j].byte_range()];
+        if !is_identifier(word)
+            || !wanted(word)
+            || &text[l[j + 1].byte_range()] != "("
+            || is_definition(l[j])
+        {
+            continue;
+        }
+        let Some((_, args)) = call_args(text, &l, j + 1) else {
+            continue;
+        };
+        if let Some(expanded) = macros.expand(word, &args) {
+            out.push((l[j], expanded));
+        }
     }
     out
 }
