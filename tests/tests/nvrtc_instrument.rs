@@ -620,3 +620,93 @@ fn nvrtc_checks_do_not_split_a_multiply_from_the_add_it_may_fuse_into() {
     }
     assemble_ptx(&inst.ptx, arch, &src.name).expect("assembles");
 }
+
+/// Neighbourhood guards as NVVM compiles them: `yy >= 0 && xx >= 0` becomes one sign test of
+/// `yy | xx`, `xx < w` a test of `x + 1`, and the address arithmetic is hoisted above the
+/// guard. The benchmark set's convolutions (`bench/kernels/stencil.cu`) get no device check,
+/// their host checks hold for the benchmark's launch, and fail for a launch whose width or
+/// grid reaches past the buffers (that launch runs the fully checked build).
+#[test]
+fn nvrtc_neighbourhood_guards_are_checked_on_the_host() {
+    use cudacheck_core::instrument::LaunchValues;
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("bench/kernels/stencil.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let m = u64::MAX;
+    let some = |v: u64| Some((v, 4u32));
+    // (kernel, block, [(grid, scalars, lens, holds)])
+    type Launch = ([u32; 3], Vec<Option<(u64, u32)>>, Vec<u64>, bool);
+    let (c, h, w) = (16u64, 2048u64, 2048u64);
+    let conv3 = |w_arg: u64, grid_z: u32, holds: bool| -> Launch {
+        (
+            [64, 256, grid_z],
+            vec![None, None, None, some(c), some(h), some(w_arg)],
+            vec![c * h * w * 4, c * h * w * 4, c * 9 * 4, m, m, m],
+            holds,
+        )
+    };
+    let (ch, len) = (256u64, 256u64 << 10);
+    let conv1 = |grid_y: u32, len_arg: u64, holds: bool| -> Launch {
+        (
+            [(len / 256) as u32, grid_y, 1],
+            vec![None, None, None, None, some(ch), some(len_arg)],
+            vec![ch * len * 4, ch * len * 4, ch * 7 * 4, ch * 4, m, m],
+            holds,
+        )
+    };
+    let cases: [(&str, [u32; 3], Vec<Launch>); 2] = [
+        (
+            "conv3x3_guarded",
+            [32, 8, 1],
+            vec![
+                conv3(w, 16, true),
+                conv3(w + 1, 16, false),
+                // More channels launched than `channels`: the guard returns early.
+                conv3(w, 17, true),
+            ],
+        ),
+        (
+            "conv1d_depthwise",
+            [256, 1, 1],
+            vec![
+                conv1(ch as u32, len, true),
+                conv1(ch as u32 + 1, len, false),
+                conv1(ch as u32, len + 1, false),
+            ],
+        ),
+    ];
+    for (name, block, launches) in cases {
+        let host = instrument_ptx_with(
+            &ptx,
+            &InstrumentOptions::new().block(block).host_checks(true),
+        )
+        .unwrap();
+        assemble_ptx(&host.ptx, arch, &src.name).unwrap();
+        let k = host.kernels.iter().find(|k| k.name == name).unwrap();
+        assert!(k.coverage.is_complete(), "{name}");
+        assert_eq!(k.coverage.checked, 0, "{name}: {:?}", k.coverage);
+        assert!(k.coverage.host_checked >= 8, "{name}: {:?}", k.coverage);
+        for (grid, scalars, lens, expect) in launches {
+            let v = LaunchValues {
+                grid,
+                block,
+                scalars: &scalars,
+                lens: &lens,
+            };
+            let failing: Vec<_> = k
+                .host_checks
+                .iter()
+                .filter(|h| !h.holds(&v))
+                .filter_map(|h| h.loc.as_ref().map(|l| l.line))
+                .collect();
+            assert_eq!(
+                failing.is_empty(),
+                expect,
+                "{name} grid {grid:?} scalars {scalars:?}: failing at lines {failing:?}"
+            );
+        }
+    }
+}

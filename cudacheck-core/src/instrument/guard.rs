@@ -95,13 +95,21 @@ impl Cmp {
     }
 }
 
-/// What the host knows of one comparison: the register's `signed` interpretation compares
-/// `op` with `bound`.
+/// What the host knows of one comparison: the `signed` interpretation of the register plus
+/// `offset` (in the register's width, wrapping) compares `op` with `bound`. A fact with an
+/// offset comes from a guard on `r + k` (`if (x - 1 >= 0)` compiled as a test of `%r5 = %r1 +
+/// -1`); the host uses it only where it can see that `r + k` does not wrap.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostFact {
     pub op: Cmp,
     pub signed: bool,
     pub bound: HostExpr,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }
 
 /// One step of an induction variable: `r += step`, where `guard` holds of the old `r`.
@@ -324,19 +332,29 @@ impl HostExpr {
                         *c = d;
                     }
                 }
-                for f in facts {
+                // Facts on the register itself first: they narrow the candidates, which
+                // can then show that `r + k` of an offset fact does not wrap.
+                let direct = facts.iter().filter(|f| f.offset == 0);
+                for f in direct.chain(facts.iter().filter(|f| f.offset != 0)) {
                     let Some(b) = f.bound.eval(v)? else {
                         return Ok(None);
                     };
-                    if !within(b, range_of(*bits, f.signed)) {
+                    let range = range_of(*bits, f.signed);
+                    if !within(b, range) {
                         return Err(());
                     }
                     let c = &mut cand[usize::from(f.signed)];
+                    let k = i128::from(f.offset);
+                    if !within((c.0 + k, c.1 + k), range) {
+                        // `r + k` may wrap: the fact says nothing this interval can use.
+                        continue;
+                    }
+                    // `r + k` is exact: `r + k < b` is `r < b - k`.
                     match f.op {
-                        Cmp::Lt => c.1 = c.1.min(b.1 - 1),
-                        Cmp::Le => c.1 = c.1.min(b.1),
-                        Cmp::Gt => c.0 = c.0.max(b.0 + 1),
-                        Cmp::Ge => c.0 = c.0.max(b.0),
+                        Cmp::Lt => c.1 = c.1.min(b.1 - 1 - k),
+                        Cmp::Le => c.1 = c.1.min(b.1 - k),
+                        Cmp::Gt => c.0 = c.0.max(b.0 + 1 - k),
+                        Cmp::Ge => c.0 = c.0.max(b.0 - k),
                     }
                 }
                 if cand.iter().any(|c| c.0 > c.1) {
@@ -410,11 +428,12 @@ impl HostExpr {
 // Device side: the analysis of the PTX.
 // ------------------------------------------------------------------------------------------
 
-/// The bound of a comparison: an immediate or a whole scalar parameter.
+/// The bound of a comparison: an immediate, or a whole scalar parameter plus an immediate
+/// (`x < nx - 1` compiles to a compare with `%r9 = %r8 + -1`, `%r8` the parameter).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Bound {
     Const(i64),
-    Param { index: u32, bytes: u8 },
+    Param { index: u32, bytes: u8, plus: i64 },
 }
 
 /// `reg <op> bound` in `bits` bits, `signed` or not.
@@ -552,6 +571,9 @@ pub(crate) struct Guards<'a> {
     defs: BTreeMap<String, Vec<usize>>,
     /// Scalar parameters by name: `(index, bytes)`.
     params: BTreeMap<&'a str, (u32, u8)>,
+    /// For a register `r`: the registers whose one definition is `r + k` (`add`/`sub` with an
+    /// immediate, same width), with `k`.
+    shifted: BTreeMap<String, Vec<(String, i64)>>,
     /// Registers left to visit for the current access (bounds the work on odd code).
     budget: std::cell::Cell<u32>,
 }
@@ -653,6 +675,34 @@ impl<'a> Guards<'a> {
                 params.insert(p.name.as_str(), (k as u32, b));
             }
         }
+        let mut shifted: BTreeMap<String, Vec<(String, i64)>> = BTreeMap::new();
+        for (y, ks) in &defs {
+            let [k] = ks.as_slice() else { continue };
+            let Some(StmtKind::Instr(i)) = f.stmts.get(*k).map(|s| &s.kind) else {
+                continue;
+            };
+            if i.guard.is_some() || i.has("cc") || i.has("sat") || !matches!(i.op(), "add" | "sub")
+            {
+                continue;
+            }
+            let (a, b) = match (i.operands.get(1), i.operands.get(2)) {
+                (Some(a), Some(b)) => (a.as_str(), b.as_str()),
+                _ => continue,
+            };
+            let (r, c) = match (imm(a), imm(b)) {
+                (None, Some(c)) if i.op() == "add" => (a, Some(c)),
+                (None, Some(c)) => (a, c.checked_neg()),
+                (Some(c), None) if i.op() == "add" => (b, Some(c)),
+                _ => continue,
+            };
+            let same_width = f.reg_type(r).is_some() && f.reg_type(r) == f.reg_type(y);
+            if let (true, true, Some(c)) = (is_reg(r), same_width, c) {
+                shifted
+                    .entry(r.to_string())
+                    .or_default()
+                    .push((y.clone(), c));
+            }
+        }
         let mut g = Guards {
             f,
             entry: vec![None; blocks.len()],
@@ -660,6 +710,7 @@ impl<'a> Guards<'a> {
             block_of,
             defs,
             params,
+            shifted,
             budget: std::cell::Cell::new(0),
         };
         g.solve();
@@ -680,8 +731,9 @@ impl<'a> Guards<'a> {
         }
     }
 
-    /// A comparison bound: an immediate, or a register only ever loaded from a whole scalar
-    /// parameter.
+    /// A comparison bound: an immediate, a register only ever loaded from a whole scalar
+    /// parameter, or one only ever set to such a register plus an immediate (in the
+    /// parameter's width).
     fn bound(&self, op: &str) -> Option<Bound> {
         if let Some(c) = imm(op) {
             return Some(Bound::Const(c));
@@ -690,13 +742,87 @@ impl<'a> Guards<'a> {
             return None;
         }
         let i = self.single_def(op)?;
+        if (i.op() == "add" || i.op() == "sub") && !i.has("cc") && !i.has("sat") {
+            let (bits, _) = i.parts().filter_map(int_type).last()?;
+            let (a, b) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
+            let (reg, k) = match (imm(a), imm(b)) {
+                (None, Some(k)) if i.op() == "add" => (a, k),
+                (None, Some(k)) => (a, k.checked_neg()?),
+                (Some(k), None) if i.op() == "add" => (b, k),
+                _ => return None,
+            };
+            return match self.param_reg(reg)? {
+                (index, bytes) if u32::from(bytes) * 8 == u32::from(bits) => Some(Bound::Param {
+                    index,
+                    bytes,
+                    plus: k,
+                }),
+                _ => None,
+            };
+        }
+        let (index, bytes) = self.param_reg(op)?;
+        Some(Bound::Param {
+            index,
+            bytes,
+            plus: 0,
+        })
+    }
+
+    /// `(index, bytes)` of the whole scalar parameter register `op` is only ever loaded from.
+    fn param_reg(&self, op: &str) -> Option<(u32, u8)> {
+        let i = self.single_def(op)?;
         if i.op() != "ld" || !i.has("param") {
             return None;
         }
         let a = parse_address(i.operands.get(1)?)?;
         let &(index, bytes) = self.params.get(a.base.as_str())?;
         let ld = i.parts().filter_map(int_type).last()?.0 / 8;
-        (a.offset == 0 && ld == bytes).then_some(Bound::Param { index, bytes })
+        (a.offset == 0 && ld == bytes).then_some((index, bytes))
+    }
+
+    /// Atoms that follow from `a` through the single definition of its register:
+    /// `(p | q) >= 0` (how NVVM folds `p >= 0 && q >= 0`) gives `p >= 0` and `q >= 0`;
+    /// `min(p, q) >= b` gives both `>= b`, `max(p, q) <= b` both `<= b`. Only registers with one
+    /// definition are named, so the atoms are about the values the definition read.
+    fn implied(&self, a: &Atom, depth: u32, out: &mut Vec<Atom>) {
+        if depth > 4 {
+            return;
+        }
+        let Some(i) = self.single_def(&a.reg) else {
+            return;
+        };
+        let Some((bits, ty_signed)) = i.parts().filter_map(int_type).last() else {
+            return;
+        };
+        if bits != a.bits {
+            return;
+        }
+        let lower = matches!(a.op, Cmp::Ge | Cmp::Gt);
+        let ok = match i.op() {
+            "or" => {
+                a.signed
+                    && matches!(
+                        (a.op, &a.bound),
+                        (Cmp::Ge, Bound::Const(0)) | (Cmp::Gt, Bound::Const(-1))
+                    )
+            }
+            "min" => ty_signed == a.signed && lower,
+            "max" => ty_signed == a.signed && !lower,
+            _ => false,
+        };
+        if !ok {
+            return;
+        }
+        for op in i.operands.iter().skip(1).take(2) {
+            if is_reg(op) && self.single_def(op).is_some() {
+                let b = Atom {
+                    reg: op.clone(),
+                    ..a.clone()
+                };
+                self.implied(&b, depth + 1, out);
+                out.push(b);
+            }
+        }
     }
 
     fn setp_atoms(&self, i: &Instr) -> Option<Atom> {
@@ -744,20 +870,27 @@ impl<'a> Guards<'a> {
             match i.op() {
                 "setp" => {
                     if let Some(a) = self.setp_atoms(i) {
+                        let with_implied = |a: Atom| {
+                            let mut v = Vec::new();
+                            self.implied(&a, 0, &mut v);
+                            v.push(a);
+                            v
+                        };
+                        let (yes, no) = (with_implied(a.clone()), with_implied(a.negate()));
                         let dst = &i.operands[0];
                         let mut ps = dst.split('|').map(str::trim);
                         if let Some(p) = ps.next() {
                             gen.push(Fact::Pred {
                                 pred: p.to_string(),
-                                on_true: vec![a.clone()],
-                                on_false: vec![a.negate()],
+                                on_true: yes.clone(),
+                                on_false: no.clone(),
                             });
                         }
                         if let Some(q) = ps.next() {
                             gen.push(Fact::Pred {
                                 pred: q.to_string(),
-                                on_true: vec![a.negate()],
-                                on_false: vec![a],
+                                on_true: no,
+                                on_false: yes,
                             });
                         }
                     }
@@ -966,27 +1099,50 @@ impl<'a> Guards<'a> {
                 debug_assert!(v >= lo);
                 HostExpr::Const(v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
             }
-            Bound::Param { index, bytes } => HostExpr::In {
-                e: Box::new(HostExpr::Param {
+            Bound::Param { index, bytes, plus } => {
+                let p = HostExpr::Param {
                     index: *index,
                     bytes: *bytes,
                     signed,
-                }),
-                bits,
-                signed,
-            },
+                };
+                // The sum as the comparison reads it: exact when it lies in the range
+                // (`In` fails the host check otherwise).
+                let e = match plus {
+                    0 => p,
+                    k => HostExpr::Add(Box::new(p), Box::new(HostExpr::Const(*k))),
+                };
+                HostExpr::In {
+                    e: Box::new(e),
+                    bits,
+                    signed,
+                }
+            }
         }
     }
 
+    /// What holds of `reg` at `at`: atoms on `reg`, and (when `reg` has one definition) atoms
+    /// on registers only ever set to `reg` plus an immediate, as facts with that offset.
     fn facts_of(&self, reg: &str, at: usize) -> Vec<HostFact> {
+        let shifted: &[(String, i64)] = match self.single_def(reg) {
+            Some(_) => self.shifted.get(reg).map_or(&[], Vec::as_slice),
+            None => &[],
+        };
         self.state_at(at)
             .into_iter()
             .filter_map(|f| match f {
-                Fact::Atom(a) if a.reg == reg => Some(HostFact {
-                    op: a.op,
-                    signed: a.signed,
-                    bound: Self::host_bound(&a.bound, a.bits, a.signed),
-                }),
+                Fact::Atom(a) => {
+                    let offset = if a.reg == reg {
+                        0
+                    } else {
+                        shifted.iter().find(|(r, _)| *r == a.reg)?.1
+                    };
+                    Some(HostFact {
+                        op: a.op,
+                        signed: a.signed,
+                        bound: Self::host_bound(&a.bound, a.bits, a.signed),
+                        offset,
+                    })
+                }
                 _ => None,
             })
             .collect()
@@ -998,7 +1154,12 @@ impl<'a> Guards<'a> {
     }
 
     /// The value of operand `op` as read by statement `at`.
-    fn value(&self, op: &str, at: usize, depth: u32) -> Option<HostExpr> {
+    /// `acc`: the access this value feeds, while every register between it and `op` has one
+    /// definition. Such a register's definition dominates its uses (NVVM's output is SSA
+    /// but for the registers phi elimination merges), so the value it held where the address
+    /// was computed is the value it holds at the access, and the facts holding *there* apply
+    /// too: the guard is often tested after the address arithmetic was hoisted above it.
+    fn value(&self, op: &str, at: usize, depth: u32, acc: Option<usize>) -> Option<HostExpr> {
         if depth > MAX_DEPTH || self.budget.get() == 0 {
             return None;
         }
@@ -1031,12 +1192,19 @@ impl<'a> Guards<'a> {
         let defs = self.defs.get(op)?;
         let def = match defs.as_slice() {
             [k] if self.instr(*k).is_some_and(|i| i.guard.is_none()) => {
-                self.def_value(*k, depth + 1)
+                self.def_value(*k, depth + 1, acc)
             }
             [_, _, ..] => self.induction(op, bits, depth + 1),
             _ => None,
         };
-        let facts = self.facts_of(op, at);
+        let mut facts = self.facts_of(op, at);
+        if let Some(a) = acc.filter(|&a| a != at && self.single_def(op).is_some()) {
+            for f in self.facts_of(op, a) {
+                if !facts.contains(&f) {
+                    facts.push(f);
+                }
+            }
+        }
         if facts.is_empty() {
             return def;
         }
@@ -1082,13 +1250,13 @@ impl<'a> Guards<'a> {
                         g
                     }
                 };
-                let step = self.value(x, k, depth + 1)?;
+                let step = self.value(x, k, depth + 1, None)?;
                 steps.push(IvStep { step, guard: g });
             } else if matches!(
                 i.op(),
                 "mov" | "add" | "sub" | "mul" | "mad" | "shl" | "cvt" | "ld"
             ) {
-                inits.push(self.def_value(k, depth + 1)?);
+                inits.push(self.def_value(k, depth + 1, None)?);
             } else {
                 return None;
             }
@@ -1113,14 +1281,14 @@ impl<'a> Guards<'a> {
     }
 
     /// The value statement `k` writes to its destination.
-    fn def_value(&self, k: usize, depth: u32) -> Option<HostExpr> {
+    fn def_value(&self, k: usize, depth: u32, acc: Option<usize>) -> Option<HostExpr> {
         use HostExpr::*;
         let i = self.instr(k)?;
         if depth > MAX_DEPTH {
             return None;
         }
         let ops = &i.operands;
-        let v = |n: usize| self.value(ops.get(n)?, k, depth + 1);
+        let v = |n: usize| self.value(ops.get(n)?, k, depth + 1, acc);
         let b = Box::new;
         let ty = i.parts().filter_map(int_type).last();
         let e = match i.op() {
@@ -1225,7 +1393,14 @@ impl<'a> Guards<'a> {
     /// The offset of `reg` from the base of parameter `param`'s buffer, as read at `at`.
     /// `cvta`: whether a `cvta.to.global` lies on the way (the device check's base is the
     /// global address).
-    fn offset(&self, reg: &str, param: u32, depth: u32, cvta: &mut u32) -> Option<HostExpr> {
+    fn offset(
+        &self,
+        reg: &str,
+        param: u32,
+        depth: u32,
+        cvta: &mut u32,
+        acc: usize,
+    ) -> Option<HostExpr> {
         if depth > MAX_DEPTH {
             return None;
         }
@@ -1235,10 +1410,10 @@ impl<'a> Guards<'a> {
         match i.op() {
             "cvta" if i.has("to") && i.has("global") => {
                 *cvta += 1;
-                self.offset(ops.get(1)?, param, depth + 1, cvta)
+                self.offset(ops.get(1)?, param, depth + 1, cvta, acc)
             }
             "mov" if i.has("u64") || i.has("b64") || i.has("s64") => {
-                self.offset(ops.get(1)?, param, depth + 1, cvta)
+                self.offset(ops.get(1)?, param, depth + 1, cvta, acc)
             }
             "ld" if i.has("param") && (i.has("u64") || i.has("b64")) => {
                 let a = parse_address(ops.get(1)?)?;
@@ -1249,11 +1424,11 @@ impl<'a> Guards<'a> {
                 let (a, b) = (ops.get(1)?, ops.get(2)?);
                 let mut c = *cvta;
                 if let Some(o) = is_reg(a)
-                    .then(|| self.offset(a, param, depth + 1, &mut c))
+                    .then(|| self.offset(a, param, depth + 1, &mut c, acc))
                     .flatten()
                 {
                     *cvta = c;
-                    let x = self.value(b, k, depth + 1)?;
+                    let x = self.value(b, k, depth + 1, Some(acc))?;
                     return Some(if i.op() == "add" {
                         HostExpr::Add(Box::new(o), Box::new(x))
                     } else {
@@ -1261,8 +1436,8 @@ impl<'a> Guards<'a> {
                     });
                 }
                 if i.op() == "add" && is_reg(b) {
-                    let o = self.offset(b, param, depth + 1, cvta)?;
-                    let x = self.value(a, k, depth + 1)?;
+                    let o = self.offset(b, param, depth + 1, cvta, acc)?;
+                    let x = self.value(a, k, depth + 1, Some(acc))?;
                     return Some(HostExpr::Add(Box::new(o), Box::new(x)));
                 }
                 None
@@ -1273,14 +1448,14 @@ impl<'a> Guards<'a> {
 
     /// The byte offset of access operand `op` (an address `[%rd+imm]`) of statement `k` from
     /// the base of parameter `param`'s global buffer, when it can be expressed.
-    pub(crate) fn access_offset(&self, _k: usize, op: &str, param: u32) -> Option<HostExpr> {
+    pub(crate) fn access_offset(&self, k: usize, op: &str, param: u32) -> Option<HostExpr> {
         let a = parse_address(op)?;
         if !is_reg(&a.base) || self.reg_bits(&a.base) != Some(64) {
             return None;
         }
         let mut cvta = 0;
         self.budget.set(2000);
-        let o = self.offset(&a.base, param, 0, &mut cvta)?;
+        let o = self.offset(&a.base, param, 0, &mut cvta, k)?;
         if cvta != 1 {
             return None;
         }
@@ -1492,6 +1667,102 @@ mod tests {
         // Without the host-check option nothing changes.
         let ptx_opts = InstrumentOptions::new();
         assert!(!ptx_opts.host_checks);
+    }
+
+    /// `if (i - 1 >= 0 && i < n) out[i - 1] = ...` as NVVM folds `a >= 0 && b >= 0`:
+    /// `(a | b) < 0`. `comb` is the instruction combining `i - 1` and `i`.
+    fn sign_test(comb: &str, hoisted: bool) -> InstrumentedKernel {
+        let addr = "\tmul.wide.s32 %rd3, %r6, 4;\n\tadd.s64 %rd4, %rd2, %rd3;";
+        let guard = format!(
+            "\t{comb} %r7, %r6, %r2;\n\tsetp.lt.s32 %p1, %r7, 0;\n\tsetp.ge.s32 %p2, %r2, %r1;\n\tor.pred %p3, %p1, %p2;\n\t@%p3 bra $L__END;"
+        );
+        let (before, after) = if hoisted {
+            (addr, String::new())
+        } else {
+            ("", addr.to_string())
+        };
+        kernel(&format!(
+            "{GID}\n\tadd.s32 %r6, %r2, -1;\n{before}\n{guard}\n{after}\n\tst.global.f32 [%rd4], %f1;"
+        ))
+    }
+
+    #[test]
+    fn an_or_of_two_values_tested_for_sign_bounds_both() {
+        for hoisted in [false, true] {
+            let k = sign_test("or.b32", hoisted);
+            assert_eq!(k.coverage.host_checked, 1);
+            // i in [1, n): i - 1 in [0, n - 2], the last 4 bytes at 4n - 8.
+            assert!(holds(&k, 1 << 20, 256, 1000, 4 * 999), "hoisted: {hoisted}");
+            assert!(
+                !holds(&k, 1 << 20, 256, 1000, 4 * 998),
+                "hoisted: {hoisted}"
+            );
+        }
+        // `min(a, b) >= 0` says as much.
+        let k = sign_test("min.s32", false);
+        assert!(holds(&k, 1 << 20, 256, 1000, 4 * 999));
+        // `(a & b) >= 0` says only that one of them is: i = 0 gives i - 1 = -1.
+        let k = sign_test("and.b32", false);
+        assert!(!holds(&k, 1 << 20, 256, 1000, u64::MAX / 2));
+        // An unsigned `max` says nothing about a lower bound.
+        let k = sign_test("max.u32", false);
+        assert!(!holds(&k, 1 << 20, 256, 1000, u64::MAX / 2));
+    }
+
+    #[test]
+    fn a_guard_on_the_index_plus_a_constant_bounds_the_index() {
+        // if (i - 1 >= 0 && i < n) out[i - 1] = ..., with the address from `i` and a -4 byte
+        // displacement (how NVVM shares one address among neighbours).
+        let body = format!(
+            "{GID}\n\tadd.s32 %r6, %r2, -1;\n\tmul.wide.s32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tsetp.lt.s32 %p1, %r6, 0;\n\tsetp.ge.s32 %p2, %r2, %r1;\n\tor.pred %p3, %p1, %p2;\n\t@%p3 bra $L__END;\n\tst.global.f32 [%rd4+-4], %f1;"
+        );
+        let k = kernel(&body);
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(holds(&k, 1 << 20, 256, 1000, 4 * 999));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4 * 998));
+        // Without the `i - 1 >= 0` test, thread 0 writes 4 bytes before the buffer.
+        let k = kernel(&body.replace("or.pred %p3, %p1, %p2", "mov.pred %p3, %p2"));
+        assert!(!holds(&k, 1 << 20, 256, 1000, u64::MAX / 2));
+    }
+
+    #[test]
+    fn an_offset_fact_is_used_only_where_the_sum_cannot_wrap() {
+        let fact = |offset: i64| HostExpr::Facts {
+            def: Some(Box::new(HostExpr::Tid(0))),
+            bits: 32,
+            facts: vec![HostFact {
+                op: Cmp::Ge,
+                signed: true,
+                bound: HostExpr::Const(0),
+                offset,
+            }],
+        };
+        let v = LaunchValues {
+            grid: [1, 1, 1],
+            block: [1024, 1, 1],
+            scalars: &[],
+            lens: &[],
+        };
+        // tid - 3 >= 0: tid in [3, 1023].
+        assert_eq!(fact(-3).eval(&v), Ok(Some((3, 1023))));
+        // tid + (2^31 - 1) >= 0 holds, as bits, only for tid = 0 (the sum wraps otherwise);
+        // the host cannot use it and keeps the whole range, never a wrong one.
+        assert_eq!(fact(i64::from(i32::MAX)).eval(&v), Ok(Some((0, 1023))));
+    }
+
+    #[test]
+    fn a_bound_of_a_parameter_minus_one_is_a_parameter_bound() {
+        // if (i < n - 1) out[i + 1] = ...
+        let k = kernel(&guarded(
+            &format!("{GID}\n\tadd.s32 %r9, %r1, -1;"),
+            "\tsetp.ge.s32 %p1, %r2, %r9;",
+            "\tmul.wide.s32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4+4], %f1;",
+        ));
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(holds(&k, 1 << 20, 256, 1000, 4000));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 3996));
+        // n = 0: n - 1 is -1 as the signed compare reads it, no thread passes the guard.
+        assert!(holds(&k, 1 << 20, 256, 0, 0));
     }
 
     #[test]
