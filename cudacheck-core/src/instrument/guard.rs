@@ -18,7 +18,15 @@
 //!    whole scalar kernel parameter (its value is the argument's, fixed for the launch). They
 //!    come from the edges of conditional branches on predicates defined by integer `setp`
 //!    (either operand order, `p|q` destinations), combined by `or`/`and`/`not` on predicates,
-//!    and are copied by `mov` between registers. Every definition of a register (any
+//!    and are copied by `mov` between registers. A comparison also says something of the
+//!    registers its operand was computed from: `(p | q) >= 0` (NVVM's fold of `p >= 0 &&
+//!    q >= 0`) gives both `>= 0`, `min`/`max` pass a bound on, a widening `cvt` compares as
+//!    the narrow register, and `r + k` (one definition, an immediate) bounds `r` as a fact
+//!    with an offset. Bounds may be a parameter plus an immediate (`i < n - 1`). A `mov` of
+//!    a constant pins its register; where paths join, an atom one path has and the other
+//!    pins is kept weakened to "holds, or equals that constant": a rotated loop's head knows
+//!    `d < n or d == 0` (first iteration from the preheader, later ones from the latch's
+//!    `d + 1 < n`). Every definition of a register (any
 //!    instruction naming it in its destination operand, predicated or not) kills the facts
 //!    about it and the predicates that mention it, so a fact is about the value the register
 //!    holds at that instruction, whatever path led there.
@@ -27,7 +35,9 @@
 //!    the buffer parameter's base, and the integer added to it through `add`, `sub`, `mul.lo`,
 //!    `mul.wide`, `mad.lo`, `mad.wide`, `shl`/`shr` by immediates, `and` with a non-negative
 //!    mask, `cvt` between integer widths, special registers and scalar parameters. At every
-//!    use of a register, the facts holding *at that instruction* are attached to it. A
+//!    use of a register, the facts holding *at that instruction* are attached to it, and,
+//!    while every register between it and the access has one definition (whose value is
+//!    then the one it holds at the access), the facts holding *at the access* too. A
 //!    register with several definitions is kept only as an increasing induction variable:
 //!    every definition either sets it from a value (an initial value) or adds a non-negative
 //!    step to it where a fact `r < b` (or `<=`) on its old value holds; anything else gives up.
@@ -36,12 +46,15 @@
 //!
 //! Each expression denotes a set of mathematical integers that contains, for every execution
 //! reaching that point, a representative of the register's bits modulo `2^w` (`w` its width).
-//! `add`, `sub`, `mul.lo` and `shl` are ring operations: representatives of the operands give
-//! a representative of the result, so no overflow check is needed there. Operations that
-//! interpret bits (`mul.wide`, `cvt` widening, `shr`, the final offset, which the device check
-//! compares unsigned) go through [`HostExpr::In`], which requires the interval to lie inside
-//! the signed or unsigned range of the width (then the representative *is* the interpreted
-//! value) and otherwise fails the host check. A register with facts is evaluated both as its
+//! `add`, `sub`, `mul.lo`, `not` and `shl` are ring operations: representatives of the
+//! operands give a representative of the result, so no overflow check is needed there.
+//! Operations that interpret a register's bits (`mul.wide`, `cvt` widening) go through
+//! [`HostExpr::Wrap`]: when the interval lies in one window of `2^w` every representative maps
+//! to its reading by the same shift, otherwise the host check fails; `and` with a mask that is
+//! one run of bits is likewise exact within one window ([`HostExpr::And`]). Bounds and the
+//! final offset (which the device check compares unsigned) go through [`HostExpr::In`], which
+//! requires the interval to lie inside the range (a parameter of 2^32 + 5 is no 32-bit 5)
+//! and otherwise fails the host check. A register with facts is evaluated both as its
 //! unsigned and as its signed interpretation (the definition's interval is used where it lies
 //! in that range), each narrowed by the facts of that signedness; both are valid, the
 //! narrower is taken, and an empty one means no execution reaches the access (the check holds
@@ -106,6 +119,11 @@ pub struct HostFact {
     pub bound: HostExpr,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub offset: i64,
+    /// The comparison holds, *or* the value (plus `offset`) equals this: what is known at a
+    /// loop head whose first iteration starts from a constant (`for (d = 0; ...)` rotated
+    /// into a test at the bottom).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub or_eq: Option<i64>,
 }
 
 fn is_zero(v: &i64) -> bool {
@@ -144,6 +162,14 @@ pub enum HostExpr {
         bits: u8,
         signed: bool,
     },
+    /// A register's bits (`e` denotes representatives of them) read in `bits` bits: exact
+    /// when the representatives lie in one window of `2^bits` (a `cvt` of `-1 - d` reads
+    /// `2^32 - 1 - d`), failing the host check when they straddle a wrap.
+    Wrap {
+        e: Box<HostExpr>,
+        bits: u8,
+        signed: bool,
+    },
     /// `floor(e / 2^k)` of `e` interpreted in `bits` bits.
     Shr {
         e: Box<HostExpr>,
@@ -151,8 +177,14 @@ pub enum HostExpr {
         signed: bool,
         k: u32,
     },
-    /// `x & mask` with `mask >= 0`: in `[0, mask]`.
+    /// `x & mask` with `mask >= 0`, `x` unknown: in `[0, mask]`.
     Mask(i64),
+    /// `e & mask` with `mask >= 0`: exact when `mask` is one run of bits and `e`'s interval
+    /// lies in one window of the run's top bit; `[0, mask]` otherwise.
+    And {
+        e: Box<HostExpr>,
+        mask: i64,
+    },
     /// A register of `bits` bits with what is known of it where it is used.
     Facts {
         def: Option<Box<HostExpr>>,
@@ -217,6 +249,42 @@ fn checked(lo: i128, hi: i128) -> Result<Iv, ()> {
         return Err(());
     }
     Ok(if lo > hi { None } else { Some((lo, hi)) })
+}
+
+/// The interval `x` of representatives as the `bits`-bit `signed` interpretation reads it:
+/// itself when it lies in the range, shifted by a multiple of `2^bits` when it lies in one
+/// window of that size (then every representative maps to its value the same way), `None`
+/// when it straddles a wrap.
+fn interpret(x: (i128, i128), bits: u8, signed: bool) -> Option<(i128, i128)> {
+    let r = range_of(bits, signed);
+    if within(x, r) {
+        return Some(x);
+    }
+    let w = 1i128 << bits;
+    let j = (x.0 - r.0).div_euclid(w);
+    ((x.1 - r.0).div_euclid(w) == j).then(|| (x.0 - j * w, x.1 - j * w))
+}
+
+/// `x & mask` for every `x` in the interval (`mask >= 0`): when `mask` is one run of bits
+/// `s..k`, `x & mask` is `x mod 2^k` with its low `s` bits cleared, exact on an interval in
+/// one window of `2^k`; `[0, mask]` otherwise.
+fn and_mask(x: (i128, i128), mask: i64) -> (i128, i128) {
+    let m = i128::from(mask);
+    if m == 0 {
+        return (0, 0);
+    }
+    let k = 128 - m.leading_zeros();
+    let s = m.trailing_zeros();
+    let low = (1i128 << s) - 1;
+    if m != ((1i128 << k) - 1) & !low {
+        return (0, m);
+    }
+    let w = 1i128 << k;
+    let j = x.0.div_euclid(w);
+    if x.1.div_euclid(w) != j {
+        return (0, m);
+    }
+    ((x.0 - j * w) & !low, (x.1 - j * w) & !low)
 }
 
 impl HostCheck {
@@ -304,6 +372,10 @@ impl HostExpr {
                 Some(_) => return Err(()),
                 None => None,
             },
+            Wrap { e, bits, signed } => match e.eval(v)? {
+                Some(x) => Some(interpret(x, *bits, *signed).ok_or(())?),
+                None => None,
+            },
             Shr { e, bits, signed, k } => match e.eval(v)? {
                 Some(x) if within(x, range_of(*bits, *signed)) && *k < 127 => {
                     Some((x.0 >> k, x.1 >> k))
@@ -311,6 +383,16 @@ impl HostExpr {
                 Some(_) => return Err(()),
                 None => None,
             },
+            And { e, mask } => {
+                if *mask < 0 {
+                    return Err(());
+                }
+                match e.eval(v) {
+                    Ok(None) => None,
+                    Ok(Some(x)) => Some(and_mask(x, *mask)),
+                    Err(()) => Some((0, i128::from(*mask))),
+                }
+            }
             Mask(m) => {
                 if *m < 0 {
                     return Err(());
@@ -350,12 +432,24 @@ impl HostExpr {
                         continue;
                     }
                     // `r + k` is exact: `r + k < b` is `r < b - k`.
+                    let mut n = *c;
                     match f.op {
-                        Cmp::Lt => c.1 = c.1.min(b.1 - 1 - k),
-                        Cmp::Le => c.1 = c.1.min(b.1 - k),
-                        Cmp::Gt => c.0 = c.0.max(b.0 + 1 - k),
-                        Cmp::Ge => c.0 = c.0.max(b.0 - k),
+                        Cmp::Lt => n.1 = n.1.min(b.1 - 1 - k),
+                        Cmp::Le => n.1 = n.1.min(b.1 - k),
+                        Cmp::Gt => n.0 = n.0.max(b.0 + 1 - k),
+                        Cmp::Ge => n.0 = n.0.max(b.0 - k),
                     }
+                    if let Some(e) = f.or_eq.map(|e| i128::from(e) - k) {
+                        // ... or `r` is `e`: the hull of both, where `e` is possible at all.
+                        if (c.0..=c.1).contains(&e) {
+                            n = if n.0 > n.1 {
+                                (e, e)
+                            } else {
+                                (n.0.min(e), n.1.max(e))
+                            };
+                        }
+                    }
+                    *c = n;
                 }
                 if cand.iter().any(|c| c.0 > c.1) {
                     return Ok(None);
@@ -389,11 +483,17 @@ impl HostExpr {
                     let Some(b) = s.guard.bound.eval(v)? else {
                         continue;
                     };
-                    let top = match s.guard.op {
+                    let mut top = match s.guard.op {
                         Cmp::Lt => b.1 - 1,
                         Cmp::Le => b.1,
                         Cmp::Gt | Cmp::Ge => return Err(()),
                     };
+                    if let Some(e) = s.guard.or_eq {
+                        if s.guard.offset != 0 {
+                            return Err(());
+                        }
+                        top = top.max(i128::from(e));
+                    }
                     if top + st.1 > r.1 {
                         return Err(());
                     }
@@ -408,7 +508,11 @@ impl HostExpr {
         match self {
             Const(_) | Param { .. } | Tid(_) | Ntid(_) | Ctaid(_) | Nctaid(_) | Mask(_) => 1,
             Add(a, b) | Sub(a, b) | Mul(a, b) => 1 + a.size() + b.size(),
-            Shl(a, _) | In { e: a, .. } | Shr { e: a, .. } => 1 + a.size(),
+            Shl(a, _)
+            | In { e: a, .. }
+            | Wrap { e: a, .. }
+            | Shr { e: a, .. }
+            | And { e: a, .. } => 1 + a.size(),
             Facts { def, facts, .. } => {
                 1 + def.as_ref().map_or(0, |d| d.size())
                     + facts.iter().map(|f| f.bound.size()).sum::<usize>()
@@ -444,15 +548,80 @@ struct Atom {
     signed: bool,
     bits: u8,
     bound: Bound,
+    /// A weakened atom: it holds, or the register equals this (its `signed` reading).
+    or_eq: Option<i64>,
 }
 
 impl Atom {
     fn negate(&self) -> Atom {
+        debug_assert!(self.or_eq.is_none(), "only comparisons are negated");
         Atom {
             op: self.op.negate(),
             ..self.clone()
         }
     }
+
+    /// The constant this atom pins its register to, with the atom pinning it from the
+    /// other side in `s`.
+    fn exact(s: &State, reg: &str, signed: bool, bits: u8) -> Option<i64> {
+        let mut lo = None;
+        let mut hi = None;
+        for f in s {
+            if let Fact::Atom(a) = f {
+                if a.reg == reg && a.signed == signed && a.bits == bits && a.or_eq.is_none() {
+                    if let Bound::Const(c) = a.bound {
+                        match a.op {
+                            Cmp::Ge => lo = Some(c),
+                            Cmp::Le => hi = Some(c),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        match (lo, hi) {
+            (Some(l), Some(h)) if l == h => Some(l),
+            _ => None,
+        }
+    }
+}
+
+/// The facts holding after a join of two paths: those holding on both, and an atom holding
+/// on one path where the other pins its register to a constant, weakened to "holds or equals
+/// that constant" (a loop head: the first iteration's constant, or what the back edge
+/// tested). Never stronger than either side, so the fixpoint still only weakens.
+fn join(a: &State, b: &State) -> State {
+    let mut out: State = a.intersection(b).cloned().collect();
+    for (x, y) in [(a, b), (b, a)] {
+        for f in y {
+            let Fact::Atom(t) = f else { continue };
+            if x.contains(f) {
+                continue;
+            }
+            let weak = match t.or_eq {
+                None => Atom::exact(x, &t.reg, t.signed, t.bits).map(|c| Atom {
+                    or_eq: Some(c),
+                    ..t.clone()
+                }),
+                Some(c) => {
+                    let strong = Fact::Atom(Atom {
+                        or_eq: None,
+                        ..t.clone()
+                    });
+                    (x.contains(&strong) || Atom::exact(x, &t.reg, t.signed, t.bits) == Some(c))
+                        .then(|| t.clone())
+                }
+            };
+            if let Some(w) = weak {
+                // Pinning atoms themselves are not weakened (`r >= c or r == c` is `r >= c`
+                // only on one side; keep what both sides say).
+                if !(matches!(w.bound, Bound::Const(b) if Some(b) == w.or_eq)) {
+                    out.insert(Fact::Atom(w));
+                }
+            }
+        }
+    }
+    out
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -638,9 +807,7 @@ impl<'a> Guards<'a> {
                 match i.op() {
                     "bra" => {
                         let target = i.operands.first().map(|t| t.trim());
-                        let Some(&t) = target.and_then(|t| labels.get(t)) else {
-                            return None;
-                        };
+                        let &t = target.and_then(|t| labels.get(t))?;
                         let tb = block_of[t];
                         match &i.guard {
                             None => {
@@ -784,17 +951,68 @@ impl<'a> Guards<'a> {
     /// `(p | q) >= 0` (how NVVM folds `p >= 0 && q >= 0`) gives `p >= 0` and `q >= 0`;
     /// `min(p, q) >= b` gives both `>= b`, `max(p, q) <= b` both `<= b`. Only registers with one
     /// definition are named, so the atoms are about the values the definition read.
-    fn implied(&self, a: &Atom, depth: u32, out: &mut Vec<Atom>) {
+    fn implied(&self, a: &Atom, at: usize, depth: u32, out: &mut Vec<Atom>) {
         if depth > 4 {
             return;
         }
         let Some(i) = self.single_def(&a.reg) else {
             return;
         };
+        let Some(&def_at) = self.defs.get(&a.reg).and_then(|d| d.first()) else {
+            return;
+        };
+        // An operand keeps the value the definition read up to `at`: it has one definition
+        // (which dominates), or none between the two in one basic block.
+        let unchanged = |op: &str| {
+            self.single_def(op).is_some()
+                || (self.block_of.get(def_at) == self.block_of.get(at)
+                    && def_at < at
+                    && self
+                        .defs
+                        .get(op)
+                        .is_some_and(|d| d.iter().all(|&x| x < def_at || x >= at)))
+        };
+        if i.op() == "cvt" {
+            // A widening `cvt` of an integer: the narrow register compares as the wide one.
+            let parts: Vec<&str> = i.parts().collect();
+            let [_, dst, src] = parts.as_slice() else {
+                return;
+            };
+            let (Some((db, _)), Some((sb, ss))) = (int_type(dst), int_type(src)) else {
+                return;
+            };
+            let Some(op) = i.operands.get(1).filter(|o| is_reg(o) && unchanged(o)) else {
+                return;
+            };
+            if db != a.bits || sb >= db || self.reg_bits(op) != Some(sb) {
+                return;
+            }
+            // Zero-extended: compares unsigned; sign-extended: signed, as the narrow value.
+            let signed = match (ss, a.signed) {
+                (false, _) => false,
+                (true, true) => true,
+                (true, false) => return,
+            };
+            let (lo, hi) = range_of(sb, signed);
+            let bound_ok = match &a.bound {
+                Bound::Const(c) => (lo..=hi).contains(&i128::from(*c)),
+                // Read in the narrow width: a bound outside it fails the host check.
+                Bound::Param { .. } => !signed || a.signed,
+            };
+            if bound_ok {
+                out.push(Atom {
+                    reg: op.clone(),
+                    signed,
+                    bits: sb,
+                    ..a.clone()
+                });
+            }
+            return;
+        }
         let Some((bits, ty_signed)) = i.parts().filter_map(int_type).last() else {
             return;
         };
-        if bits != a.bits {
+        if bits != a.bits || a.or_eq.is_some() {
             return;
         }
         let lower = matches!(a.op, Cmp::Ge | Cmp::Gt);
@@ -814,12 +1032,12 @@ impl<'a> Guards<'a> {
             return;
         }
         for op in i.operands.iter().skip(1).take(2) {
-            if is_reg(op) && self.single_def(op).is_some() {
+            if is_reg(op) && unchanged(op) {
                 let b = Atom {
                     reg: op.clone(),
                     ..a.clone()
                 };
-                self.implied(&b, depth + 1, out);
+                self.implied(&b, at, depth + 1, out);
                 out.push(b);
             }
         }
@@ -859,11 +1077,12 @@ impl<'a> Guards<'a> {
             signed,
             bits,
             bound,
+            or_eq: None,
         })
     }
 
     /// The state after instruction `i` (not a branch) given the state before it.
-    fn transfer(&self, s: &mut State, i: &Instr) {
+    fn transfer(&self, s: &mut State, i: &Instr, k: usize) {
         let d = defs_of(i);
         let mut gen: Vec<Fact> = Vec::new();
         if i.guard.is_none() {
@@ -872,7 +1091,7 @@ impl<'a> Guards<'a> {
                     if let Some(a) = self.setp_atoms(i) {
                         let with_implied = |a: Atom| {
                             let mut v = Vec::new();
-                            self.implied(&a, 0, &mut v);
+                            self.implied(&a, k, 0, &mut v);
                             v.push(a);
                             v
                         };
@@ -944,6 +1163,30 @@ impl<'a> Guards<'a> {
                                 on_true: t,
                                 on_false: f,
                             });
+                        }
+                    }
+                }
+                "mov" if i.operands.get(1).and_then(|o| imm(o)).is_some() => {
+                    // A constant: pinned from both sides, in both readings (`join` turns a
+                    // loop head's "first iteration: 0" into `or_eq`).
+                    let (Some(dst), Some(c)) = (i.operands.first(), i.operands.get(1)) else {
+                        unreachable!("matched above")
+                    };
+                    let c = imm(c).unwrap_or_default();
+                    if let Some(bits) = self.reg_bits(dst).filter(|&b| b >= 32) {
+                        for signed in [false, true] {
+                            let v = Self::host_bound(&Bound::Const(c), bits, signed);
+                            let HostExpr::Const(v) = v else { continue };
+                            for op in [Cmp::Ge, Cmp::Le] {
+                                gen.push(Fact::Atom(Atom {
+                                    reg: dst.clone(),
+                                    op,
+                                    signed,
+                                    bits,
+                                    bound: Bound::Const(v),
+                                    or_eq: None,
+                                }));
+                            }
                         }
                     }
                 }
@@ -1042,7 +1285,7 @@ impl<'a> Guards<'a> {
                     if i.op() == "bra" {
                         branch = Some(i);
                     } else {
-                        self.transfer(&mut s, i);
+                        self.transfer(&mut s, i, k);
                     }
                 }
             }
@@ -1059,7 +1302,7 @@ impl<'a> Guards<'a> {
                 }
                 let new = match &self.entry[t] {
                     None => out,
-                    Some(old) => old.intersection(&out).cloned().collect(),
+                    Some(old) => join(old, &out),
                 };
                 if self.entry[t].as_ref() != Some(&new) {
                     self.entry[t] = Some(new);
@@ -1079,7 +1322,7 @@ impl<'a> Guards<'a> {
         for j in self.blocks[b].start..k {
             if let Some(i) = self.instr(j) {
                 if i.op() != "bra" {
-                    self.transfer(&mut s, i);
+                    self.transfer(&mut s, i, j);
                 }
             }
         }
@@ -1141,6 +1384,7 @@ impl<'a> Guards<'a> {
                         signed: a.signed,
                         bound: Self::host_bound(&a.bound, a.bits, a.signed),
                         offset,
+                        or_eq: a.or_eq,
                     })
                 }
                 _ => None,
@@ -1315,7 +1559,7 @@ impl<'a> Guards<'a> {
                 let (db, _) = int_type(dst)?;
                 let (sb, ss) = int_type(src)?;
                 if db > sb {
-                    In {
+                    Wrap {
                         e: b(v(1)?),
                         bits: sb,
                         signed: ss,
@@ -1337,7 +1581,7 @@ impl<'a> Guards<'a> {
                 let prod = if i.has("lo") {
                     Mul(b(v(1)?), b(v(2)?))
                 } else if i.has("wide") {
-                    let w = |e: HostExpr| In {
+                    let w = |e: HostExpr| Wrap {
                         e: b(e),
                         bits,
                         signed,
@@ -1378,13 +1622,20 @@ impl<'a> Guards<'a> {
             }
             "and" => {
                 let (bits, _) = ty?;
-                let m = imm(ops.get(2)?).or_else(|| imm(ops.get(1)?))?;
+                let (m, x) = match imm(ops.get(2)?) {
+                    Some(m) => (m, ops.get(1)?),
+                    None => (imm(ops.get(1)?)?, ops.get(2)?),
+                };
                 let (_, top) = range_of(bits, true);
                 if m < 0 || i128::from(m) > top {
                     return None;
                 }
-                Mask(m)
+                match self.value(x, k, depth + 1, acc) {
+                    Some(e) => And { e: b(e), mask: m },
+                    None => Mask(m),
+                }
             }
+            "not" if ty.is_some() => Sub(b(Const(-1)), b(v(1)?)),
             _ => return None,
         };
         (e.size() <= MAX_SIZE).then_some(e)
@@ -1735,6 +1986,7 @@ mod tests {
                 signed: true,
                 bound: HostExpr::Const(0),
                 offset,
+                or_eq: None,
             }],
         };
         let v = LaunchValues {
@@ -1763,6 +2015,75 @@ mod tests {
         assert!(!holds(&k, 1 << 20, 256, 1000, 3996));
         // n = 0: n - 1 is -1 as the signed compare reads it, no thread passes the guard.
         assert!(holds(&k, 1 << 20, 256, 0, 0));
+    }
+
+    /// `for (unsigned d = 0; d < n; d++) x = buf[n - 1 - d]` with a 64-bit `n`, as NVVM
+    /// rotates it: `n == 0` skips the loop, the body reads `(n + ~d) & mask`, the latch tests
+    /// `zext(d + 1) < n`. `init` sets `d` before the loop.
+    fn rotated_loop(init: &str, latch: &str) -> InstrumentedKernel {
+        let ptx = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n\
+             .visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1)\n{{\n\
+             \t.reg .pred %p<8>;\n\t.reg .b32 %r<16>;\n\t.reg .b64 %rd<16>;\n\
+             \tld.param.u64 %rd1, [k_param_0];\n\tld.param.u64 %rd5, [k_param_1];\n\
+             \tcvta.to.global.u64 %rd2, %rd1;\n\
+             \tsetp.eq.s64 %p1, %rd5, 0;\n\t@%p1 bra $L__END;\n\t{init}\n\
+             $L__LOOP:\n\tnot.b32 %r2, %r1;\n\tcvt.u64.u32 %rd6, %r2;\n\tadd.s64 %rd7, %rd6, %rd5;\n\
+             \tshl.b64 %rd8, %rd7, 3;\n\tand.b64 %rd9, %rd8, 34359738360;\n\
+             \tadd.s64 %rd10, %rd2, %rd9;\n\tld.global.u64 %rd11, [%rd10];\n\
+             \tadd.s32 %r1, %r1, 1;\n\tcvt.u64.u32 %rd12, %r1;\n{latch}\n\
+             $L__END:\n\tret;\n}}\n"
+        );
+        let opts = InstrumentOptions::new().host_checks(true);
+        let out = instrument_ptx_with(&ptx, &opts).unwrap();
+        out.kernels.into_iter().next().unwrap()
+    }
+
+    fn loop_holds(k: &InstrumentedKernel, n: u64, len: u64) -> bool {
+        !k.host_checks.is_empty()
+            && k.host_checks_hold(&LaunchValues {
+                grid: [1, 1, 1],
+                block: [1, 1, 1],
+                scalars: &[None, Some((n, 8))],
+                lens: &[len, u64::MAX],
+            })
+    }
+
+    #[test]
+    fn a_rotated_loop_from_a_constant_is_bounded_by_its_latch() {
+        let latch = "\tsetp.lt.u64 %p2, %rd12, %rd5;\n\t@%p2 bra $L__LOOP;";
+        let k = rotated_loop("mov.u32 %r1, 0;", latch);
+        assert_eq!(k.coverage.host_checked, 1, "{:?}", k.coverage);
+        // d in [0, n): reads elements n - 1 down to 0.
+        assert!(loop_holds(&k, 2, 16));
+        assert!(loop_holds(&k, 1000, 8000));
+        assert!(!loop_holds(&k, 2, 8));
+        // A bound past 32 bits is not read as its low 32 bits (that would claim d < 1 and
+        // offset 0): nothing is claimed, while the loop does read far past 16 bytes.
+        assert!(!loop_holds(&k, (1 << 32) + 1, 16));
+        // Starting anywhere but a constant, the first iteration is not bounded by the latch.
+        let k = rotated_loop("mov.u32 %r1, %tid.x;", latch);
+        assert!(!loop_holds(&k, 2, 16));
+        // A latch that does not test the counter bounds nothing.
+        let k = rotated_loop(
+            "mov.u32 %r1, 0;",
+            "\tsetp.lt.u64 %p2, %rd11, %rd5;\n\t@%p2 bra $L__LOOP;",
+        );
+        assert!(!loop_holds(&k, 2, 16));
+    }
+
+    #[test]
+    fn masks_and_wrapped_reads_are_exact_within_one_window() {
+        let m = (1i64 << 35) - 8;
+        assert_eq!(and_mask((1 << 35, (1 << 35) + 8), m), (0, 8));
+        assert_eq!(and_mask((3, 17), 0xff), (3, 17));
+        // Across a window, or a mask that is not one run of bits: only [0, mask].
+        assert_eq!(and_mask(((1 << 35) - 8, 1 << 35), m), (0, i128::from(m)));
+        assert_eq!(and_mask((3, 5), 0b101), (0, 0b101));
+        let w = 1i128 << 32;
+        assert_eq!(interpret((-5, -1), 32, false), Some((w - 5, w - 1)));
+        assert_eq!(interpret((w, w + 3), 32, true), Some((0, 3)));
+        assert_eq!(interpret((-1, 1), 32, false), None);
     }
 
     #[test]

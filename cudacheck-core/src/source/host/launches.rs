@@ -628,7 +628,7 @@ pub(super) fn constexpr_conditions(text: &str, node: Node, body: Node) -> Vec<St
 }
 
 /// A launcher template another file of the translation unit defines (a header's), whose
-/// launches a shadow names (see [`Launches::shadows`]).
+/// launches a shadow names (see `Launches::shadows`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Launcher {
     /// Its namespace path, outermost first.
