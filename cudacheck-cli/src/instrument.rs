@@ -75,11 +75,9 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
     };
     let out = nvrtc::compile(&source, &opts).map_err(|e| e.to_string())?;
     let ptx = out.ptx.unwrap_or_default();
-    let shape = InstrumentOptions {
-        block: args.block.map(|b| [b.x, b.y, b.z]),
-        dynamic_shared_bytes: args.dynamic_smem,
-        host_checks: true,
-    };
+    let mut shape = InstrumentOptions::new().host_checks(true);
+    shape.block = args.block.map(|b| [b.x, b.y, b.z]);
+    shape.dynamic_shared_bytes = args.dynamic_smem;
     let inst = instrument_ptx_with(&ptx, &shape).map_err(|e| e.to_string())?;
     if inst.kernels.is_empty()
         && !source.text.trim().is_empty()

@@ -311,7 +311,7 @@ impl Kernel {
     /// when it names none). `Ok(None)` when the compiled source has no such kernel. Needs
     /// NVRTC, no GPU. Accesses the user's guards keep in bounds count as
     /// [`host_checked`](Coverage::host_checked): a launch checks them once on the host and
-    /// runs the fully checked build when its arguments do not keep them in bounds.
+    /// runs a build checking on the device those its arguments do not keep in bounds.
     ///
     /// # Errors
     ///
@@ -545,6 +545,14 @@ fn shape_bytes(shape: Option<Spec>) -> Vec<u8> {
             .chain(s.block.to_array().into_iter().flat_map(u32::to_le_bytes))
             .chain(s.dynamic_shared_bytes.to_le_bytes())
             .chain([u8::from(s.host_checks)])
+            // Only builds that move host checks back to the device say which (the key of
+            // every other build stays as it was).
+            .chain(
+                (!s.on_device.is_empty())
+                    .then(|| s.on_device.to_le_bytes())
+                    .into_iter()
+                    .flatten(),
+            )
             .collect(),
     }
 }

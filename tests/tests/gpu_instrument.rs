@@ -1524,3 +1524,77 @@ fn gpu_rotary_form_is_bit_identical_and_its_ldg_read_is_checked() {
     );
     next_launch_works(&s);
 }
+
+/// A broadcasting binary op (candle's `BINARY_OP`, `bench/kernels/elementwise.cu`): with a
+/// one-row `rhs`, the host checks of the contiguous path's `rhs[i]` fail for the launch (the
+/// path is not taken, but the host cannot know), so the launch runs the build that checks just
+/// those accesses on the device and keeps every other access's host check. Healthy: the
+/// output is bit-identical to the plain launch and to the reference. Planted bug: `rhs`
+/// strides of a full matrix over a one-row buffer: every read past the row is reported, with
+/// buffer, index, length, thread and line, and the next launch works.
+#[test]
+fn gpu_a_broadcast_operand_failing_host_checks_is_checked_on_the_device() {
+    let Some(s) = gpu_or_skip() else { return };
+    let src = CudaSource::from_file(repo_root().join("bench/kernels/elementwise.cu")).unwrap();
+    let line = 1 + src
+        .text
+        .lines()
+        .position(|l| l.contains("TYPE y = rhs[ri];"))
+        .expect("the rhs read") as u32;
+    let kernel = Kernel::new(src, "badd_f32").sync(SyncMode::Always).build();
+    let mut rng = XorShift::from_time();
+    let (rows, cols) = (64usize, 1000usize);
+    let n = rows * cols;
+    let (a, b) = (rng.floats(n), rng.floats(cols));
+    let (da, db) = (up(&s, &a), up(&s, &b));
+    let run = |on: bool, rhs_strides: [u64; 2]| {
+        let inf = info(
+            &s,
+            &[rows as u64, cols as u64, cols as u64, 1],
+            &rhs_strides,
+        );
+        let mut out = up(&s, &vec![f32::NAN; n]);
+        let r = unsafe {
+            kernel
+                .launch(&s)
+                .grid(div(n, 256))
+                .block(256)
+                .instrument(on)
+                .arg(&(n as u64))
+                .arg(&2u64)
+                .arg(&inf)
+                .arg(&da)
+                .arg(&db)
+                .arg_mut(&mut out)
+                .run()
+        };
+        (r, s.clone_dtoh(&out).unwrap())
+    };
+    let reference: Vec<f32> = (0..n).map(|i| a[i] + b[i % cols]).collect();
+    let (r, plain) = run(false, [0, 1]);
+    r.unwrap();
+    let (r, checked) = run(true, [0, 1]);
+    r.unwrap();
+    assert_eq!(bits(&plain), bits(&reference));
+    assert_eq!(bits(&checked), bits(&reference));
+
+    let (r, _) = run(true, [cols as u64, 1]);
+    let e = r.expect_err("rhs read past its row");
+    let Error::OutOfBounds(o) = &e else {
+        panic!("expected OutOfBounds, got {e}")
+    };
+    let text = e.to_string();
+    println!("{text}");
+    assert_eq!(o.buffer, "rhs", "{text}");
+    assert_eq!(o.access, FaultKind::Read, "{text}");
+    assert_eq!(o.len, cols as u64, "{text}");
+    // One element per thread: the index is the thread's.
+    let thread = i64::from(o.block.x) * 256 + i64::from(o.thread.x);
+    assert_eq!(o.index, thread, "{text}");
+    assert!((cols as i64..n as i64).contains(&o.index), "{text}");
+    assert_eq!(o.count as usize, n - cols, "{text}");
+    // The macro's body line, at the line or as the definition behind the invocation.
+    let body_line = o.macro_definition.as_ref().map(|m| m.1);
+    assert!(o.line == line || body_line == Some(line), "{text}");
+    next_launch_works(&s);
+}

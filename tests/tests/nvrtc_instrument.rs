@@ -365,11 +365,9 @@ fn nvrtc_loop_kernels_get_a_fast_copy_that_leaves_on_a_failed_check() {
     // And with launch-shape facts, as a launch builds it.
     let shaped = instrument_ptx_with(
         &ptx,
-        &InstrumentOptions {
-            block: Some([256, 1, 1]),
-            dynamic_shared_bytes: Some(1024),
-            host_checks: false,
-        },
+        &InstrumentOptions::new()
+            .block([256, 1, 1])
+            .dynamic_shared_bytes(1024),
     )
     .unwrap();
     assemble_ptx(&shaped.ptx, arch, &src.name).expect("assembles with a shape");
@@ -709,4 +707,69 @@ fn nvrtc_neighbourhood_guards_are_checked_on_the_host() {
             );
         }
     }
+}
+
+/// A launch that fails some host checks runs a build checking exactly those on the device.
+/// `badd_f32` (`bench/kernels/elementwise.cu`, candle's broadcasting binary op) reads `rhs`
+/// through `i` on its contiguous path and through a strided index otherwise; with a broadcast
+/// `rhs` of one row, the contiguous path's host check on `rhs` fails (it is not taken at run
+/// time, but nothing on the host knows that), and only those accesses go back to the device.
+#[test]
+fn nvrtc_failing_host_checks_alone_are_checked_on_the_device() {
+    use cudacheck_core::instrument::{HostCheckSet, LaunchValues};
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("bench/kernels/elementwise.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let shape = InstrumentOptions::new()
+        .block([256, 1, 1])
+        .host_checks(true);
+    let base = instrument_ptx_with(&ptx, &shape).unwrap();
+    let k = base.kernels.iter().find(|k| k.name == "badd_f32").unwrap();
+    let (n, d1) = (8192u64 * 8192, 8192u64);
+    let m = u64::MAX;
+    let scalars = [Some((n, 8)), Some((2, 8)), None, None, None, None];
+    let lens = [m, m, 6 * 8, n * 4, d1 * 4, n * 4];
+    let v = LaunchValues {
+        grid: [(n / 256) as u32, 1, 1],
+        block: [256, 1, 1],
+        scalars: &scalars,
+        lens: &lens,
+    };
+    let failing = k.failing_host_checks(&v).expect("fewer than 256");
+    assert!(!failing.is_empty() && failing.len() < k.host_checks.len());
+    for (pos, h) in k.host_checks.iter().enumerate() {
+        assert_eq!(failing.contains(pos), !h.holds(&v));
+        if failing.contains(pos) {
+            assert_eq!(h.param, 4, "only reads of the broadcast rhs fail: {h:?}");
+        }
+    }
+    // Every lens fits when rhs is as long as the output: nothing fails.
+    let full = [m, m, 6 * 8, n * 4, n * 4, n * 4];
+    let all = LaunchValues { lens: &full, ..v };
+    assert_eq!(k.failing_host_checks(&all), Some(HostCheckSet::new()));
+
+    let variant = instrument_ptx_with(&ptx, &shape.on_device(failing)).unwrap();
+    assemble_ptx(&variant.ptx, arch, &src.name).unwrap();
+    let kv = variant
+        .kernels
+        .iter()
+        .find(|k| k.name == "badd_f32")
+        .unwrap();
+    let (c, cv) = (&k.coverage, &kv.coverage);
+    assert_eq!(cv.host_checked + failing.len() as u32, c.host_checked);
+    assert_eq!(cv.checked, c.checked + failing.len() as u32);
+    assert!(cv.is_complete());
+    // The build left lists the host checks that held, in order, and they hold.
+    let kept: Vec<_> = k
+        .host_checks
+        .iter()
+        .enumerate()
+        .filter(|(p, _)| !failing.contains(*p))
+        .map(|(_, h)| h.clone())
+        .collect();
+    assert_eq!(kv.host_checks, kept);
+    assert!(kv.host_checks_hold(&v));
 }

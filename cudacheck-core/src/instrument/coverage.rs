@@ -233,7 +233,8 @@ pub struct Coverage {
     /// Accesses whose check the launch makes on the host, once, instead of each thread on the
     /// device: the user's guard (`if (i < n)`) bounds the offset by the launch's arguments,
     /// grid and block, and the launch runs this build only when that bound is inside the
-    /// buffer (the fully checked build otherwise; see `instrument::guard`).
+    /// buffer (a build checking the accesses whose bound is not on the device otherwise; see
+    /// `instrument::guard`).
     #[serde(default)]
     pub host_checked: u32,
     /// Accesses left unchecked, with the reason.

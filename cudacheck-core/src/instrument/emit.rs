@@ -165,6 +165,9 @@ struct KernelEmitter<'a> {
     /// statement `instr` is looking at (`usize::MAX` in a group's slow copy).
     host: BTreeMap<(usize, usize), HostExpr>,
     host_checks: Vec<HostCheck>,
+    /// How many host-checkable accesses were met so far: the position each has in the list
+    /// of the build without [`InstrumentOptions::on_device`], which names them by it.
+    host_seen: usize,
     stmt: usize,
 }
 
@@ -192,6 +195,7 @@ impl<'a> KernelEmitter<'a> {
             cold: String::new(),
             host: BTreeMap::new(),
             host_checks: Vec::new(),
+            host_seen: 0,
             stmt: usize::MAX,
         }
     }
@@ -621,12 +625,18 @@ impl<'a> KernelEmitter<'a> {
                 let mut cont: Option<String> = None;
                 let mut inline_cold = String::new();
                 for a in &acc {
-                    match decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a) {
+                    let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a);
+                    let on_host = matches!(d, Decision::Check(Origin::Param { .. }))
+                        && self.host.contains_key(&(self.stmt, a.operand))
+                        && {
+                            let k = self.host_seen;
+                            self.host_seen += 1;
+                            !self.opts.on_device.contains(k)
+                        };
+                    match d {
                         Decision::Proven => self.coverage.proven += 1,
                         Decision::Unchecked(why) => self.skip(i, loc, why),
-                        Decision::Check(Origin::Param { index, .. })
-                            if self.host.contains_key(&(self.stmt, a.operand)) =>
-                        {
+                        Decision::Check(Origin::Param { index, .. }) if on_host => {
                             let offset = self.host[&(self.stmt, a.operand)].clone();
                             let (l, at) = self.site_loc(loc);
                             self.host_checks.push(HostCheck {

@@ -6,8 +6,10 @@
 //! buffer's base, over the launch's scalar arguments, its grid and block, with the guards'
 //! bounds in it. A launch evaluates every host check of the build with its actual arguments
 //! (interval arithmetic, exact, in `i128`); when all hold it runs the build without those
-//! device checks, otherwise the fully checked build (`cudacheck`'s `launch/checked.rs`), so a
-//! launch whose `n` exceeds the buffer is caught and reported on the device exactly as before.
+//! device checks, otherwise the build of the same shape that checks the failing ones on the
+//! device ([`InstrumentOptions::on_device`](super::InstrumentOptions::on_device),
+//! `cudacheck`'s `launch/checked.rs`), so a launch whose `n` exceeds the buffer is caught and
+//! reported on the device exactly as before.
 //!
 //! # The analysis (device side, on the PTX)
 //!

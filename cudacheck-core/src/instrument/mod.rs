@@ -82,6 +82,7 @@ use thiserror::Error;
 pub use coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
 pub use emit::{demangle, demangle_var};
 pub use guard::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues};
+
 pub use ptx::PtxError;
 pub use record::{decode, FaultKind, FaultRecord, MSG_BYTES, RECORD_BYTES};
 
@@ -142,6 +143,65 @@ impl InstrumentedKernel {
     pub fn host_checks_hold(&self, v: &LaunchValues<'_>) -> bool {
         self.host_checks.iter().all(|c| c.holds(v))
     }
+
+    /// The host checks that fail for a launch with these values, by their position in
+    /// [`host_checks`](Self::host_checks): a build of the same shape with
+    /// [`InstrumentOptions::on_device`] set to them checks exactly those accesses on the
+    /// device and may run the launch. `None` when one past [`HostCheckSet::CAPACITY`] fails
+    /// (the fully checked build serves such a launch).
+    pub fn failing_host_checks(&self, v: &LaunchValues<'_>) -> Option<HostCheckSet> {
+        let mut set = HostCheckSet::new();
+        for (k, c) in self.host_checks.iter().enumerate() {
+            if !c.holds(v) && !set.insert(k) {
+                return None;
+            }
+        }
+        Some(set)
+    }
+}
+
+/// A set of host checks by their position in a host-checked build's list (the first
+/// [`CAPACITY`](Self::CAPACITY)): those a build checks on the device after all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostCheckSet([u64; 4]);
+
+impl HostCheckSet {
+    /// How many positions a set can hold.
+    pub const CAPACITY: usize = 256;
+
+    pub const fn new() -> Self {
+        HostCheckSet([0; 4])
+    }
+
+    /// Adds position `k`; `false` (and nothing added) when `k` is past the capacity.
+    pub fn insert(&mut self, k: usize) -> bool {
+        if k >= Self::CAPACITY {
+            return false;
+        }
+        self.0[k / 64] |= 1 << (k % 64);
+        true
+    }
+
+    pub fn contains(&self, k: usize) -> bool {
+        k < Self::CAPACITY && self.0[k / 64] & (1 << (k % 64)) != 0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// The set as bytes, for cache keys.
+    pub fn to_le_bytes(&self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        for (c, w) in b.chunks_exact_mut(8).zip(self.0) {
+            c.copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
 }
 
 /// An instrumented PTX module.
@@ -187,6 +247,7 @@ pub fn instrument_ptx(ptx: &str) -> Result<InstrumentedPtx, InstrumentError> {
 /// accesses be proven in bounds (and their checks left out), and is a promise: the module must
 /// only be launched with this shape, or an access proven in bounds for it may not be.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct InstrumentOptions {
     /// The block every launch uses (`blockDim`).
     pub block: Option<[u32; 3]>,
@@ -196,6 +257,10 @@ pub struct InstrumentOptions {
     /// launch's arguments, and list them as [`HostCheck`]s instead: such a build may only run
     /// launches for which they all hold (`guard.rs`).
     pub host_checks: bool,
+    /// With `host_checks`: the host checks (by position in the list the build has without
+    /// this) to check on the device after all, because a launch's arguments fail them
+    /// ([`InstrumentedKernel::failing_host_checks`]). The build lists the others.
+    pub on_device: HostCheckSet,
 }
 
 impl InstrumentOptions {
@@ -205,7 +270,14 @@ impl InstrumentOptions {
             block: None,
             dynamic_shared_bytes: None,
             host_checks: false,
+            on_device: HostCheckSet::new(),
         }
+    }
+
+    /// These host checks are made on the device after all (see [`Self::on_device`]).
+    pub const fn on_device(mut self, set: HostCheckSet) -> Self {
+        self.on_device = set;
+        self
     }
 
     /// Accesses the user's guards keep in bounds are checked on the host, once per launch.

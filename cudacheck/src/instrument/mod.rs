@@ -14,7 +14,7 @@
 
 mod fault;
 
-use cudacheck_core::instrument::{InstrumentError, InstrumentedPtx};
+use cudacheck_core::instrument::{HostCheckSet, InstrumentError, InstrumentedPtx};
 use cudacheck_core::Dim3;
 use thiserror::Error;
 
@@ -52,6 +52,9 @@ pub(crate) struct Spec {
     /// as host checks, and only launches for which they all hold may run it (the launch takes
     /// the same shape without them otherwise: `launch/checked.rs`).
     pub(crate) host_checks: bool,
+    /// Host checks (by position in the host-checked build's list) this build makes on the
+    /// device after all: the ones a launch's arguments fail.
+    pub(crate) on_device: HostCheckSet,
 }
 
 impl Spec {
@@ -64,7 +67,17 @@ impl Spec {
             block,
             dynamic_shared_bytes,
             host_checks: true,
+            on_device: HostCheckSet::new(),
         })
+    }
+
+    /// The same shape checking these host checks on the device: for launches whose arguments
+    /// fail exactly them. Every other access stays as in the host-checked build.
+    pub(crate) fn on_device(self, set: HostCheckSet) -> Spec {
+        Spec {
+            on_device: set,
+            ..self
+        }
     }
 
     /// The same shape with every check on the device: for launches whose arguments do not
@@ -72,6 +85,7 @@ impl Spec {
     pub(crate) fn fully_checked(self) -> Spec {
         Spec {
             host_checks: false,
+            on_device: HostCheckSet::new(),
             ..self
         }
     }
@@ -90,11 +104,11 @@ pub(crate) fn instrument(
     host_checks: bool,
 ) -> Result<InstrumentedPtx, BuildError> {
     let opts = match shape {
-        Some(s) => cudacheck_core::instrument::InstrumentOptions {
-            block: Some(s.block.to_array()),
-            dynamic_shared_bytes: Some(s.dynamic_shared_bytes),
-            host_checks: s.host_checks,
-        },
+        Some(s) => cudacheck_core::instrument::InstrumentOptions::new()
+            .block(s.block.to_array())
+            .dynamic_shared_bytes(s.dynamic_shared_bytes)
+            .host_checks(s.host_checks)
+            .on_device(s.on_device),
         None => cudacheck_core::instrument::InstrumentOptions::new().host_checks(host_checks),
     };
     Ok(cudacheck_core::instrument::instrument_ptx_with(ptx, &opts)?)

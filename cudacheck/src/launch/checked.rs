@@ -8,7 +8,9 @@
 
 use std::sync::{Arc, MutexGuard};
 
-use cudacheck_core::instrument::{InstrumentedKernel, LaunchValues, RECORD_BYTES, UNKNOWN_LEN};
+use cudacheck_core::instrument::{
+    HostCheckSet, InstrumentedKernel, LaunchValues, RECORD_BYTES, UNKNOWN_LEN,
+};
 use cudacheck_core::validate::LaunchConfig;
 use cudarc::driver::CudaContext;
 
@@ -40,16 +42,21 @@ fn fill_hidden(args: &[ArgSlot], record: u64, out: &mut [u64]) {
     out[args.len()] = record;
 }
 
-/// Whether the host checks of `sites` hold for this launch (`cudacheck_core::instrument::guard`):
-/// each buffer's length in bytes as [`fill_hidden`] passes it, each scalar's value, the grid
-/// and the block. Arguments that do not match the build's parameters fail them (the launch is
-/// then refused by the argument check anyway).
-fn host_checks_hold(sites: &InstrumentedKernel, args: &[ArgSlot], cfg: &LaunchConfig) -> bool {
+/// The host checks of `sites` that fail for this launch (`cudacheck_core::instrument::guard`),
+/// given each buffer's length in bytes as [`fill_hidden`] passes it, each scalar's value, the
+/// grid and the block: empty when all hold, `None` when they cannot be named (arguments that
+/// do not match the build's parameters, which the argument check refuses anyway, or more
+/// failing than a set holds).
+fn failing_host_checks(
+    sites: &InstrumentedKernel,
+    args: &[ArgSlot],
+    cfg: &LaunchConfig,
+) -> Option<HostCheckSet> {
     if sites.host_checks.is_empty() {
-        return true;
+        return Some(HostCheckSet::new());
     }
     if args.len() != sites.num_params as usize || args.len() > MAX_ARGS {
-        return false;
+        return None;
     }
     let mut lens = [UNKNOWN_LEN; MAX_ARGS];
     let mut scalars = [None; MAX_ARGS];
@@ -74,7 +81,7 @@ fn host_checks_hold(sites: &InstrumentedKernel, args: &[ArgSlot], cfg: &LaunchCo
         scalars: &scalars[..args.len()],
         lens: &lens[..args.len()],
     };
-    sites.host_checks_hold(&values)
+    sites.failing_host_checks(&values)
 }
 
 /// What a fault report needs of the launch's arguments: each buffer's address and element size.
@@ -137,13 +144,16 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         args: &[ArgSlot],
     ) -> Result<&'k Loaded, Error> {
         // The build whose guarded accesses are checked here, once, when this launch's
-        // arguments keep them in bounds; the one checking them all on the device otherwise.
+        // arguments keep them in bounds; when they keep only some in bounds, the build of the
+        // same shape checking the others on the device (one per distinct set, made on first
+        // use: a call site's arguments usually fail the same ones every time).
         let shape = Spec::of(cfg.block, cfg.dynamic_shared_bytes);
         let first = kernel.loaded_checked(ctx, shape)?;
-        if host_checks_hold(&sites_of(first), args, cfg) {
-            return Ok(first);
+        match failing_host_checks(&sites_of(first), args, cfg) {
+            Some(set) if set.is_empty() => Ok(first),
+            Some(set) => kernel.loaded_checked(ctx, shape.map(|s| s.on_device(set))),
+            None => kernel.loaded_checked(ctx, shape.map(Spec::fully_checked)),
         }
-        kernel.loaded_checked(ctx, shape.map(Spec::fully_checked))
     }
 
     fn before(&mut self, step: &Step<'_, 'k>) -> Result<[u64; HIDDEN_MAX], Error> {
