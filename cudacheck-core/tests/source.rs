@@ -280,6 +280,40 @@ fn macro_generated_kernels() {
     );
 }
 
+/// An invocation without a semicolon whose first argument reads as a type
+/// (`UNARY_OP(__half, ...)`), then another `#define`: the parser's recovery swallows the
+/// directive in the whole-file tree; definitions still come out whole, with their line, and
+/// the directive is no invocation.
+#[test]
+fn a_definition_after_a_type_like_invocation_is_found() {
+    let m = parse(
+        "#define UNARY_OP(TYPE, NAME, FN) \\\n\
+         \x20   extern \"C\" __global__ void NAME(const TYPE* in, TYPE* out) { out[0] = FN; }\n\
+         UNARY_OP(float, uexp_f32, expf(in[0]))\n\
+         UNARY_OP(__half, usqrt_f16, hsqrt(in[0]))\n\
+         \n\
+         #define BINARY_OP(TYPE, NAME, FN) \\\n\
+         \x20   extern \"C\" __global__ void NAME(const TYPE* a, TYPE* out) { out[0] = FN; }\n\
+         BINARY_OP(float, badd_f32, a[0] + a[1])\n",
+    );
+    let names: Vec<_> = m.kernel_macros.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["UNARY_OP", "BINARY_OP"]);
+    let lines = |k: usize| -> Vec<u32> {
+        m.kernel_macros[k]
+            .invocations
+            .iter()
+            .map(|i| i.location.line)
+            .collect()
+    };
+    assert_eq!(lines(0), [3, 4]);
+    assert_eq!(m.kernel_macros[1].location.line, 6);
+    assert_eq!(lines(1), [8]);
+    assert_eq!(
+        m.kernel_macros[1].invocations[0].generated_kernels,
+        ["badd_f32"]
+    );
+}
+
 #[test]
 fn kernel_prefix_macro() {
     let m = parse(

@@ -120,6 +120,47 @@ fn pp_tokens(s: &str) -> Vec<Tok<'_>> {
 /// The `#define`s anywhere in the file whose body mentions `__global__`, directly or through
 /// an object-like macro that does (`#define KERNEL extern "C" __global__` used in
 /// `#define UNARY(T, NAME) KERNEL void NAME(...)`).
+/// `text` with every byte outside preprocessor directives (a line starting with `#`, and its
+/// `\`-continued lines) blanked to a space, newlines kept: every directive stays at its byte
+/// offset, line and column, so a tree of this text indexes the original.
+pub(super) fn directives_only(text: &str) -> String {
+    let mut out = vec![b' '; text.len()];
+    for (k, b) in text.bytes().enumerate() {
+        if b == b'\n' {
+            out[k] = b'\n';
+        }
+    }
+    for r in directive_ranges(text) {
+        out[r.clone()].copy_from_slice(&text.as_bytes()[r]);
+    }
+    // Whole lines were kept or blanked to ASCII: the result is UTF-8 where `text` was.
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+/// The byte ranges of `text`'s preprocessor directives: a line starting with `#` and the
+/// lines its trailing `\` continues it onto.
+pub(super) fn directive_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut in_directive = false;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let continued = in_directive;
+        if !in_directive {
+            in_directive = body.trim_start().starts_with('#');
+        }
+        if in_directive {
+            match out.last_mut() {
+                Some(r) if continued => r.end = at + line.len(),
+                _ => out.push(at..at + line.len()),
+            }
+        }
+        in_directive = in_directive && body.ends_with('\\');
+        at += line.len();
+    }
+    out
+}
+
 pub(super) fn collect_definitions(src: &str, root: Node) -> Vec<MacroKernel> {
     let mut defs = Vec::new();
     let mut stack = vec![root];
@@ -272,6 +313,10 @@ pub(super) fn collect_invocations(cx: &Cx, root: Node, macros: &mut [MacroKernel
     }
     let mut l = Vec::new();
     leaves(root, &mut l, true);
+    // Directives the parser did not read as such (after an invocation without a semicolon)
+    // hold no invocations either.
+    let directives = directive_ranges(cx.src);
+    l.retain(|n| !directives.iter().any(|r| r.contains(&n.start_byte())));
     let text = |n: &Node| cx.src.get(n.byte_range()).unwrap_or("");
     let mut i = 0;
     while i + 1 < l.len() {
