@@ -187,6 +187,11 @@ pub enum HostExpr {
         e: Box<HostExpr>,
         mask: i64,
     },
+    /// `a / b` truncated toward zero (`div.s32`, `div.u32` on values read as such); `b` must
+    /// be positive.
+    Div(Box<HostExpr>, Box<HostExpr>),
+    /// `a % b` with the sign of `a` (`rem`, or NVVM's `a - (a / b) * b`); `b` must be positive.
+    Rem(Box<HostExpr>, Box<HostExpr>),
     /// A register of `bits` bits with what is known of it where it is used.
     Facts {
         def: Option<Box<HostExpr>>,
@@ -385,6 +390,38 @@ impl HostExpr {
                 Some(_) => return Err(()),
                 None => None,
             },
+            Div(a, b) => match (a.eval(v)?, b.eval(v)?) {
+                (Some(x), Some(d)) => {
+                    if d.0 <= 0 {
+                        return Err(());
+                    }
+                    // Truncating division is monotone in the dividend, and for a fixed
+                    // dividend moves toward zero as the divisor grows: the corners bound it.
+                    let q = [x.0 / d.0, x.0 / d.1, x.1 / d.0, x.1 / d.1];
+                    let lo = *q.iter().min().expect("four");
+                    let hi = *q.iter().max().expect("four");
+                    return checked(lo, hi);
+                }
+                _ => None,
+            },
+            Rem(a, b) => match (a.eval(v)?, b.eval(v)?) {
+                (Some(x), Some(d)) => {
+                    if d.0 <= 0 {
+                        return Err(());
+                    }
+                    let m = d.1 - 1;
+                    if (x.0 >= 0 && x.1 < d.0) || (x.1 <= 0 && x.0 > -d.0) {
+                        // |x| below every divisor: x itself.
+                        Some(x)
+                    } else {
+                        Some((
+                            if x.0 >= 0 { 0 } else { x.0.max(-m) },
+                            if x.1 <= 0 { 0 } else { x.1.min(m) },
+                        ))
+                    }
+                }
+                _ => None,
+            },
             And { e, mask } => {
                 if *mask < 0 {
                     return Err(());
@@ -509,7 +546,7 @@ impl HostExpr {
         use HostExpr::*;
         match self {
             Const(_) | Param { .. } | Tid(_) | Ntid(_) | Ctaid(_) | Nctaid(_) | Mask(_) => 1,
-            Add(a, b) | Sub(a, b) | Mul(a, b) => 1 + a.size() + b.size(),
+            Add(a, b) | Sub(a, b) | Mul(a, b) | Div(a, b) | Rem(a, b) => 1 + a.size() + b.size(),
             Shl(a, _)
             | In { e: a, .. }
             | Wrap { e: a, .. }
@@ -539,7 +576,14 @@ impl HostExpr {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Bound {
     Const(i64),
-    Param { index: u32, bytes: u8, plus: i64 },
+    Param {
+        index: u32,
+        bytes: u8,
+        plus: i64,
+    },
+    /// A register the launch fixes: computed, through single definitions, only from scalar
+    /// parameters, immediates and `%ntid`/`%nctaid` (`i < planes * ((h + 1) / 2)`).
+    Uniform(String),
 }
 
 /// `reg <op> bound` in `bits` bits, `signed` or not.
@@ -920,21 +964,73 @@ impl<'a> Guards<'a> {
                 (Some(k), None) if i.op() == "add" => (b, k),
                 _ => return None,
             };
-            return match self.param_reg(reg)? {
-                (index, bytes) if u32::from(bytes) * 8 == u32::from(bits) => Some(Bound::Param {
+            if let Some((index, bytes)) = self.param_reg(reg) {
+                return (u32::from(bytes) * 8 == u32::from(bits)).then_some(Bound::Param {
                     index,
                     bytes,
                     plus: k,
-                }),
-                _ => None,
-            };
+                });
+            }
         }
-        let (index, bytes) = self.param_reg(op)?;
-        Some(Bound::Param {
-            index,
-            bytes,
-            plus: 0,
-        })
+        if let Some((index, bytes)) = self.param_reg(op) {
+            return Some(Bound::Param {
+                index,
+                bytes,
+                plus: 0,
+            });
+        }
+        self.uniform(op, 0).then(|| Bound::Uniform(op.to_string()))
+    }
+
+    /// Whether `op` is an immediate, `%ntid`/`%nctaid`, or a register whose single definition
+    /// computes it from those and whole scalar parameters with operations [`Self::def_value`]
+    /// reads: its value is the same in every thread of a launch, and the host can compute it.
+    fn uniform(&self, op: &str, depth: u32) -> bool {
+        if imm(op).is_some() || op.starts_with("%ntid.") || op.starts_with("%nctaid.") {
+            return true;
+        }
+        if depth > 12 || !is_reg(op) {
+            return false;
+        }
+        let Some(i) = self.single_def(op) else {
+            return false;
+        };
+        match i.op() {
+            "ld" => self.param_reg(op).is_some(),
+            "mov" | "cvt" | "add" | "sub" | "mul" | "mad" | "shl" | "shr" | "div" | "rem"
+            | "and" | "not" => {
+                !i.has("cc")
+                    && !i.has("sat")
+                    && !i.has("hi")
+                    && i.parts().filter_map(int_type).last().is_some()
+                    && i.operands.len() >= 2
+                    && i.operands[1..].iter().all(|o| self.uniform(o, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
+    /// `sub r, x, y` where `y = q * d` and `q = x / d` (single definitions, same operands):
+    /// NVVM's remainder when it also needs the quotient. `(bits, signed)` of the division,
+    /// and the divisor.
+    fn remainder_of<'i>(&self, i: &'i Instr) -> Option<((u8, bool), &'a str)> {
+        let (x, y) = (i.operands.get(1)?, i.operands.get(2)?);
+        let m = self.single_def(y)?;
+        if m.op() != "mul" || !m.has("lo") {
+            return None;
+        }
+        let (a, c) = (m.operands.get(1)?, m.operands.get(2)?);
+        for (q, d) in [(a, c), (c, a)] {
+            let Some(div) = self.single_def(q).filter(|q| q.op() == "div") else {
+                continue;
+            };
+            if div.operands.get(1) == Some(x) && div.operands.get(2) == Some(d) {
+                let ty = div.parts().filter_map(int_type).last()?;
+                let sub_bits = i.parts().filter_map(int_type).last()?.0;
+                return (sub_bits == ty.0).then_some((ty, d.as_str()));
+            }
+        }
+        None
     }
 
     /// `(index, bytes)` of the whole scalar parameter register `op` is only ever loaded from.
@@ -1000,6 +1096,8 @@ impl<'a> Guards<'a> {
                 Bound::Const(c) => (lo..=hi).contains(&i128::from(*c)),
                 // Read in the narrow width: a bound outside it fails the host check.
                 Bound::Param { .. } => !signed || a.signed,
+                // A wide register would be read with a wrap into the narrow width: no.
+                Bound::Uniform(_) => false,
             };
             if bound_ok {
                 out.push(Atom {
@@ -1177,7 +1275,7 @@ impl<'a> Guards<'a> {
                     let c = imm(c).unwrap_or_default();
                     if let Some(bits) = self.reg_bits(dst).filter(|&b| b >= 32) {
                         for signed in [false, true] {
-                            let v = Self::host_bound(&Bound::Const(c), bits, signed);
+                            let v = self.host_bound(&Bound::Const(c), bits, signed);
                             let HostExpr::Const(v) = v else { continue };
                             for op in [Cmp::Ge, Cmp::Le] {
                                 gen.push(Fact::Atom(Atom {
@@ -1331,7 +1429,7 @@ impl<'a> Guards<'a> {
         s
     }
 
-    fn host_bound(b: &Bound, bits: u8, signed: bool) -> HostExpr {
+    fn host_bound(&self, b: &Bound, bits: u8, signed: bool) -> HostExpr {
         match b {
             Bound::Const(c) => {
                 // The immediate as the comparison reads it.
@@ -1362,6 +1460,25 @@ impl<'a> Guards<'a> {
                     signed,
                 }
             }
+            Bound::Uniform(reg) => {
+                // The register's bits, as the comparison reads them. Unreadable (the budget
+                // ran out): an interval no check can use.
+                let saved = self.budget.replace(200);
+                let value = self.value(reg, 0, 0, None);
+                self.budget.set(saved);
+                match value {
+                    Some(e) => HostExpr::Wrap {
+                        e: Box::new(e),
+                        bits,
+                        signed,
+                    },
+                    None => HostExpr::In {
+                        e: Box::new(HostExpr::Const(i64::MAX)),
+                        bits: 1,
+                        signed: false,
+                    },
+                }
+            }
         }
     }
 
@@ -1384,7 +1501,7 @@ impl<'a> Guards<'a> {
                     Some(HostFact {
                         op: a.op,
                         signed: a.signed,
-                        bound: Self::host_bound(&a.bound, a.bits, a.signed),
+                        bound: self.host_bound(&a.bound, a.bits, a.signed),
                         offset,
                         or_eq: a.or_eq,
                     })
@@ -1569,6 +1686,30 @@ impl<'a> Guards<'a> {
                 } else {
                     v(1)?
                 }
+            }
+            "div" | "rem" => {
+                let (bits, signed) = ty?;
+                let w = |e: HostExpr| Wrap {
+                    e: b(e),
+                    bits,
+                    signed,
+                };
+                let (x, d) = (w(v(1)?), w(v(2)?));
+                if i.op() == "div" {
+                    Div(b(x), b(d))
+                } else {
+                    Rem(b(x), b(d))
+                }
+            }
+            "sub" if self.remainder_of(i).is_some() => {
+                let ((bits, signed), d) = self.remainder_of(i)?;
+                let w = |e: HostExpr| Wrap {
+                    e: b(e),
+                    bits,
+                    signed,
+                };
+                let d = self.value(d, k, depth + 1, acc)?;
+                Rem(b(w(v(1)?)), b(w(d)))
             }
             "add" | "sub" if !i.has("cc") && !i.has("sat") && ty.is_some() => {
                 let (x, y) = (v(1)?, v(2)?);
@@ -2086,6 +2227,54 @@ mod tests {
         assert_eq!(interpret((-5, -1), 32, false), Some((w - 5, w - 1)));
         assert_eq!(interpret((w, w + 3), 32, true), Some((0, 3)));
         assert_eq!(interpret((-1, 1), 32, false), None);
+    }
+
+    #[test]
+    fn a_bound_computed_from_parameters_is_a_launch_value() {
+        // if (i < 2 * n + 1) out[i] = ...
+        let k = kernel(&guarded(
+            &format!("{GID}\n\tshl.b32 %r9, %r1, 1;\n\tadd.s32 %r10, %r9, 1;"),
+            "\tsetp.ge.s32 %p1, %r2, %r10;",
+            STORE,
+        ));
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(holds(&k, 1 << 20, 256, 1000, 4 * 2001));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4 * 2000));
+        // n = 2^31: 2n + 1 wraps to 1 in 32 bits, as on the device: only thread 0 writes.
+        assert!(holds(&k, 1 << 20, 256, 1 << 31, 4));
+        assert!(!holds(&k, 1 << 20, 256, 1 << 31, 0));
+    }
+
+    #[test]
+    fn quotients_and_remainders_bound_decomposed_indices() {
+        // i < n: (i / 16) and (i % 16) as NVVM writes them (`rem` from the quotient),
+        // out[(i / 16) * 16 + i % 16]
+        let body = format!(
+            "{GID}\n\tsetp.ge.s32 %p1, %r2, %r1;\n\t@%p1 bra $L__END;\n\tdiv.s32 %r6, %r2, 16;\n\tmul.lo.s32 %r7, %r6, 16;\n\tsub.s32 %r8, %r2, %r7;\n\tshl.b32 %r9, %r6, 4;\n\tadd.s32 %r10, %r9, %r8;\n\tmul.wide.s32 %rd3, %r10, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;"
+        );
+        let k = kernel(&body);
+        assert_eq!(k.coverage.host_checked, 1);
+        // Intervals: quotient [0, 62], remainder [0, 15]: up to element 1007 for n = 1000.
+        assert!(holds(&k, 1 << 20, 256, 1000, 4 * 1008));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4 * 1007));
+        let v = LaunchValues {
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            scalars: &[],
+            lens: &[],
+        };
+        let c = |a: i64| Box::new(HostExpr::Const(a));
+        let span =
+            |lo: i64, hi: i64| Box::new(HostExpr::Add(c(lo), Box::new(HostExpr::Mask(hi - lo))));
+        let rem = |x, d| HostExpr::Rem(x, d).eval(&v);
+        assert_eq!(rem(span(0, 5), c(8)), Ok(Some((0, 5))));
+        assert_eq!(rem(span(0, 100), c(8)), Ok(Some((0, 7))));
+        assert_eq!(rem(span(-100, 3), c(8)), Ok(Some((-7, 3))));
+        assert_eq!(rem(span(-3, 3), c(8)), Ok(Some((-3, 3))));
+        assert_eq!(rem(span(0, 5), c(0)), Err(()));
+        let div = |x, d| HostExpr::Div(x, d).eval(&v);
+        assert_eq!(div(span(-9, 17), span(2, 4)), Ok(Some((-4, 8))));
+        assert_eq!(div(span(0, 5), span(-1, 4)), Err(()));
     }
 
     #[test]
