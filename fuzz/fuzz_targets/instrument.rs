@@ -61,4 +61,35 @@ fuzz_target!(|data: &[u8]| {
             let _ = k.host_checks_hold(&v);
         }
     }
+    // The build checking one kernel's failing host checks on the device: it reads again,
+    // and that kernel lists exactly the others.
+    let v = LaunchValues {
+        grid: [word(2) as u32 | 1, 1, 1],
+        block: [128, 2, 1],
+        scalars: &scalars,
+        lens: &lens,
+    };
+    let failing = host
+        .kernels
+        .iter()
+        .enumerate()
+        .find_map(|(n, k)| k.failing_host_checks(&v).filter(|s| !s.is_empty()).map(|s| (n, s)));
+    if let Some((n, set)) = failing {
+        let again = instrument_ptx_with(text, &opts.on_device(set)).expect("instrumented once");
+        ptx::parse(&again.ptx).expect("the variant reads again");
+        let (k, kv) = (&host.kernels[n], &again.kernels[n]);
+        let kept: Vec<_> = k
+            .host_checks
+            .iter()
+            .enumerate()
+            .filter(|(p, _)| !set.contains(*p))
+            .map(|(_, h)| h.clone())
+            .collect();
+        assert_eq!(kv.host_checks, kept, "the variant keeps the others, in order");
+        assert_eq!(
+            kv.coverage.checked + kv.coverage.host_checked,
+            k.coverage.checked + k.coverage.host_checked,
+            "every access still counted once"
+        );
+    }
 });

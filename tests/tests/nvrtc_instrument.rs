@@ -796,3 +796,80 @@ fn nvrtc_failing_host_checks_alone_are_checked_on_the_device() {
     assert_eq!(kv.host_checks, kept);
     assert!(kv.host_checks_hold(&v));
 }
+
+/// Fixed-size shared arrays under the user's guards and loops (a tiled blur's halo loads
+/// through `for (ty = threadIdx.y; ty < 12; ty += blockDim.y)`, a tree reduction's
+/// `if (tid < stride) s[tid] += s[tid + stride]`): checked once on the host against the
+/// array's size, which the PTX states, so no launch length is needed. With the benchmark's
+/// block they hold and no device check is left; with a block taller than the tile, or wider
+/// than the reduction's array, they fail (that launch runs a build checking them).
+#[test]
+fn nvrtc_shared_tiles_are_checked_on_the_host() {
+    use cudacheck_core::instrument::LaunchValues;
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let m = u64::MAX;
+    let some = |v: u64| Some((v, 4u32));
+    let n = 1u64 << 20;
+    let (h, w) = (8190u64, 8190u64);
+    // (file, kernel, [(block, grid, scalars, lens, holds)])
+    type Case = ([u32; 3], [u32; 3], Vec<Option<(u64, u32)>>, Vec<u64>, bool);
+    let blur = |block: [u32; 3], holds: bool| -> Case {
+        (
+            block,
+            [w.div_ceil(32) as u32, h.div_ceil(8) as u32, 1],
+            vec![None, None, some(h), some(w)],
+            vec![h * w * 4, h * w * 4, m, m],
+            holds,
+        )
+    };
+    let reduce = |block: [u32; 3], holds: bool| -> Case {
+        let blocks = (n / 512) as u32;
+        (
+            block,
+            [blocks, 1, 1],
+            vec![None, None, some(n)],
+            vec![u64::from(blocks) * 4, n * 4, m],
+            holds,
+        )
+    };
+    let cases = [
+        (
+            "stencil.cu",
+            "blur5x5_tiled",
+            vec![blur([32, 8, 1], true), blur([32, 16, 1], false)],
+        ),
+        (
+            "reduce.cu",
+            "block_reduce_sum<256>",
+            vec![reduce([256, 1, 1], true), reduce([512, 1, 1], false)],
+        ),
+    ];
+    for (file, name, launches) in cases {
+        let src = CudaSource::from_file(repo_root().join("bench/kernels").join(file)).unwrap();
+        let (_, ptx) = ptx_of(&src, arch);
+        for (block, grid, scalars, lens, expect) in launches {
+            let opts = InstrumentOptions::new().block(block).host_checks(true);
+            let out = instrument_ptx_with(&ptx, &opts).unwrap();
+            assemble_ptx(&out.ptx, arch, &src.name).unwrap();
+            let k = out.kernels.iter().find(|k| k.name == name).unwrap();
+            assert!(k.coverage.is_complete(), "{name}");
+            assert!(
+                k.host_checks.iter().any(|h| h.array_bytes.is_some()),
+                "{name}"
+            );
+            if expect {
+                assert_eq!(k.coverage.checked, 0, "{name}: {:?}", k.coverage);
+            }
+            let v = LaunchValues {
+                grid,
+                block,
+                scalars: &scalars,
+                lens: &lens,
+            };
+            assert_eq!(k.host_checks_hold(&v), expect, "{name} block {block:?}");
+        }
+    }
+}

@@ -31,7 +31,7 @@ use super::analyze::{
 use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
 use super::fast;
 use super::group::{groups, Group};
-use super::guard::{Guards, HostCheck, HostExpr};
+use super::guard::{Base, Guards, HostCheck, HostExpr};
 use super::ptx::{parse_address, Function, Instr, Loc, Module, Space, StmtKind};
 use super::range::{ranges, Ranges};
 use super::record::FaultKind;
@@ -337,14 +337,21 @@ impl<'a> KernelEmitter<'a> {
             let Ok(acc) = accesses(i) else { continue };
             for a in &acc {
                 let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a);
-                if let Decision::Check(Origin::Param {
-                    index,
-                    space: Space::Global,
-                }) = d
-                {
-                    if let Some(e) = g.access_offset(k, &i.operands[a.operand], index) {
-                        out.insert((k, a.operand), e);
+                let base = match &d {
+                    Decision::Check(Origin::Param {
+                        index,
+                        space: Space::Global,
+                    }) => Base::Param(*index),
+                    // A fixed-size array: its size is known here, no launch value needed.
+                    Decision::Check(Origin::Var { name, .. })
+                        if self.m.var(self.f, name).and_then(|v| v.bytes).is_some() =>
+                    {
+                        Base::Var(name)
                     }
+                    _ => continue,
+                };
+                if let Some(e) = g.access_offset(k, &i.operands[a.operand], base) {
+                    out.insert((k, a.operand), e);
                 }
             }
         }
@@ -626,7 +633,7 @@ impl<'a> KernelEmitter<'a> {
                 let mut inline_cold = String::new();
                 for a in &acc {
                     let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a);
-                    let on_host = matches!(d, Decision::Check(Origin::Param { .. }))
+                    let on_host = matches!(d, Decision::Check(_))
                         && self.host.contains_key(&(self.stmt, a.operand))
                         && {
                             let k = self.host_seen;
@@ -636,11 +643,18 @@ impl<'a> KernelEmitter<'a> {
                     match d {
                         Decision::Proven => self.coverage.proven += 1,
                         Decision::Unchecked(why) => self.skip(i, loc, why),
-                        Decision::Check(Origin::Param { index, .. }) if on_host => {
+                        Decision::Check(ref o) if on_host => {
                             let offset = self.host[&(self.stmt, a.operand)].clone();
                             let (l, at) = self.site_loc(loc);
+                            let (param, array_bytes) = match o {
+                                Origin::Param { index, .. } => (*index, None),
+                                Origin::Var { name, .. } => {
+                                    (u32::MAX, self.m.var(self.f, name).and_then(|v| v.bytes))
+                                }
+                            };
                             self.host_checks.push(HostCheck {
-                                param: index,
+                                param,
+                                array_bytes,
                                 bytes: a.bytes as u32,
                                 kind: site_kind(a.kind),
                                 loc: l,

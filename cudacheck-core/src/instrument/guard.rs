@@ -34,13 +34,17 @@
 //!    holds at that instruction, whatever path led there.
 //! 2. **Values.** The access's address register is followed through single, unpredicated
 //!    definitions (`add`, `sub`, `mov`, `cvta.to.global`, `ld.param` of the buffer) down to
-//!    the buffer parameter's base, and the integer added to it through `add`, `sub`, `mul.lo`,
-//!    `mul.wide`, `mad.lo`, `mad.wide`, `shl`/`shr` by immediates, `and` with a non-negative
-//!    mask, `cvt` between integer widths, special registers and scalar parameters. At every
-//!    use of a register, the facts holding *at that instruction* are attached to it, and,
+//!    the buffer parameter's base (or, for a fixed-size `__shared__`/`__device__`/local array,
+//!    to the `mov` of its name, through `cvta` between windows; its size is the length), and
+//!    the integer added to it through `add`, `sub`, `mul.lo`, `mul.wide`, `mad.lo`,
+//!    `mad.wide`, `shl`/`shr` by immediates, `and` with a non-negative mask, `cvt` between
+//!    integer widths, `min`/`max` (clamps), `div`/`rem` and NVVM's `a - (a / b) * b`, special
+//!    registers and scalar parameters. At every use of a register, the facts holding *at that instruction* are attached to it, and,
 //!    while every register between it and the access has one definition (whose value is
 //!    then the one it holds at the access), the facts holding *at the access* too. A
-//!    register with several definitions is kept only as an increasing induction variable:
+//!    register with several definitions has the value of the one that reaches the use on
+//!    every path, when only one does (NVVM reuses registers); otherwise it is kept only as
+//!    an increasing induction variable:
 //!    every definition either sets it from a value (an initial value) or adds a non-negative
 //!    step to it where a fact `r < b` (or `<=`) on its old value holds; anything else gives up.
 //!
@@ -192,6 +196,10 @@ pub enum HostExpr {
     Div(Box<HostExpr>, Box<HostExpr>),
     /// `a % b` with the sign of `a` (`rem`, or NVVM's `a - (a / b) * b`); `b` must be positive.
     Rem(Box<HostExpr>, Box<HostExpr>),
+    /// The smaller of two values read alike (`min.s32`: both as signed); a clamp's upper side.
+    Min(Box<HostExpr>, Box<HostExpr>),
+    /// The larger of two values read alike; a clamp's lower side.
+    Max(Box<HostExpr>, Box<HostExpr>),
     /// A register of `bits` bits with what is known of it where it is used.
     Facts {
         def: Option<Box<HostExpr>>,
@@ -210,8 +218,12 @@ pub enum HostExpr {
 /// One access whose device check was left out, and what the launch must satisfy for that.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostCheck {
-    /// The buffer parameter's ordinal.
+    /// The buffer parameter's ordinal (`u32::MAX` for an array, see `array_bytes`).
     pub param: u32,
+    /// For an access to a fixed-size `__shared__`/`__device__`/local array: its size in
+    /// bytes, the length the check compares against (the launch's lengths are not used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_bytes: Option<u64>,
     /// Bytes accessed.
     pub bytes: u32,
     pub kind: SiteKind,
@@ -245,6 +257,17 @@ fn range_of(bits: u8, signed: bool) -> (i128, i128) {
     } else {
         (0, (1i128 << bits) - 1)
     }
+}
+
+/// An immediate as a `bits`-bit comparison reads it (its bits, signed or not).
+fn const_as_read(c: i64, bits: u8, signed: bool) -> i64 {
+    let (_, hi) = range_of(bits, signed);
+    let m = 1i128 << bits;
+    let mut v = i128::from(c).rem_euclid(m);
+    if v > hi {
+        v -= m;
+    }
+    v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 fn within(v: (i128, i128), r: (i128, i128)) -> bool {
@@ -298,8 +321,12 @@ impl HostCheck {
     /// Whether this launch keeps the access in bounds on every thread (then its device check
     /// could not fail).
     pub fn holds(&self, v: &LaunchValues<'_>) -> bool {
-        let Some(&len) = v.lens.get(self.param as usize) else {
-            return false;
+        let len = match self.array_bytes {
+            Some(b) => b,
+            None => match v.lens.get(self.param as usize) {
+                Some(&len) => len,
+                None => return false,
+            },
         };
         match self.offset.eval(v) {
             Err(()) => false,
@@ -389,6 +416,15 @@ impl HostExpr {
                 }
                 Some(_) => return Err(()),
                 None => None,
+            },
+            Min(a, b) | Max(a, b) => match (a.eval(v)?, b.eval(v)?) {
+                (Some(x), Some(y)) => Some(if matches!(self, Min(..)) {
+                    (x.0.min(y.0), x.1.min(y.1))
+                } else {
+                    (x.0.max(y.0), x.1.max(y.1))
+                }),
+                // No execution reaches one side: none reaches the result either.
+                _ => None,
             },
             Div(a, b) => match (a.eval(v)?, b.eval(v)?) {
                 (Some(x), Some(d)) => {
@@ -546,7 +582,9 @@ impl HostExpr {
         use HostExpr::*;
         match self {
             Const(_) | Param { .. } | Tid(_) | Ntid(_) | Ctaid(_) | Nctaid(_) | Mask(_) => 1,
-            Add(a, b) | Sub(a, b) | Mul(a, b) | Div(a, b) | Rem(a, b) => 1 + a.size() + b.size(),
+            Add(a, b) | Sub(a, b) | Mul(a, b) | Div(a, b) | Rem(a, b) | Min(a, b) | Max(a, b) => {
+                1 + a.size() + b.size()
+            }
             Shl(a, _)
             | In { e: a, .. }
             | Wrap { e: a, .. }
@@ -607,6 +645,30 @@ impl Atom {
         }
     }
 
+    /// `r < c` as `r <= c - 1` and `r > c` as `r >= c + 1` for a constant `c` (as the
+    /// comparison reads it), so that the same bound reached two ways (`tx <= 35` on entering
+    /// a loop, `tx < 36` at its latch) is one atom, and joins keep it.
+    fn normalized(self) -> Atom {
+        let Bound::Const(c) = self.bound else {
+            return self;
+        };
+        let v = i128::from(const_as_read(c, self.bits, self.signed));
+        let (lo, hi) = range_of(self.bits, self.signed);
+        let (op, v) = match self.op {
+            Cmp::Lt if v > lo => (Cmp::Le, v - 1),
+            Cmp::Gt if v < hi => (Cmp::Ge, v + 1),
+            op => (op, v),
+        };
+        match i64::try_from(v) {
+            Ok(v) => Atom {
+                op,
+                bound: Bound::Const(v),
+                ..self
+            },
+            Err(_) => self,
+        }
+    }
+
     /// The constant this atom pins its register to, with the atom pinning it from the
     /// other side in `s`.
     fn exact(s: &State, reg: &str, signed: bool, bits: u8) -> Option<i64> {
@@ -658,6 +720,37 @@ fn join(a: &State, b: &State) -> State {
                         .then(|| t.clone())
                 }
             };
+            // Both paths bound the register the same way by constants: the looser bound
+            // holds on both (`tx <= 35` entering a loop, `tx <= 35` or less at its latch).
+            if let (None, Bound::Const(c), Cmp::Le | Cmp::Ge) = (t.or_eq, &t.bound, t.op) {
+                let read = |c: i64| const_as_read(c, t.bits, t.signed);
+                let other = x.iter().find_map(|g| match g {
+                    Fact::Atom(o)
+                        if o.reg == t.reg
+                            && o.op == t.op
+                            && o.signed == t.signed
+                            && o.bits == t.bits
+                            && o.or_eq.is_none() =>
+                    {
+                        match o.bound {
+                            Bound::Const(d) => Some(read(d)),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                });
+                if let Some(d) = other {
+                    let b = if t.op == Cmp::Le {
+                        read(*c).max(d)
+                    } else {
+                        read(*c).min(d)
+                    };
+                    out.insert(Fact::Atom(Atom {
+                        bound: Bound::Const(b),
+                        ..t.clone()
+                    }));
+                }
+            }
             if let Some(w) = weak {
                 // Pinning atoms themselves are not weakened (`r >= c or r == c` is `r >= c`
                 // only on one side; keep what both sides say).
@@ -777,6 +870,14 @@ fn int_type(t: &str) -> Option<(u8, bool)> {
     }
 }
 
+/// What an access's offset is measured from: a buffer parameter's global address, or a
+/// fixed-size array's (by its PTX name).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Base<'n> {
+    Param(u32),
+    Var(&'n str),
+}
+
 /// The analysis of one kernel.
 pub(crate) struct Guards<'a> {
     f: &'a Function,
@@ -789,6 +890,8 @@ pub(crate) struct Guards<'a> {
     /// For a register `r`: the registers whose one definition is `r + k` (`add`/`sub` with an
     /// immediate, same width), with `k`.
     shifted: BTreeMap<String, Vec<(String, i64)>>,
+    /// Each block's predecessors.
+    preds: Vec<Vec<usize>>,
     /// Registers left to visit for the current access (bounds the work on odd code).
     budget: std::cell::Cell<u32>,
 }
@@ -888,6 +991,12 @@ impl<'a> Guards<'a> {
                 params.insert(p.name.as_str(), (k as u32, b));
             }
         }
+        let mut preds = vec![Vec::new(); blocks.len()];
+        for (b, blk) in blocks.iter().enumerate() {
+            for &(t, _) in &blk.succs {
+                preds[t].push(b);
+            }
+        }
         let mut shifted: BTreeMap<String, Vec<(String, i64)>> = BTreeMap::new();
         for (y, ks) in &defs {
             let [k] = ks.as_slice() else { continue };
@@ -924,6 +1033,7 @@ impl<'a> Guards<'a> {
             defs,
             params,
             shifted,
+            preds,
             budget: std::cell::Cell::new(0),
         };
         g.solve();
@@ -998,7 +1108,7 @@ impl<'a> Guards<'a> {
         match i.op() {
             "ld" => self.param_reg(op).is_some(),
             "mov" | "cvt" | "add" | "sub" | "mul" | "mad" | "shl" | "shr" | "div" | "rem"
-            | "and" | "not" => {
+            | "and" | "not" | "min" | "max" => {
                 !i.has("cc")
                     && !i.has("sat")
                     && !i.has("hi")
@@ -1195,7 +1305,10 @@ impl<'a> Guards<'a> {
                             v.push(a);
                             v
                         };
-                        let (yes, no) = (with_implied(a.clone()), with_implied(a.negate()));
+                        let (yes, no) = (
+                            with_implied(a.clone().normalized()),
+                            with_implied(a.negate().normalized()),
+                        );
                         let dst = &i.operands[0];
                         let mut ps = dst.split('|').map(str::trim);
                         if let Some(p) = ps.next() {
@@ -1431,17 +1544,8 @@ impl<'a> Guards<'a> {
 
     fn host_bound(&self, b: &Bound, bits: u8, signed: bool) -> HostExpr {
         match b {
-            Bound::Const(c) => {
-                // The immediate as the comparison reads it.
-                let (lo, hi) = range_of(bits, signed);
-                let m = 1i128 << bits;
-                let mut v = i128::from(*c).rem_euclid(m);
-                if v > hi {
-                    v -= m;
-                }
-                debug_assert!(v >= lo);
-                HostExpr::Const(v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
-            }
+            // The immediate as the comparison reads it.
+            Bound::Const(c) => HostExpr::Const(const_as_read(*c, bits, signed)),
             Bound::Param { index, bytes, plus } => {
                 let p = HostExpr::Param {
                     index: *index,
@@ -1557,7 +1661,12 @@ impl<'a> Guards<'a> {
             [k] if self.instr(*k).is_some_and(|i| i.guard.is_none()) => {
                 self.def_value(*k, depth + 1, acc)
             }
-            [_, _, ..] => self.induction(op, bits, depth + 1),
+            [_, _, ..] => match self.reaching_def(op, at) {
+                // A register NVVM reuses (`tid` kept in the register a later loop counts in):
+                // where only one definition reaches, the value is that definition's.
+                Some(k) => self.def_value(k, depth + 1, None),
+                None => self.induction(op, bits, depth + 1),
+            },
             _ => None,
         };
         let mut facts = self.facts_of(op, at);
@@ -1576,6 +1685,42 @@ impl<'a> Guards<'a> {
             bits,
             facts,
         })
+    }
+
+    /// The one definition of `reg` that reaches statement `at` on every path, unpredicated;
+    /// `None` when several do (or a path reaches the entry without one).
+    fn reaching_def(&self, reg: &str, at: usize) -> Option<usize> {
+        let defs = self.defs.get(reg)?;
+        let last_in = |b: usize, before: usize| -> Option<usize> {
+            let start = self.blocks[b].start;
+            defs.iter().copied().filter(|&d| d >= start && d < before).max()
+        };
+        let b0 = *self.block_of.get(at)?;
+        if let Some(d) = last_in(b0, at) {
+            return self.instr(d).filter(|i| i.guard.is_none()).map(|_| d);
+        }
+        let mut found: Option<usize> = None;
+        let mut seen = BTreeSet::new();
+        let mut work: Vec<usize> = self.preds[b0].clone();
+        if b0 == 0 {
+            return None;
+        }
+        while let Some(b) = work.pop() {
+            if !seen.insert(b) {
+                continue;
+            }
+            match last_in(b, self.blocks[b].end) {
+                Some(d) => {
+                    if found.is_some_and(|f| f != d) || self.instr(d)?.guard.is_some() {
+                        return None;
+                    }
+                    found = Some(d);
+                }
+                None if b == 0 => return None,
+                None => work.extend(self.preds[b].iter().copied()),
+            }
+        }
+        found
     }
 
     /// A register with several definitions, as an increasing induction variable.
@@ -1687,6 +1832,20 @@ impl<'a> Guards<'a> {
                     v(1)?
                 }
             }
+            "min" | "max" if !i.has("relu") => {
+                let (bits, signed) = ty?;
+                let w = |e: HostExpr| Wrap {
+                    e: b(e),
+                    bits,
+                    signed,
+                };
+                let (x, y) = (w(v(1)?), w(v(2)?));
+                if i.op() == "min" {
+                    Min(b(x), b(y))
+                } else {
+                    Max(b(x), b(y))
+                }
+            }
             "div" | "rem" => {
                 let (bits, signed) = ty?;
                 let w = |e: HostExpr| Wrap {
@@ -1790,7 +1949,7 @@ impl<'a> Guards<'a> {
     fn offset(
         &self,
         reg: &str,
-        param: u32,
+        base: Base<'_>,
         depth: u32,
         cvta: &mut u32,
         acc: usize,
@@ -1801,15 +1960,32 @@ impl<'a> Guards<'a> {
         let i = self.single_def(reg)?;
         let k = *self.defs.get(reg)?.first()?;
         let ops = &i.operands;
+        if let Base::Var(name) = base {
+            // The array's address, in its window or made generic: offsets within it are
+            // the same either way.
+            match i.op() {
+                "mov" if ops.get(1).map(String::as_str) == Some(name) => {
+                    return Some(HostExpr::Const(0))
+                }
+                "cvta" if !i.has("global") => {
+                    return self.offset(ops.get(1)?, base, depth + 1, cvta, acc)
+                }
+                _ => {}
+            }
+        }
+        let param = match base {
+            Base::Param(p) => p,
+            Base::Var(_) => u32::MAX,
+        };
         match i.op() {
             "cvta" if i.has("to") && i.has("global") => {
                 *cvta += 1;
-                self.offset(ops.get(1)?, param, depth + 1, cvta, acc)
+                self.offset(ops.get(1)?, base, depth + 1, cvta, acc)
             }
             "mov" if i.has("u64") || i.has("b64") || i.has("s64") => {
-                self.offset(ops.get(1)?, param, depth + 1, cvta, acc)
+                self.offset(ops.get(1)?, base, depth + 1, cvta, acc)
             }
-            "ld" if i.has("param") && (i.has("u64") || i.has("b64")) => {
+            "ld" if i.has("param") && (i.has("u64") || i.has("b64")) && param != u32::MAX => {
                 let a = parse_address(ops.get(1)?)?;
                 let (index, _) = *self.params.get(a.base.as_str())?;
                 (index == param && a.offset == 0).then_some(HostExpr::Const(0))
@@ -1818,7 +1994,7 @@ impl<'a> Guards<'a> {
                 let (a, b) = (ops.get(1)?, ops.get(2)?);
                 let mut c = *cvta;
                 if let Some(o) = is_reg(a)
-                    .then(|| self.offset(a, param, depth + 1, &mut c, acc))
+                    .then(|| self.offset(a, base, depth + 1, &mut c, acc))
                     .flatten()
                 {
                     *cvta = c;
@@ -1830,7 +2006,7 @@ impl<'a> Guards<'a> {
                     });
                 }
                 if i.op() == "add" && is_reg(b) {
-                    let o = self.offset(b, param, depth + 1, cvta, acc)?;
+                    let o = self.offset(b, base, depth + 1, cvta, acc)?;
                     let x = self.value(a, k, depth + 1, Some(acc))?;
                     return Some(HostExpr::Add(Box::new(o), Box::new(x)));
                 }
@@ -1842,15 +2018,15 @@ impl<'a> Guards<'a> {
 
     /// The byte offset of access operand `op` (an address `[%rd+imm]`) of statement `k` from
     /// the base of parameter `param`'s global buffer, when it can be expressed.
-    pub(crate) fn access_offset(&self, k: usize, op: &str, param: u32) -> Option<HostExpr> {
+    pub(crate) fn access_offset(&self, k: usize, op: &str, base: Base<'_>) -> Option<HostExpr> {
         let a = parse_address(op)?;
         if !is_reg(&a.base) || self.reg_bits(&a.base) != Some(64) {
             return None;
         }
         let mut cvta = 0;
         self.budget.set(2000);
-        let o = self.offset(&a.base, param, 0, &mut cvta, k)?;
-        if cvta != 1 {
+        let o = self.offset(&a.base, base, 0, &mut cvta, k)?;
+        if matches!(base, Base::Param(_)) && cvta != 1 {
             return None;
         }
         let e = HostExpr::In {
@@ -2275,6 +2451,53 @@ mod tests {
         let div = |x, d| HostExpr::Div(x, d).eval(&v);
         assert_eq!(div(span(-9, 17), span(2, 4)), Ok(Some((-4, 8))));
         assert_eq!(div(span(0, 5), span(-1, 4)), Err(()));
+    }
+
+    #[test]
+    fn a_guarded_shared_array_access_is_checked_against_the_array() {
+        // __shared__ float tile[16]; if (tid.x < n) tile[tid.x] = 1  (n a parameter)
+        let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+            .shared .align 4 .b8 tile[64];\n\
+            .visible .entry k(.param .u32 k_param_0)\n{\n\
+            \t.reg .pred %p<4>;\n\t.reg .f32 %f<2>;\n\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<8>;\n\
+            \tld.param.u32 %r1, [k_param_0];\n\tmov.u32 %r2, %tid.x;\n\
+            \tsetp.ge.u32 %p1, %r2, %r1;\n\t@%p1 bra $L__END;\n\
+            \tmov.u64 %rd1, tile;\n\tmul.wide.u32 %rd2, %r2, 4;\n\tadd.s64 %rd3, %rd1, %rd2;\n\
+            \tmov.f32 %f1, 0f3F800000;\n\tst.shared.f32 [%rd3], %f1;\n\
+            $L__END:\n\tret;\n}\n";
+        let opts = InstrumentOptions::new().host_checks(true);
+        let out = instrument_ptx_with(ptx, &opts).unwrap();
+        let k = &out.kernels[0];
+        assert_eq!(k.coverage.host_checked, 1, "{:?}", k.coverage);
+        assert_eq!(k.host_checks[0].array_bytes, Some(64));
+        let holds = |block: u32, n: u32| {
+            k.host_checks_hold(&LaunchValues {
+                grid: [1, 1, 1],
+                block: [block, 1, 1],
+                scalars: &[Some((u64::from(n), 4))],
+                lens: &[u64::MAX],
+            })
+        };
+        // The guard or the block keeps tid.x below 16: in bounds whatever the lengths say.
+        assert!(holds(16, 1000));
+        assert!(holds(256, 16));
+        assert!(!holds(256, 17));
+        assert!(!holds(32, 1000));
+    }
+
+    #[test]
+    fn a_reused_register_has_the_value_of_the_definition_that_reaches() {
+        // r2 = tid; if (r2 < n) out[r2] = ...; then r2 counts a loop of its own.
+        let body = format!(
+            "\tmov.u32 %r2, %tid.x;\n\tsetp.ge.u32 %p1, %r2, %r1;\n\t@%p1 bra $L__END;\n{STORE}\n\
+             $L__LOOP:\n\tadd.s32 %r2, %r2, 7;\n\tsetp.lt.u32 %p2, %r2, 1000;\n\t@%p2 bra $L__LOOP;"
+        );
+        let k = kernel(&body);
+        assert_eq!(k.coverage.host_checked, 1);
+        // The store sees tid, below n: as if the loop were not there.
+        assert!(holds(&k, 1, 256, 100, 400));
+        assert!(!holds(&k, 1, 256, 101, 400));
+        assert!(holds(&k, 1, 64, 1000, 256));
     }
 
     #[test]
