@@ -1693,7 +1693,10 @@ impl<'a> Guards<'a> {
         let defs = self.defs.get(reg)?;
         let last_in = |b: usize, before: usize| -> Option<usize> {
             let start = self.blocks[b].start;
-            defs.iter().copied().filter(|&d| d >= start && d < before).max()
+            defs.iter()
+                .copied()
+                .filter(|&d| d >= start && d < before)
+                .max()
         };
         let b0 = *self.block_of.get(at)?;
         if let Some(d) = last_in(b0, at) {
@@ -1832,32 +1835,22 @@ impl<'a> Guards<'a> {
                     v(1)?
                 }
             }
-            "min" | "max" if !i.has("relu") => {
+            // Both operands read as the operation's type reads them.
+            "min" | "max" | "div" | "rem" if !i.has("relu") => {
                 let (bits, signed) = ty?;
-                let w = |e: HostExpr| Wrap {
-                    e: b(e),
-                    bits,
-                    signed,
+                let w = |e: HostExpr| {
+                    b(Wrap {
+                        e: b(e),
+                        bits,
+                        signed,
+                    })
                 };
                 let (x, y) = (w(v(1)?), w(v(2)?));
-                if i.op() == "min" {
-                    Min(b(x), b(y))
-                } else {
-                    Max(b(x), b(y))
-                }
-            }
-            "div" | "rem" => {
-                let (bits, signed) = ty?;
-                let w = |e: HostExpr| Wrap {
-                    e: b(e),
-                    bits,
-                    signed,
-                };
-                let (x, d) = (w(v(1)?), w(v(2)?));
-                if i.op() == "div" {
-                    Div(b(x), b(d))
-                } else {
-                    Rem(b(x), b(d))
+                match i.op() {
+                    "min" => Min(x, y),
+                    "max" => Max(x, y),
+                    "div" => Div(x, y),
+                    _ => Rem(x, y),
                 }
             }
             "sub" if self.remainder_of(i).is_some() => {
