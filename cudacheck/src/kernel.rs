@@ -24,6 +24,7 @@ use crate::instrument::{self, ArgView, BuildError, Coverage, Spec};
 use crate::nvrtc::{self, CompileError, CompileOptions, CudaSource};
 use crate::policy::{InstrumentMode, SyncMode};
 use crate::ring::{intern, KernelName};
+use cudacheck_core::instrument::HostCheckSet;
 
 /// One parameter of the kernel as the Rust side declares it; checked against the compiled
 /// kernel's parameter table at load ([`Error::SignatureMismatch`]).
@@ -169,6 +170,7 @@ impl KernelBuilder {
                 instrument_default: self.instrument.kernel_default(),
                 builder: self,
                 builds: Builds::default(),
+                device_check_sets: std::sync::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -191,7 +193,15 @@ struct KernelInner {
     /// Whether launches are instrumented when the launch does not say (see
     /// [`InstrumentMode::kernel_default`]).
     instrument_default: Option<bool>,
+    /// The sets of failing host checks a build was made for (`launch/checked.rs`), at most
+    /// [`MAX_DEVICE_CHECK_SETS`]: past that, launches failing a new set take the fully
+    /// checked build, so arguments that fail a different set each time cannot make a build
+    /// per launch.
+    device_check_sets: std::sync::Mutex<Vec<(Spec, HostCheckSet)>>,
 }
+
+/// How many builds with host checks moved to the device one kernel may make.
+pub(crate) const MAX_DEVICE_CHECK_SETS: usize = 16;
 
 /// What [`Kernel::load`] reports: the kernel's resources and the device's limits.
 #[derive(Clone, Debug, PartialEq)]
@@ -400,6 +410,24 @@ impl Kernel {
         self.inner
             .builds
             .compiled(Variant::Checked { shape }, arch, self)
+    }
+
+    /// Whether a build of `shape` with `set` on the device may be used: one already made, or
+    /// a new one while fewer than [`MAX_DEVICE_CHECK_SETS`] were.
+    pub(crate) fn may_build_device_checks(&self, shape: Spec, set: HostCheckSet) -> bool {
+        let mut sets = self
+            .inner
+            .device_check_sets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if sets.contains(&(shape, set)) {
+            return true;
+        }
+        if sets.len() >= MAX_DEVICE_CHECK_SETS {
+            return false;
+        }
+        sets.push((shape, set));
+        true
     }
 
     /// The bounds-checked build for `shape` loaded in `ctx`, made on first use.
@@ -681,5 +709,33 @@ mod tests {
             ),
             "{e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod device_check_sets {
+    use super::*;
+    use cudacheck_core::Dim3;
+
+    /// A kernel makes at most `MAX_DEVICE_CHECK_SETS` builds with host checks moved to the
+    /// device; a set it already built for stays usable, and a new one past the cap is
+    /// refused (the launch takes the fully checked build).
+    #[test]
+    fn builds_with_host_checks_on_the_device_are_capped_per_kernel() {
+        let k = Kernel::new(CudaSource::from_str("k.cu", "__global__ void k() {}"), "k").build();
+        let shape = Spec::of(Dim3::x(256), 0).expect("a sane block");
+        let set = |n: usize| {
+            let mut s = HostCheckSet::new();
+            assert!(s.insert(n));
+            s
+        };
+        for n in 0..MAX_DEVICE_CHECK_SETS {
+            assert!(k.may_build_device_checks(shape, set(n)), "set {n}");
+        }
+        assert!(!k.may_build_device_checks(shape, set(MAX_DEVICE_CHECK_SETS)));
+        assert!(k.may_build_device_checks(shape, set(3)), "already built");
+        // Another shape is another build of an already counted set: also capped.
+        let other = Spec::of(Dim3::x(128), 0).expect("a sane block");
+        assert!(!k.may_build_device_checks(other, set(3)));
     }
 }

@@ -146,13 +146,16 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         // The build whose guarded accesses are checked here, once, when this launch's
         // arguments keep them in bounds; when they keep only some in bounds, the build of the
         // same shape checking the others on the device (one per distinct set, made on first
-        // use: a call site's arguments usually fail the same ones every time).
+        // use: a call site's arguments usually fail the same ones every time; past
+        // `MAX_DEVICE_CHECK_SETS` per kernel, the fully checked build).
         let shape = Spec::of(cfg.block, cfg.dynamic_shared_bytes);
         let first = kernel.loaded_checked(ctx, shape)?;
-        match failing_host_checks(&sites_of(first), args, cfg) {
-            Some(set) if set.is_empty() => Ok(first),
-            Some(set) => kernel.loaded_checked(ctx, shape.map(|s| s.on_device(set))),
-            None => kernel.loaded_checked(ctx, shape.map(Spec::fully_checked)),
+        match (failing_host_checks(&sites_of(first), args, cfg), shape) {
+            (Some(set), _) if set.is_empty() => Ok(first),
+            (Some(set), Some(s)) if kernel.may_build_device_checks(s, set) => {
+                kernel.loaded_checked(ctx, Some(s.on_device(set)))
+            }
+            _ => kernel.loaded_checked(ctx, shape.map(Spec::fully_checked)),
         }
     }
 
