@@ -490,7 +490,9 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
             if op == "wmma" && !(i.has("load") || i.has("store")) {
                 return Ok(Vec::new());
             }
-            if op == "wgmma" && !i.operands.iter().any(|o| o.starts_with('[')) {
+            // No address operand, no access: `cp.async.commit_group`/`wait_group`,
+            // `wgmma.fence`, register-only `wgmma`, `mbarrier` on a register token.
+            if !i.operands.iter().any(|o| o.contains('[')) {
                 return Ok(Vec::new());
             }
             Err(Unchecked::Collective {
@@ -772,6 +774,34 @@ mod tests {
     fn collective_and_texture_accesses_are_listed_with_their_reason() {
         let m = module(
             "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];",
+            "",
+        );
+        let f = &m.functions[0];
+        let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
+            panic!()
+        };
+        assert!(matches!(accesses(i), Err(Unchecked::Collective { .. })));
+    }
+
+    #[test]
+    fn collectives_without_an_address_are_no_accesses() {
+        for instr in [
+            "cp.async.commit_group;",
+            "cp.async.wait_group 0;",
+            "cp.async.wait_all;",
+            "cp.async.bulk.commit_group;",
+            "wgmma.fence.sync.aligned;",
+        ] {
+            let m = module(instr, "");
+            let f = &m.functions[0];
+            let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
+                panic!("{instr}")
+            };
+            assert_eq!(accesses(i), Ok(Vec::new()), "{instr}");
+        }
+        // With an address, a collective is still listed.
+        let m = module(
+            "cp.async.bulk.wait_group.read 0;\n\tmbarrier.arrive.shared.b64 %rd1, [%rd2];",
             "",
         );
         let f = &m.functions[0];
