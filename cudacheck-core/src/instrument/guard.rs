@@ -857,6 +857,23 @@ fn imm(op: &str) -> Option<i64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
+/// `add r, x, k`, `add r, k, x` or `sub r, x, k` (no carry, no saturation): `Some(Some((x,
+/// k)))` with `k` as added (`None` inside when `-k` overflows); `None` for any other
+/// instruction, or two registers.
+fn plus_immediate(i: &Instr) -> Option<Option<(&str, i64)>> {
+    if !matches!(i.op(), "add" | "sub") || i.has("cc") || i.has("sat") {
+        return None;
+    }
+    let (a, b) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
+    match (imm(a), imm(b)) {
+        (None, Some(k)) if i.op() == "add" => Some(Some((a, k))),
+        (None, Some(k)) => Some(k.checked_neg().map(|k| (a, k))),
+        (Some(k), None) if i.op() == "add" => Some(Some((b, k))),
+        // A register plus a register is no parameter plus a constant.
+        _ => Some(None),
+    }
+}
+
 /// `(bits, signed)` of an integer type part: `u32`, `s64`, `b32`...
 fn int_type(t: &str) -> Option<(u8, bool)> {
     let (signed, rest) = match t.as_bytes().first()? {
@@ -1003,22 +1020,14 @@ impl<'a> Guards<'a> {
             let Some(StmtKind::Instr(i)) = f.stmts.get(*k).map(|s| &s.kind) else {
                 continue;
             };
-            if i.guard.is_some() || i.has("cc") || i.has("sat") || !matches!(i.op(), "add" | "sub")
-            {
+            if i.guard.is_some() {
                 continue;
             }
-            let (a, b) = match (i.operands.get(1), i.operands.get(2)) {
-                (Some(a), Some(b)) => (a.as_str(), b.as_str()),
-                _ => continue,
-            };
-            let (r, c) = match (imm(a), imm(b)) {
-                (None, Some(c)) if i.op() == "add" => (a, Some(c)),
-                (None, Some(c)) => (a, c.checked_neg()),
-                (Some(c), None) if i.op() == "add" => (b, Some(c)),
-                _ => continue,
+            let Some(Some((r, c))) = plus_immediate(i) else {
+                continue;
             };
             let same_width = f.reg_type(r).is_some() && f.reg_type(r) == f.reg_type(y);
-            if let (true, true, Some(c)) = (is_reg(r), same_width, c) {
+            if is_reg(r) && same_width {
                 shifted
                     .entry(r.to_string())
                     .or_default()
@@ -1065,15 +1074,9 @@ impl<'a> Guards<'a> {
             return None;
         }
         let i = self.single_def(op)?;
-        if (i.op() == "add" || i.op() == "sub") && !i.has("cc") && !i.has("sat") {
+        if let Some(plus) = plus_immediate(i) {
             let (bits, _) = i.parts().filter_map(int_type).last()?;
-            let (a, b) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
-            let (reg, k) = match (imm(a), imm(b)) {
-                (None, Some(k)) if i.op() == "add" => (a, k),
-                (None, Some(k)) => (a, k.checked_neg()?),
-                (Some(k), None) if i.op() == "add" => (b, k),
-                _ => return None,
-            };
+            let (reg, k) = plus?;
             if let Some((index, bytes)) = self.param_reg(reg) {
                 return (u32::from(bytes) * 8 == u32::from(bits)).then_some(Bound::Param {
                     index,
@@ -1123,7 +1126,7 @@ impl<'a> Guards<'a> {
     /// `sub r, x, y` where `y = q * d` and `q = x / d` (single definitions, same operands):
     /// NVVM's remainder when it also needs the quotient. `(bits, signed)` of the division,
     /// and the divisor.
-    fn remainder_of<'i>(&self, i: &'i Instr) -> Option<((u8, bool), &'a str)> {
+    fn remainder_of(&self, i: &Instr) -> Option<((u8, bool), &'a str)> {
         let (x, y) = (i.operands.get(1)?, i.operands.get(2)?);
         let m = self.single_def(y)?;
         if m.op() != "mul" || !m.has("lo") {
@@ -1702,12 +1705,12 @@ impl<'a> Guards<'a> {
         if let Some(d) = last_in(b0, at) {
             return self.instr(d).filter(|i| i.guard.is_none()).map(|_| d);
         }
+        if b0 == 0 {
+            return None; // nothing before the entry block's own definitions
+        }
         let mut found: Option<usize> = None;
         let mut seen = BTreeSet::new();
         let mut work: Vec<usize> = self.preds[b0].clone();
-        if b0 == 0 {
-            return None;
-        }
         while let Some(b) = work.pop() {
             if !seen.insert(b) {
                 continue;
