@@ -7,7 +7,8 @@ mod common;
 use common::well_formed;
 use cudacheck_core::instrument::ptx::parse;
 use cudacheck_core::instrument::{
-    hidden_params, instrument_ptx, render_report, InstrumentedPtx, SiteKind, SkipReason, Target,
+    hidden_params, instrument_ptx, render_report, InstrumentedKernel, InstrumentedPtx, SiteKind,
+    SkipReason, Target,
 };
 
 fn module(functions: &str) -> String {
@@ -23,6 +24,14 @@ fn kernel(params: &str, body: &str) -> String {
 }
 
 const P3: &str = ".param .u64 k_param_0, .param .u64 k_param_1, .param .u32 k_param_2";
+
+/// Each site's target, kind and size, in site order.
+fn site_list(k: &InstrumentedKernel) -> Vec<(Target, SiteKind, u32)> {
+    k.sites
+        .iter()
+        .map(|s| (s.target.clone(), s.kind, s.bytes))
+        .collect()
+}
 
 fn inst(text: &str) -> InstrumentedPtx {
     let out = instrument_ptx(text).unwrap_or_else(|e| panic!("{e}"));
@@ -72,11 +81,7 @@ fn parameter_accesses_are_checked_with_their_size_and_kind() {
     let k = &out.kernels[0];
     assert_eq!(k.coverage.checked, 4);
     assert!(k.coverage.is_complete());
-    let s: Vec<(Target, SiteKind, u32)> = k
-        .sites
-        .iter()
-        .map(|s| (s.target.clone(), s.kind, s.bytes))
-        .collect();
+    let s = site_list(k);
     assert_eq!(
         s,
         vec![
@@ -182,7 +187,7 @@ fn what_cannot_be_checked_is_listed_with_its_reason() {
         ".func (.param .b32 func_retval0) _Z4loadPKfi(.param .b64 _Z4loadPKfi_param_0, .param .b32 _Z4loadPKfi_param_1)\n{{\n\t.reg .b64 %rd<4>;\n\t.reg .f32 %f<2>;\n\t.loc\t1 2 10\n\tld.param.u64 %rd1, [_Z4loadPKfi_param_0];\n\tld.global.f32 %f1, [%rd1];\n\tst.param.f32 [func_retval0+0], %f1;\n\tret;\n}}\n{}",
         kernel(
             P3,
-            "\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u64 %rd3, [%rd2];\n\tcvta.to.global.u64 %rd4, %rd3;\n\tld.global.f32 %f1, [%rd4];\n\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];\n\t{ // callseq 0, 0\n\t.param .b64 param0;\n\tst.param.b64 [param0+0], %rd1;\n\t.param .b32 param1;\n\tst.param.b32 [param1+0], 0;\n\t.param .b32 retval0;\n\tcall.uni (retval0), _Z4loadPKfi, (param0, param1);\n\tld.param.f32 %f2, [retval0+0];\n\t}"
+            "\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u64 %rd3, [%rd2];\n\tcvta.to.global.u64 %rd4, %rd3;\n\tld.global.f32 %f1, [%rd4];\n\tstmatrix.sync.aligned.m8n8.x4.shared.b16 [%r5], {%r1, %r2, %r3, %r4};\n\t{ // callseq 0, 0\n\t.param .b64 param0;\n\tst.param.b64 [param0+0], %rd1;\n\t.param .b32 param1;\n\tst.param.b32 [param1+0], 0;\n\t.param .b32 retval0;\n\tcall.uni (retval0), _Z4loadPKfi, (param0, param1);\n\tld.param.f32 %f2, [retval0+0];\n\t}"
         )
     ));
     let out = inst(&text);
@@ -192,7 +197,7 @@ fn what_cannot_be_checked_is_listed_with_its_reason() {
     assert!(
         reasons
             .iter()
-            .any(|r| matches!(r, SkipReason::Collective { op } if op.starts_with("ldmatrix"))),
+            .any(|r| matches!(r, SkipReason::Collective { op } if op.starts_with("stmatrix"))),
         "{reasons:?}"
     );
     assert!(
@@ -215,4 +220,76 @@ fn text_that_is_not_ptx_is_a_typed_error_or_nothing() {
     assert!(instrument_ptx(".visible .entry k()\n{\n ld.global.f32 %f1, [%rd1];").is_err());
     let out = instrument_ptx("hello").unwrap();
     assert!(out.kernels.is_empty());
+}
+
+#[test]
+fn ldmatrix_rows_are_checked_and_a_bad_row_is_redirected_not_skipped() {
+    // Marlin's form: a generic pointer into dynamic shared memory, back to a 32-bit shared
+    // address; and an `x2` (lanes 0-15 give addresses) into a fixed array with an offset.
+    let body = "\tmov.u64 %rd1, smem;\n\tcvta.shared.u64 %rd2, %rd1;\n\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tcvta.to.shared.u64 %rd5, %rd4;\n\tcvt.u32.u64 %r2, %rd5;\n\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r2];\n\tmov.u32 %r3, tile;\n\tshl.b32 %r4, %r1, 4;\n\tadd.s32 %r5, %r3, %r4;\n\tldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r14, %r15}, [%r5+32];";
+    let out = inst(&module(&kernel(P3, body)));
+    let k = &out.kernels[0];
+    assert_eq!(k.coverage.checked, 2, "{:?}", k.coverage);
+    assert!(k.coverage.is_complete(), "{:?}", k.coverage);
+    let s = site_list(k);
+    assert_eq!(
+        s,
+        [
+            (Target::Var("smem".into()), SiteKind::Read, 16),
+            (Target::Var("tile".into()), SiteKind::Read, 16)
+        ]
+    );
+    let ptx = &out.ptx;
+    let at = |needle: &str| {
+        ptx.find(needle)
+            .unwrap_or_else(|| panic!("`{needle}` not in\n{ptx}"))
+    };
+    // Both instructions now read the chosen address; every lane still executes them.
+    let x4 = at("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%__cc_a32];");
+    let x2 = at("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r14, %r15}, [%__cc_a32];");
+    assert!(!ptx.contains("[%r2]") && !ptx.contains("[%r5+32]"), "{ptx}");
+    // Before each: the address, then the array's start where the check failed.
+    let before_x4 = &ptx[..x4];
+    let r = before_x4
+        .rfind("mov.u32 %__cc_a32, %r2;")
+        .expect("address copied");
+    assert!(
+        before_x4[r..].contains(
+            "@%__cc_p mov.u32 %__cc_a32, smem;\n\t@%__cc_p and.b32 %__cc_y, %__cc_o32, 15;\n\t@%__cc_p add.s32 %__cc_a32, %__cc_a32, %__cc_y;"
+        ),
+        "the row keeps its alignment\n{ptx}"
+    );
+    let before_x2 = &ptx[x4..x2];
+    assert!(before_x2.contains("mov.u32 %__cc_a32, %r5;\n\tadd.s32 %__cc_a32, %__cc_a32, 32;\n\t@%__cc_p mov.u32 %__cc_a32, tile;"), "{ptx}");
+    // Lane conditions come before the redirect, which reads `%__cc_y` after them.
+    assert!(before_x2.find("%laneid").unwrap() < before_x2.find("@%__cc_p and.b32").unwrap());
+    // Lanes 16-31 give no address to an x2: their registers are not checked.
+    assert!(
+        before_x2.contains(
+            "mov.u32 %__cc_y, %laneid;\n\tsetp.lt.and.u32 %__cc_p, %__cc_y, 16, %__cc_p;"
+        ),
+        "{ptx}"
+    );
+    assert!(
+        !before_x4.contains("%laneid"),
+        "an x4 uses all 32 lanes\n{ptx}"
+    );
+    // The fault is recorded after the instruction (no branch between check and instruction)...
+    assert!(!before_x4[r..].contains("bra"), "{ptx}");
+    let after_x4 = &ptx[x4..];
+    let line_end = after_x4.find('\n').unwrap();
+    assert!(
+        after_x4[line_end..]
+            .trim_start()
+            .starts_with("@%__cc_p bra $__cc_cold0;"),
+        "{ptx}"
+    );
+    // ... with kind 6 (a redirected collective read), and the destinations are not zeroed.
+    let cold = &ptx[at("$__cc_cold0:")..];
+    let cold = &cold[..cold.find("bra $__cc_cont").unwrap()];
+    assert!(
+        cold.contains("mov.u32 %__cc_x, 6;\n\tst.global.u32 [%__cc_r+12]"),
+        "{cold}"
+    );
+    assert!(!cold.contains("%r10, 0"), "{cold}");
 }

@@ -1608,3 +1608,114 @@ fn gpu_a_broadcast_operand_failing_host_checks_is_checked_on_the_device() {
     );
     next_launch_works(&s);
 }
+
+/// What `ldmatrix_rows` (forms.cu) leaves in `out` for rows `row_of` of `tile` (`rows` rows
+/// of 4 words per block): register j of lane t holds word t % 4 of the row lane 8 j + t / 4
+/// gave (`x2`: registers 0 and 1 only, the others stay 0). A row outside the tile is read where
+/// the checked build redirects it: the tile's start plus the row address modulo 16, row 0 here.
+fn ldmatrix_reference(
+    tile: &[u32],
+    row_of: &[i32],
+    rows: usize,
+    blocks: usize,
+    x2: bool,
+) -> Vec<u32> {
+    let mut out = vec![0u32; blocks * 32 * 4];
+    for b in 0..blocks {
+        for t in 0..32 {
+            for j in 0..if x2 { 2 } else { 4 } {
+                let r = row_of[8 * j + t / 4];
+                let r = if (0..rows as i32).contains(&r) {
+                    r as usize
+                } else {
+                    0
+                };
+                out[(b * 32 + t) * 4 + j] = tile[b * rows * 4 + r * 4 + t % 4];
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn gpu_ldmatrix_rows_are_bit_identical_and_a_bad_row_is_redirected_and_named() {
+    let Some(s) = gpu_or_skip() else { return };
+    let mut rng = XorShift::from_time();
+    let (rows, blocks) = (32usize, 8usize);
+    let tile: Vec<u32> = (0..blocks * rows * 4).map(|_| rng.next() as u32).collect();
+    // A permutation of the rows.
+    let mut row_of: Vec<i32> = (0..32).collect();
+    for k in (1..32).rev() {
+        row_of.swap(k, (rng.next() % (k as u64 + 1)) as usize);
+    }
+    let run = |mode: InstrumentMode, row_of: &[i32], x2: bool, grid: usize| {
+        let (td, rd) = (up(&s, &tile), up(&s, row_of));
+        let mut out = up(&s, &vec![u32::MAX; blocks * 32 * 4]);
+        let r = unsafe {
+            form("ldmatrix_rows", mode)
+                .launch(&s)
+                .grid(grid as u32)
+                .block(32)
+                .shared_bytes((rows * 16) as u32)
+                .arg(&td)
+                .arg(&rd)
+                .arg_mut(&mut out)
+                .arg(&(rows as i32))
+                .arg(&i32::from(x2))
+                .run()
+        };
+        (r, s.clone_dtoh(&out).unwrap())
+    };
+    // Healthy, x4 and x2: plain and checked bit-identical, and equal to the reference.
+    for x2 in [false, true] {
+        let want = ldmatrix_reference(&tile, &row_of, rows, blocks, x2);
+        for mode in [InstrumentMode::Off, InstrumentMode::On] {
+            let (r, got) = run(mode, &row_of, x2, blocks);
+            r.unwrap_or_else(|e| panic!("x2 {x2}, {mode:?}: {e}"));
+            let diff = got.iter().zip(&want).position(|(a, b)| a != b);
+            assert!(
+                diff.is_none(),
+                "x2 {x2}, {mode:?}: word {diff:?} differs from the reference"
+            );
+        }
+    }
+    // x2 reads rows from lanes 0-15 only: whatever lanes 16-31 hold is no fault.
+    let mut high_lanes_wild = row_of.clone();
+    for r in &mut high_lanes_wild[16..] {
+        *r = 1 << 20;
+    }
+    let (r, got) = run(InstrumentMode::On, &high_lanes_wild, true, blocks);
+    r.expect("lanes an x2 ignores are not checked");
+    assert_eq!(
+        got,
+        ldmatrix_reference(&tile, &high_lanes_wild, rows, blocks, true)
+    );
+
+    // Planted: lane 5 gives row 32 of a 32-row tile. The warp still executes `ldmatrix`
+    // (lane 5's row comes from the tile's start), the fault names the tile, row 32 of 32,
+    // lane 5 and the line of the `asm`, and every other word is right.
+    let mut bad = row_of.clone();
+    bad[5] = rows as i32;
+    let (r, got) = run(InstrumentMode::On, &bad, false, 1);
+    check_form(
+        r,
+        FormExpect {
+            kernel: "ldmatrix_rows",
+            buffer: "tile",
+            index: rows as i64,
+            len: rows as u64,
+            access: FaultKind::CollectiveRead,
+            block: 0,
+            thread: 5,
+            site: "ldmatrix",
+            count: 1,
+        },
+    );
+    let want = ldmatrix_reference(&tile, &bad, rows, 1, false);
+    assert_eq!(
+        &got[..32 * 4],
+        &want[..32 * 4],
+        "the other lanes' rows are right"
+    );
+    next_launch_works(&s);
+}

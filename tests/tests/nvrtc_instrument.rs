@@ -150,6 +150,15 @@ fn nvrtc_forms_have_checked_sites_on_their_lines() {
         s.iter().any(|s| s.target == Target::Var("smem".into())),
         "{s:?}"
     );
+    // `ldmatrix` in inline assembly: one 16-byte row per lane of the dynamic shared tile.
+    for mark in ["ldmatrix", "ldmatrix_x2"] {
+        let s = sites_on("ldmatrix_rows", line_of(mark));
+        assert!(
+            s.iter()
+                .any(|s| s.bytes == 16 && s.target == Target::Var("tile".into())),
+            "{mark}: {s:?}"
+        );
+    }
 }
 
 /// What cannot be checked is listed with the line and the reason, never dropped.

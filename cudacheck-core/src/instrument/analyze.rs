@@ -366,6 +366,11 @@ pub struct Access {
     pub space: Space,
     /// Bytes accessed.
     pub bytes: u64,
+    /// `Some(n)` for a warp-collective access (`ldmatrix`) whose first `n` lanes give an
+    /// address each: the instruction cannot be skipped for one thread, so a failed check sends
+    /// that lane's address to the start of its array instead (and records the fault), and the
+    /// other lanes' addresses, which the instruction ignores, are not checked.
+    pub lanes: Option<u32>,
 }
 
 /// Why an access is not checked.
@@ -374,7 +379,8 @@ pub enum Unchecked {
     Opaque(Opaque),
     /// The address does not come from any buffer at all.
     NotAnAddress,
-    /// A warp-collective or asynchronous access (`ldmatrix`, `wmma`, bulk copies, mbarriers):
+    /// A warp-collective or asynchronous access (`stmatrix`, `wmma`, `ldmatrix` shapes other
+    /// than `.m8n8.b16`, bulk copies, mbarriers):
     /// it cannot be skipped for one thread.
     Collective {
         op: String,
@@ -438,6 +444,7 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
             kind,
             space,
             bytes,
+            lanes: None,
         }])
     };
     match op {
@@ -473,14 +480,34 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
                     kind: AccessKind::Write,
                     space: Space::Shared,
                     bytes: n,
+                    lanes: None,
                 },
                 Access {
                     operand: 1,
                     kind: AccessKind::Read,
                     space: Space::Global,
                     bytes: n,
+                    lanes: None,
                 },
             ])
+        }
+        // ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared{::cta}.b16 {d..}, [addr]:
+        // lanes 0-7, 0-15 or 0-31 each give the address of one 16-byte row.
+        "ldmatrix" if space == Space::Shared && i.has("m8n8") && i.has("b16") => {
+            let lanes = if i.has("x4") {
+                32
+            } else if i.has("x2") {
+                16
+            } else {
+                8
+            };
+            Ok(vec![Access {
+                operand: 1,
+                kind: AccessKind::Read,
+                space,
+                bytes: 16,
+                lanes: Some(lanes),
+            }])
         }
         "cp" | "ldmatrix" | "stmatrix" | "wmma" | "mbarrier" | "multimem" | "tensormap"
         | "wgmma" | "tcgen05" | "cp.reduce" => {
@@ -771,16 +798,49 @@ mod tests {
     }
 
     #[test]
-    fn collective_and_texture_accesses_are_listed_with_their_reason() {
-        let m = module(
-            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];",
-            "",
-        );
-        let f = &m.functions[0];
-        let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
-            panic!()
-        };
-        assert!(matches!(accesses(i), Err(Unchecked::Collective { .. })));
+    fn ldmatrix_rows_are_accesses_of_the_lanes_that_give_them() {
+        for (instr, lanes) in [
+            (
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];",
+                32,
+            ),
+            (
+                "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r1, %r2}, [%r5+16];",
+                16,
+            ),
+            (
+                "ldmatrix.sync.aligned.m8n8.x1.shared::cta.b16 {%r1}, [%r5];",
+                8,
+            ),
+        ] {
+            let m = module(instr, "");
+            let f = &m.functions[0];
+            let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
+                panic!("{instr}")
+            };
+            let a = accesses(i).expect(instr);
+            assert_eq!(a.len(), 1, "{instr}");
+            assert_eq!(
+                (a[0].operand, a[0].kind, a[0].space, a[0].bytes, a[0].lanes),
+                (1, AccessKind::Read, Space::Shared, 16, Some(lanes)),
+                "{instr}"
+            );
+        }
+        // Other shapes (sm_100's 8-bit m16n16 forms) and stmatrix, which writes, are listed.
+        for instr in [
+            "ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r5];",
+            "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r5], {%r1, %r2, %r3, %r4};",
+        ] {
+            let m = module(instr, "");
+            let f = &m.functions[0];
+            let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
+                panic!("{instr}")
+            };
+            assert!(
+                matches!(accesses(i), Err(Unchecked::Collective { .. })),
+                "{instr}"
+            );
+        }
     }
 
     #[test]

@@ -435,7 +435,7 @@ impl<'a> KernelEmitter<'a> {
 
     fn declarations(&self) -> String {
         let mut s = String::from(
-            "\n\t.reg .b64 %__cc_o, %__cc_t, %__cc_u, %__cc_r;\n\t.reg .b32 %__cc_o32, %__cc_x, %__cc_y;\n\t.reg .pred %__cc_p, %__cc_q;",
+            "\n\t.reg .b64 %__cc_o, %__cc_t, %__cc_u, %__cc_r, %__cc_a64;\n\t.reg .b32 %__cc_o32, %__cc_x, %__cc_y, %__cc_a32;\n\t.reg .pred %__cc_p, %__cc_q;",
         );
         let c = self.needs.shadows.len();
         if c > 0 {
@@ -626,11 +626,14 @@ impl<'a> KernelEmitter<'a> {
             return (before, Some(r), after);
         }
 
+        // A collective access's instruction, rewritten to read the address a failed check chose.
+        let mut replace: Option<String> = None;
         match accesses(i) {
             Err(why) => self.skip(i, loc, why),
             Ok(acc) => {
                 let mut cont: Option<String> = None;
                 let mut inline_cold = String::new();
+                let mut exits = String::new();
                 for a in &acc {
                     let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a);
                     let on_host = matches!(d, Decision::Check(_))
@@ -663,11 +666,36 @@ impl<'a> KernelEmitter<'a> {
                             });
                             self.coverage.host_checked += 1;
                         }
+                        Decision::CheckShadow { .. } | Decision::Check(Origin::Param { .. })
+                            if a.lanes.is_some() =>
+                        {
+                            // A collective's failed check redirects the lane's address to the
+                            // start of its array: that needs one array (no shadow), in the
+                            // instruction's own space.
+                            self.skip(
+                                i,
+                                loc,
+                                Unchecked::Collective {
+                                    op: i.opcode.clone(),
+                                },
+                            );
+                        }
                         d @ (Decision::Check(_) | Decision::CheckShadow { .. }) => {
                             let label = cont
                                 .get_or_insert_with(|| format!("$__cc_cont{}", *self.next_site))
                                 .clone();
-                            let (check, cold) = self.check(i, a, &d, loc, &guard, &label);
+                            let (mut check, cold, site) = self.check(i, a, &d, loc, &guard, &label);
+                            match (a.lanes, &d) {
+                                (Some(lanes), Decision::Check(Origin::Var { name, .. })) => {
+                                    let (redirect, instr) = self.redirect(i, a, lanes, name);
+                                    check.push_str(&redirect);
+                                    replace = Some(instr);
+                                    let _ = write!(exits, "\n\t@%__cc_p bra $__cc_cold{site};");
+                                }
+                                _ => {
+                                    let _ = write!(check, "@%__cc_p bra $__cc_cold{site};\n\t");
+                                }
+                            }
                             before.push_str(&check);
                             if nested {
                                 inline_cold.push_str(&cold);
@@ -678,6 +706,7 @@ impl<'a> KernelEmitter<'a> {
                         }
                     }
                 }
+                after.push_str(&exits);
                 if let Some(label) = cont {
                     if !inline_cold.is_empty() {
                         let _ = write!(after, "\n\tbra {label};{inline_cold}");
@@ -695,7 +724,7 @@ impl<'a> KernelEmitter<'a> {
                 }
             }
         }
-        (before, None, after)
+        (before, replace, after)
     }
 
     fn skip(&mut self, i: &Instr, loc: Option<Loc>, why: Unchecked) {
@@ -717,7 +746,7 @@ impl<'a> KernelEmitter<'a> {
         loc: Option<Loc>,
         guard: &Option<(bool, String)>,
         cont: &str,
-    ) -> (String, String) {
+    ) -> (String, String, u32) {
         let addr = parse_address(&i.operands[a.operand]).expect("decided accesses have addresses");
         let sym = !addr.base.starts_with('%');
         let bits = if sym { 64 } else { self.reg_bits(&addr.base) };
@@ -807,9 +836,56 @@ impl<'a> KernelEmitter<'a> {
                 }
             }
         }
-        let _ = write!(s, "@%__cc_p bra $__cc_cold{site};\n\t");
         let cold = self.cold_block(i, a, site, bits == 32 && !sym, &len, shadow, cont);
-        (s, cold)
+        (s, cold, site)
+    }
+
+    /// For a collective access (`ldmatrix`, see [`Access::lanes`]) after its check: only the
+    /// lanes that give an address fail, and a failed lane's address becomes the start of
+    /// `array` (in the instruction's space) plus the address's remainder modulo 16 (a row's
+    /// alignment; the array must hold 31 bytes for that to be inside it, and `ldmatrix` is
+    /// used on tiles far larger), so that the whole warp still executes the
+    /// instruction, at the same place; its cold block (entered after the instruction) records
+    /// the fault. Returns that code and the instruction reading the chosen address.
+    fn redirect(&self, i: &Instr, a: &Access, lanes: u32, array: &str) -> (String, String) {
+        let addr = parse_address(&i.operands[a.operand]).expect("decided accesses have addresses");
+        let sym = !addr.base.starts_with('%');
+        let bits = if sym { 32 } else { self.reg_bits(&addr.base) };
+        let r = format!("%__cc_a{bits}");
+        let mut s = String::new();
+        if lanes < 32 {
+            let _ = write!(
+                s,
+                "mov.u32 %__cc_y, %laneid;\n\tsetp.lt.and.u32 %__cc_p, %__cc_y, {lanes}, %__cc_p;\n\t"
+            );
+        }
+        let _ = write!(s, "mov.u{bits} {r}, {};\n\t", addr.base);
+        if addr.offset != 0 {
+            let _ = write!(s, "add.s{bits} {r}, {r}, {};\n\t", addr.offset);
+        }
+        // The start of the array plus the address's remainder modulo 16, so that the row
+        // keeps the alignment `ldmatrix` needs (16 bytes; arrays it reads are aligned so).
+        let _ = write!(s, "@%__cc_p mov.u{bits} {r}, {array};\n\t");
+        if sym {
+            let rem = addr.offset.rem_euclid(16);
+            if rem != 0 {
+                let _ = write!(s, "@%__cc_p add.s32 {r}, {r}, {rem};\n\t");
+            }
+        } else if bits == 32 {
+            let _ = write!(
+                s,
+                "@%__cc_p and.b32 %__cc_y, %__cc_o32, 15;\n\t@%__cc_p add.s32 {r}, {r}, %__cc_y;\n\t"
+            );
+        } else {
+            let _ = write!(
+                s,
+                "@%__cc_p and.b64 %__cc_u, %__cc_o, 15;\n\t@%__cc_p add.s64 {r}, {r}, %__cc_u;\n\t"
+            );
+        }
+        let mut ops = i.operands.clone();
+        ops[a.operand] = format!("[{r}]");
+        let g = guard_prefix(&i.guard);
+        (s, format!("{g}{} {};", i.opcode, ops.join(", ")))
     }
 
     /// The out-of-line path of a failed check: record the first fault, count all, give a read
@@ -826,6 +902,7 @@ impl<'a> KernelEmitter<'a> {
         cont: &str,
     ) -> String {
         let fault_kind = match a.kind {
+            AccessKind::Read if a.lanes.is_some() => FaultKind::CollectiveRead,
             AccessKind::Read => FaultKind::Read,
             AccessKind::Write => FaultKind::Write,
             AccessKind::Atomic | AccessKind::Reduce => FaultKind::Atomic,
@@ -861,8 +938,8 @@ impl<'a> KernelEmitter<'a> {
             "mov.u32 %__cc_x, {};\n\tst.global.u32 [%__cc_r+60], %__cc_x;\n\tmov.u64 %__cc_t, {base};\n\tst.global.u64 [%__cc_r+64], %__cc_t;\n$__cc_skip{site}:\n",
             a.bytes
         );
-        // A skipped read or atomic gives 0.
-        if matches!(a.kind, AccessKind::Read | AccessKind::Atomic) {
+        // A skipped read or atomic gives 0; a collective was not skipped (`redirect`).
+        if a.lanes.is_none() && matches!(a.kind, AccessKind::Read | AccessKind::Atomic) {
             let dests = i.operands.first().cloned().unwrap_or_default();
             let regs: Vec<String> = if dests.starts_with('{') {
                 super::ptx::split_top(dests.trim_start_matches('{').trim_end_matches('}'))

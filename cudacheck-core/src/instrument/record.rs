@@ -24,6 +24,9 @@ pub enum FaultKind {
     Atomic,
     /// A failed `assert(cond)`: recorded, and the thread ended without a trap.
     Assert,
+    /// An out-of-bounds row address of a warp-collective read (`ldmatrix`), which cannot be
+    /// skipped for one lane: that lane's row was read from the start of its array instead.
+    CollectiveRead,
 }
 
 impl FaultKind {
@@ -35,6 +38,7 @@ impl FaultKind {
             FaultKind::ReadWrite => 3,
             FaultKind::Atomic => 4,
             FaultKind::Assert => 5,
+            FaultKind::CollectiveRead => 6,
         }
     }
 
@@ -46,6 +50,7 @@ impl FaultKind {
             3 => FaultKind::ReadWrite,
             4 => FaultKind::Atomic,
             5 => FaultKind::Assert,
+            6 => FaultKind::CollectiveRead,
             _ => return None,
         })
     }
@@ -54,7 +59,7 @@ impl FaultKind {
 impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            FaultKind::Read => "out-of-bounds read",
+            FaultKind::Read | FaultKind::CollectiveRead => "out-of-bounds read",
             FaultKind::Write => "out-of-bounds write",
             FaultKind::ReadWrite => "out-of-bounds read-modify-write",
             FaultKind::Atomic => "out-of-bounds atomic",
@@ -242,6 +247,19 @@ mod tests {
         assert_eq!(decode(&bytes), Some(r));
         assert_eq!(r.message(), "i < n");
         assert_eq!(r.fault_kind(), Some(FaultKind::Write));
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_its_code() {
+        use FaultKind::*;
+        let all = [Read, Write, ReadWrite, Atomic, Assert, CollectiveRead];
+        for k in all {
+            assert_eq!(FaultKind::from_code(k.code()), Some(k), "{k:?}");
+        }
+        let codes: std::collections::BTreeSet<u32> = all.iter().map(|k| k.code()).collect();
+        assert_eq!(codes.len(), all.len(), "codes are distinct");
+        assert_eq!(FaultKind::from_code(0), None);
+        assert_eq!(FaultKind::from_code(7), None);
     }
 
     #[test]

@@ -666,6 +666,10 @@ impl fmt::Display for OutOfBounds {
         let effect = match self.access {
             FaultKind::Write => "the write was skipped",
             FaultKind::Read => "the read gave 0",
+            FaultKind::CollectiveRead => {
+                "the lane's row was read from the start of the array instead (a warp-collective \
+                 read cannot be skipped for one lane)"
+            }
             _ => "the access was skipped",
         };
         write!(
@@ -832,6 +836,25 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("the write was skipped"), "{text}");
+    }
+
+    #[test]
+    fn a_redirected_collective_read_says_what_the_lane_read_instead() {
+        let e = run(&faulted(7, FaultKind::CollectiveRead, 4000, 4000, 4)).unwrap();
+        let crate::Error::OutOfBounds(o) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(o.access, FaultKind::CollectiveRead);
+        let text = e.to_string();
+        assert!(
+            text.contains("out-of-bounds read of `y`: index 1000"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the lane's row was read from the start of the array instead"),
+            "{text}"
+        );
+        assert!(!text.contains("the read gave 0"), "{text}");
     }
 
     #[test]
