@@ -226,10 +226,10 @@ fn text_that_is_not_ptx_is_a_typed_error_or_nothing() {
 fn ldmatrix_rows_are_checked_and_a_bad_row_is_redirected_not_skipped() {
     // Marlin's form: a generic pointer into dynamic shared memory, back to a 32-bit shared
     // address; and an `x2` (lanes 0-15 give addresses) into a fixed array with an offset.
-    let body = "\tmov.u64 %rd1, smem;\n\tcvta.shared.u64 %rd2, %rd1;\n\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tcvta.to.shared.u64 %rd5, %rd4;\n\tcvt.u32.u64 %r2, %rd5;\n\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r2];\n\tmov.u32 %r3, tile;\n\tshl.b32 %r4, %r1, 4;\n\tadd.s32 %r5, %r3, %r4;\n\tldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r14, %r15}, [%r5+32];\n\tldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r16}, [smem+40];";
+    let body = "\tmov.u64 %rd1, smem;\n\tcvta.shared.u64 %rd2, %rd1;\n\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tcvta.to.shared.u64 %rd5, %rd4;\n\tcvt.u32.u64 %r2, %rd5;\n\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r2];\n\tmov.u32 %r3, tile;\n\tshl.b32 %r4, %r1, 4;\n\tadd.s32 %r5, %r3, %r4;\n\tldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r14, %r15}, [%r5+32];\n\tldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r16}, [smem+40];\n\tmov.u64 %rd6, tile;\n\tcvta.shared.u64 %rd7, %rd6;\n\tadd.s64 %rd8, %rd7, %rd3;\n\tldmatrix.sync.aligned.m8n8.x4.trans.b16 {%r17, %r18, %r19, %r20}, [%rd8];";
     let out = inst(&module(&kernel(P3, body)));
     let k = &out.kernels[0];
-    assert_eq!(k.coverage.checked, 3, "{:?}", k.coverage);
+    assert_eq!(k.coverage.checked, 4, "{:?}", k.coverage);
     assert!(k.coverage.is_complete(), "{:?}", k.coverage);
     let s = site_list(k);
     assert_eq!(
@@ -237,7 +237,8 @@ fn ldmatrix_rows_are_checked_and_a_bad_row_is_redirected_not_skipped() {
         [
             (Target::Var("smem".into()), SiteKind::Read, 16),
             (Target::Var("tile".into()), SiteKind::Read, 16),
-            (Target::Var("smem".into()), SiteKind::Read, 16)
+            (Target::Var("smem".into()), SiteKind::Read, 16),
+            (Target::Var("tile".into()), SiteKind::Read, 16)
         ]
     );
     let ptx = &out.ptx;
@@ -279,6 +280,13 @@ fn ldmatrix_rows_are_checked_and_a_bad_row_is_redirected_not_skipped() {
     let x1 = at("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r16}, [%__cc_a32];");
     assert!(
         ptx[x2..x1].contains("mov.u32 %__cc_a32, smem;\n\tadd.s32 %__cc_a32, %__cc_a32, 40;\n\t@%__cc_p mov.u32 %__cc_a32, smem;\n\t@%__cc_p add.s32 %__cc_a32, %__cc_a32, 8;"),
+        "{ptx}"
+    );
+    // A generic pointer (candle's form): the array's generic address, the remainder in 64 bits.
+    let generic =
+        at("ldmatrix.sync.aligned.m8n8.x4.trans.b16 {%r17, %r18, %r19, %r20}, [%__cc_a64];");
+    assert!(
+        ptx[x1..generic].contains("mov.u64 %__cc_a64, %rd8;\n\t@%__cc_p mov.u64 %__cc_a64, tile;\n\t@%__cc_p cvta.shared.u64 %__cc_a64, %__cc_a64;\n\t@%__cc_p and.b64 %__cc_u, %__cc_o, 15;\n\t@%__cc_p add.s64 %__cc_a64, %__cc_a64, %__cc_u;"),
         "{ptx}"
     );
     // The fault is recorded after the instruction (no branch between check and instruction)...

@@ -145,8 +145,9 @@ __device__ __forceinline__ void rotate_pairs(const T* in, const T* c, const T* s
 ROTATE_OP(float, rotate_f32)
 ROTATE_OP(double, rotate_f64)
 
-// The tensor-core GEMMs' warp-collective read, through inline assembly as Marlin writes it:
-// `ldmatrix` of four 8x8 tiles of 16-bit values (`x2`: two) from shared memory. Lanes 0-31
+// The tensor-core GEMMs' warp-collective read, through inline assembly: `ldmatrix` of four
+// 8x8 tiles of 16-bit values from shared memory, on a 32-bit shared address as Marlin writes
+// it, or of two (`x2`) on a generic pointer as candle's and llama.cpp's `mma.cuh` do. Lanes 0-31
 // (`x2`: 0-15) each give the address of one 16-byte row, here row `row_of[lane]` of `rows`;
 // register j of lane t then holds words t % 4 of the row lane 8 j + t / 4 gave. The warp cannot
 // skip the instruction for one lane, so a bad row is redirected (and reported), not skipped.
@@ -156,10 +157,11 @@ KERNEL void ldmatrix_rows(const unsigned* in, const int* row_of, unsigned* out, 
     const int lane = threadIdx.x;
     for (int k = lane; k < rows * 4; k += 32) tile[k] = in[blockIdx.x * rows * 4 + k];
     __syncthreads();
-    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(tile + row_of[lane] * 4));
+    const unsigned* row = tile + row_of[lane] * 4;
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
     unsigned r0, r1, r2 = 0, r3 = 0;
     if (x2) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(a)); // SITE(ldmatrix_x2)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "l"(row)); // SITE(ldmatrix_x2)
     } else {
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a)); // SITE(ldmatrix)
     }

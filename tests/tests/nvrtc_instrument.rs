@@ -884,7 +884,8 @@ fn nvrtc_shared_tiles_are_checked_on_the_host() {
 }
 
 /// The `ldmatrix` check in each address form (a 32-bit register, a register plus an offset, a
-/// symbol plus an offset; `x4`, `x2.trans`, a predicated `x1`): hand-written PTX, since CUDA
+/// symbol plus an offset, a generic 64-bit pointer; `x4`, `x2.trans`, a predicated `x1`,
+/// `x4.trans`): hand-written PTX, since CUDA
 /// code reaches `ldmatrix` only through inline assembly on a register. Each check and redirect
 /// must assemble, for sm_80 and sm_90, with every row checked.
 #[test]
@@ -892,16 +893,17 @@ fn nvrtc_ldmatrix_redirects_assemble_in_every_address_form() {
     if !nvrtc_or_skip() {
         return;
     }
-    let ptx = ".version 8.0\n.target sm_80\n.address_size 64\n.shared .align 16 .b8 tile[1024];\n.extern .shared .align 16 .b8 smem[];\n.visible .entry k(.param .u64 k_param_0)\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<40>;\n\t.reg .b64 %rd<40>;\n\tmov.u32 %r1, %tid.x;\n\tmov.u64 %rd1, smem;\n\tcvta.shared.u64 %rd2, %rd1;\n\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tcvta.to.shared.u64 %rd5, %rd4;\n\tcvt.u32.u64 %r2, %rd5;\n\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r2];\n\tmov.u32 %r3, tile;\n\tshl.b32 %r4, %r1, 4;\n\tadd.s32 %r5, %r3, %r4;\n\tldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r14, %r15}, [%r5+32];\n\tsetp.lt.u32 %p1, %r1, 8;\n\t@%p1 ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r16}, [smem+40];\n\tadd.s32 %r17, %r10, %r14;\n\tadd.s32 %r18, %r17, %r16;\n\tld.param.u64 %rd6, [k_param_0];\n\tcvta.to.global.u64 %rd7, %rd6;\n\tmul.wide.u32 %rd8, %r1, 4;\n\tadd.s64 %rd9, %rd7, %rd8;\n\tst.global.u32 [%rd9], %r18;\n\tret;\n}\n";
+    let ptx = ".version 8.0\n.target sm_80\n.address_size 64\n.shared .align 16 .b8 tile[1024];\n.extern .shared .align 16 .b8 smem[];\n.visible .entry k(.param .u64 k_param_0)\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<40>;\n\t.reg .b64 %rd<40>;\n\tmov.u32 %r1, %tid.x;\n\tmov.u64 %rd1, smem;\n\tcvta.shared.u64 %rd2, %rd1;\n\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tcvta.to.shared.u64 %rd5, %rd4;\n\tcvt.u32.u64 %r2, %rd5;\n\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r2];\n\tmov.u32 %r3, tile;\n\tshl.b32 %r4, %r1, 4;\n\tadd.s32 %r5, %r3, %r4;\n\tldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r14, %r15}, [%r5+32];\n\tsetp.lt.u32 %p1, %r1, 8;\n\t@%p1 ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r16}, [smem+40];\n\tmov.u64 %rd10, tile;\n\tcvta.shared.u64 %rd11, %rd10;\n\tadd.s64 %rd12, %rd11, %rd3;\n\tldmatrix.sync.aligned.m8n8.x4.trans.b16 {%r20, %r21, %r22, %r23}, [%rd12];\n\tadd.s32 %r17, %r10, %r14;\n\tadd.s32 %r18, %r17, %r16;\n\tadd.s32 %r18, %r18, %r20;\n\tld.param.u64 %rd6, [k_param_0];\n\tcvta.to.global.u64 %rd7, %rd6;\n\tmul.wide.u32 %rd8, %r1, 4;\n\tadd.s64 %rd9, %rd7, %rd8;\n\tst.global.u32 [%rd9], %r18;\n\tret;\n}\n";
     let inst = instrument_ptx(ptx).unwrap();
     let k = &inst.kernels[0];
     assert!(k.coverage.is_complete(), "{:?}", k.coverage);
     assert_eq!(
-        k.coverage.checked, 4,
-        "three rows and the store: {:?}",
+        k.coverage.checked, 5,
+        "four rows and the store: {:?}",
         k.coverage
     );
     assert_eq!(inst.ptx.matches("[%__cc_a32]").count(), 3, "{}", inst.ptx);
+    assert_eq!(inst.ptx.matches("[%__cc_a64]").count(), 1, "{}", inst.ptx);
     for arch in ["sm_80", "sm_90"] {
         let arch: Arch = arch.parse().unwrap();
         assemble_ptx(&inst.ptx, arch, "ldmatrix.ptx")

@@ -491,9 +491,12 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
                 },
             ])
         }
-        // ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared{::cta}.b16 {d..}, [addr]:
-        // lanes 0-7, 0-15 or 0-31 each give the address of one 16-byte row.
-        "ldmatrix" if space == Space::Shared && i.has("m8n8") && i.has("b16") => {
+        // ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}{.shared{::cta}}.b16 {d..}, [addr]:
+        // lanes 0-7, 0-15 or 0-31 each give the address of one 16-byte row, a shared one or
+        // (without `.shared`) a generic address of shared memory.
+        "ldmatrix"
+            if matches!(space, Space::Shared | Space::Generic) && i.has("m8n8") && i.has("b16") =>
+        {
             let lanes = if i.has("x4") {
                 32
             } else if i.has("x2") {
@@ -826,6 +829,16 @@ mod tests {
                 "{instr}"
             );
         }
+        // Without `.shared`: a generic address (of shared memory), as candle's `mma.cuh` gives.
+        let m = module(
+            "ldmatrix.sync.aligned.m8n8.x4.trans.b16 {%r1, %r2, %r3, %r4}, [%rd5];",
+            "",
+        );
+        let StmtKind::Instr(i) = &m.functions[0].stmts.last().unwrap().kind else {
+            panic!()
+        };
+        let a = accesses(i).unwrap();
+        assert_eq!((a[0].space, a[0].lanes), (Space::Generic, Some(32)));
         // Other shapes (sm_100's 8-bit m16n16 forms) and stmatrix, which writes, are listed.
         for instr in [
             "ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r5];",

@@ -686,8 +686,8 @@ impl<'a> KernelEmitter<'a> {
                                 .clone();
                             let (mut check, cold, site) = self.check(i, a, &d, loc, &guard, &label);
                             match (a.lanes, &d) {
-                                (Some(lanes), Decision::Check(Origin::Var { name, .. })) => {
-                                    let (redirect, instr) = self.redirect(i, a, lanes, name);
+                                (Some(lanes), Decision::Check(o @ Origin::Var { .. })) => {
+                                    let (redirect, instr) = self.redirect(i, a, lanes, o);
                                     check.push_str(&redirect);
                                     replace = Some(instr);
                                     let _ = write!(exits, "\n\t@%__cc_p bra $__cc_cold{site};");
@@ -842,15 +842,21 @@ impl<'a> KernelEmitter<'a> {
 
     /// For a collective access (`ldmatrix`, see [`Access::lanes`]) after its check: only the
     /// lanes that give an address fail, and a failed lane's address becomes the start of
-    /// `array` (in the instruction's space) plus the address's remainder modulo 16 (a row's
+    /// `array` (in the instruction's space: shared, or generic) plus the address's remainder
+    /// modulo 16 (a row's
     /// alignment; the array must hold 31 bytes for that to be inside it, and `ldmatrix` is
     /// used on tiles far larger), so that the whole warp still executes the
     /// instruction, at the same place; its cold block (entered after the instruction) records
     /// the fault. Returns that code and the instruction reading the chosen address.
-    fn redirect(&self, i: &Instr, a: &Access, lanes: u32, array: &str) -> (String, String) {
+    fn redirect(&self, i: &Instr, a: &Access, lanes: u32, array: &Origin) -> (String, String) {
         let addr = parse_address(&i.operands[a.operand]).expect("decided accesses have addresses");
         let sym = !addr.base.starts_with('%');
-        let bits = if sym { 32 } else { self.reg_bits(&addr.base) };
+        // A symbol's address: 32 bits in the shared window, 64 as a generic address.
+        let bits = match (sym, a.space) {
+            (true, Space::Generic) => 64,
+            (true, _) => 32,
+            (false, _) => self.reg_bits(&addr.base),
+        };
         let r = format!("%__cc_a{bits}");
         let mut s = String::new();
         if lanes < 32 {
@@ -859,17 +865,21 @@ impl<'a> KernelEmitter<'a> {
                 "mov.u32 %__cc_y, %laneid;\n\tsetp.lt.and.u32 %__cc_p, %__cc_y, {lanes}, %__cc_p;\n\t"
             );
         }
-        let _ = write!(s, "mov.u{bits} {r}, {};\n\t", addr.base);
+        if sym {
+            s.push_str(&self.load_base(array, bits, &r, ""));
+        } else {
+            let _ = write!(s, "mov.u{bits} {r}, {};\n\t", addr.base);
+        }
         if addr.offset != 0 {
             let _ = write!(s, "add.s{bits} {r}, {r}, {};\n\t", addr.offset);
         }
         // The start of the array plus the address's remainder modulo 16, so that the row
         // keeps the alignment `ldmatrix` needs (16 bytes; arrays it reads are aligned so).
-        let _ = write!(s, "@%__cc_p mov.u{bits} {r}, {array};\n\t");
+        s.push_str(&self.load_base(array, bits, &r, "@%__cc_p "));
         if sym {
             let rem = addr.offset.rem_euclid(16);
             if rem != 0 {
-                let _ = write!(s, "@%__cc_p add.s32 {r}, {r}, {rem};\n\t");
+                let _ = write!(s, "@%__cc_p add.s{bits} {r}, {r}, {rem};\n\t");
             }
         } else if bits == 32 {
             let _ = write!(
