@@ -800,6 +800,15 @@ mod tests {
         assert_eq!(sizes, [4, 16, 16, 4, 4, 4, 4, 4, 8, 4, 4]);
     }
 
+    /// What `accesses` says of the last instruction of `body` (in a kernel of `module`).
+    fn last_accesses(body: &str) -> Result<Vec<Access>, Unchecked> {
+        let m = module(body, "");
+        let StmtKind::Instr(i) = &m.functions[0].stmts.last().unwrap().kind else {
+            panic!("{body}: the last statement is no instruction")
+        };
+        accesses(i)
+    }
+
     #[test]
     fn ldmatrix_rows_are_accesses_of_the_lanes_that_give_them() {
         for (instr, lanes) in [
@@ -816,12 +825,7 @@ mod tests {
                 8,
             ),
         ] {
-            let m = module(instr, "");
-            let f = &m.functions[0];
-            let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
-                panic!("{instr}")
-            };
-            let a = accesses(i).expect(instr);
+            let a = last_accesses(instr).expect(instr);
             assert_eq!(a.len(), 1, "{instr}");
             assert_eq!(
                 (a[0].operand, a[0].kind, a[0].space, a[0].bytes, a[0].lanes),
@@ -830,27 +834,17 @@ mod tests {
             );
         }
         // Without `.shared`: a generic address (of shared memory), as candle's `mma.cuh` gives.
-        let m = module(
-            "ldmatrix.sync.aligned.m8n8.x4.trans.b16 {%r1, %r2, %r3, %r4}, [%rd5];",
-            "",
-        );
-        let StmtKind::Instr(i) = &m.functions[0].stmts.last().unwrap().kind else {
-            panic!()
-        };
-        let a = accesses(i).unwrap();
+        let a =
+            last_accesses("ldmatrix.sync.aligned.m8n8.x4.trans.b16 {%r1, %r2, %r3, %r4}, [%rd5];")
+                .unwrap();
         assert_eq!((a[0].space, a[0].lanes), (Space::Generic, Some(32)));
         // Other shapes (sm_100's 8-bit m16n16 forms) and stmatrix, which writes, are listed.
         for instr in [
             "ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r5];",
             "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r5], {%r1, %r2, %r3, %r4};",
         ] {
-            let m = module(instr, "");
-            let f = &m.functions[0];
-            let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
-                panic!("{instr}")
-            };
             assert!(
-                matches!(accesses(i), Err(Unchecked::Collective { .. })),
+                matches!(last_accesses(instr), Err(Unchecked::Collective { .. })),
                 "{instr}"
             );
         }
@@ -865,22 +859,14 @@ mod tests {
             "cp.async.bulk.commit_group;",
             "wgmma.fence.sync.aligned;",
         ] {
-            let m = module(instr, "");
-            let f = &m.functions[0];
-            let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
-                panic!("{instr}")
-            };
-            assert_eq!(accesses(i), Ok(Vec::new()), "{instr}");
+            assert_eq!(last_accesses(instr), Ok(Vec::new()), "{instr}");
         }
         // With an address, a collective is still listed.
-        let m = module(
-            "cp.async.bulk.wait_group.read 0;\n\tmbarrier.arrive.shared.b64 %rd1, [%rd2];",
-            "",
-        );
-        let f = &m.functions[0];
-        let StmtKind::Instr(i) = &f.stmts.last().unwrap().kind else {
-            panic!()
-        };
-        assert!(matches!(accesses(i), Err(Unchecked::Collective { .. })));
+        assert!(matches!(
+            last_accesses(
+                "cp.async.bulk.wait_group.read 0;\n\tmbarrier.arrive.shared.b64 %rd1, [%rd2];"
+            ),
+            Err(Unchecked::Collective { .. })
+        ));
     }
 }
