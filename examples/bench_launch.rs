@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use cudacheck::cudarc::driver::{sys, LaunchConfig as RawLaunchConfig, PushKernelArg};
-use cudacheck::cudarc::nvrtc::Ptx;
+use cudarc::nvrtc::Ptx;
 use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
 use cudacheck::{Kernel, SyncMode};
 use cudacheck_examples::stream_or_exit;

@@ -49,7 +49,7 @@ pub enum CacheAction {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// `.cu` files, or directories searched (recursively) for them.
+    /// `.cu` or `.ptx` files, or directories searched (recursively) for them.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Target architecture: sm_70 ... sm_121 (also `90`, `9.0`, `compute_90`).
@@ -83,7 +83,7 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct InstrumentArgs {
-    /// `.cu` files, or directories searched (recursively) for them.
+    /// `.cu` or `.ptx` files, or directories searched (recursively) for them.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Target architecture: sm_75 ... sm_121 (also `90`, `9.0`, `compute_90`).

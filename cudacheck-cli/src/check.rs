@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::args::{parse_defines, CheckArgs};
-use crate::collect::collect;
+use crate::collect::{collect, is_ptx};
 use crate::render;
 use cudacheck_core::instrument::demangle;
 
@@ -71,11 +71,16 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let nvrtc = match nvrtc::nvrtc() {
-        Ok(n) => n,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+    // PTX modules need no NVRTC (nvJitLink assembles them): only CUDA sources ask for it.
+    let nvrtc = if files.iter().all(|f| is_ptx(f)) {
+        None
+    } else {
+        match nvrtc::nvrtc() {
+            Ok(n) => Some(n),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
         }
     };
     let limits = ArchLimits::for_arch(args.arch);
@@ -103,7 +108,10 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     let files_with_errors = reports.iter().filter(|f| f.error.is_some()).count();
     let report = Report {
         arch: args.arch.sm_name(),
-        nvrtc: format!("{}.{}", nvrtc.version.0, nvrtc.version.1),
+        nvrtc: nvrtc.map_or_else(
+            || "not used (PTX only)".to_string(),
+            |n| format!("{}.{}", n.version.0, n.version.1),
+        ),
         config,
         files: reports,
         kernels_checked,
@@ -190,6 +198,9 @@ fn check_file(
         Ok(s) => s,
         Err(e) => return fail(e.to_string()),
     };
+    if is_ptx(path) {
+        return check_ptx(path, &source, args, limits, config);
+    }
     let opts = CompileOptions {
         include_dirs: args.include.clone(),
         defines: parse_defines(&args.define),
@@ -225,6 +236,52 @@ fn check_file(
     }
     // The CUBIN does not record spills; NVRTC's ptxas report does (see cubin::parse_ptxas_info).
     let ptxas = parse_ptxas_info(&compiled.log).unwrap_or_default();
+    let kernels = info
+        .kernels
+        .into_iter()
+        .map(|mut res| {
+            if let Some(p) = ptxas.iter().find(|p| p.name == res.symbol) {
+                res.spill_store_bytes = p.spill_store_bytes;
+                res.spill_load_bytes = p.spill_load_bytes;
+            }
+            kernel_report(res, limits, config)
+        })
+        .collect();
+    FileReport {
+        path: path.to_path_buf(),
+        kernels,
+        error: None,
+        note: None,
+    }
+}
+
+/// A PTX module: assembled for the target by nvJitLink (the ptxas a driver's JIT or NVRTC
+/// runs), then reported like a compiled source.
+fn check_ptx(
+    path: &Path,
+    source: &CudaSource,
+    args: &CheckArgs,
+    limits: &ArchLimits,
+    config: Option<&LaunchConfig>,
+) -> FileReport {
+    let fail = |error: String| FileReport {
+        path: path.to_path_buf(),
+        kernels: Vec::new(),
+        error: Some(error),
+        note: None,
+    };
+    let assembled = match nvrtc::assemble_ptx(&source.text, args.arch, &source.name) {
+        Ok(a) => a,
+        Err(e) => return fail(e.to_string()),
+    };
+    let info = match read_cubin(&assembled.cubin) {
+        Ok(i) => i,
+        Err(e) => return fail(format!("cannot read the CUBIN ptxas produced: {e}")),
+    };
+    if info.kernels.is_empty() {
+        return fail("no kernels: the PTX module has no `.entry`".to_string());
+    }
+    let ptxas = parse_ptxas_info(&assembled.info_log).unwrap_or_default();
     let kernels = info
         .kernels
         .into_iter()

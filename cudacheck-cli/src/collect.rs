@@ -1,4 +1,4 @@
-//! Turning the command line's paths into the list of `.cu` files to check.
+//! Turning the command line's paths into the list of `.cu` and `.ptx` files to check.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,8 @@ impl fmt::Display for CollectError {
             CollectError::Missing(p) => write!(f, "{}: no such file or directory", p.display()),
             CollectError::NoCudaFiles(p) => write!(
                 f,
-                "{}: directory holds no `.cu` files (cudacheck checks files ending in .cu)",
+                "{}: directory holds no `.cu` or `.ptx` files (cudacheck checks files ending in .cu \
+                 or .ptx)",
                 p.display()
             ),
             CollectError::Unreadable(p, e) => write!(f, "{}: cannot read: {e}", p.display()),
@@ -25,7 +26,13 @@ impl fmt::Display for CollectError {
     }
 }
 
-/// Every `.cu` file named or found under the given paths, sorted, without duplicates.
+/// Whether `path` is a PTX module (`.ptx`) rather than CUDA source.
+pub fn is_ptx(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "ptx")
+}
+
+/// Every `.cu` and `.ptx` file named or found under the given paths, sorted, without
+/// duplicates.
 /// A file named explicitly is checked whatever its extension.
 pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CollectError> {
     let mut out = Vec::new();
@@ -56,7 +63,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), CollectError> {
             .path();
         if path.is_dir() {
             walk(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "cu") {
+        } else if path.extension().is_some_and(|e| e == "cu" || e == "ptx") {
             out.push(path);
         }
     }
@@ -80,7 +87,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("notes.txt"), "x").unwrap();
         let e = collect(std::slice::from_ref(&dir)).unwrap_err();
-        assert!(e.to_string().contains("no `.cu` files"), "{e}");
+        assert!(e.to_string().contains("no `.cu` or `.ptx` files"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -2,6 +2,7 @@
 //! PTX with line information, the PTX rewrite, ptxas through nvJitLink) and report per kernel
 //! how many accesses are checked and which are not, with file:line and why. The report comes
 //! from a build that assembled: a file whose checked build does not is an error (exit 2).
+//! A `.ptx` file (a module compiled ahead of time) is rewritten as it is, with no NVRTC.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -67,6 +68,16 @@ pub(crate) const HOST_ONLY: &str =
 /// kernels and no error: host code only).
 fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>, String), String> {
     let source = CudaSource::from_file(path).map_err(|e| e.to_string())?;
+    if crate::collect::is_ptx(path) {
+        // Already compiled (a candle-style build-time module): rewritten as it is.
+        let inst = instrument_ptx_with(&source.text, &shape_of(args)).map_err(|e| e.to_string())?;
+        if inst.kernels.is_empty() {
+            return Err("no kernels: the PTX module has no `.entry`".to_string());
+        }
+        assemble_ptx(&inst.ptx, args.arch, &source.name)
+            .map_err(|e| format!("the bounds-checked build does not assemble: {e}"))?;
+        return Ok((inst.kernels, inst.ptx));
+    }
     let opts = CompileOptions {
         include_dirs: args.include.clone(),
         defines: parse_defines(&args.define),
@@ -75,10 +86,7 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
     };
     let out = nvrtc::compile(&source, &opts).map_err(|e| e.to_string())?;
     let ptx = out.ptx.unwrap_or_default();
-    let mut shape = InstrumentOptions::new().host_checks(true);
-    shape.block = args.block.map(|b| [b.x, b.y, b.z]);
-    shape.dynamic_shared_bytes = args.dynamic_smem;
-    let inst = instrument_ptx_with(&ptx, &shape).map_err(|e| e.to_string())?;
+    let inst = instrument_ptx_with(&ptx, &shape_of(args)).map_err(|e| e.to_string())?;
     if inst.kernels.is_empty()
         && !source.text.trim().is_empty()
         && !nvrtc::has_device_code(&source, &args.include)
@@ -95,6 +103,14 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
     assemble_ptx(&inst.ptx, args.arch, &source.name)
         .map_err(|e| format!("the bounds-checked build does not assemble: {e}"))?;
     Ok((inst.kernels, inst.ptx))
+}
+
+/// The launch shape the build is specialised for, as a launch with it would be.
+fn shape_of(args: &InstrumentArgs) -> InstrumentOptions {
+    let mut shape = InstrumentOptions::new().host_checks(true);
+    shape.block = args.block.map(|b| [b.x, b.y, b.z]);
+    shape.dynamic_shared_bytes = args.dynamic_smem;
+    shape
 }
 
 fn entry(k: &InstrumentedKernel) -> KernelEntry {

@@ -469,3 +469,43 @@ fn nvrtc_cli_a_host_only_file_is_not_an_error_but_uninstantiated_templates_are()
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("no kernels"), "{out}");
 }
+
+/// A PTX module (what a candle-style build script writes) is checked like a source: assembled
+/// for the target by nvJitLink, with no NVRTC at all.
+#[test]
+fn nvrtc_cli_checks_and_instruments_ptx_modules_without_nvrtc() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch = cudacheck::core::Arch::new(9, 0);
+    let ptx = cudacheck_tests::ptx::kernel_ptx("matmul.cu", arch, true, &[]);
+    let path = temp_file("matmul.ptx", ptx.text.as_bytes());
+    let p = path.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cudacheck"))
+            .args(args)
+            .current_dir(repo())
+            .env("CUDACHECK_NVRTC", "none")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["check", p, "--arch", "sm_90"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("matmul_tiled"), "{out}");
+    // 1024 threads break the kernel's __launch_bounds__(256), which the PTX keeps (.maxntid).
+    let (code, out, err) = run(&["check", p, "--arch", "sm_90", "--block", "32,32"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("256"), "{out}");
+    let (code, out, err) = run(&["instrument", p, "--arch", "sm_90", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let k = &v["files"][0]["kernels"][0];
+    assert_eq!(k["name"], "matmul_tiled", "{out}");
+    assert!(k["checked"].as_u64().unwrap() > 0, "{out}");
+    assert_eq!(k["unchecked"].as_array().unwrap().len(), 0, "{out}");
+}

@@ -15,6 +15,7 @@ pub mod cubin;
 pub mod dim;
 pub mod instrument;
 pub mod limits;
+pub mod ptx_entry;
 pub mod resources;
 pub mod source;
 pub mod validate;
@@ -22,6 +23,7 @@ pub mod validate;
 pub use arch::Arch;
 pub use dim::{Axis, Dim3};
 pub use limits::{ArchLimits, LimitsOrigin, PortableLimits, PORTABLE};
+pub use ptx_entry::{find_entry, ptx_entries, ParamUse, PtxEntry, PtxParam};
 pub use resources::{KernelResources, ParamSlot};
 pub use source::{parse_source, CudaType, KernelDecl, Scalar, SourceError, SourceModel};
 pub use validate::{

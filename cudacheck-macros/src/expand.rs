@@ -207,7 +207,21 @@ fn kernel_builder(m: &Model, checked: &Checked) -> TokenStream {
             let label = format!("<inline source of `{}`>", m.sig.ident);
             quote!(::cudacheck::nvrtc::CudaSource::from_str(#label, #lit))
         }
+        Some(SourceSpec::PtxFile { lit, path }) => {
+            let label = lit.value();
+            let abs = path.to_string_lossy().into_owned();
+            quote!(::cudacheck::PtxSource::from_str(#label, ::core::include_str!(#abs)))
+        }
+        Some(SourceSpec::PtxInline { lit }) => {
+            let label = format!("<inline PTX of `{}`>", m.sig.ident);
+            quote!(::cudacheck::PtxSource::from_str(#label, #lit))
+        }
         None => quote!(::core::unreachable!()),
+    };
+    let constructor = if m.source.as_ref().is_some_and(|s| s.is_ptx()) {
+        quote!(from_ptx)
+    } else {
+        quote!(new)
     };
     let mut options = Vec::new();
     // The file's own directory, so `#include "common.cuh"` beside it resolves as with nvcc.
@@ -243,7 +257,7 @@ fn kernel_builder(m: &Model, checked: &Checked) -> TokenStream {
         param_spec(&pname, &p.kind, &p.ty, c_type)
     });
     quote! {
-        ::cudacheck::Kernel::new(#source, #name)
+        ::cudacheck::Kernel::#constructor(#source, #name)
             .params({
                 static PARAMS: &[::cudacheck::__private::ParamSpec] = &[#(#params),*];
                 PARAMS

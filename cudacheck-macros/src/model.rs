@@ -20,6 +20,8 @@ use crate::typemap::RustTy;
 pub const KEYS: &[&str] = &[
     "file",
     "source",
+    "ptx_file",
+    "ptx",
     "name",
     "arch",
     "include",
@@ -91,6 +93,17 @@ pub enum SourceSpec {
     File { lit: LitStr, path: PathBuf },
     /// `source = r#"..."#`.
     Inline { lit: LitStr },
+    /// `ptx_file = "kernels/saxpy.ptx"`: a PTX module, resolved like `file`.
+    PtxFile { lit: LitStr, path: PathBuf },
+    /// `ptx = include_str!(..)` is not a literal; `ptx = r#"..."#`: PTX text.
+    PtxInline { lit: LitStr },
+}
+
+impl SourceSpec {
+    /// Whether the kernel comes as PTX rather than CUDA C++.
+    pub fn is_ptx(&self) -> bool {
+        matches!(self, SourceSpec::PtxFile { .. } | SourceSpec::PtxInline { .. })
+    }
 }
 
 /// A `block`/`grid` literal: one to three integer components, missing ones are 1.
@@ -224,11 +237,12 @@ pub fn build(args: RawArgs, item: KernelItem, errors: &mut Errors) -> Model {
         seen.push(arg.key.clone());
         apply(&mut m, arg, errors);
     }
-    if m.source.is_none() && !seen.iter().any(|k| k == "file" || k == "source") {
+    if m.source.is_none() && !seen.iter().any(|k| ["file", "source", "ptx", "ptx_file"].contains(&k.to_string().as_str())) {
         errors.at(
             Span::call_site(),
             "missing the CUDA source: add `file = \"kernels/<name>.cu\"` (relative to the \
-             directory of Cargo.toml) or `source = \"...\"`",
+             directory of Cargo.toml) or `source = \"...\"`, or for a kernel compiled to PTX \
+             `ptx_file = \"<name>.ptx\"` or `ptx = \"...\"`",
         );
     }
     m
@@ -237,23 +251,27 @@ pub fn build(args: RawArgs, item: KernelItem, errors: &mut Errors) -> Model {
 fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
     let key = arg.key.to_string();
     match key.as_str() {
-        "file" => {
+        "file" | "source" | "ptx_file" | "ptx" => {
             if let Some(lit) = string(&arg, errors) {
                 if m.source.is_some() {
-                    errors.spanned(&arg.key, "give either `file` or `source`, not both");
+                    errors.spanned(
+                        &arg.key,
+                        "give one of `file`, `source`, `ptx_file` and `ptx`, not several",
+                    );
                     return;
                 }
-                let path = manifest_dir().join(lit.value());
-                m.source = Some(SourceSpec::File { lit, path });
-            }
-        }
-        "source" => {
-            if let Some(lit) = string(&arg, errors) {
-                if m.source.is_some() {
-                    errors.spanned(&arg.key, "give either `file` or `source`, not both");
-                    return;
-                }
-                m.source = Some(SourceSpec::Inline { lit });
+                m.source = Some(match key.as_str() {
+                    "file" => SourceSpec::File {
+                        path: manifest_dir().join(lit.value()),
+                        lit,
+                    },
+                    "source" => SourceSpec::Inline { lit },
+                    "ptx_file" => SourceSpec::PtxFile {
+                        path: manifest_dir().join(lit.value()),
+                        lit,
+                    },
+                    _ => SourceSpec::PtxInline { lit },
+                });
             }
         }
         "name" => m.name = string(&arg, errors),

@@ -13,7 +13,7 @@ use cudacheck_core::{Arch, KernelResources};
 use cudarc::driver::CudaContext;
 
 use crate::context::{bind, state_of, ContextState};
-use crate::driver::{self, DriverError, FunctionAttributes};
+use crate::driver::{self, DriverError, EntryPoint, FunctionAttributes, MissingEntryPoint};
 use crate::error::Error;
 use crate::instrument::Spec;
 use crate::seqlock::{pack_config, SeqSlot, CONFIG_WORDS};
@@ -38,13 +38,18 @@ pub(crate) struct Compiled {
     pub(crate) log: String,
     /// A bounds-checked build's site table (which access and line each fault record names).
     pub(crate) sites: Option<Arc<cudacheck_core::instrument::InstrumentedKernel>>,
+    /// Whether `resources.params` is the kernel's parameter list. False only for a function
+    /// the application loaded, on a driver that cannot list its parameters: launches then skip
+    /// the argument count and size checks.
+    pub(crate) params_known: bool,
 }
 
 /// A build loaded in one context.
 #[derive(Debug)]
 pub(crate) struct Loaded {
     pub(crate) state: Arc<ContextState>,
-    module: driver::Module,
+    /// The module the function is in: ours, or the application's.
+    module: Owner,
     pub(crate) function: driver::Function,
     pub(crate) compiled: Arc<Compiled>,
     pub(crate) attrs: FunctionAttributes,
@@ -64,10 +69,20 @@ impl Drop for Loaded {
         // A destroyed or reset context took its modules with it; unloading the stale handle
         // could hit a module of a newer context. (A context kept alive by another
         // `CudaContext` of the same primary context only leaks the module.)
-        if !self.state.is_alive() {
-            self.module.forget();
+        if let (Owner::Ours(module), false) = (&self.module, self.state.is_alive()) {
+            module.forget();
         }
     }
+}
+
+/// Who keeps a loaded build's module alive.
+#[derive(Debug)]
+enum Owner {
+    /// cudacheck loaded it, and unloads it with the build.
+    Ours(driver::Module),
+    /// The application loaded it with cudarc: holding its `CudaFunction` keeps cudarc's module
+    /// (and context) alive, and cudarc unloads it.
+    Theirs(#[allow(dead_code)] cudarc::driver::CudaFunction),
 }
 
 /// Configurations a build remembers as validated.
@@ -136,6 +151,12 @@ impl Loaded {
             },
         )
         .map_err(PrepareError::Invalid)?;
+        if cfg.cluster.is_some() {
+            // A driver without cuLaunchKernelEx cannot launch clusters (`driver::entry`).
+            if let Ok(Err(missing)) = driver::require(EntryPoint::LaunchKernelEx) {
+                return Err(PrepareError::TooOld(missing));
+            }
+        }
         // A launch may use at most MAX_DYNAMIC_SHARED_SIZE_BYTES of dynamic shared memory; the
         // default is what fits beside the static part in 48 KiB. Serialized so that two threads
         // never lower each other's setting.
@@ -161,7 +182,13 @@ impl Loaded {
         // A first launch may come inside a stream capture, where loading a module is otherwise
         // refused (and would invalidate the capture).
         let _relaxed = driver::RelaxedCapture::enter()?;
-        let module = driver::Module::load_cubin(&compiled.cubin)?;
+        let module = driver::Module::load_cubin(&compiled.cubin).map_err(|load| {
+            explain_load_failure(
+                load,
+                driver::driver_version().ok(),
+                crate::nvrtc::loaded_nvrtc().map(|n| n.version),
+            )
+        })?;
         let function = module.function(&compiled.symbol)?;
         let attrs = driver::function_attributes(&function)?;
         let mut resources = compiled.resources.clone();
@@ -170,7 +197,7 @@ impl Loaded {
         resources.local_bytes = attrs.local_size_bytes;
         Ok(Loaded {
             state,
-            module,
+            module: Owner::Ours(module),
             function,
             compiled,
             opted_in: AtomicU32::new(attrs.max_dynamic_shared_size_bytes),
@@ -182,9 +209,51 @@ impl Loaded {
     }
 }
 
+/// A failed module load, named for what it most likely is: a CUBIN of a newer CUDA than the
+/// driver's (a driver loads CUBINs of its own major version or older).
+fn explain_load_failure(
+    load: DriverError,
+    driver: Option<driver::CudaVersion>,
+    nvrtc: Option<(i32, i32)>,
+) -> Error {
+    match (driver, nvrtc) {
+        (Some(driver), Some(nvrtc)) if nvrtc.0 > driver.major() => Error::CompilerNewerThanDriver {
+            nvrtc,
+            driver,
+            load,
+        },
+        _ => Error::Driver(load),
+    }
+}
+
+impl Loaded {
+    /// A build of a function the application loaded itself: `compiled` holds what the driver
+    /// reports of it (no CUBIN).
+    pub(crate) fn adopt(
+        state: Arc<ContextState>,
+        function: cudarc::driver::CudaFunction,
+        handle: driver::Function,
+        attrs: FunctionAttributes,
+        compiled: Arc<Compiled>,
+    ) -> Loaded {
+        Loaded {
+            state,
+            module: Owner::Theirs(function),
+            function: handle,
+            opted_in: AtomicU32::new(attrs.max_dynamic_shared_size_bytes),
+            attrs,
+            resources: compiled.resources.clone(),
+            compiled,
+            memo: Memo::default(),
+            validate_lock: Mutex::new(()),
+        }
+    }
+}
+
 pub(crate) enum PrepareError {
     Invalid(Vec<Violation>),
     Driver(DriverError),
+    TooOld(MissingEntryPoint),
 }
 
 /// Every build of one kernel. Entries are never removed while the kernel lives, so a
@@ -239,6 +308,13 @@ impl Builds {
         }
         drop(table);
         self.load_into(ctx, variant, make)
+    }
+
+    /// Adds a build made elsewhere (a function the application loaded): the one `get` finds
+    /// for `variant` in its context from now on.
+    pub(crate) fn adopt(&self, variant: Variant, loaded: Loaded) {
+        let mut table = self.loaded.write().unwrap_or_else(|p| p.into_inner());
+        table.push((variant, Arc::new(loaded)));
     }
 
     /// The CUBIN of `variant` for `arch`, compiled on first use.
@@ -299,6 +375,19 @@ fn find<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cubin_of_a_newer_cuda_than_the_driver_is_named_with_the_fix() {
+        let load = DriverError::new("cuModuleLoadData", 222);
+        let e = explain_load_failure(load.clone(), Some(driver::CudaVersion(12040)), Some((13, 0)));
+        assert!(matches!(e, Error::CompilerNewerThanDriver { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains("the CUDA 12.4 driver could not load the CUBIN that NVRTC 13.0 made"), "{text}");
+        assert!(text.contains("Point CUDACHECK_NVRTC at an NVRTC 12.x"), "{text}");
+        // The same refusal with a compiler the driver can load is the driver's own error.
+        let same = explain_load_failure(load, Some(driver::CudaVersion(13000)), Some((13, 0)));
+        assert!(matches!(same, Error::Driver(_)), "{same:?}");
+    }
     use cudacheck_core::Dim3;
 
     #[test]

@@ -319,8 +319,8 @@ pub(crate) fn bind(ctx: &CudaContext) -> Result<(), DriverError> {
 ///
 /// For a primary context (what `CudaContext::new` gives) this calls
 /// [`cuDevicePrimaryCtxReset`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html)
-/// and retains the primary context again; for another context it creates a new one (drop the
-/// old one yourself). cudacheck forgets the old context's state: kernels are loaded again on
+/// and retains the primary context again; for another context it returns the device's primary
+/// context (not reset; drop the old context yourself). cudacheck forgets the old context's state: kernels are loaded again on
 /// their next launch (compiled code is cached, so this costs a module load, not a compile).
 ///
 /// # Whether it can work
@@ -367,7 +367,10 @@ pub fn recover(stream: &Arc<CudaStream>) -> Result<Arc<CudaStream>, Error> {
         unsafe { driver::primary_ctx_reset(ctx.cu_device()) }?;
         CudaContext::new(ordinal)
     } else {
-        CudaContext::new_non_primary(ordinal, 0)
+        // cudarc's `new_non_primary` exists only for some of the CUDA versions the application
+        // may pick (not 13.2 and later), so a non-primary context is replaced by the device's
+        // primary context, which any driver offers.
+        CudaContext::new(ordinal)
     };
     let fresh = fresh.map_err(|e| {
         let still = DriverError::from_cudarc("cuDevicePrimaryCtxRetain", e);

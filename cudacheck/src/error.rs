@@ -12,7 +12,7 @@ use cudacheck_core::validate::{LaunchConfig, Violation};
 use thiserror::Error;
 
 pub use crate::driver::DriverError;
-use crate::driver::DriverMissing;
+use crate::driver::{CudaVersion, DriverMissing, MissingEntryPoint};
 use crate::instrument::{DeviceAssert, OutOfBounds};
 use crate::nvrtc::{CompileError, NvrtcNotFound};
 use crate::ring::LaunchRecord;
@@ -35,6 +35,25 @@ pub enum Error {
         source: Box<CompileError>,
     },
 
+    /// A kernel made from PTX could not be built: the PTX is unreadable, or ptxas rejected it.
+    #[error("could not build kernel `{kernel}` from the PTX of `{file}` for {arch}")]
+    PtxBuild {
+        kernel: String,
+        file: String,
+        arch: String,
+        #[source]
+        source: Box<crate::ptx::PtxBuildError>,
+    },
+
+    /// A kernel the application loaded itself ([`Kernel::from_function`](crate::Kernel::from_function))
+    /// was asked for something that needs its code.
+    #[error(
+        "kernel `{kernel}` was loaded by the application (`Kernel::from_function`), so \
+         cudacheck cannot {what}: it has neither the source nor the PTX. Make the kernel with \
+         `Kernel::from_ptx` from the PTX the module was loaded from to {what}"
+    )]
+    LoadedByApplication { kernel: String, what: &'static str },
+
     /// NVRTC, which cudacheck compiles kernels with, is not installed or not found.
     #[error(transparent)]
     NvrtcNotFound(Box<NvrtcNotFound>),
@@ -49,6 +68,22 @@ pub enum Error {
     /// A driver call failed outside a launch (module load, attribute query, allocation...).
     #[error(transparent)]
     Driver(DriverError),
+
+    /// The driver could not load a CUBIN that an NVRTC of a newer CUDA major version made.
+    #[error(
+        "the CUDA {driver} driver could not load the CUBIN that NVRTC {}.{} made ({load}); a \
+         driver loads CUBINs of its own CUDA major version or older. Point CUDACHECK_NVRTC at \
+         an NVRTC {}.x (for CUDA 12: `pip install nvidia-cuda-nvrtc-cu12`), or update the \
+         NVIDIA driver to CUDA {}.0 or newer",
+        .nvrtc.0, .nvrtc.1, .driver.major(), .nvrtc.0
+    )]
+    CompilerNewerThanDriver {
+        /// NVRTC's `(major, minor)`.
+        nvrtc: (i32, i32),
+        driver: CudaVersion,
+        /// The driver's refusal.
+        load: DriverError,
+    },
 
     /// An earlier fault made the context unusable; every later call in it fails.
     #[error(
@@ -327,6 +362,10 @@ pub enum LaunchErrorKind {
     /// The driver refused the launch (a cause cudacheck does not check for itself).
     #[error("the driver refused the launch: {error}")]
     Driver { error: DriverError },
+
+    /// The launch needs a driver entry point this driver is too old to have.
+    #[error(transparent)]
+    DriverTooOld(MissingEntryPoint),
 }
 
 /// Whether kernels on one device could access another device's memory directly, as

@@ -98,6 +98,11 @@ pub struct KernelBuilder {
     instrument: InstrumentMode,
     sync: SyncMode,
     shared_opt_in: bool,
+    /// `source` holds PTX ([`Kernel::from_ptx`]), not CUDA C++.
+    ptx: bool,
+    /// The application loaded the kernel ([`Kernel::from_function`]): there is nothing to
+    /// compile.
+    loaded_by_app: bool,
 }
 
 impl KernelBuilder {
@@ -245,7 +250,96 @@ impl Kernel {
             instrument: InstrumentMode::Auto,
             sync: SyncMode::FromEnv,
             shared_opt_in: true,
+            ptx: false,
+            loaded_by_app: false,
         }
+    }
+
+    /// A kernel the application loaded itself with cudarc (`CudaModule::load_function`), in
+    /// `ctx`, the context its module was loaded into. Its launches get the same validation,
+    /// typed errors, debug synchronization and launch ring as any kernel's, from what the
+    /// driver reports of the function (`cuFuncGetAttribute`: registers, static shared and
+    /// local memory, the largest block its registers and launch bounds allow; and, on CUDA
+    /// 12.4 drivers and newer, `cuFuncGetParamInfo`: its parameter list, for the argument
+    /// checks). `name` is what reports call it.
+    ///
+    /// It cannot be bounds-checked (there is no PTX to rewrite; make the kernel with
+    /// [`Kernel::from_ptx`] from the PTX the module was loaded from for that), nor launched in
+    /// another context: both are [`Error::LoadedByApplication`]. Launches are plain unless
+    /// one asks for bounds checking.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DriverNotFound`], [`Error::ContextPoisoned`], or the driver's error reading
+    /// the function's attributes.
+    pub fn from_function(
+        ctx: &Arc<CudaContext>,
+        function: cudarc::driver::CudaFunction,
+        name: impl Into<String>,
+    ) -> Result<Kernel, Error> {
+        crate::driver::ensure_loaded()?;
+        let name = name.into();
+        let state = crate::context::state_of(ctx)?;
+        state.check_health()?;
+        bind(ctx)?;
+        // SAFETY: `function` is a live cudarc function; the build below holds it (and so its
+        // module) for as long as the handle is used.
+        let handle = unsafe { driver::Function::from_raw(function.cu_function()) };
+        let attrs = driver::function_attributes(&handle)?;
+        let params = driver::param_slots(&handle)?;
+        let mut resources = KernelResources {
+            symbol: name.clone(),
+            registers: attrs.num_regs,
+            static_shared_bytes: attrs.shared_size_bytes,
+            local_bytes: attrs.local_size_bytes,
+            const_bytes: attrs.const_size_bytes,
+            param_bytes: params
+                .as_ref()
+                .and_then(|p| p.last())
+                .map_or(0, |p| p.offset + p.size),
+            params: params.clone().unwrap_or_default(),
+            ..KernelResources::default()
+        };
+        // A largest block below what the registers allow comes from launch bounds
+        // (`__launch_bounds__`, `.maxntid`): validated as such.
+        if attrs.max_threads_per_block < kernel_max_threads(&resources, &state.limits) {
+            resources.max_threads_per_block = Some(attrs.max_threads_per_block);
+        }
+        let compiled = Arc::new(Compiled {
+            arch: state.device.arch,
+            cubin: Vec::new(),
+            symbol: name.clone(),
+            resources,
+            log: String::new(),
+            sites: None,
+            params_known: params.is_some(),
+        });
+        let mut b = Kernel::new(CudaSource::from_str(name.clone(), String::new()), name);
+        b.instrument = InstrumentMode::Off;
+        b.loaded_by_app = true;
+        let kernel = b.build();
+        kernel.inner.builds.adopt(
+            Variant::Plain,
+            Loaded::adopt(state, function, handle, attrs, compiled),
+        );
+        Ok(kernel)
+    }
+
+    /// A kernel `name` (its symbol, or its C++ name such as `scale<float>` for a mangled one)
+    /// in a PTX module: what candle-style crates build with nvcc at build time and embed.
+    /// Launches are validated like those of a kernel from source (resources from assembling
+    /// the PTX for the device, parameters from the PTX's list) and bounds-checked by
+    /// rewriting the PTX; no NVRTC is needed, nvJitLink is. Faults name a parameter by the
+    /// PTX's name for it, or by its index where the compiler named it `..._param_N`, and the
+    /// source line where the PTX has line information (`nvcc -lineinfo`).
+    ///
+    /// The builder's `define`, `include_dir`, `option` and `max_registers` do not apply to
+    /// PTX (it is compiled already).
+    #[allow(clippy::new_ret_no_self)]
+    pub fn from_ptx(ptx: crate::ptx::PtxSource, name: impl Into<String>) -> KernelBuilder {
+        let mut b = Kernel::new(ptx.into_source(), name);
+        b.ptx = true;
+        b
     }
 
     pub fn name(&self) -> &str {
@@ -288,6 +382,7 @@ impl Kernel {
             build: sites,
             source: self.source(),
             name: self.name(),
+            param_names: self.ptx_param_names(),
             args,
         }
     }
@@ -301,19 +396,63 @@ impl Kernel {
         }
     }
 
-    /// NVRTC's PTX of the kernel's source for `arch`, instrumented for `shape`, and the
-    /// kernel's symbol and NVRTC's log.
+    /// NVRTC's PTX of the kernel's source for `arch` (or the PTX it was made from),
+    /// instrumented for `shape`, and the kernel's symbol and NVRTC's log.
     fn instrumented_ptx(
         &self,
         arch: Arch,
         shape: Option<Spec>,
         host_checks: bool,
     ) -> Result<(cudacheck_core::instrument::InstrumentedPtx, String, String), Error> {
-        let (out, symbol) = self.nvrtc_output(arch, true)?;
-        let ptx = out.ptx.unwrap_or_default();
+        let (ptx, symbol, log) = if self.is_ptx() {
+            let e = self.ptx_entry(arch)?;
+            (self.source().text.clone(), e.symbol, String::new())
+        } else {
+            let (out, symbol) = self.nvrtc_output(arch, true)?;
+            (out.ptx.unwrap_or_default(), symbol, out.log)
+        };
         let inst = instrument::instrument(&ptx, shape, host_checks)
             .map_err(|e| self.build_error(arch, e))?;
-        Ok((inst, symbol, out.log))
+        Ok((inst, symbol, log))
+    }
+
+    /// Whether the kernel was made from PTX ([`Kernel::from_ptx`]).
+    pub(crate) fn is_ptx(&self) -> bool {
+        self.inner.builder.ptx
+    }
+
+    /// The PTX entry this kernel's name means.
+    fn ptx_entry(&self, arch: Arch) -> Result<cudacheck_core::PtxEntry, Error> {
+        let name = self.name();
+        match crate::ptx::entry(self.source(), name) {
+            Ok(Ok(e)) => Ok(e),
+            Ok(Err(available)) => Err(Error::KernelNotFound {
+                kernel: name.to_string(),
+                symbol: name.to_string(),
+                available,
+            }),
+            Err(e) => Err(self.ptx_error(arch, e)),
+        }
+    }
+
+    fn ptx_error(&self, arch: Arch, e: crate::ptx::PtxBuildError) -> Error {
+        Error::PtxBuild {
+            kernel: self.name().to_string(),
+            file: self.source().name.clone(),
+            arch: arch.sm_name(),
+            source: Box::new(e),
+        }
+    }
+
+    /// The parameter names a fault report shows for a kernel made from PTX (`argument N`
+    /// where the PTX has only the compiler's name); `None` for a kernel from source, whose
+    /// names come from the source.
+    pub(crate) fn ptx_param_names(&self) -> Option<Vec<String>> {
+        if !self.is_ptx() {
+            return None;
+        }
+        let e = crate::ptx::entry(self.source(), self.name()).ok()?.ok()?;
+        Some((0..e.params.len()).map(|i| e.param_label(i)).collect())
     }
 
     /// What bounds checking covers in this kernel: how many accesses are checked, proven in
@@ -536,6 +675,7 @@ impl Kernel {
             resources,
             log,
             sites: None,
+            params_known: true,
         })
     }
 }
@@ -548,7 +688,22 @@ impl Make for Kernel {
     /// The plain source as written; a checked variant: NVRTC's PTX instrumented for the
     /// shape and assembled by nvJitLink, with its hidden parameters and its site table.
     fn compile(&self, variant: Variant, arch: Arch) -> Result<Compiled, Error> {
+        if self.inner.builder.loaded_by_app {
+            return Err(Error::LoadedByApplication {
+                kernel: self.name().to_string(),
+                what: match variant {
+                    Variant::Plain => "load it into another context",
+                    Variant::Checked { .. } => "bounds-check its launches",
+                },
+            });
+        }
         match variant {
+            Variant::Plain if self.is_ptx() => {
+                let entry = self.ptx_entry(arch)?;
+                let (cubin, log) = crate::ptx::assembled(self.source(), arch)
+                    .map_err(|e| self.ptx_error(arch, e))?;
+                self.finish(arch, cubin.to_vec(), entry.symbol, 0, log)
+            }
             Variant::Plain => {
                 let (out, symbol) = self.nvrtc_output(arch, false)?;
                 self.finish(arch, out.cubin, symbol, 0, out.log)

@@ -47,6 +47,7 @@ mod launch; //    `Launch`: the one launch path and its plans
 mod offline;
 mod peer; //      context pairs with peer access
 mod policy; //    sync / instrument resolution
+mod ptx; //       kernels shipped as PTX (`PtxSource`)
 mod ring; //      `LaunchRecord` and the ring of recent launches
 mod seqlock; //   lock-free slots
 
@@ -64,13 +65,14 @@ pub use context::{
     synchronize,
 };
 pub use driver::codes;
-pub use driver::{DriverError, FunctionAttributes};
+pub use driver::{CudaVersion, DriverError, EntryPoint, FunctionAttributes, MissingEntryPoint};
 pub use error::{CaptureError, Error, LaunchError, LaunchErrorKind, PeerAccessError, PeerSupport};
 pub use instrument::{Coverage, DeviceAssert, OutOfBounds};
 pub use kernel::{Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
 pub use launch::{Grid, Launch, LaunchDims};
 pub use offline::OfflineCheck;
 pub use policy::{InstrumentMode, SyncMode};
+pub use ptx::{PtxBuildError, PtxSource};
 pub use ring::{LaunchRecord, RING_CAPACITY};
 
 pub use cudacheck_core as core;

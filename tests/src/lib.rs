@@ -10,6 +10,8 @@ use std::sync::Arc;
 use cudacheck::cudarc::driver::CudaStream;
 use cudacheck::nvrtc::CudaSource;
 
+pub mod ptx;
+
 /// The prefix every GPU-tier skip line starts with.
 pub const GPU_SKIP_PREFIX: &str = "skipped (GPU tier): ";
 

@@ -875,7 +875,7 @@ fn child_device_assert_and_recover() {
 #[test]
 fn gpu_launch_binds_the_context_when_another_is_current() {
     use cudacheck::cudarc::driver::{sys, CudaSlice, DevicePtrMut};
-    use cudacheck::cudarc::nvrtc::Ptx;
+    use cudarc::nvrtc::Ptx;
     let Some(stream) = gpu_or_skip() else { return };
     let ctx = stream.context().clone();
     let (major, minor) = ctx.compute_capability().unwrap();

@@ -14,6 +14,7 @@ const COMPILE_FAIL: &[&str] = &[
     "signature",
     "layout",
     "limits",
+    "ptx",
 ];
 
 #[test]

@@ -6,6 +6,7 @@
 //! by value) is returned in [`Checked`].
 
 mod config;
+mod ptx;
 mod signature;
 
 use std::path::Path;
@@ -45,6 +46,13 @@ pub struct Loaded {
 pub fn check(m: &Model, errors: &mut Errors) -> Checked {
     check_item_shape(m, errors);
     signature::check_rust_types(m, errors);
+    if m.source.as_ref().is_some_and(|s| s.is_ptx()) {
+        if m.params_complete && !has_type_generics(m) {
+            ptx::check_ptx_signature(m, errors);
+        }
+        config::check_config(m, None, errors);
+        return Checked::default();
+    }
     let loaded = load(m, errors);
     let mut checked = Checked::default();
     let mut kernel = None;
@@ -118,6 +126,7 @@ fn has_type_generics(m: &Model) -> bool {
 fn load(m: &Model, errors: &mut Errors) -> Option<Loaded> {
     let (text, label, tokens) = match m.source.as_ref()? {
         SourceSpec::Inline { lit } => (lit.value(), "<inline source>".to_string(), lit),
+        SourceSpec::PtxFile { .. } | SourceSpec::PtxInline { .. } => return None,
         SourceSpec::File { lit, path } => match read(path) {
             Ok(t) => (t, lit.value(), lit),
             Err(why) => {

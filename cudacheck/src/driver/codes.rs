@@ -37,6 +37,8 @@ pub const INVALID_CONTEXT: u32 = 201;
 pub const INVALID_HANDLE: u32 = 400;
 /// `CUDA_ERROR_NOT_READY`: not an error, work is still running (`cuStreamQuery`).
 pub const NOT_READY: u32 = 600;
+/// `CUDA_ERROR_NOT_SUPPORTED`.
+pub const NOT_SUPPORTED: u32 = 801;
 
 /// The table, sorted by code (the test `table_is_sorted_and_unique` keeps it so, because
 /// [`lookup`] searches it by bisection).

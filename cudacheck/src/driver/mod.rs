@@ -5,28 +5,29 @@
 //!
 //! - **No call before [`ensure_loaded`]**. cudarc's dynamic loader panics when `libcuda.so.1`
 //!   is missing; we load it with `libloading` first, so a machine without a driver gets
-//!   [`DriverMissing`] (the runtime's `Error::DriverNotFound`) instead of a panic. (glibc's `dlopen` of the same soname later
-//!   returns the object already loaded, so cudarc then finds ours.)
+//!   [`DriverMissing`] (the runtime's `Error::DriverNotFound`) instead of a panic. (glibc's
+//!   `dlopen` of the same soname later returns the object already loaded, so cudarc then finds
+//!   ours; under the application's `dynamic-linking` the process linked it already.)
+//! - **Only calls every supported driver has go through cudarc**; the others go through
+//!   [`entry`], which resolves them from the driver itself and reports a missing one as a typed
+//!   error naming the version needed.
 //! - Every `unsafe` block says why it is sound.
 
 pub mod codes;
+pub mod entry;
 mod error;
 
+pub use entry::{CudaVersion, EntryPoint, MissingEntryPoint};
 pub use error::{DriverError, DriverMissing};
 
 use std::ffi::{c_int, c_void, CString};
-use std::sync::OnceLock;
 
 use cudacheck_core::limits::{ArchLimits, LimitsOrigin};
 use cudacheck_core::{Arch, Dim3};
 use cudarc::driver::sys::{
     self, CUcontext, CUdevice, CUdevice_attribute as DevAttr, CUfunction,
     CUfunction_attribute as FnAttr, CUmodule, CUresult, CUstream, CUstreamCaptureMode,
-    CUstreamCaptureStatus,
 };
-
-/// The soname the NVIDIA driver installs on Linux.
-const LIBCUDA: &str = "libcuda.so.1";
 
 fn check(call: &'static str, r: CUresult) -> Result<(), DriverError> {
     match r {
@@ -36,25 +37,33 @@ fn check(call: &'static str, r: CUresult) -> Result<(), DriverError> {
 }
 
 /// Loads `libcuda.so.1` once per process (kept loaded for the process's life) so that later
-/// cudarc calls cannot panic for want of it.
+/// cudarc calls cannot panic for want of it, and resolves the entry points that depend on the
+/// driver's version ([`entry`]).
 ///
 /// # Errors
 ///
 /// [`DriverMissing`] with the loader's reason.
 pub fn ensure_loaded() -> Result<(), DriverMissing> {
-    static LIB: OnceLock<Result<libloading::Library, String>> = OnceLock::new();
-    let lib = LIB.get_or_init(|| {
-        // SAFETY: loading libcuda runs its initializers, which have no preconditions; the
-        // library is the NVIDIA driver that cudarc would load anyway.
-        unsafe { libloading::Library::new(LIBCUDA) }
-            .map_err(|e| format!("{LIBCUDA} could not be loaded ({e})"))
-    });
-    match lib {
-        Ok(_) => Ok(()),
-        Err(reason) => Err(DriverMissing {
-            reason: reason.clone(),
-        }),
-    }
+    entry::driver().map(|_| ())
+}
+
+/// The driver's version (`cuDriverGetVersion`, or the simulated one, see [`entry`]).
+///
+/// # Errors
+///
+/// [`DriverMissing`] with the loader's reason.
+pub fn driver_version() -> Result<CudaVersion, DriverMissing> {
+    entry::driver().map(|d| d.version)
+}
+
+/// Whether this driver has `e`.
+///
+/// # Errors
+///
+/// [`DriverMissing`] without a driver; [`MissingEntryPoint`] (inside `Ok(Err(..))`) naming the
+/// version needed.
+pub fn require(e: EntryPoint) -> Result<Result<(), MissingEntryPoint>, DriverMissing> {
+    entry::driver().map(|d| d.require(e))
 }
 
 /// The attributes of a device that the limits and the runtime need.
@@ -242,6 +251,47 @@ fn fattr(f: CUfunction, a: FnAttr) -> Result<u32, DriverError> {
         sys::cuFuncGetAttribute(&mut v, a, f)
     })?;
     Ok(v.max(0) as u32)
+}
+
+impl Function {
+    /// A function handle the application got from the driver (cudarc's
+    /// `CudaFunction::cu_function`).
+    ///
+    /// # Safety
+    ///
+    /// `handle` is a live function of a loaded module, and stays so while the `Function` is
+    /// used (the caller keeps the module alive).
+    pub unsafe fn from_raw(handle: CUfunction) -> Function {
+        Function { handle }
+    }
+}
+
+/// A loaded kernel's parameter list (`cuFuncGetParamInfo`, CUDA 12.4): `Ok(None)` when this
+/// driver cannot tell.
+pub fn param_slots(f: &Function) -> Result<Option<Vec<cudacheck_core::ParamSlot>>, DriverError> {
+    let Some(info) = entry::driver().ok().and_then(|d| d.param_info) else {
+        return Ok(None);
+    };
+    let mut slots = Vec::new();
+    // No kernel takes more than 4 KiB of parameters (32 KiB since CUDA 12.1): at most 32768
+    // one-byte parameters, a bound that keeps a misbehaving driver from looping forever.
+    for index in 0..32_768usize {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: `info` is the driver's cuFuncGetParamInfo (resolved by `entry`); `f` is a
+        // live function; both out-pointers are valid.
+        let r = unsafe { info(f.handle, index, &mut offset, &mut size) };
+        match r {
+            CUresult::CUDA_SUCCESS => slots.push(cudacheck_core::ParamSlot {
+                ordinal: index as u32,
+                offset: offset as u32,
+                size: size as u32,
+            }),
+            // Past the last parameter the driver answers CUDA_ERROR_INVALID_VALUE.
+            CUresult::CUDA_ERROR_INVALID_VALUE => break,
+            other => return Err(DriverError::new("cuFuncGetParamInfo", other as u32)),
+        }
+    }
+    Ok(Some(slots))
 }
 
 /// Reads a loaded kernel's attributes.
@@ -443,10 +493,16 @@ pub unsafe fn launch(
                 attrs: &mut attr,
                 numAttrs: 1,
             };
-            // SAFETY: `lc` and `attr` live on this stack frame for the call; the rest is the
-            // caller's contract.
+            // Launch preparation refuses a cluster on a driver without cuLaunchKernelEx
+            // (`require(EntryPoint::LaunchKernelEx)`); this only keeps the call total.
+            let Some(launch_ex) = entry::driver().ok().and_then(|d| d.launch_ex) else {
+                return Err(DriverError::new("cuLaunchKernelEx", codes::NOT_SUPPORTED));
+            };
+            // SAFETY: `lc` and `attr` live on this stack frame for the call; `launch_ex` is
+            // the driver's cuLaunchKernelEx (resolved by `entry`); the rest is the caller's
+            // contract.
             check("cuLaunchKernelEx", unsafe {
-                sys::cuLaunchKernelEx(&lc, f.handle, params_ptr, std::ptr::null_mut())
+                launch_ex(&lc, f.handle, params_ptr, std::ptr::null_mut())
             })
         }
     }
@@ -547,27 +603,35 @@ pub enum Capture {
 }
 
 /// Whether `stream` is being captured, and the capture sequence's id
-/// (`cuStreamGetCaptureInfo_v3`, the driver entry point cudarc's CUDA 13 bindings offer).
+/// (`cuStreamGetCaptureInfo`, in the newest form this driver has; see [`entry`]).
 pub fn capture_status(stream: CUstream) -> Result<Capture, DriverError> {
-    let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    let mut id: sys::cuuint64_t = 0;
-    // SAFETY: `status` and `id` are valid out-pointers; the other outputs are optional and
-    // passed as null; `stream` is a live stream of the current context.
-    check("cuStreamGetCaptureInfo", unsafe {
-        sys::cuStreamGetCaptureInfo_v3(
-            stream,
-            &mut status,
-            &mut id,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        )
-    })?;
+    let query = entry::driver()
+        .ok()
+        .and_then(|d| d.capture)
+        .ok_or_else(|| DriverError::new("cuStreamGetCaptureInfo", codes::NOT_SUPPORTED))?;
+    let mut status: c_int = 0;
+    let mut id: u64 = 0;
+    let null: *mut c_void = std::ptr::null_mut();
+    // SAFETY: each pointer is the driver's own function of that form (resolved by `entry`);
+    // `status` and `id` are valid out-pointers, the other outputs are optional and null;
+    // `stream` is a live stream of the current context.
+    let code = unsafe {
+        match query {
+            entry::CaptureQuery::V3(f) => {
+                f(stream, &mut status, &mut id, null, null, null, std::ptr::null_mut())
+            }
+            entry::CaptureQuery::V2(f) => {
+                f(stream, &mut status, &mut id, null, null, std::ptr::null_mut())
+            }
+            entry::CaptureQuery::IsCapturing(f) => f(stream, &mut status),
+        }
+    };
+    check("cuStreamGetCaptureInfo", code)?;
+    // CUstreamCaptureStatus: NONE 0, ACTIVE 1, INVALIDATED 2.
     Ok(match status {
-        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Capture::None,
-        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE => Capture::Active { id },
-        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_INVALIDATED => Capture::Invalidated,
+        0 => Capture::None,
+        1 => Capture::Active { id },
+        _ => Capture::Invalidated,
     })
 }
 
@@ -657,24 +721,25 @@ pub fn grant_pool_access(owner: CUdevice, accessor: usize) -> Result<(), DriverE
     if attr(owner, DevAttr::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 0 {
         return Ok(());
     }
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: `pool` is a valid out-pointer; `owner` came from the driver.
-    check("cuDeviceGetMemPool", unsafe {
-        sys::cuDeviceGetMemPool(&mut pool, owner)
-    })?;
-    let id = c_int::try_from(accessor).map_err(|_| DriverError::new("cuMemPoolSetAccess", 101))?;
-    let desc = sys::CUmemAccessDesc {
-        location: sys::CUmemLocation {
-            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-            id,
-        },
-        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    let Some((get_pool, set_access)) = entry::driver().ok().and_then(|d| d.pools) else {
+        // Pools are supported (the attribute says so) but the driver exports no pool API:
+        // nothing cudarc allocated can be in a pool either.
+        return Ok(());
     };
-    // SAFETY: `pool` is the device's live pool; `desc` is one valid descriptor on this stack
-    // frame, and the count says one.
-    check("cuMemPoolSetAccess", unsafe {
-        sys::cuMemPoolSetAccess(pool, &desc, 1)
-    })
+    let mut pool: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `get_pool` is the driver's cuDeviceGetMemPool (resolved by `entry`); `pool` is a
+    // valid out-pointer; `owner` came from the driver.
+    check("cuDeviceGetMemPool", unsafe { get_pool(&mut pool, owner) })?;
+    let id = c_int::try_from(accessor).map_err(|_| DriverError::new("cuMemPoolSetAccess", 101))?;
+    let desc = entry::MemAccessDesc {
+        location_type: entry::MEM_LOCATION_TYPE_DEVICE,
+        location_id: id,
+        flags: entry::MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    // SAFETY: `set_access` is the driver's cuMemPoolSetAccess; `pool` is the device's live
+    // pool; `desc` is one descriptor of cuda.h's layout on this stack frame, and the count
+    // says one.
+    check("cuMemPoolSetAccess", unsafe { set_access(pool, &desc, 1) })
 }
 
 /// `cuDevicePrimaryCtxReset`: destroys every allocation, module and stream of the device's

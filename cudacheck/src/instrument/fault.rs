@@ -98,6 +98,8 @@ pub(crate) struct FaultContext<'a> {
     pub source: &'a CudaSource,
     /// The kernel's name as created (`scale<float>`), for finding its parameters' names.
     pub name: &'a str,
+    /// The parameters' names when the source cannot tell them (a kernel made from PTX).
+    pub param_names: Option<Vec<String>>,
     pub args: &'a [ArgView],
 }
 
@@ -495,7 +497,10 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<crate
             count: rec.count,
         })));
     }
-    let names = param_names(cx.source, cx.name);
+    let names = cx
+        .param_names
+        .clone()
+        .unwrap_or_else(|| param_names(cx.source, cx.name));
     let name_of = |k: u32| {
         names
             .get(k as usize)
@@ -576,6 +581,14 @@ fn snippet(
 ) -> fmt::Result {
     let num = line.to_string();
     let pad = " ".repeat(num.len());
+    if line == 0 {
+        // A kernel made from PTX without `.loc` directives.
+        return write!(
+            f,
+            "\n{pad}--> {file} (no line information: build the PTX with `nvcc -lineinfo`, or \
+             NVRTC's `--generate-line-info`, to see the source line)"
+        );
+    }
     write!(f, "\n{pad}--> {file}:{line}")?;
     if column > 0 {
         write!(f, ":{column}")?;

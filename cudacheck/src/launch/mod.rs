@@ -502,11 +502,18 @@ impl<'a> Launch<'a> {
             Err(PrepareError::Driver(error)) => {
                 return Err(self.refuse(site, LaunchErrorKind::Driver { error }))
             }
+            Err(PrepareError::TooOld(missing)) => {
+                return Err(self.refuse(site, LaunchErrorKind::DriverTooOld(missing)))
+            }
         }
         let params = &loaded.resources.params;
         let user = P::user_params(params.len()).min(params.len());
         let hidden_n = params.len() - user;
-        self.check_args(&params[..user], site)?;
+        if loaded.compiled.params_known {
+            self.check_args(&params[..user], site)?;
+        } else {
+            self.check_buffers(site)?;
+        }
         let n = self.nargs;
 
         let capture = if sync {
@@ -611,6 +618,19 @@ impl<'a> Launch<'a> {
                     },
                 ));
             }
+            if let SlotKind::ForeignBuffer { ordinal } = slot.kind {
+                return Err(self.foreign_buffer(site, index, ordinal as usize));
+            }
+        }
+        Ok(())
+    }
+
+    /// What [`check_args`](Self::check_args) can check without the kernel's parameter list
+    /// (a function the application loaded, on a driver without `cuFuncGetParamInfo`): that
+    /// every buffer is usable from the stream's context.
+    #[cold]
+    fn check_buffers(&self, site: &'static Location<'static>) -> Result<(), Error> {
+        for (index, slot) in self.slots().iter().enumerate() {
             if let SlotKind::ForeignBuffer { ordinal } = slot.kind {
                 return Err(self.foreign_buffer(site, index, ordinal as usize));
             }

@@ -5,12 +5,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use cudacheck_core::Arch;
-use cudarc::nvrtc::sys::nvrtcResult;
 use thiserror::Error;
 
 use super::diagnostic::{parse_log, Diagnostic, Severity};
 use super::discover::{nvrtc, Nvrtc, NvrtcNotFound};
-use super::ffi::{CallError, Program};
+use super::ffi::{CallError, Code, Program};
 use super::headers::compat_headers;
 use super::nvcc;
 use crate::cache::CacheMode;
@@ -479,11 +478,11 @@ fn compile_prepared(
         .log()
         .map_err(|e| CompileError::from_call(e, nvrtc, None))?;
     match code {
-        nvrtcResult::NVRTC_SUCCESS => {}
-        nvrtcResult::NVRTC_ERROR_COMPILATION => {
+        Code::SUCCESS => {}
+        Code::COMPILATION => {
             return Err(compilation_failed(source, opts, parse_log(&log), log))
         }
-        nvrtcResult::NVRTC_ERROR_INVALID_OPTION => {
+        Code::INVALID_OPTION => {
             let message = parse_log(&log)
                 .into_iter()
                 .map(|d| d.message)

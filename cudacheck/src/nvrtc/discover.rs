@@ -87,8 +87,8 @@ pub struct Nvrtc {
     /// The `libnvrtc-builtins` loaded beside it, if one was found there.
     pub builtins: Option<PathBuf>,
     pub(crate) bound: Bound,
-    // Held open for the process: cudarc's bindings and NVRTC's own dlopen of its builtins
-    // resolve to these objects by soname.
+    // Held open for the process: `bound`'s function pointers point into `_lib`, and NVRTC's
+    // own dlopen of its builtins resolves to `_builtins` by soname.
     _lib: Library,
     _builtins: Option<Library>,
 }
@@ -141,12 +141,12 @@ struct Loaded {
     bound: Bound,
 }
 
-/// Opens `file` (its builtins first) and checks cudarc will bind to it.
+/// Opens `file` (its builtins first) and resolves the functions cudacheck calls.
 fn load_file(file: &Path) -> Result<Loaded, String> {
     let builtins =
         builtins_beside(file).and_then(|p| ffi::open_library(&p).ok().map(|lib| (p, lib)));
     let lib = ffi::open_library(file).map_err(|e| ffi::describe(&e))?;
-    let bound = ffi::check_cudarc_binding(&lib)?;
+    let bound = ffi::bind(&lib)?;
     Ok(Loaded {
         path: file.to_path_buf(),
         lib,
@@ -176,7 +176,7 @@ fn load_place(place: &Place) -> Result<Loaded, String> {
         Place::Nothing(_, why) => Err(why.clone()),
         Place::Loaded(soname) => {
             let lib = ffi::open_if_loaded(soname).ok_or_else(|| "not loaded".to_string())?;
-            let bound = ffi::check_cudarc_binding(&lib)?;
+            let bound = ffi::bind(&lib)?;
             Ok(Loaded {
                 path: mapped_path(soname).unwrap_or_else(|| PathBuf::from(soname)),
                 lib,
@@ -194,7 +194,7 @@ fn load_place(place: &Place) -> Result<Loaded, String> {
             // The builtins beside the file the loader picked, for the same reason as above.
             let builtins =
                 builtins_beside(&path).and_then(|p| ffi::open_library(&p).ok().map(|l| (p, l)));
-            let bound = ffi::check_cudarc_binding(&lib)?;
+            let bound = ffi::bind(&lib)?;
             Ok(Loaded {
                 path,
                 lib,
@@ -339,10 +339,10 @@ mod tests {
         assert!(err.searched[0].why_not.contains("dlopen failed"), "{err}");
     }
 
-    /// The claim the whole design rests on: once we hold libnvrtc open, cudarc's own loader
-    /// (which would panic if it found nothing) lands on the same object, and its API works.
+    /// The claim the whole design rests on: every NVRTC call goes to the library discovery
+    /// loaded (not to one cudarc or the link step would pick), and it compiles.
     #[test]
-    fn nvrtc_cudarc_binds_to_the_library_we_loaded() {
+    fn nvrtc_calls_go_to_the_library_we_loaded() {
         let n = match nvrtc() {
             Ok(n) => n,
             Err(e) if std::env::var("CUDACHECK_REQUIRE_NVRTC").as_deref() == Ok("1") => {
@@ -353,14 +353,10 @@ mod tests {
                 return;
             }
         };
-        // SAFETY: discovery succeeded, so cudarc's loader finds a candidate (checked by
-        // ffi::check_cudarc_binding) and does not panic.
-        let theirs = unsafe { cudarc::nvrtc::sys::culib() };
-        let at = |lib| ffi::symbol_address(lib, "nvrtcVersion");
-        assert!(at(&n._lib).is_some());
-        assert_eq!(at(theirs), at(&n._lib));
-        let ptx = cudarc::nvrtc::compile_ptx("extern \"C\" __global__ void probe() {}")
-            .unwrap_or_else(|e| panic!("cudarc's own compile_ptx: {e:?}"));
-        assert!(ptx.to_src().contains(".entry probe"));
+        let ours = ffi::symbol_address(&n._lib, "nvrtcVersion");
+        assert!(ours.is_some());
+        assert_eq!(Some(n.bound.version_address()), ours);
+        let (major, _) = ffi::version(&n.bound).expect("nvrtcVersion");
+        assert_eq!((major, n.version.1), n.version);
     }
 }

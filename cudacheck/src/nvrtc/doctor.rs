@@ -4,7 +4,6 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::discover::{nvrtc, Nvrtc, NvrtcNotFound};
-use super::ffi;
 use super::headers::{cuda_include_dirs, HeaderDir};
 use super::search::SearchEnv;
 
@@ -12,8 +11,12 @@ use super::search::SearchEnv;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DriverStatus {
-    /// `cuDriverGetVersion`, e.g. 13000 for CUDA 13.0.
-    Present { version: i32 },
+    Present {
+        /// `cuDriverGetVersion`, e.g. 13000 for CUDA 13.0.
+        version: i32,
+        /// The entry points cudacheck uses that this driver lacks, and what that rules out.
+        missing: Vec<crate::driver::MissingEntryPoint>,
+    },
     /// No usable driver; the string says why (`libcuda.so.1 does not load: ...`).
     Absent { reason: String },
 }
@@ -34,10 +37,15 @@ pub fn doctor_report() -> DoctorReport {
         Ok(n) => n.include_dirs.clone(),
         Err(_) => cuda_include_dirs(None, &SearchEnv::from_process()),
     };
-    let driver = match ffi::driver_version() {
-        // The handle is dropped: the report only needs the number.
-        Ok((_lib, version)) => DriverStatus::Present { version },
-        Err(reason) => DriverStatus::Absent { reason },
+    let driver = match crate::driver::driver_version() {
+        Ok(version) => DriverStatus::Present {
+            version: version.0,
+            missing: crate::driver::EntryPoint::ALL
+                .into_iter()
+                .filter_map(|e| crate::driver::require(e).ok()?.err())
+                .collect(),
+        },
+        Err(e) => DriverStatus::Absent { reason: e.reason },
     };
     DoctorReport {
         nvrtc,
@@ -116,12 +124,34 @@ impl fmt::Display for DoctorReport {
             }
         }
         match &self.driver {
-            DriverStatus::Present { version } => write!(
-                f,
-                "CUDA driver: {}.{} (launch-time checks available)",
-                version / 1000,
-                (version % 1000) / 10
-            ),
+            DriverStatus::Present { version, missing } => {
+                let v = crate::driver::CudaVersion(*version);
+                write!(f, "CUDA driver: {v} (launch-time checks available)")?;
+                if let Some(n) = self.nvrtc.as_ref().ok().filter(|n| n.version.0 > v.major()) {
+                    write!(
+                        f,
+                        "\n  NVRTC {}.{} makes CUBINs this driver cannot load: point \
+                         CUDACHECK_NVRTC at an NVRTC {}.x, or update the driver",
+                        n.version.0,
+                        n.version.1,
+                        v.major()
+                    )?;
+                }
+                if missing.is_empty() {
+                    write!(f, "\n  every driver entry point cudacheck uses is present")
+                } else {
+                    for m in missing {
+                        write!(
+                            f,
+                            "\n  no {}: {} unavailable (needs CUDA {})",
+                            m.entry.symbol(),
+                            m.entry.used_for(),
+                            m.entry.since()
+                        )?;
+                    }
+                    Ok(())
+                }
+            }
             DriverStatus::Absent { reason } => {
                 write!(f, "CUDA driver: none ({reason}); offline checks only")
             }

@@ -1,66 +1,134 @@
-//! Every raw call this module tree makes: `dlopen` through libloading, and NVRTC through
-//! cudarc's raw bindings (`cudarc::nvrtc::sys`). Everything above this file is safe code.
+//! Every raw call this module tree makes: `dlopen` through libloading, and NVRTC through a
+//! table of function pointers resolved from the library discovery opened. Everything above
+//! this file is safe code.
 //!
-//! cudarc's bindings resolve each symbol on first use through `cudarc::nvrtc::sys::culib()`,
-//! which panics when it cannot dlopen NVRTC or a symbol is missing. The functions here that call
-//! into NVRTC therefore take a [`Bound`], a token that only [`check_cudarc_binding`] makes, after
-//! it has proved that cudarc's loader will find the very library discovery opened and that the
-//! library has every symbol listed in [`REQUIRED_SYMBOLS`].
+//! cudacheck does not call NVRTC through cudarc's bindings: those exist only with cudarc's
+//! `nvrtc` feature, and with the application's `dynamic-linking` they are linked to whatever
+//! libnvrtc the link step found, not to the one discovery chose. Resolving the few functions
+//! we call from our own handle works under every linking mode the application picks, and a
+//! library lacking one of them is rejected at discovery, never a panic later.
 //!
-//! cudarc models `nvrtcResult` as a Rust enum (CUDA 13.0's values, 0..=17). A return value outside
-//! it would be undefined behaviour; NVRTC 13.0 and older return none, and newer ones only add
-//! `NVRTC_ERROR_BUSY` (18) for programs compiled from two threads at once, which we never do (one
-//! program per call, never shared).
+//! `nvrtcResult` is read as a plain `c_int` ([`Code`]): a value a newer NVRTC adds is just
+//! another number, never an invalid enum.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::fmt;
 use std::path::Path;
 use std::ptr;
 
-use cudarc::nvrtc::sys::{self, nvrtcProgram, nvrtcResult};
 use libloading::Library;
 
-/// The NVRTC functions cudacheck calls; discovery rejects a library lacking any of them, so
-/// cudarc's lazy symbol lookup (which panics on a missing symbol) cannot fail later.
-pub(crate) const REQUIRED_SYMBOLS: &[&str] = &[
-    "nvrtcVersion",
-    "nvrtcGetNumSupportedArchs",
-    "nvrtcGetSupportedArchs",
-    "nvrtcGetErrorString",
-    "nvrtcCreateProgram",
-    "nvrtcDestroyProgram",
-    "nvrtcAddNameExpression",
-    "nvrtcCompileProgram",
-    "nvrtcGetProgramLogSize",
-    "nvrtcGetProgramLog",
-    "nvrtcGetCUBINSize",
-    "nvrtcGetCUBIN",
-    "nvrtcGetPTXSize",
-    "nvrtcGetPTX",
-    "nvrtcGetLoweredName",
-];
+/// An NVRTC program handle (`RawProgram`, an opaque pointer).
+type RawProgram = *mut c_void;
 
-/// glibc's `RTLD_NOLOAD` (`<bits/dlfcn.h>`): open only if already loaded. libloading does not
-/// export it.
-#[cfg(target_os = "linux")]
-const RTLD_NOLOAD: c_int = 0x0004;
+/// `nvrtcResult`, as the C ABI returns it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Code(pub c_int);
 
-/// Proof that cudarc's NVRTC bindings resolve to the library discovery holds open.
+impl Code {
+    pub const SUCCESS: Code = Code(0);
+    pub const INVALID_INPUT: Code = Code(3);
+    pub const INVALID_OPTION: Code = Code(5);
+    pub const COMPILATION: Code = Code(6);
+    pub const NAME_EXPRESSION_NOT_VALID: Code = Code(11);
+
+    /// The enumerator's name in `nvrtc.h` (CUDA 13.0), or the number for one we do not know.
+    pub fn name(self) -> Option<&'static str> {
+        const NAMES: [&str; 19] = [
+            "NVRTC_SUCCESS",
+            "NVRTC_ERROR_OUT_OF_MEMORY",
+            "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+            "NVRTC_ERROR_INVALID_INPUT",
+            "NVRTC_ERROR_INVALID_PROGRAM",
+            "NVRTC_ERROR_INVALID_OPTION",
+            "NVRTC_ERROR_COMPILATION",
+            "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
+            "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
+            "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
+            "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
+            "NVRTC_ERROR_INTERNAL_ERROR",
+            "NVRTC_ERROR_TIME_FILE_WRITE_FAILED",
+            "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED",
+            "NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED",
+            "NVRTC_ERROR_PCH_CREATE",
+            "NVRTC_ERROR_CANCELLED",
+            "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED",
+            "NVRTC_ERROR_BUSY",
+        ];
+        usize::try_from(self.0).ok().and_then(|i| NAMES.get(i).copied())
+    }
+}
+
+impl fmt::Debug for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "nvrtcResult({})", self.0),
+        }
+    }
+}
+
+type VersionFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+type NumArchsFn = unsafe extern "C" fn(*mut c_int) -> c_int;
+type ArchsFn = unsafe extern "C" fn(*mut c_int) -> c_int;
+type ErrorStringFn = unsafe extern "C" fn(c_int) -> *const c_char;
+type CreateFn = unsafe extern "C" fn(
+    *mut RawProgram,
+    *const c_char,
+    *const c_char,
+    c_int,
+    *const *const c_char,
+    *const *const c_char,
+) -> c_int;
+type DestroyFn = unsafe extern "C" fn(*mut RawProgram) -> c_int;
+type AddNameFn = unsafe extern "C" fn(RawProgram, *const c_char) -> c_int;
+type CompileFn = unsafe extern "C" fn(RawProgram, c_int, *const *const c_char) -> c_int;
+type SizeFn = unsafe extern "C" fn(RawProgram, *mut usize) -> c_int;
+type GetFn = unsafe extern "C" fn(RawProgram, *mut c_char) -> c_int;
+type LoweredFn = unsafe extern "C" fn(RawProgram, *const c_char, *mut *const c_char) -> c_int;
+
+/// The NVRTC functions cudacheck calls, resolved from one library. Only [`bind`] makes one,
+/// after finding every symbol, so holding a `Bound` proves each pointer is callable.
 #[derive(Debug)]
-pub(crate) struct Bound(());
+pub(crate) struct Bound {
+    version: VersionFn,
+    num_archs: NumArchsFn,
+    archs: ArchsFn,
+    error_string: ErrorStringFn,
+    create: CreateFn,
+    destroy: DestroyFn,
+    add_name: AddNameFn,
+    compile: CompileFn,
+    log_size: SizeFn,
+    log: GetFn,
+    cubin_size: SizeFn,
+    cubin: GetFn,
+    ptx_size: SizeFn,
+    ptx: GetFn,
+    lowered: LoweredFn,
+}
+
+impl Bound {
+    /// Where `nvrtcVersion` points, to prove which library the calls go to.
+    #[cfg(test)]
+    pub(crate) fn version_address(&self) -> usize {
+        self.version as usize
+    }
+}
 
 /// A failed NVRTC call: which function, and what it returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CallError {
     pub call: &'static str,
-    pub code: nvrtcResult,
+    pub code: Code,
 }
 
 impl CallError {
     /// NVRTC's own sentence for the code.
-    pub fn message(&self, _: &Bound) -> String {
-        // SAFETY: `Bound` proves cudarc's bindings resolve (see module docs);
-        // nvrtcGetErrorString returns a pointer to a static NUL-terminated string, or null.
-        let p = unsafe { sys::nvrtcGetErrorString(self.code) };
+    pub fn message(&self, bound: &Bound) -> String {
+        // SAFETY: `bound.error_string` was resolved as `nvrtcGetErrorString` (see `bind`); it
+        // returns a pointer to a static NUL-terminated string, or null, for any code.
+        let p = unsafe { (bound.error_string)(self.code.0) };
         if p.is_null() {
             return format!("{:?}", self.code);
         }
@@ -69,11 +137,14 @@ impl CallError {
     }
 }
 
-fn check(call: &'static str, code: nvrtcResult) -> Result<(), CallError> {
-    if code == nvrtcResult::NVRTC_SUCCESS {
+fn check(call: &'static str, code: c_int) -> Result<(), CallError> {
+    if code == Code::SUCCESS.0 {
         Ok(())
     } else {
-        Err(CallError { call, code })
+        Err(CallError {
+            call,
+            code: Code(code),
+        })
     }
 }
 
@@ -93,6 +164,11 @@ pub(crate) fn open_library(path: &Path) -> Result<Library, libloading::Error> {
     unsafe { Library::new(path) }
 }
 
+/// glibc's `RTLD_NOLOAD` (`<bits/dlfcn.h>`): open only if already loaded. libloading does not
+/// export it.
+#[cfg(target_os = "linux")]
+const RTLD_NOLOAD: c_int = 0x0004;
+
 /// Opens a library by soname only if it is already loaded in this process.
 #[cfg(target_os = "linux")]
 pub(crate) fn open_if_loaded(soname: &str) -> Option<Library> {
@@ -109,67 +185,71 @@ pub(crate) fn open_if_loaded(_soname: &str) -> Option<Library> {
 }
 
 /// The address `name` resolves to in `lib`, to tell whether two handles are one object.
+#[cfg(test)]
 pub(crate) fn symbol_address(lib: &Library, name: &str) -> Option<usize> {
     // SAFETY: the symbol is read as an opaque pointer and never called or dereferenced.
     let sym = unsafe { lib.get::<*const c_void>(name.as_bytes()) }.ok()?;
     Some(*sym as usize)
 }
 
-/// Mirrors `cudarc::nvrtc::sys::culib()`: it dlopens cudarc's candidate names in order and keeps
-/// the first that loads. Doing the same here (without cudarc's panic) tells whether cudarc will
-/// land on `ours`: glibc answers a bare soname with an already-loaded object of that DT_SONAME
-/// (or the same file), so once `ours` is open, `libnvrtc.so.13` resolves to it. It will not when
-/// an earlier candidate (plain `libnvrtc.so`) is a different library on the loader's path.
+/// Resolves every function cudacheck calls from `lib`. The pointers stay valid while `lib` is
+/// loaded: the caller keeps the `Library` beside the `Bound` for the life of the process
+/// (`discover::Nvrtc` holds both and is never dropped once made).
 ///
 /// # Errors
-/// A sentence saying why cudarc would not use `ours`.
-pub(crate) fn check_cudarc_binding(ours: &Library) -> Result<Bound, String> {
-    for name in REQUIRED_SYMBOLS {
-        if symbol_address(ours, name).is_none() {
-            return Err(format!(
-                "it has no `{name}` (NVRTC older than 11.2?); cudacheck needs NVRTC 12 or 13"
-            ));
-        }
+/// A sentence naming the first missing function.
+pub(crate) fn bind(lib: &Library) -> Result<Bound, String> {
+    fn get<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
+        // SAFETY: `T` is the function type `nvrtc.h` declares for `name` (each call below
+        // names the symbol next to its type alias); the pointer is only called while `lib`
+        // stays loaded (see `bind`'s docs).
+        unsafe { lib.get::<T>(name.as_bytes()) }
+            .map(|s| *s)
+            .map_err(|_| {
+                format!("it has no `{name}` (NVRTC older than 11.2?); cudacheck needs NVRTC 12 or 13")
+            })
     }
-    let ours_at = symbol_address(ours, "nvrtcVersion");
-    for candidate in cudarc::get_lib_name_candidates("nvrtc") {
-        let Ok(lib) = open_library(Path::new(&candidate)) else {
-            continue;
-        };
-        return if symbol_address(&lib, "nvrtcVersion") == ours_at {
-            Ok(Bound(()))
-        } else {
-            Err(format!(
-                "cudarc would load a different libnvrtc: `{candidate}` from the system \
-                 loader's path comes first in its search"
-            ))
-        };
-    }
-    Err("its soname is none of those cudarc looks for (libnvrtc.so.13, .12, ...)".to_string())
+    Ok(Bound {
+        version: get(lib, "nvrtcVersion")?,
+        num_archs: get(lib, "nvrtcGetNumSupportedArchs")?,
+        archs: get(lib, "nvrtcGetSupportedArchs")?,
+        error_string: get(lib, "nvrtcGetErrorString")?,
+        create: get(lib, "nvrtcCreateProgram")?,
+        destroy: get(lib, "nvrtcDestroyProgram")?,
+        add_name: get(lib, "nvrtcAddNameExpression")?,
+        compile: get(lib, "nvrtcCompileProgram")?,
+        log_size: get(lib, "nvrtcGetProgramLogSize")?,
+        log: get(lib, "nvrtcGetProgramLog")?,
+        cubin_size: get(lib, "nvrtcGetCUBINSize")?,
+        cubin: get(lib, "nvrtcGetCUBIN")?,
+        ptx_size: get(lib, "nvrtcGetPTXSize")?,
+        ptx: get(lib, "nvrtcGetPTX")?,
+        lowered: get(lib, "nvrtcGetLoweredName")?,
+    })
 }
 
 /// `nvrtcVersion`.
-pub(crate) fn version(_: &Bound) -> Result<(i32, i32), CallError> {
+pub(crate) fn version(b: &Bound) -> Result<(i32, i32), CallError> {
     let (mut major, mut minor) = (0, 0);
-    // SAFETY: `Bound` proves the binding; both out-pointers are valid for writes.
+    // SAFETY: `Bound` holds the resolved function; both out-pointers are valid for writes.
     check("nvrtcVersion", unsafe {
-        sys::nvrtcVersion(&mut major, &mut minor)
+        (b.version)(&mut major, &mut minor)
     })?;
     Ok((major, minor))
 }
 
 /// `nvrtcGetSupportedArchs`, as `sm_XY` names.
-pub(crate) fn supported_arches(_: &Bound) -> Result<Vec<String>, CallError> {
+pub(crate) fn supported_arches(b: &Bound) -> Result<Vec<String>, CallError> {
     let mut n: c_int = 0;
-    // SAFETY: `Bound` proves the binding; `n` is valid for writes.
+    // SAFETY: `Bound` holds the resolved function; `n` is valid for writes.
     check("nvrtcGetNumSupportedArchs", unsafe {
-        sys::nvrtcGetNumSupportedArchs(&mut n)
+        (b.num_archs)(&mut n)
     })?;
     let mut archs = vec![0 as c_int; usize::try_from(n).unwrap_or(0)];
     if !archs.is_empty() {
         // SAFETY: `archs` has room for the `n` ints NVRTC just said it will write.
         check("nvrtcGetSupportedArchs", unsafe {
-            sys::nvrtcGetSupportedArchs(archs.as_mut_ptr())
+            (b.archs)(archs.as_mut_ptr())
         })?;
     }
     Ok(archs.iter().map(|a| format!("sm_{a}")).collect())
@@ -177,8 +257,8 @@ pub(crate) fn supported_arches(_: &Bound) -> Result<Vec<String>, CallError> {
 
 /// An NVRTC program, destroyed when dropped, on every path.
 pub(crate) struct Program<'b> {
-    raw: nvrtcProgram,
-    _bound: &'b Bound,
+    raw: RawProgram,
+    b: &'b Bound,
 }
 
 impl<'b> Program<'b> {
@@ -193,14 +273,14 @@ impl<'b> Program<'b> {
         let names: Vec<*const c_char> = headers.iter().map(|(n, _)| n.as_ptr()).collect();
         let count = c_int::try_from(headers.len()).map_err(|_| CallError {
             call: "nvrtcCreateProgram",
-            code: nvrtcResult::NVRTC_ERROR_INVALID_INPUT,
+            code: Code::INVALID_INPUT,
         })?;
-        let mut raw: nvrtcProgram = ptr::null_mut();
+        let mut raw: RawProgram = ptr::null_mut();
         // SAFETY: `bound` proves the binding; every pointer is a NUL-terminated string that
         // outlives the call (NVRTC copies sources and headers), the two arrays have `count`
         // entries, and `raw` is valid for writes.
         let code = unsafe {
-            sys::nvrtcCreateProgram(
+            (bound.create)(
                 &mut raw,
                 source.as_ptr(),
                 name.as_ptr(),
@@ -218,25 +298,25 @@ impl<'b> Program<'b> {
             )
         };
         check("nvrtcCreateProgram", code)?;
-        Ok(Program { raw, _bound: bound })
+        Ok(Program { raw, b: bound })
     }
 
     /// `nvrtcAddNameExpression`.
     pub fn add_name_expression(&mut self, expr: &CStr) -> Result<(), CallError> {
         // SAFETY: `self.raw` is a live program; NVRTC copies the string.
-        let code = unsafe { sys::nvrtcAddNameExpression(self.raw, expr.as_ptr()) };
+        let code = unsafe { (self.b.add_name)(self.raw, expr.as_ptr()) };
         check("nvrtcAddNameExpression", code)
     }
 
     /// `nvrtcCompileProgram`; returns its code, since a failed compilation still has a log.
-    pub fn compile(&mut self, options: &[CString]) -> nvrtcResult {
+    pub fn compile(&mut self, options: &[CString]) -> Code {
         let ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
         let Ok(n) = c_int::try_from(ptrs.len()) else {
-            return nvrtcResult::NVRTC_ERROR_INVALID_OPTION;
+            return Code::INVALID_OPTION;
         };
         // SAFETY: `self.raw` is live; `ptrs` holds `n` NUL-terminated strings that outlive the
         // call.
-        unsafe { sys::nvrtcCompileProgram(self.raw, n, ptrs.as_ptr()) }
+        Code(unsafe { (self.b.compile)(self.raw, n, ptrs.as_ptr()) })
     }
 
     /// `nvrtcGetProgramLog`, lossily decoded (EDG echoes source lines, which may not be UTF-8).
@@ -244,12 +324,12 @@ impl<'b> Program<'b> {
         let mut size = 0usize;
         // SAFETY: `self.raw` is live; `size` is valid for writes.
         check("nvrtcGetProgramLogSize", unsafe {
-            sys::nvrtcGetProgramLogSize(self.raw, &mut size)
+            (self.b.log_size)(self.raw, &mut size)
         })?;
         let mut buf = vec![0u8; size.max(1)];
         // SAFETY: `buf` has the `size` bytes (NUL included) NVRTC said it will write.
         check("nvrtcGetProgramLog", unsafe {
-            sys::nvrtcGetProgramLog(self.raw, buf.as_mut_ptr().cast())
+            (self.b.log)(self.raw, buf.as_mut_ptr().cast())
         })?;
         Ok(String::from_utf8_lossy(until_nul(&buf)).into_owned())
     }
@@ -259,13 +339,13 @@ impl<'b> Program<'b> {
         let mut size = 0usize;
         // SAFETY: `self.raw` is live; `size` is valid for writes.
         check("nvrtcGetCUBINSize", unsafe {
-            sys::nvrtcGetCUBINSize(self.raw, &mut size)
+            (self.b.cubin_size)(self.raw, &mut size)
         })?;
         let mut buf = vec![0u8; size];
         if size > 0 {
             // SAFETY: `buf` has the `size` bytes NVRTC said it will write.
             check("nvrtcGetCUBIN", unsafe {
-                sys::nvrtcGetCUBIN(self.raw, buf.as_mut_ptr().cast())
+                (self.b.cubin)(self.raw, buf.as_mut_ptr().cast())
             })?;
         }
         Ok(buf)
@@ -276,12 +356,12 @@ impl<'b> Program<'b> {
         let mut size = 0usize;
         // SAFETY: `self.raw` is live; `size` is valid for writes.
         check("nvrtcGetPTXSize", unsafe {
-            sys::nvrtcGetPTXSize(self.raw, &mut size)
+            (self.b.ptx_size)(self.raw, &mut size)
         })?;
         let mut buf = vec![0u8; size.max(1)];
         // SAFETY: `buf` has the `size` bytes (NUL included) NVRTC said it will write.
         check("nvrtcGetPTX", unsafe {
-            sys::nvrtcGetPTX(self.raw, buf.as_mut_ptr().cast())
+            (self.b.ptx)(self.raw, buf.as_mut_ptr().cast())
         })?;
         Ok(String::from_utf8_lossy(until_nul(&buf)).into_owned())
     }
@@ -291,12 +371,12 @@ impl<'b> Program<'b> {
         let mut out: *const c_char = ptr::null();
         // SAFETY: `self.raw` is live and compiled; `out` is valid for writes.
         check("nvrtcGetLoweredName", unsafe {
-            sys::nvrtcGetLoweredName(self.raw, expr.as_ptr(), &mut out)
+            (self.b.lowered)(self.raw, expr.as_ptr(), &mut out)
         })?;
         if out.is_null() {
             return Err(CallError {
                 call: "nvrtcGetLoweredName",
-                code: nvrtcResult::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID,
+                code: Code::NAME_EXPRESSION_NOT_VALID,
             });
         }
         // SAFETY: NVRTC returned a NUL-terminated string owned by the program, which is alive;
@@ -312,33 +392,10 @@ impl Drop for Program<'_> {
         // SAFETY: `self.raw` came from nvrtcCreateProgram and is destroyed exactly once, here.
         // A failure to destroy cannot be acted on in drop; NVRTC documents none for a valid
         // program.
-        let _ = unsafe { sys::nvrtcDestroyProgram(&mut self.raw) };
+        let _ = unsafe { (self.b.destroy)(&mut self.raw) };
     }
 }
 
 fn until_nul(buf: &[u8]) -> &[u8] {
     buf.iter().position(|&b| b == 0).map_or(buf, |n| &buf[..n])
-}
-
-/// The CUDA driver's version through cudarc, or why there is none. cudarc's driver loader also
-/// panics when libcuda is absent, so this first opens `libcuda.so.1` itself.
-pub(crate) fn driver_version() -> Result<(Library, i32), String> {
-    let lib = open_library(Path::new("libcuda.so.1"))
-        .map_err(|e| format!("libcuda.so.1 does not load: {}", describe(&e)))?;
-    // SAFETY: is_culib_present only tries to dlopen cudarc's candidate names; it cannot panic.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err("libcuda.so.1 loads, but cudarc finds none of its candidate names".into());
-    }
-    if symbol_address(&lib, "cuDriverGetVersion").is_none() {
-        return Err("libcuda.so.1 has no cuDriverGetVersion".into());
-    }
-    let mut v: c_int = 0;
-    // SAFETY: cudarc's driver library is present (checked above, so its loader does not panic)
-    // and exports cuDriverGetVersion; the out-pointer is valid. cuDriverGetVersion needs no
-    // cuInit.
-    let code = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
-    if code != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
-        return Err(format!("cuDriverGetVersion failed: {code:?}"));
-    }
-    Ok((lib, v))
 }

@@ -18,11 +18,12 @@
 //! ```
 //!
 //! # Finding NVRTC
-//! cudarc's own loader panics when it cannot dlopen NVRTC. [`nvrtc()`] searches instead, loads
-//! the library by full path (its `libnvrtc-builtins` first, from the same directory), keeps it
-//! loaded for the process, and only then lets cudarc's bindings run: glibc answers cudarc's
-//! `dlopen("libnvrtc.so.13")` with the object already loaded under that soname. The search
-//! order is exactly:
+//! [`nvrtc()`] searches for NVRTC, loads the library by full path (its `libnvrtc-builtins` first,
+//! from the same directory), keeps it loaded for the process, and calls the functions it needs
+//! through pointers resolved from that library. It does not use cudarc's NVRTC bindings, so it
+//! works whatever linking mode the application chose for cudarc (with `dynamic-linking`, those
+//! bindings are bound to whatever libnvrtc the link step found), and it needs no cudarc
+//! `nvrtc` feature. The search order is exactly:
 //!
 //! 1. `CUDACHECK_NVRTC`: a path to a `libnvrtc.so*` file, or a directory holding one. When set,
 //!    it is the only place looked at; `CUDACHECK_NVRTC=none` makes NVRTC absent (for tests).
@@ -39,9 +40,8 @@
 //! 7. The system loader (`LD_LIBRARY_PATH`, `ld.so.cache`): `libnvrtc.so.13`, `.12`,
 //!    `libnvrtc.so`.
 //!
-//! A candidate is taken only if cudarc's loader will bind to that same library (checked by
-//! dlopening cudarc's candidate names in its order) and it exports every function cudacheck
-//! calls; otherwise the search goes on, and the reason is kept for [`NvrtcNotFound`].
+//! A candidate is taken only if it exports every function cudacheck calls; otherwise the
+//! search goes on, and the reason is kept for [`NvrtcNotFound`].
 //!
 //! # Headers
 //! See [`headers`]: CUDA include directories are found automatically, and small compatibility
