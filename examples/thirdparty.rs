@@ -23,6 +23,16 @@
 //! ... --example thirdparty -- --dry-run --arch sm_90 --candle DIR --mistral DIR out.json out.md
 //! ```
 //!
+//! **PTX mode** (`--ptx DIR`, issue 20): candle's kernels as candle ships them, PTX its build
+//! script made with nvcc (`DIR/<file stem>.ptx`, one per `candle-kernels/src/*.cu`). Only the
+//! candle cases whose PTX is there run, each kernel three ways on the same stream: the PTX
+//! loaded by raw cudarc (`load_module`, `load_function`) and launched as
+//! `Kernel::from_function`; `Kernel::from_ptx` plain; and `Kernel::from_ptx` bounds-checked.
+//! All three must write the same bits. Planted bugs run bounds-checked from the PTX: a buffer
+//! is then named `argument N` (nvcc names parameters `<symbol>_param_N`), which must be a
+//! buffer of the reported length; the line is the `.cu` line of the PTX's `.loc` (build the
+//! PTX with `-lineinfo`).
+//!
 //! Options: `--candle DIR` (`THIRDPARTY_CANDLE`), `--mistral DIR` (`THIRDPARTY_MISTRAL`;
 //! without it the mistral.rs kernels are left out), `--seed N`, `--jobs N` (cases run in
 //! parallel, one stream each; default: the cores, at most 16), `--only SUBSTRING`,
@@ -65,11 +75,13 @@ struct Options {
     only: Option<String>,
     dry_run: bool,
     arch: Arch,
+    /// PTX mode: the directory of candle's build-time PTX.
+    ptx: Option<PathBuf>,
     outputs: Vec<PathBuf>,
 }
 
-const USAGE: &str = "usage: thirdparty --candle DIR [--mistral DIR] [--seed N] [--jobs N] \
-                     [--only SUBSTRING] [--dry-run [--arch sm_XY]] OUT.json OUT.md";
+const USAGE: &str = "usage: thirdparty --candle DIR [--mistral DIR] [--ptx DIR] [--seed N] \
+                     [--jobs N] [--only SUBSTRING] [--dry-run [--arch sm_XY]] OUT.json OUT.md";
 
 fn parse() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
@@ -86,6 +98,7 @@ fn parse() -> Result<Options, String> {
         only: None,
         dry_run: false,
         arch: Arch::new(9, 0),
+        ptx: None,
         outputs: Vec::new(),
     };
     let mut candle = env("THIRDPARTY_CANDLE");
@@ -103,6 +116,7 @@ fn parse() -> Result<Options, String> {
             "--only" => o.only = Some(value()?),
             "--dry-run" => o.dry_run = true,
             "--arch" => o.arch = value()?.parse().map_err(|e| format!("--arch: {e}"))?,
+            "--ptx" => o.ptx = Some(value()?.into()),
             "-h" | "--help" => return Err(String::new()),
             s if s.starts_with("--") => return Err(format!("unknown option {s}")),
             _ => o.outputs.push(a.into()),
@@ -125,7 +139,19 @@ fn cases(o: &Options) -> Vec<Case> {
     if let Some(only) = &o.only {
         v.retain(|c| c.label().contains(only.as_str()));
     }
+    if o.ptx.is_some() {
+        v.retain(|c| ptx_path(o, c).is_some_and(|p| p.is_file()));
+    }
     v
+}
+
+/// The build-time PTX of a candle case's file, in PTX mode.
+fn ptx_path(o: &Options, c: &Case) -> Option<PathBuf> {
+    let dir = o.ptx.as_ref()?;
+    (c.corpus == Corpus::Candle).then(|| {
+        let stem = std::path::Path::new(c.file).file_stem().unwrap_or_default();
+        dir.join(stem).with_extension("ptx")
+    })
 }
 
 fn source_path(o: &Options, c: &Case) -> PathBuf {
@@ -209,7 +235,7 @@ fn main() -> ExitCode {
             }
         }
         let results = parallel(&cases, o.jobs, |w, c| {
-            let r = run::run_case(c, &source_path(&o, c), &streams[w]);
+            let r = run::run_case(c, &source_path(&o, c), ptx_path(&o, c).as_deref(), &streams[w]);
             report::progress(&r);
             r
         });

@@ -44,6 +44,20 @@ fixture() { # name, then env assignments for its build
   env "$@" LD_LIBRARY_PATH="$stubs/lib64:$nvrtc_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     cargo test --manifest-path "tests/compat/$name/Cargo.toml" -- --test-threads=1 --nocapture \
     "${extra[@]}" || status=1
+  # For the GPU run (scripts/gpu-bundle.sh): the test binary, which runs there against the
+  # real driver and toolkit libraries.
+  if [ -n "${COMPAT_BUNDLE:-}" ]; then
+    mkdir -p "$COMPAT_BUNDLE"
+    env "$@" cargo test --manifest-path "tests/compat/$name/Cargo.toml" --no-run \
+      --message-format=json 2>/dev/null | python3 -c '
+import json, shutil, sys
+for line in sys.stdin:
+    m = json.loads(line) if line.startswith("{") else {}
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        shutil.copy2(m["executable"], sys.argv[1])
+        print("bundled", sys.argv[1])
+' "$COMPAT_BUNDLE/$name" || status=1
+  fi
 }
 extra=("$@")
 fixture candle CUDA_HOME="$stubs" CUDARC_CUDA_VERSION=13000

@@ -41,6 +41,9 @@ cargo build -p cudacheck-examples --examples --message-format=json-render-diagno
   | copy_executables "$bundle/debug"
 cargo build -p cudacheck-examples --examples --release --message-format=json-render-diagnostics \
   | copy_executables "$bundle/release"
+# cudacheck next to the cudarc lines users have (tests/compat): built here against link stubs,
+# run there against the driver and /usr/local/cuda's libraries.
+COMPAT_BUNDLE="$root/$bundle/compat" scripts/compat.sh >/dev/null
 # What the GPU run does not use, then the size: the device tool carries at most 64 MiB.
 rm -f "$bundle"/debug/bench_* "$bundle"/release/0[1345]_*
 strip --strip-all "$bundle"/*/* 2>/dev/null || true

@@ -13,7 +13,7 @@ if [ -f target/gpu-carry/bundle.tar.xz ]; then
 fi
 export CUDACHECK_REQUIRE_GPU=1 CUDACHECK_REQUIRE_NVRTC=1 CUDACHECK_REPO="$root"
 status=0
-parts="${*:-tests examples bench sanitizer}"   # any subset, e.g. `scripts/gpu-run.sh sanitizer`
+parts="${*:-tests compat examples bench sanitizer}"   # any subset, e.g. `scripts/gpu-run.sh sanitizer`
 want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 log="$out/gpu-run-${parts// /-}.log"
 {
@@ -23,6 +23,14 @@ log="$out/gpu-run-${parts// /-}.log"
     for t in "$bundle"/tests/*; do
       echo "-- $t"
       "$t" gpu_ --include-ignored --test-threads=1 --nocapture || status=1
+    done
+  fi
+  if want compat; then
+    echo "== compat: cudacheck next to candle's, cudarc's default and a static-linking cudarc line"
+    for t in "$bundle"/compat/*; do
+      echo "-- $t"
+      LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$t" --test-threads=1 --nocapture || status=1
     done
   fi
   if want examples; then

@@ -4,6 +4,8 @@
 #
 #   scripts/thirdparty.sh bundle [CANDLE_REPO] [MISTRAL_REPO]   # here: build, copy, pack
 #   device run, carry ["target/gpu-carry"], command "scripts/thirdparty.sh run"
+#   device run, same carry, command "scripts/thirdparty.sh run-ptx"  # issue 20: candle's
+#                           # kernels as candle ships them, PTX nvcc makes there (see below)
 #   scripts/thirdparty.sh dry-run [CANDLE_REPO] [MISTRAL_REPO]  # here, no GPU: build every
 #                                                               # kernel plain and checked
 #
@@ -55,6 +57,29 @@ run)
   shift || true
   "$stage/bin/thirdparty" --candle "$stage/candle/src" --mistral "$stage/mistral" \
     "$@" "$out/thirdparty.json" "$out/thirdparty.md" 2>&1 | tee "$out/thirdparty.log"
+  exit "${PIPESTATUS[0]}"
+  ;;
+run-ptx)
+  # candle's build script (candle-kernels/build.rs, through cudaforge) runs nvcc on each
+  # src/*.cu with `--expt-relaxed-constexpr -std=c++17 -O3` and embeds the PTX. The same here,
+  # plus -lineinfo so that faults can name lines; for the GPU's own architecture. quantized.cu
+  # has no case in the harness and takes nvcc minutes: left out.
+  out="${OUT:-$root/results/thirdparty}"
+  mkdir -p "$out"
+  stage=target/thirdparty-stage
+  rm -rf "$stage"
+  mkdir -p "$stage/ptx"
+  tar -C "$stage" -xJf target/gpu-carry/thirdparty.tar.xz
+  shift || true
+  nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')"
+  "$nvcc" --version | tail -2 > "$out/thirdparty_ptx.nvcc"
+  ls "$stage"/candle/src/*.cu | grep -v -e quantized.cu -e mmvq_gguf.cu \
+    | xargs -P 16 -I{} sh -c 'f="$1"; "$2" --ptx -arch="sm_$3" -lineinfo --expt-relaxed-constexpr \
+        -std=c++17 -O3 -o "$4/$(basename "$f" .cu).ptx" "$f"' _ {} "$nvcc" "$cc" "$stage/ptx"
+  ls -l "$stage/ptx" >> "$out/thirdparty_ptx.nvcc"
+  "$stage/bin/thirdparty" --candle "$stage/candle/src" --ptx "$stage/ptx" \
+    "$@" "$out/thirdparty_ptx.json" "$out/thirdparty_ptx.md" 2>&1 | tee "$out/thirdparty_ptx.log"
   exit "${PIPESTATUS[0]}"
   ;;
 dry-run)

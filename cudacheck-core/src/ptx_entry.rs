@@ -93,6 +93,29 @@ pub fn find_entry<'a>(entries: &'a [PtxEntry], name: &str) -> Option<&'a PtxEntr
     }
 }
 
+/// The module `text` with every kernel but `symbol` left out: what a launch of `symbol` needs
+/// (device functions, globals and the header stay), so that ptxas assembles one kernel, not a
+/// whole library's. `None` when the module has no kernel `symbol`.
+///
+/// # Errors
+/// [`PtxError`] when the text is not a PTX module the reader can follow.
+pub fn ptx_subset(text: &str, symbol: &str) -> Result<Option<String>, PtxError> {
+    let module = ptx::parse(text)?;
+    if !module.functions.iter().any(|f| f.entry && f.name == symbol) {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in module.functions.iter().filter(|f| f.entry && f.name != symbol) {
+        out.push_str(&text[at..f.start]);
+        // Lines are kept (as blank ones) so that an error of ptxas names the module's line.
+        out.extend(text[f.start..=f.body_close].matches('\n').map(|_| '\n'));
+        at = f.body_close + 1;
+    }
+    out.push_str(&text[at..]);
+    Ok(Some(out))
+}
+
 /// Size and alignment from a declaration such as `.param .align 8 .b8 p[16]`,
 /// `.param .u64 .ptr .global .align 4 k_param_0` or `.param .f32 a`.
 fn size_align(decl: &str) -> (u32, u32) {
@@ -289,6 +312,19 @@ $L__BB0_2:
         assert_eq!((s.params[1].size, s.params[1].align), (16, 8));
         assert_eq!(s.params[2].name.as_deref(), Some("n"));
         assert_eq!(s.param_label(2), "n");
+    }
+
+    #[test]
+    fn a_subset_keeps_one_kernel_and_everything_else() {
+        let sub = ptx_subset(PTX, "affine_f32").unwrap().unwrap();
+        let e = ptx_entries(&sub).unwrap();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].symbol, "affine_f32");
+        assert!(sub.contains(".target sm_80"));
+        assert_eq!(sub.lines().count(), PTX.lines().count(), "lines are kept");
+        let other = ptx_subset(PTX, "_Z5scaleIfEvPT_S0_i").unwrap().unwrap();
+        assert_eq!(ptx_entries(&other).unwrap()[0].name, "scale<float>");
+        assert!(ptx_subset(PTX, "nope").unwrap().is_none());
     }
 
     #[test]

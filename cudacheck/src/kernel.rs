@@ -261,7 +261,8 @@ impl Kernel {
     /// driver reports of the function (`cuFuncGetAttribute`: registers, static shared and
     /// local memory, the largest block its registers and launch bounds allow; and, on CUDA
     /// 12.4 drivers and newer, `cuFuncGetParamInfo`: its parameter list, for the argument
-    /// checks). `name` is what reports call it.
+    /// checks). `name` is what reports call it. On an older driver the argument count and
+    /// sizes are not checked: they are then the caller's promise, as with a raw cudarc launch.
     ///
     /// It cannot be bounds-checked (there is no PTX to rewrite; make the kernel with
     /// [`Kernel::from_ptx`] from the PTX the module was loaded from for that), nor launched in
@@ -406,7 +407,14 @@ impl Kernel {
     ) -> Result<(cudacheck_core::instrument::InstrumentedPtx, String, String), Error> {
         let (ptx, symbol, log) = if self.is_ptx() {
             let e = self.ptx_entry(arch)?;
-            (self.source().text.clone(), e.symbol, String::new())
+            // This kernel alone: a library's module holds hundreds, which the rewrite and
+            // ptxas would otherwise process for each kernel and launch shape.
+            let text = &self.source().text;
+            let one = cudacheck_core::ptx_subset(text, &e.symbol)
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| text.clone());
+            (one, e.symbol, String::new())
         } else {
             let (out, symbol) = self.nvrtc_output(arch, true)?;
             (out.ptx.unwrap_or_default(), symbol, out.log)

@@ -199,6 +199,17 @@ impl Call {
         self
     }
 
+    /// Per argument: the length in elements of a buffer, `None` for a value or a null pointer.
+    pub fn buffer_lens(&self) -> Vec<Option<u64>> {
+        self.args
+            .iter()
+            .map(|a| match a {
+                Arg::Buf(_, d) => Some(d.len() as u64),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The buffers the kernel writes, in argument order, as they start.
     pub fn outputs(&self) -> Vec<&Data> {
         self.args

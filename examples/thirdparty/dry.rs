@@ -68,7 +68,7 @@ pub fn dry_case(case: &Case, path: &Path, arch: Arch) -> DryResult {
 
 fn build(case: &Case, path: &Path, arch: Arch, r: &mut DryResult) -> Result<(), String> {
     let t = Instant::now();
-    let k = crate::run::kernel(case, path)?;
+    let k = crate::run::kernel(case, path, None)?;
     let plain = k
         .check_offline(arch)
         .map_err(|e| format!("plain build: {}", crate::run::one_line(&e)))?;

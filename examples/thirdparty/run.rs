@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use cudacheck::cudarc::driver::CudaStream;
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, Kernel, SyncMode};
+use cudacheck::{Error, Kernel, PtxSource, SyncMode};
 use serde::Serialize;
 
 use crate::call::Data;
@@ -75,8 +75,13 @@ impl CaseResult {
     }
 }
 
-/// The kernel a case launches, built from the whole source file.
-pub fn kernel(case: &Case, path: &Path) -> Result<Kernel, String> {
+/// The kernel a case launches, built from the whole source file, or in PTX mode from the
+/// file's build-time PTX.
+pub fn kernel(case: &Case, path: &Path, ptx: Option<&Path>) -> Result<Kernel, String> {
+    if let Some(ptx) = ptx {
+        let p = PtxSource::from_file(ptx).map_err(|e| e.to_string())?;
+        return Ok(Kernel::from_ptx(p, case.kernel).sync(SyncMode::Always).build());
+    }
     let src = CudaSource::from_file(path).map_err(|e| e.to_string())?;
     let mut b = Kernel::new(src, case.kernel).sync(SyncMode::Always);
     for d in case.defines {
@@ -93,13 +98,45 @@ fn flat(outs: &[Data]) -> Vec<u8> {
     outs.iter().flat_map(Data::to_bytes).collect()
 }
 
-/// The healthy launch compared: plain, then bounds-checked. Returns the plain outputs.
+/// In PTX mode, the same PTX loaded by raw cudarc, as candle loads it, wrapped as a kernel the
+/// application loaded (`Kernel::from_function`): plain launches only.
+fn raw_cudarc(case: &Case, ptx: &Path, s: &Arc<CudaStream>) -> Result<Kernel, String> {
+    let text = std::fs::read_to_string(ptx).map_err(|e| format!("{}: {e}", ptx.display()))?;
+    let entries = cudacheck::core::ptx_entries(&text).map_err(|e| e.to_string())?;
+    let symbol = cudacheck::core::find_entry(&entries, case.kernel)
+        .ok_or_else(|| format!("{} has no kernel `{}`", ptx.display(), case.kernel))?
+        .symbol
+        .clone();
+    let ctx = s.context();
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_src(text))
+        .map_err(|e| format!("cudarc load_module: {e:?}"))?;
+    let f = module
+        .load_function(&symbol)
+        .map_err(|e| format!("cudarc load_function: {e:?}"))?;
+    Kernel::from_function(ctx, f, case.kernel).map_err(|e| e.to_string())
+}
+
+/// The healthy launch compared: plain, then bounds-checked (and in PTX mode raw cudarc's
+/// load of the same PTX first). Returns the plain outputs.
 fn differential(
     k: &Kernel,
+    raw: Option<&Kernel>,
     s: &Arc<CudaStream>,
     v: &Variant,
     r: &mut VariantResult,
 ) -> Result<Vec<Data>, String> {
+    if let Some(raw) = raw {
+        // SAFETY: as below.
+        let theirs =
+            unsafe { v.call.run(raw, s, false) }.map_err(|e| format!("raw cudarc launch: {e}"))?;
+        let mine = unsafe { v.call.run(k, s, false) }.map_err(|e| format!("plain launch: {e}"))?;
+        if flat(&theirs) != flat(&mine) {
+            return Err("outputs differ between raw cudarc's load of the PTX and the plain \
+                        launch from PTX"
+                .into());
+        }
+    }
     let t = Instant::now();
     // SAFETY: a healthy call's buffers are sized the way the kernel's owners size them
     // (`candle.rs`, `mistral.rs`), so the plain launch stays inside them.
@@ -147,16 +184,23 @@ fn differential(
     Ok(plain)
 }
 
-/// Runs `case` on `s`; `path` is its source file.
-pub fn run_case(case: &Case, path: &Path, s: &Arc<CudaStream>) -> CaseResult {
+/// Runs `case` on `s`; `path` is its source file, `ptx` its build-time PTX in PTX mode.
+pub fn run_case(case: &Case, path: &Path, ptx: Option<&Path>, s: &Arc<CudaStream>) -> CaseResult {
     let mut res = CaseResult {
         kernel: case.label(),
         file: case.file.to_string(),
         style: case.style.to_string(),
         ..CaseResult::default()
     };
-    let k = match kernel(case, path) {
+    let k = match kernel(case, path, ptx) {
         Ok(k) => k,
+        Err(e) => {
+            res.failure = Some(e);
+            return res;
+        }
+    };
+    let raw = match ptx.map(|p| raw_cudarc(case, p, s)).transpose() {
+        Ok(r) => r,
         Err(e) => {
             res.failure = Some(e);
             return res;
@@ -168,7 +212,7 @@ pub fn run_case(case: &Case, path: &Path, s: &Arc<CudaStream>) -> CaseResult {
             label: v.label.clone(),
             ..VariantResult::default()
         };
-        match differential(&k, s, v, &mut r) {
+        match differential(&k, raw.as_ref(), s, v, &mut r) {
             Ok(plain) => {
                 if first_plain.is_none() {
                     first_plain = Some(plain);
@@ -183,7 +227,9 @@ pub fn run_case(case: &Case, path: &Path, s: &Arc<CudaStream>) -> CaseResult {
         // SAFETY: a planted bug is launched bounds-checked only: its out-of-bounds accesses
         // are skipped, and the rest stays inside the buffers.
         let r = unsafe { bug.call.run(&k, s, true) };
-        let (got, mismatches) = expect::check(&r, &bug.expect, dir);
+        // From PTX a buffer is `argument N`: which arguments are buffers of which length.
+        let lens = ptx.map(|_| bug.call.buffer_lens());
+        let (got, mismatches) = expect::check(&r, &bug.expect, dir, lens.as_deref());
         let after = healthy_after(&k, s, case, first_plain.as_deref());
         res.bugs.push(bug_result(bug, got, mismatches, after));
     }

@@ -56,6 +56,10 @@ pub fn gpu_stream(test: &str) -> Option<Arc<CudaStream>> {
     match cudacheck::default_stream(0) {
         Ok(s) => Some(s),
         Err(e) => {
+            // Where a GPU is expected (scripts/gpu-run.sh sets this), its absence fails.
+            if std::env::var("CUDACHECK_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("CUDACHECK_REQUIRE_GPU=1 but no GPU is usable: {e}");
+            }
             println!("test {test} ... skipped (GPU tier): {e}");
             None
         }

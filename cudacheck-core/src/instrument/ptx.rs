@@ -148,6 +148,8 @@ pub struct Param {
 /// A function definition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Function {
+    /// Byte offset of the definition's first token (`.visible .entry ...`).
+    pub start: usize,
     pub name: String,
     /// `.entry` (a kernel) rather than `.func`.
     pub entry: bool,
@@ -569,6 +571,7 @@ fn read_function(
     };
     r.at = body_open;
     let mut f = Function {
+        start,
         name,
         entry,
         params,

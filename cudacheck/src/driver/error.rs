@@ -8,7 +8,7 @@ use super::codes;
 /// [`explanation`](Self::explanation)) its usual causes.
 ///
 /// The explanation is looked up from `code` rather than stored, which keeps this (and so
-/// [`enum@Error`]) small enough to return cheaply from users' own functions.
+/// [`enum@crate::Error`]) small enough to return cheaply from users' own functions.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("{call} failed with {name} ({code}): {}", self.explanation())]
 pub struct DriverError {

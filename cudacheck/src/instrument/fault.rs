@@ -781,7 +781,14 @@ mod tests {
     }
 
     fn run(rec: &FaultRecord) -> Option<crate::Error> {
-        let b = build();
+        run_with(rec, build(), None)
+    }
+
+    fn run_with(
+        rec: &FaultRecord,
+        b: InstrumentedKernel,
+        param_names: Option<Vec<String>>,
+    ) -> Option<crate::Error> {
         let k: Arc<str> = "saxpy".into();
         let src = CudaSource::from_str("saxpy.cu", SRC);
         let args = [
@@ -803,6 +810,7 @@ mod tests {
             build: &b,
             source: &src,
             name: "saxpy",
+            param_names,
             args: &args,
         };
         error_of(rec, &cx)
@@ -820,6 +828,25 @@ mod tests {
         r.block = [3, 0, 0];
         r.thread = [232, 0, 0];
         r
+    }
+
+    /// A kernel made from PTX without `.loc`: the parameter by its index, and how to get lines.
+    #[test]
+    fn a_ptx_kernel_without_line_information_says_how_to_get_it() {
+        let mut b = build();
+        b.sites[0].loc = None;
+        let names = ["argument 0", "argument 1", "a", "n"].map(String::from).to_vec();
+        let e = run_with(&faulted(7, FaultKind::Write, 4000, 4000, 4), b, Some(names)).unwrap();
+        let crate::Error::OutOfBounds(o) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!((o.buffer.as_str(), o.index, o.line), ("argument 0", 1000, 0));
+        let text = e.to_string();
+        assert!(text.contains("out-of-bounds write of `argument 0`: index 1000"), "{text}");
+        assert!(
+            text.contains("no line information: build the PTX with `nvcc -lineinfo`"),
+            "{text}"
+        );
     }
 
     #[test]

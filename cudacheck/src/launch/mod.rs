@@ -563,7 +563,9 @@ impl<'a> Launch<'a> {
         // SAFETY: the function belongs to a module loaded in this stream's context (the
         // loaded entry is this context's), which `bind` made current; there is one pointer per
         // parameter (count checked), each to a live value of the parameter's size (the user's
-        // sizes checked against the CUBIN; the hidden ones are the plan's 8-byte device
+        // sizes checked against the CUBIN, or for a function the application loaded on a
+        // driver that cannot list its parameters, the caller's promise as with a raw cudarc
+        // launch, which `Kernel::from_function` documents; the hidden ones are the plan's 8-byte device
         // addresses, which it keeps valid until the kernel is done); the memory promise is
         // this function's `# Safety`.
         let launched =

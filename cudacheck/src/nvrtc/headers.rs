@@ -31,7 +31,7 @@
 //! [`HOST_ONLY_HEADERS`]: kernel files include them for the host code beside their kernels,
 //! which [`set_aside_host_code`](cudacheck_core::source::set_aside_host_code) blanks before
 //! NVRTC runs. Device code that does use them fails with NVRTC's "namespace std has no member",
-//! which [`diagnostic`](super::diagnostic) explains.
+//! which the compile error's `help:` notes explain.
 //!
 //! [`IMPLICIT_HEADER`] is read before every source (`--pre-include`): nvcc includes
 //! `<cuda_runtime.h>` in every file, and through it the C library's math, stdlib, string and
