@@ -69,6 +69,14 @@ fixture static-linking CUDA_HOME="$stubs"
 # files) with warnings in its docs as errors.
 for v in cuda-12000 cuda-13040; do
   printf '\n----- compat: cudacheck with cudarc %s -----\n' "$v"
-  cargo check -q -p cudacheck --no-default-features --features "$v" || status=1
+  cargo check -q -p cudacheck --no-default-features --features "$v" && echo "ok" || status=1
 done
+printf '\n----- compat: the library crates as published (cargo package) -----\n'
+cargo package -q -p cudacheck-core -p cudacheck-macros -p cudacheck --allow-dirty && echo "ok" \
+  || status=1
+printf '\n----- compat: docs with warnings as errors -----\n'
+RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p cudacheck-core -p cudacheck-macros -p cudacheck \
+  && echo "ok" || status=1
+# One summary line in the form scripts/test.sh counts (its runner's lines are cargo test's).
+echo "compat: $([ "$status" -eq 0 ] && echo 'library checks passed' || echo 'a library check FAILED')"
 exit "$status"

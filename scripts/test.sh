@@ -32,6 +32,13 @@ run_tier "tier 2/3: NVRTC tests (NVRTC required)" nvrtc_
 run_tier "tier 3/3: GPU tests (skipped with a reason where no GPU is present)" \
   gpu_ -- --nocapture --test-threads=1
 
+# cudacheck next to the cudarc dependency lines users have (tests/compat: candle's, cudarc's
+# defaults, static-linking), each running its pure, NVRTC and (skipping here) GPU tests; the
+# library against CUDA 12.0's and 13.4's bindings, packaged, and its docs.
+printf '\n===== compat: cudacheck beside other cudarc users (scripts/compat.sh) =====\n' | tee -a "$log"
+scripts/compat.sh 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
 passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 # A skipped test returns early and cargo counts it as passed: count it once, as skipped.

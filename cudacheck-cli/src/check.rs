@@ -289,6 +289,10 @@ fn check_ptx(
             if let Some(p) = ptxas.iter().find(|p| p.name == res.symbol) {
                 res.spill_store_bytes = p.spill_store_bytes;
                 res.spill_load_bytes = p.spill_load_bytes;
+                // nvJitLink's sm_90 CUBIN counts the 1 KiB the driver reserves per block in
+                // the kernel's shared section without marking it; ptxas's own figure is the
+                // static shared memory the driver reports.
+                res.static_shared_bytes = p.static_shared_bytes;
             }
             kernel_report(res, limits, config)
         })

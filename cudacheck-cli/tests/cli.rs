@@ -159,7 +159,7 @@ fn nvrtc_cli_bad_input_is_a_clear_error_with_exit_2() {
         .to_path_buf();
     let (code, _, err) = cudacheck(&["check", empty_dir.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(err.contains("no `.cu` files"), "{err}");
+    assert!(err.contains("no `.cu` or `.ptx` files"), "{err}");
 
     let empty = temp_file("empty.cu", b"");
     let (code, out, _) = cudacheck(&["check", empty.to_str().unwrap()]);

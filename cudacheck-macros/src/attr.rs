@@ -3,8 +3,9 @@
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::{Parse, ParseStream};
-use syn::punctuated::Punctuated;
 use syn::{Attribute, Expr, Ident, Signature, Token, Visibility};
+
+use crate::model::Errors;
 
 /// One `key = value` or `key(...)` entry of `#[checked_kernel(...)]`.
 pub struct RawArg {
@@ -21,37 +22,91 @@ pub enum RawValue {
     List(TokenStream, Span),
     /// `key` alone (a flag such as `instrument`).
     Flag,
+    /// A value that did not parse (`block = ,`). Its error is reported already; the key still
+    /// counts, so the generated stub keeps the signature the user meant.
+    Invalid,
 }
 
-impl Parse for RawArg {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let key: Ident = input.call(syn::ext::IdentExt::parse_any).map_err(|e| {
-            syn::Error::new(
-                e.span(),
-                "expected a key such as `file = \"kernels/saxpy.cu\"` or `block = (256, 1, 1)`",
-            )
-        })?;
-        let value = if input.peek(Token![=]) {
-            input.parse::<Token![=]>()?;
-            RawValue::Eq(input.parse()?)
-        } else if input.peek(syn::token::Paren) {
-            let content;
-            let paren = syn::parenthesized!(content in input);
-            RawValue::List(content.parse()?, paren.span.join())
-        } else {
-            RawValue::Flag
-        };
-        Ok(RawArg { key, value })
+/// One entry, from its key to where its value ends. A value that does not parse becomes
+/// [`RawValue::Invalid`] with its error in `errors`, and the tokens up to the next `,` are
+/// skipped; only a missing key fails the entry.
+fn parse_entry(input: ParseStream, errors: &mut Errors) -> syn::Result<RawArg> {
+    let key: Ident = input.call(syn::ext::IdentExt::parse_any).map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            "expected a key such as `file = \"kernels/saxpy.cu\"` or `block = (256, 1, 1)`",
+        )
+    })?;
+    let value = if input.peek(Token![=]) {
+        input.parse::<Token![=]>()?;
+        match input.parse::<Expr>() {
+            Ok(e) => RawValue::Eq(e),
+            Err(e) => {
+                errors.push(syn::Error::new(
+                    e.span(),
+                    format!("`{key} =` needs a value here ({e})"),
+                ));
+                skip_to_comma(input);
+                RawValue::Invalid
+            }
+        }
+    } else if input.peek(syn::token::Paren) {
+        let content;
+        let paren = syn::parenthesized!(content in input);
+        RawValue::List(content.parse()?, paren.span.join())
+    } else {
+        RawValue::Flag
+    };
+    Ok(RawArg { key, value })
+}
+
+/// Skips tokens up to (not past) the next top-level `,`.
+fn skip_to_comma(input: ParseStream) {
+    while !input.is_empty() && !input.peek(Token![,]) {
+        if input.parse::<proc_macro2::TokenTree>().is_err() {
+            break;
+        }
     }
 }
 
 /// All entries of the attribute, in order.
 pub struct RawArgs(pub Vec<RawArg>);
 
-impl Parse for RawArgs {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let list = Punctuated::<RawArg, Token![,]>::parse_terminated(input)?;
-        Ok(RawArgs(list.into_iter().collect()))
+/// Reads the attribute's entries one at a time, the way serde_derive and tokio-macros keep
+/// going: a malformed entry is one error at that entry and the others still count; a missing
+/// `,` between two entries is one error there, and the next entry is read as if it were
+/// present. Never fails: every problem goes to `errors`.
+pub fn parse_args(tokens: TokenStream, errors: &mut Errors) -> RawArgs {
+    let parser = |input: ParseStream| -> syn::Result<Vec<RawArg>> {
+        let mut out = Vec::new();
+        while !input.is_empty() {
+            match parse_entry(input, errors) {
+                Ok(arg) => out.push(arg),
+                Err(e) => {
+                    errors.push(e);
+                    skip_to_comma(input);
+                }
+            }
+            if input.is_empty() {
+                break;
+            }
+            if input.peek(Token![,]) {
+                input.parse::<Token![,]>()?;
+            } else {
+                errors.push(syn::Error::new(
+                    input.span(),
+                    "expected `,` between two entries of `#[checked_kernel(...)]`",
+                ));
+            }
+        }
+        Ok(out)
+    };
+    match syn::parse::Parser::parse2(parser, tokens) {
+        Ok(args) => RawArgs(args),
+        Err(e) => {
+            errors.push(e);
+            RawArgs(Vec::new())
+        }
     }
 }
 
@@ -103,10 +158,14 @@ mod tests {
 
     #[test]
     fn parses_every_entry_shape() {
-        let args: RawArgs = syn::parse_str(
-            r#"file = "k.cu", block = (256, 1, 1), requires(n > 0, x.len() > 1), instrument"#,
-        )
-        .unwrap();
+        let mut errors = Errors::default();
+        let args = parse_args(
+            r#"file = "k.cu", block = (256, 1, 1), requires(n > 0, x.len() > 1), instrument"#
+                .parse()
+                .unwrap(),
+            &mut errors,
+        );
+        assert!(errors.into_error().is_none());
         let keys: Vec<String> = args.0.iter().map(|a| a.key.to_string()).collect();
         assert_eq!(keys, ["file", "block", "requires", "instrument"]);
         assert!(matches!(args.0[2].value, RawValue::List(..)));

@@ -75,13 +75,7 @@ fn expand_attribute(
         Err(e) => return e.to_compile_error(),
     };
     let mut errors = model::Errors::default();
-    let args: attr::RawArgs = match syn::parse2(args) {
-        Ok(args) => args,
-        Err(e) => {
-            errors.push(e);
-            attr::RawArgs(Vec::new())
-        }
-    };
+    let args = attr::parse_args(args, &mut errors);
     let model = model::build(args, item, &mut errors);
     let checked = check::check(&model, &mut errors);
     match errors.into_error() {

@@ -398,6 +398,8 @@ fn malformed(arg: &RawArg, expected: &str, errors: &mut Errors) {
             }
         }
         RawValue::Flag => errors.spanned(key, format!("`{key}` needs a value: {expected}")),
+        // Reported where the value failed to parse.
+        RawValue::Invalid => {}
     }
 }
 
@@ -668,9 +670,9 @@ mod tests {
     use super::*;
 
     fn model(attr: &str, item: &str) -> (Model, Option<String>) {
-        let args: RawArgs = syn::parse_str(attr).unwrap();
-        let item: KernelItem = syn::parse_str(item).unwrap();
         let mut errors = Errors::default();
+        let args = crate::attr::parse_args(attr.parse().unwrap(), &mut errors);
+        let item: KernelItem = syn::parse_str(item).unwrap();
         let m = build(args, item, &mut errors);
         (
             m,

@@ -7,7 +7,8 @@ use cudacheck::PtxSource;
 
 use crate::kernel_source;
 
-/// The PTX of `kernels/<file>` for `arch`, with line information (`-lineinfo`) or without,
+/// The PTX of `kernels/<file>` for `arch`, with line information (`-lineinfo`) or without (as
+/// nvcc writes it without `-lineinfo`),
 /// named `<file stem>.ptx`. `instantiate` are name expressions NVRTC instantiates (templates).
 ///
 /// # Panics
@@ -23,5 +24,15 @@ pub fn kernel_ptx(file: &str, arch: Arch, lineinfo: bool, instantiate: &[&str]) 
     let out = compile(&kernel_source(file), &opts)
         .unwrap_or_else(|e| panic!("NVRTC could not compile {file}: {e}"));
     let stem = file.trim_end_matches(".cu");
-    PtxSource::from_str(format!("{stem}.ptx"), out.ptx.expect("PTX was asked for"))
+    let mut text = out.ptx.expect("PTX was asked for");
+    if !lineinfo {
+        // cudacheck's PTX always carries lines (bounds checking reports them); nvcc's carries
+        // none without `-lineinfo`: no `.loc` and no `.file`.
+        text = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with(".loc") && !l.trim_start().starts_with(".file"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+    }
+    PtxSource::from_str(format!("{stem}.ptx"), text)
 }
