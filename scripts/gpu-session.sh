@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# One device call for the whole session's GPU work (shared/GPU.md: one or two calls a
-# session): the GPU tier, the compat fixtures and the examples (scripts/gpu-run.sh), the
-# launch benchmark, candle's kernels from nvcc's PTX (scripts/thirdparty.sh run-ptx), then the
-# third-party harness from source with what time is left. Each step has a time limit so that
-# the whole call ends inside the device tool's 600 s; everything lands in $OUT/run/ and, at the
-# end, in $OUT/run.tgz (the tool brings back at most 8 files).
+# One device call for a session's GPU work (shared/GPU.md: one or two calls a session). Each
+# step has a time limit so that the call ends inside the device tool's 600 s; everything lands
+# in $OUT/run/ and, at the end, in $OUT/run.tgz (the tool brings back at most 8 files).
 #
 #   scripts/gpu-bundle.sh && scripts/thirdparty.sh bundle     # here
-#   device run, carry ["target/gpu-carry"], command "scripts/gpu-session.sh"
+#   device run, carry ["target/gpu-carry"], command "scripts/gpu-session.sh [full|confirm]"
+#
+# full (default): the GPU tier, the compat fixtures and the examples (scripts/gpu-run.sh), the
+#   launch benchmark, candle's kernels from nvcc's PTX (thirdparty.sh run-ptx), then the
+#   third-party harness from source with what time is left.
+# confirm: the PTX tests, the old-driver test, candle's PTX, and the launch benchmark three
+#   times (its ratios move by a few percent from run to run).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+mode="${1:-full}"
 base="${OUT:-$root/results/gpu-session}"
 run="$base/run"
 mkdir -p "$run"
 start=$(date +%s)
-left() { echo $(( ${1} - ($(date +%s) - start) )); }
 step() { # seconds, name, command...
   local limit="$1" name="$2"; shift 2
   echo "== $name (limit ${limit} s)" | tee -a "$run/session.log"
@@ -23,9 +26,26 @@ step() { # seconds, name, command...
   echo "== $name: exit $? after $(( $(date +%s) - start )) s" | tee -a "$run/session.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$run/session.log"
-step 260 tests scripts/gpu-run.sh tests compat examples
-step 90 bench_launch target/gpu-bundle/release/bench_launch "$run/bench_launch.json" "$run/bench_launch.md"
-step 170 thirdparty_ptx scripts/thirdparty.sh run-ptx
-rest=$(left 560)
-[ "$rest" -gt 30 ] && step "$rest" thirdparty scripts/thirdparty.sh run
+tar -C target -xJf target/gpu-carry/bundle.tar.xz
+export CUDACHECK_REQUIRE_GPU=1 CUDACHECK_REQUIRE_NVRTC=1 CUDACHECK_REPO="$root"
+bench=target/gpu-bundle/release/bench_launch
+case "$mode" in
+full)
+  step 260 tests scripts/gpu-run.sh tests compat examples
+  step 90 bench_launch "$bench" "$run/bench_launch.json" "$run/bench_launch.md"
+  step 170 thirdparty_ptx scripts/thirdparty.sh run-ptx
+  rest=$(( 560 - ($(date +%s) - start) ))
+  [ "$rest" -gt 30 ] && step "$rest" thirdparty scripts/thirdparty.sh run
+  ;;
+confirm)
+  step 120 gpu_ptx target/gpu-bundle/tests/gpu_ptx gpu_ --test-threads=1 --nocapture
+  step 60 gpu_old_driver target/gpu-bundle/tests/gpu_old_driver gpu_ --test-threads=1 --nocapture
+  step 170 thirdparty_ptx scripts/thirdparty.sh run-ptx
+  for i in 2 3 4; do step 90 "bench_launch_$i" "$bench" "$run/bench_launch_h200_$i.md"; done
+  ;;
+*)
+  sed -n '2,13p' "$0" >&2
+  exit 2
+  ;;
+esac
 tar -C "$base" -czf "$base/run.tgz" run && rm -rf "$run"

@@ -26,12 +26,20 @@ mistral_dirs=(mistralrs-quant/kernels/ops mistralrs-quant/kernels/rotary
   mistralrs-quant/kernels/vector_fp8 mistralrs-core/src/cuda)
 
 commit() { git -C "$1" rev-parse HEAD 2>/dev/null || echo unknown; }
+# On the GPU machine: the output folder, and the bundle unpacked into $stage.
+stage=target/thirdparty-stage
+unpack() {
+  out="${OUT:-$root/results/thirdparty}"
+  mkdir -p "$out"
+  rm -rf "$stage"
+  mkdir -p "$stage"
+  tar -C "$stage" -xJf target/gpu-carry/thirdparty.tar.xz
+}
 
 case "$mode" in
 bundle)
   eval "$(scripts/setup-cuda.sh)"
   cargo build --release -p cudacheck-examples --example thirdparty
-  stage=target/thirdparty-stage
   rm -rf "$stage"
   mkdir -p "$stage/bin" "$stage/candle" "$stage/mistral"
   cp target/release/examples/thirdparty "$stage/bin/"
@@ -48,12 +56,7 @@ bundle)
   du -sh "$stage" target/gpu-carry/thirdparty.tar.xz
   ;;
 run)
-  out="${OUT:-$root/results/thirdparty}"
-  mkdir -p "$out"
-  stage=target/thirdparty-stage
-  rm -rf "$stage"
-  mkdir -p "$stage"
-  tar -C "$stage" -xJf target/gpu-carry/thirdparty.tar.xz
+  unpack
   shift || true
   "$stage/bin/thirdparty" --candle "$stage/candle/src" --mistral "$stage/mistral" \
     "$@" "$out/thirdparty.json" "$out/thirdparty.md" 2>&1 | tee "$out/thirdparty.log"
@@ -64,12 +67,8 @@ run-ptx)
   # src/*.cu with `--expt-relaxed-constexpr -std=c++17 -O3` and embeds the PTX. The same here,
   # plus -lineinfo so that faults can name lines; for the GPU's own architecture. quantized.cu
   # has no case in the harness and takes nvcc minutes: left out.
-  out="${OUT:-$root/results/thirdparty}"
-  mkdir -p "$out"
-  stage=target/thirdparty-stage
-  rm -rf "$stage"
+  unpack
   mkdir -p "$stage/ptx"
-  tar -C "$stage" -xJf target/gpu-carry/thirdparty.tar.xz
   shift || true
   nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
   cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')"

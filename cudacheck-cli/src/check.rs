@@ -51,6 +51,18 @@ pub struct FileReport {
     pub note: Option<String>,
 }
 
+impl FileReport {
+    /// A file with nothing to report but why.
+    fn failed(path: &Path, error: String) -> Self {
+        FileReport {
+            path: path.to_path_buf(),
+            kernels: Vec::new(),
+            error: Some(error),
+            note: None,
+        }
+    }
+}
+
 /// The whole run, as `--json` prints it.
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -188,12 +200,7 @@ fn check_file(
     limits: &ArchLimits,
     config: Option<&LaunchConfig>,
 ) -> FileReport {
-    let fail = |error: String| FileReport {
-        path: path.to_path_buf(),
-        kernels: Vec::new(),
-        error: Some(error),
-        note: None,
-    };
+    let fail = |error: String| FileReport::failed(path, error);
     let source = match CudaSource::from_file(path) {
         Ok(s) => s,
         Err(e) => return fail(e.to_string()),
@@ -235,21 +242,9 @@ fn check_file(
         );
     }
     // The CUBIN does not record spills; NVRTC's ptxas report does (see cubin::parse_ptxas_info).
-    let ptxas = parse_ptxas_info(&compiled.log).unwrap_or_default();
-    let kernels = info
-        .kernels
-        .into_iter()
-        .map(|mut res| {
-            if let Some(p) = ptxas.iter().find(|p| p.name == res.symbol) {
-                res.spill_store_bytes = p.spill_store_bytes;
-                res.spill_load_bytes = p.spill_load_bytes;
-            }
-            kernel_report(res, limits, config)
-        })
-        .collect();
     FileReport {
         path: path.to_path_buf(),
-        kernels,
+        kernels: kernel_reports(info.kernels, &compiled.log, Shared::FromCubin, limits, config),
         error: None,
         note: None,
     }
@@ -264,12 +259,7 @@ fn check_ptx(
     limits: &ArchLimits,
     config: Option<&LaunchConfig>,
 ) -> FileReport {
-    let fail = |error: String| FileReport {
-        path: path.to_path_buf(),
-        kernels: Vec::new(),
-        error: Some(error),
-        note: None,
-    };
+    let fail = |error: String| FileReport::failed(path, error);
     let assembled = match nvrtc::assemble_ptx(&source.text, args.arch, &source.name) {
         Ok(a) => a,
         Err(e) => return fail(e.to_string()),
@@ -281,28 +271,46 @@ fn check_ptx(
     if info.kernels.is_empty() {
         return fail("no kernels: the PTX module has no `.entry`".to_string());
     }
-    let ptxas = parse_ptxas_info(&assembled.info_log).unwrap_or_default();
-    let kernels = info
-        .kernels
+    FileReport {
+        path: path.to_path_buf(),
+        kernels: kernel_reports(info.kernels, &assembled.info_log, Shared::FromPtxas, limits, config),
+        error: None,
+        note: None,
+    }
+}
+
+/// Where a kernel's static shared memory comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shared {
+    /// The CUBIN's shared section, less what it marks as reserved (NVRTC's CUBINs).
+    FromCubin,
+    /// ptxas's report: nvJitLink's sm_90 CUBIN counts the 1 KiB the driver reserves per block
+    /// in the kernel's shared section without marking it.
+    FromPtxas,
+}
+
+/// Every kernel of a CUBIN, with what the CUBIN does not record taken from ptxas's report.
+fn kernel_reports(
+    kernels: Vec<KernelResources>,
+    ptxas_log: &str,
+    shared: Shared,
+    limits: &ArchLimits,
+    config: Option<&LaunchConfig>,
+) -> Vec<KernelReport> {
+    let ptxas = parse_ptxas_info(ptxas_log).unwrap_or_default();
+    kernels
         .into_iter()
         .map(|mut res| {
             if let Some(p) = ptxas.iter().find(|p| p.name == res.symbol) {
                 res.spill_store_bytes = p.spill_store_bytes;
                 res.spill_load_bytes = p.spill_load_bytes;
-                // nvJitLink's sm_90 CUBIN counts the 1 KiB the driver reserves per block in
-                // the kernel's shared section without marking it; ptxas's own figure is the
-                // static shared memory the driver reports.
-                res.static_shared_bytes = p.static_shared_bytes;
+                if shared == Shared::FromPtxas {
+                    res.static_shared_bytes = p.static_shared_bytes;
+                }
             }
             kernel_report(res, limits, config)
         })
-        .collect();
-    FileReport {
-        path: path.to_path_buf(),
-        kernels,
-        error: None,
-        note: None,
-    }
+        .collect()
 }
 
 fn kernel_report(

@@ -17,6 +17,22 @@ pub fn saxpy(y: &mut CudaSlice<f32>, x: &CudaSlice<f32>, a: f32, n: i32);
 
 pub const SAXPY_CU: &str = include_str!("saxpy.cu");
 
+/// The pure and NVRTC tests every fixture runs, as `#[test]` functions of the fixture.
+macro_rules! fixture_tests {
+    () => {
+        #[test]
+        fn pure_validation_names_the_limit() {
+            common::pure_validation_names_the_limit();
+        }
+
+        #[test]
+        fn nvrtc_compiles_with_cudachecks_own_nvrtc() {
+            common::nvrtc_compiles_with_cudachecks_own_nvrtc();
+        }
+    };
+}
+pub(crate) use fixture_tests;
+
 /// Pure: a block of 2048 threads is refused with the limit's name, no NVRTC, no GPU.
 pub fn pure_validation_names_the_limit() {
     let limits = ArchLimits::for_arch(Arch::new(9, 0));

@@ -12,6 +12,18 @@ use cudacheck::nvrtc::CudaSource;
 
 pub mod ptx;
 
+/// The kind of a refused launch, or a panic naming what came instead.
+///
+/// # Panics
+///
+/// When `e` is not `Error::Launch`.
+pub fn launch_kind(e: &cudacheck::Error) -> &cudacheck::LaunchErrorKind {
+    match e {
+        cudacheck::Error::Launch(l) => &l.kind,
+        other => panic!("expected a launch error, got: {}", chain(other)),
+    }
+}
+
 /// The prefix every GPU-tier skip line starts with.
 pub const GPU_SKIP_PREFIX: &str = "skipped (GPU tier): ";
 

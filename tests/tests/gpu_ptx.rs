@@ -12,7 +12,7 @@ use cudacheck::core::Arch;
 use cudacheck::cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use cudacheck::{Error, InstrumentMode, Kernel, LaunchErrorKind, PtxSource, SyncMode};
 use cudacheck_tests::ptx::kernel_ptx;
-use cudacheck_tests::{chain, gpu_or_skip};
+use cudacheck_tests::{chain, gpu_or_skip, launch_kind};
 use cudarc::nvrtc::Ptx;
 
 fn arch_of(stream: &Arc<CudaStream>) -> Arch {
@@ -32,12 +32,6 @@ fn from_ptx(ptx: &PtxSource, name: &str, instrument: bool) -> Kernel {
         .build()
 }
 
-fn launch_kind(e: &Error) -> &LaunchErrorKind {
-    match e {
-        Error::Launch(l) => &l.kind,
-        other => panic!("expected a launch error, got: {}", chain(other)),
-    }
-}
 
 /// saxpy and the tiled matmul from PTX: raw cudarc, cudacheck plain and cudacheck
 /// bounds-checked write the same bits, saxpy what the CPU computes.

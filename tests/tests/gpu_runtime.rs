@@ -28,7 +28,7 @@ use cudacheck::cudarc::driver::{CudaContext, CudaStream};
 use cudacheck::nvrtc::CudaSource;
 use cudacheck::{Error, InstrumentMode, Kernel, LaunchErrorKind, SyncMode};
 use cudacheck_tests::{
-    chain, child_passes, gpu_or_skip, is_gpu_child, kernel_files, kernel_source,
+    chain, child_passes, gpu_or_skip, is_gpu_child, kernel_files, kernel_source, launch_kind,
 };
 
 /// Small kernels for planted mistakes.
@@ -70,12 +70,6 @@ fn planted(name: &str) -> Kernel {
         .build()
 }
 
-fn launch_kind(e: &Error) -> &LaunchErrorKind {
-    match e {
-        Error::Launch(l) => &l.kind,
-        other => panic!("expected a launch error, got: {}", chain(other)),
-    }
-}
 
 fn violations(e: &Error) -> &[Violation] {
     match launch_kind(e) {

@@ -11,15 +11,7 @@ use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 
-#[test]
-fn pure_validation_names_the_limit() {
-    common::pure_validation_names_the_limit();
-}
-
-#[test]
-fn nvrtc_compiles_with_cudachecks_own_nvrtc() {
-    common::nvrtc_compiles_with_cudachecks_own_nvrtc();
-}
+common::fixture_tests!();
 
 #[test]
 fn gpu_checked_and_raw_cudarc_launches_share_context_stream_and_buffers() {
