@@ -28,6 +28,11 @@
 //!
 //! Works with the cudarc `CudaContext`/`CudaStream` you already have: per-context state is
 //! created on first use. See [`recover`] for going on after a sticky device fault.
+//!
+//! Kernels a crate ships as PTX (candle's build-time modules) are [`Kernel::from_ptx`];
+//! functions the application loaded itself with cudarc are [`Kernel::from_function`]. cudarc's
+//! linking mode and CUDA version are the application's choice: this crate's features only
+//! forward them (see the README, "Adding it to a project").
 #![warn(unsafe_op_in_unsafe_fn)]
 
 // The runtime's layers, bottom up; each module uses only those above it in this list (the
