@@ -60,6 +60,10 @@ pub struct CaseResult {
     pub style: String,
     pub variants: Vec<VariantResult>,
     pub bugs: Vec<BugResult>,
+    /// PTX mode: bad configurations of the first healthy launch (a block of 2048 threads,
+    /// 1 MiB of dynamic shared memory), each launched from PTX and through raw cudarc's load,
+    /// and how cudacheck refused them (`None`: as `Error::Launch` with `InvalidConfig`).
+    pub refusals: Vec<(String, Option<String>)>,
     /// A failure before any launch (the source could not be read).
     pub failure: Option<String>,
 }
@@ -72,6 +76,7 @@ impl CaseResult {
                 .bugs
                 .iter()
                 .all(|b| b.mismatches.is_empty() && b.after.is_none())
+            && self.refusals.iter().all(|(_, why)| why.is_none())
     }
 }
 
@@ -222,6 +227,9 @@ pub fn run_case(case: &Case, path: &Path, ptx: Option<&Path>, s: &Arc<CudaStream
         }
         res.variants.push(r);
     }
+    if let (Some(raw), Some(v)) = (raw.as_ref(), case.variants.first()) {
+        res.refusals = refusals(&k, raw, s, v);
+    }
     let dir = path.parent().unwrap_or(Path::new("."));
     for bug in &case.bugs {
         // SAFETY: a planted bug is launched bounds-checked only: its out-of-bounds accesses
@@ -234,6 +242,39 @@ pub fn run_case(case: &Case, path: &Path, ptx: Option<&Path>, s: &Arc<CudaStream
         res.bugs.push(bug_result(bug, got, mismatches, after));
     }
     res
+}
+
+/// PTX mode: the first healthy launch with a block no GPU runs and with more shared memory than
+/// any GPU has, from PTX and through raw cudarc's load: each must be refused before the
+/// driver sees it, as `InvalidConfig`.
+fn refusals(
+    k: &Kernel,
+    raw: &Kernel,
+    s: &Arc<CudaStream>,
+    v: &Variant,
+) -> Vec<(String, Option<String>)> {
+    let mut big_block = v.call.clone();
+    big_block.block = (2048, 1, 1);
+    let mut big_shared = v.call.clone();
+    big_shared.shared = 1 << 20;
+    let mut out = Vec::new();
+    for (what, call) in [("block of 2048 threads", &big_block), ("1 MiB of dynamic shared memory", &big_shared)] {
+        for (by, kernel) in [("from PTX", k), ("loaded by cudarc", raw)] {
+            // SAFETY: the launch is refused before it reaches the driver (checked below).
+            let r = unsafe { call.run(kernel, s, false) };
+            let why = match &r {
+                Err(Error::Launch(l))
+                    if matches!(l.kind, cudacheck::LaunchErrorKind::InvalidConfig { .. }) =>
+                {
+                    None
+                }
+                Err(e) => Some(format!("refused otherwise: {}", one_line(e))),
+                Ok(_) => Some("launched".to_string()),
+            };
+            out.push((format!("{what}, {by}"), why));
+        }
+    }
+    out
 }
 
 fn bug_result(
