@@ -13,6 +13,9 @@
 //! unsafe { saxpy(&stream, n.div_ceil(256) as u32, &mut y, &x, 2.0, n)? };
 //! ```
 //!
+//! Entries are read one at a time: a malformed one is one error at that entry, and the others
+//! still count.
+//!
 //! At compile time the attribute reads the CUDA file with cudacheck's CUDA parser and checks
 //! the Rust declaration against the kernel's parameters (count, order, type, mutability, the
 //! layout of structs passed by value), checks literal launch configurations against the limits
@@ -34,6 +37,8 @@
 //! |---|---|
 //! | `file` | path of the `.cu` file, relative to the crate's `Cargo.toml` |
 //! | `source` | the CUDA source inline, instead of `file` |
+//! | `ptx_file` | a PTX module (what `nvcc --ptx` writes), relative to `Cargo.toml`, instead of `file`: the signature is checked against its parameter list |
+//! | `ptx` | PTX text inline, instead of `ptx_file` |
 //! | `name` | the CUDA kernel name when it differs from the Rust name; `"scale<float>"` for a template |
 //! | `arch` | `"sm_90"`: check literal configurations against this architecture's limits |
 //! | `include` | include directories, relative to `Cargo.toml` |
@@ -41,7 +46,7 @@
 //! | `max_registers` | `--maxrregcount` |
 //! | `block`, `grid` | fixed launch dimensions, `256` or `(16, 16, 1)` |
 //! | `shared` | dynamic shared memory bytes per block |
-//! | `requires(expr, ..)` | conditions over the parameters, checked before every launch |
+//! | `requires` | `requires(expr, ..)`: conditions over the parameters, checked before every launch |
 //! | `instrument` | bounds checking, `true`/`false` |
 //!
 //! The stages each live in one module and only look forward: `attr` (syntax) -> `model`

@@ -16,24 +16,77 @@ use syn::{Attribute, Expr, ExprLit, FnArg, Ident, Lit, LitStr, Pat, Signature, T
 use crate::attr::{KernelItem, RawArg, RawArgs, RawValue};
 use crate::typemap::RustTy;
 
-/// Every key the attribute accepts, in the order the docs list them.
-pub const KEYS: &[&str] = &[
-    "file",
-    "source",
-    "ptx_file",
-    "ptx",
-    "name",
-    "arch",
-    "include",
-    "define",
-    "defines",
-    "max_registers",
-    "block",
-    "grid",
-    "shared",
-    "requires",
-    "instrument",
-];
+/// A key of the attribute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    File,
+    Source,
+    PtxFile,
+    Ptx,
+    Name,
+    Arch,
+    Include,
+    Define,
+    Defines,
+    MaxRegisters,
+    Block,
+    Grid,
+    Shared,
+    Requires,
+    Instrument,
+}
+
+impl Key {
+    /// Every key, in the order the docs list them.
+    pub const ALL: [Key; 15] = [
+        Key::File,
+        Key::Source,
+        Key::PtxFile,
+        Key::Ptx,
+        Key::Name,
+        Key::Arch,
+        Key::Include,
+        Key::Define,
+        Key::Defines,
+        Key::MaxRegisters,
+        Key::Block,
+        Key::Grid,
+        Key::Shared,
+        Key::Requires,
+        Key::Instrument,
+    ];
+
+    /// As written in the attribute.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Key::File => "file",
+            Key::Source => "source",
+            Key::PtxFile => "ptx_file",
+            Key::Ptx => "ptx",
+            Key::Name => "name",
+            Key::Arch => "arch",
+            Key::Include => "include",
+            Key::Define => "define",
+            Key::Defines => "defines",
+            Key::MaxRegisters => "max_registers",
+            Key::Block => "block",
+            Key::Grid => "grid",
+            Key::Shared => "shared",
+            Key::Requires => "requires",
+            Key::Instrument => "instrument",
+        }
+    }
+
+    /// The key written `s`, if it is one.
+    pub fn parse(s: &str) -> Option<Key> {
+        Key::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Whether the key says where the kernel's code comes from.
+    fn is_source(self) -> bool {
+        matches!(self, Key::File | Key::Source | Key::PtxFile | Key::Ptx)
+    }
+}
 
 /// Spellings people reach for, with the key they mean. Checked before edit distance, because
 /// `threads` is nowhere near `block` by letters.
@@ -237,7 +290,10 @@ pub fn build(args: RawArgs, item: KernelItem, errors: &mut Errors) -> Model {
         seen.push(arg.key.clone());
         apply(&mut m, arg, errors);
     }
-    if m.source.is_none() && !seen.iter().any(|k| ["file", "source", "ptx", "ptx_file"].contains(&k.to_string().as_str())) {
+    let source_named = seen
+        .iter()
+        .any(|k| Key::parse(&k.to_string()).is_some_and(Key::is_source));
+    if m.source.is_none() && !source_named {
         errors.at(
             Span::call_site(),
             "missing the CUDA source: add `file = \"kernels/<name>.cu\"` (relative to the \
@@ -249,9 +305,13 @@ pub fn build(args: RawArgs, item: KernelItem, errors: &mut Errors) -> Model {
 }
 
 fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
-    let key = arg.key.to_string();
-    match key.as_str() {
-        "file" | "source" | "ptx_file" | "ptx" => {
+    let written = arg.key.to_string();
+    let Some(key) = Key::parse(&written) else {
+        errors.spanned(&arg.key, unknown_key_message(&written));
+        return;
+    };
+    match key {
+        Key::File | Key::Source | Key::PtxFile | Key::Ptx => {
             if let Some(lit) = string(&arg, errors) {
                 if m.source.is_some() {
                     errors.spanned(
@@ -260,13 +320,13 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
                     );
                     return;
                 }
-                m.source = Some(match key.as_str() {
-                    "file" => SourceSpec::File {
+                m.source = Some(match key {
+                    Key::File => SourceSpec::File {
                         path: manifest_dir().join(lit.value()),
                         lit,
                     },
-                    "source" => SourceSpec::Inline { lit },
-                    "ptx_file" => SourceSpec::PtxFile {
+                    Key::Source => SourceSpec::Inline { lit },
+                    Key::PtxFile => SourceSpec::PtxFile {
                         path: manifest_dir().join(lit.value()),
                         lit,
                     },
@@ -274,8 +334,8 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
                 });
             }
         }
-        "name" => m.name = string(&arg, errors),
-        "arch" => {
+        Key::Name => m.name = string(&arg, errors),
+        Key::Arch => {
             if let Some(lit) = string(&arg, errors) {
                 match lit.value().parse::<Arch>() {
                     Ok(a) => {
@@ -288,13 +348,13 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
                 }
             }
         }
-        "include" => {
+        Key::Include => {
             for lit in strings(&arg, errors) {
                 let path = manifest_dir().join(lit.value());
                 m.includes.push((lit, path));
             }
         }
-        "define" => {
+        Key::Define => {
             for lit in strings(&arg, errors) {
                 let text = lit.value();
                 let (name, value) = match text.split_once('=') {
@@ -313,7 +373,7 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
                 m.defines.push(Define { name, value });
             }
         }
-        "defines" => {
+        Key::Defines => {
             let Some(items) = list::<DefineItem>(&arg, "`defines(TILE = 16, FAST)`", errors) else {
                 return;
             };
@@ -330,17 +390,17 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
                 });
             }
         }
-        "max_registers" => m.max_registers = integer(&arg, errors),
-        "shared" => m.shared = integer(&arg, errors),
-        "block" => {
+        Key::MaxRegisters => m.max_registers = integer(&arg, errors),
+        Key::Shared => m.shared = integer(&arg, errors),
+        Key::Block => {
             m.block_given = true;
             m.block = dim(&arg, errors);
         }
-        "grid" => {
+        Key::Grid => {
             m.grid_given = true;
             m.grid = dim(&arg, errors);
         }
-        "requires" => {
+        Key::Requires => {
             let Some(exprs) = list::<Expr>(&arg, "`requires(out.len() >= n as usize)`", errors)
             else {
                 return;
@@ -350,14 +410,13 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
                 m.requires.push(Requirement { expr, text });
             }
         }
-        "instrument" => match &arg.value {
+        Key::Instrument => match &arg.value {
             RawValue::Flag => m.instrument = Some(true),
             RawValue::Eq(Expr::Lit(ExprLit {
                 lit: Lit::Bool(b), ..
             })) => m.instrument = Some(b.value),
             _ => malformed(&arg, "`true` or `false`", errors),
         },
-        _ => errors.spanned(&arg.key, unknown_key_message(&key)),
     }
 }
 
@@ -368,15 +427,16 @@ pub fn unknown_key_message(key: &str) -> String {
         .find(|(wrong, _)| *wrong == key)
         .map(|(_, right)| *right)
         .or_else(|| {
-            KEYS.iter()
-                .map(|k| (strsim::damerau_levenshtein(k, key), *k))
+            Key::ALL
+                .iter()
+                .map(|k| (strsim::damerau_levenshtein(k.as_str(), key), k.as_str()))
                 .filter(|(d, k)| *d <= 2 || (*d <= 3 && k.len() > 6))
                 .min_by_key(|(d, _)| *d)
                 .map(|(_, k)| k)
         });
-    let valid = KEYS
+    let valid = Key::ALL
         .iter()
-        .map(|k| format!("`{k}`"))
+        .map(|k| format!("`{}`", k.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
     match hint {
@@ -668,6 +728,16 @@ pub fn tidy(tokens: TokenStream) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_key_reads_back_and_is_documented() {
+        let docs = include_str!("lib.rs");
+        for k in Key::ALL {
+            assert_eq!(Key::parse(k.as_str()), Some(k));
+            assert!(docs.contains(&format!("`{}`", k.as_str())), "{k:?} is not in the docs");
+        }
+        assert_eq!(Key::parse("threads"), None);
+    }
 
     fn model(attr: &str, item: &str) -> (Model, Option<String>) {
         let mut errors = Errors::default();
