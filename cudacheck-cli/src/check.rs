@@ -121,7 +121,7 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     let report = Report {
         arch: args.arch.sm_name(),
         nvrtc: nvrtc.map_or_else(
-            || "not used (PTX only)".to_string(),
+            || "none, PTX only".to_string(),
             |n| format!("{}.{}", n.version.0, n.version.1),
         ),
         config,
@@ -268,12 +268,18 @@ fn check_ptx(
         Ok(i) => i,
         Err(e) => return fail(format!("cannot read the CUBIN ptxas produced: {e}")),
     };
-    if info.kernels.is_empty() {
+    // A linked image lists the module's non-inlined device functions (`__cuda_sm20_div_u64`)
+    // beside its kernels: only the PTX's `.entry`s are kernels.
+    let mut kernels = info.kernels;
+    if let Ok(entries) = cudacheck_core::ptx_entries(&source.text) {
+        kernels.retain(|k| entries.iter().any(|e| e.symbol == k.symbol));
+    }
+    if kernels.is_empty() {
         return fail("no kernels: the PTX module has no `.entry`".to_string());
     }
     FileReport {
         path: path.to_path_buf(),
-        kernels: kernel_reports(info.kernels, &assembled.info_log, Shared::FromPtxas, limits, config),
+        kernels: kernel_reports(kernels, &assembled.info_log, Shared::FromPtxas, limits, config),
         error: None,
         note: None,
     }
