@@ -18,10 +18,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use cudacheck::cudarc::driver::{sys, LaunchConfig as RawLaunchConfig, PushKernelArg};
-use cudarc::nvrtc::Ptx;
 use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
 use cudacheck::{Kernel, SyncMode};
 use cudacheck_examples::stream_or_exit;
+use cudarc::nvrtc::Ptx;
 
 /// Counts every allocation (and reallocation) made through the global allocator.
 struct Counting;
@@ -369,7 +369,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .map(|m| m.per_launch_ns.clone())
             };
             let (ours, raw) = (of(mode)?, of("raw cudarc")?);
-            Some((kernel, mode, ours.iter().zip(&raw).map(|(a, b)| a - b).collect()))
+            Some((
+                kernel,
+                mode,
+                ours.iter().zip(&raw).map(|(a, b)| a - b).collect(),
+            ))
         })
         .collect();
     let rows: Vec<Row> = modes

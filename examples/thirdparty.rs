@@ -237,7 +237,12 @@ fn main() -> ExitCode {
             }
         }
         let results = parallel(&cases, o.jobs, |w, c| {
-            let r = run::run_case(c, &source_path(&o, c), ptx_path(&o, c).as_deref(), &streams[w]);
+            let r = run::run_case(
+                c,
+                &source_path(&o, c),
+                ptx_path(&o, c).as_deref(),
+                &streams[w],
+            );
             report::progress(&r);
             r
         });

@@ -244,7 +244,13 @@ fn check_file(
     // The CUBIN does not record spills; NVRTC's ptxas report does (see cubin::parse_ptxas_info).
     FileReport {
         path: path.to_path_buf(),
-        kernels: kernel_reports(info.kernels, &compiled.log, Shared::FromCubin, limits, config),
+        kernels: kernel_reports(
+            info.kernels,
+            &compiled.log,
+            Shared::FromCubin,
+            limits,
+            config,
+        ),
         error: None,
         note: None,
     }
@@ -279,7 +285,13 @@ fn check_ptx(
     }
     FileReport {
         path: path.to_path_buf(),
-        kernels: kernel_reports(kernels, &assembled.info_log, Shared::FromPtxas, limits, config),
+        kernels: kernel_reports(
+            kernels,
+            &assembled.info_log,
+            Shared::FromPtxas,
+            limits,
+            config,
+        ),
         error: None,
         note: None,
     }

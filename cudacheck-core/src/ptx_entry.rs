@@ -106,7 +106,11 @@ pub fn ptx_subset(text: &str, symbol: &str) -> Result<Option<String>, PtxError> 
     }
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for f in module.functions.iter().filter(|f| f.entry && f.name != symbol) {
+    for f in module
+        .functions
+        .iter()
+        .filter(|f| f.entry && f.name != symbol)
+    {
         out.push_str(&text[at..f.start]);
         // Lines are kept (as blank ones) so that an error of ptxas names the module's line.
         out.extend(text[f.start..=f.body_close].matches('\n').map(|_| '\n'));
@@ -154,7 +158,9 @@ fn params_of(f: &Function) -> Vec<PtxParam> {
             let used_as = if p.decl.split_whitespace().any(|w| w == ".ptr") {
                 ParamUse::Pointer
             } else {
-                uses.get(p.name.as_str()).copied().unwrap_or(ParamUse::Unknown)
+                uses.get(p.name.as_str())
+                    .copied()
+                    .unwrap_or(ParamUse::Unknown)
             };
             PtxParam {
                 name: (!compiler_name).then(|| p.name.clone()),
@@ -179,7 +185,9 @@ fn param_uses<'a>(f: &'a Function) -> HashMap<&'a str, ParamUse> {
         }
     };
     for s in &f.stmts {
-        let StmtKind::Instr(i) = &s.kind else { continue };
+        let StmtKind::Instr(i) = &s.kind else {
+            continue;
+        };
         let ops = &i.operands;
         let param_of = |from: &HashMap<&'a str, &'a str>, o: &str| -> Option<&'a str> {
             let o = o.trim();
@@ -217,7 +225,10 @@ fn param_uses<'a>(f: &'a Function) -> HashMap<&'a str, ParamUse> {
                 if let Some(p) = addr.and_then(|a| param_of(&from, a)) {
                     mark(&mut uses, p, ParamUse::Pointer);
                 }
-                for o in ops.iter().skip(usize::from(i.op() == "st" || i.op() == "red")) {
+                for o in ops
+                    .iter()
+                    .skip(usize::from(i.op() == "st" || i.op() == "red"))
+                {
                     if let Some(p) = from.get(o.trim()).copied() {
                         mark(&mut uses, p, ParamUse::Value);
                     }
@@ -297,7 +308,12 @@ $L__BB0_2:
         let uses: Vec<ParamUse> = a.params.iter().map(|p| p.used_as).collect();
         assert_eq!(
             uses,
-            [ParamUse::Value, ParamUse::Pointer, ParamUse::Pointer, ParamUse::Value]
+            [
+                ParamUse::Value,
+                ParamUse::Pointer,
+                ParamUse::Pointer,
+                ParamUse::Value
+            ]
         );
         assert_eq!(a.param_label(1), "argument 1");
     }
@@ -330,8 +346,14 @@ $L__BB0_2:
     #[test]
     fn an_entry_is_found_by_symbol_or_by_its_cpp_name() {
         let e = ptx_entries(PTX).unwrap();
-        assert_eq!(find_entry(&e, "affine_f32").map(|e| e.params.len()), Some(4));
-        assert_eq!(find_entry(&e, "scale< float >").map(|e| e.symbol.as_str()), Some("_Z5scaleIfEvPT_S0_i"));
+        assert_eq!(
+            find_entry(&e, "affine_f32").map(|e| e.params.len()),
+            Some(4)
+        );
+        assert_eq!(
+            find_entry(&e, "scale< float >").map(|e| e.symbol.as_str()),
+            Some("_Z5scaleIfEvPT_S0_i")
+        );
         assert!(find_entry(&e, "scale<double>").is_none());
     }
 }

@@ -155,7 +155,10 @@ pub enum SourceSpec {
 impl SourceSpec {
     /// Whether the kernel comes as PTX rather than CUDA C++.
     pub fn is_ptx(&self) -> bool {
-        matches!(self, SourceSpec::PtxFile { .. } | SourceSpec::PtxInline { .. })
+        matches!(
+            self,
+            SourceSpec::PtxFile { .. } | SourceSpec::PtxInline { .. }
+        )
     }
 }
 
@@ -734,7 +737,10 @@ mod tests {
         let docs = include_str!("lib.rs");
         for k in Key::ALL {
             assert_eq!(Key::parse(k.as_str()), Some(k));
-            assert!(docs.contains(&format!("`{}`", k.as_str())), "{k:?} is not in the docs");
+            assert!(
+                docs.contains(&format!("`{}`", k.as_str())),
+                "{k:?} is not in the docs"
+            );
         }
         assert_eq!(Key::parse("threads"), None);
     }

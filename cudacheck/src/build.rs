@@ -379,11 +379,21 @@ mod tests {
     #[test]
     fn a_cubin_of_a_newer_cuda_than_the_driver_is_named_with_the_fix() {
         let load = DriverError::new("cuModuleLoadData", 222);
-        let e = explain_load_failure(load.clone(), Some(driver::CudaVersion(12040)), Some((13, 0)));
+        let e = explain_load_failure(
+            load.clone(),
+            Some(driver::CudaVersion(12040)),
+            Some((13, 0)),
+        );
         assert!(matches!(e, Error::CompilerNewerThanDriver { .. }), "{e:?}");
         let text = e.to_string();
-        assert!(text.contains("the CUDA 12.4 driver could not load the CUBIN that NVRTC 13.0 made"), "{text}");
-        assert!(text.contains("Point CUDACHECK_NVRTC at an NVRTC 12.x"), "{text}");
+        assert!(
+            text.contains("the CUDA 12.4 driver could not load the CUBIN that NVRTC 13.0 made"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Point CUDACHECK_NVRTC at an NVRTC 12.x"),
+            "{text}"
+        );
         // The same refusal with a compiler the driver can load is the driver's own error.
         let same = explain_load_failure(load, Some(driver::CudaVersion(13000)), Some((13, 0)));
         assert!(matches!(same, Error::Driver(_)), "{same:?}");

@@ -74,7 +74,10 @@ pub enum PtxBuildError {
 /// # Errors
 /// [`PtxBuildError::Unreadable`]; `Ok(Err(names))` lists every entry's C++ name when none is
 /// `name`.
-pub(crate) fn entry(ptx: &CudaSource, name: &str) -> Result<Result<PtxEntry, Vec<String>>, PtxBuildError> {
+pub(crate) fn entry(
+    ptx: &CudaSource,
+    name: &str,
+) -> Result<Result<PtxEntry, Vec<String>>, PtxBuildError> {
     let entries = ptx_entries(&ptx.text).map_err(|source| PtxBuildError::Unreadable {
         name: ptx.name.clone(),
         source,
@@ -90,7 +93,10 @@ pub(crate) fn entry(ptx: &CudaSource, name: &str) -> Result<Result<PtxEntry, Vec
 ///
 /// # Errors
 /// [`PtxBuildError::Assemble`] with ptxas's log.
-pub(crate) fn assembled(ptx: &CudaSource, arch: Arch) -> Result<(Arc<Vec<u8>>, String), PtxBuildError> {
+pub(crate) fn assembled(
+    ptx: &CudaSource,
+    arch: Arch,
+) -> Result<(Arc<Vec<u8>>, String), PtxBuildError> {
     type Memo = Mutex<HashMap<([u8; 32], Arch), (Arc<Vec<u8>>, String)>>;
     static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
     let key = (*blake3::hash(ptx.text.as_bytes()).as_bytes(), arch);

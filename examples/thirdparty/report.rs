@@ -191,9 +191,15 @@ pub fn write_gpu(
         bugs.len(),
         took.as_secs_f64()
     ));
-    let refusals: Vec<_> = results.iter().flat_map(|r| r.refusals.iter().map(move |x| (r, x))).collect();
+    let refusals: Vec<_> = results
+        .iter()
+        .flat_map(|r| r.refusals.iter().map(move |x| (r, x)))
+        .collect();
     if !refusals.is_empty() {
-        let typed = refusals.iter().filter(|(_, (_, why))| why.is_none()).count();
+        let typed = refusals
+            .iter()
+            .filter(|(_, (_, why))| why.is_none())
+            .count();
         md.push_str(&format!(
             "Bad configurations (PTX mode): {typed} of {} refused as `InvalidConfig` before the \
              driver saw them (a block of 2048 threads and 1 MiB of dynamic shared memory, from \
@@ -201,7 +207,11 @@ pub fn write_gpu(
             refusals.len()
         ));
         for (r, (what, why)) in refusals.iter().filter(|(_, (_, why))| why.is_some()) {
-            md.push_str(&format!("- `{}` {what}: {}\n", r.kernel, why.as_deref().unwrap_or("")));
+            md.push_str(&format!(
+                "- `{}` {what}: {}\n",
+                r.kernel,
+                why.as_deref().unwrap_or("")
+            ));
         }
     }
     md.push_str(

@@ -85,7 +85,9 @@ impl CaseResult {
 pub fn kernel(case: &Case, path: &Path, ptx: Option<&Path>) -> Result<Kernel, String> {
     if let Some(ptx) = ptx {
         let p = PtxSource::from_file(ptx).map_err(|e| e.to_string())?;
-        return Ok(Kernel::from_ptx(p, case.kernel).sync(SyncMode::Always).build());
+        return Ok(Kernel::from_ptx(p, case.kernel)
+            .sync(SyncMode::Always)
+            .build());
     }
     let src = CudaSource::from_file(path).map_err(|e| e.to_string())?;
     let mut b = Kernel::new(src, case.kernel).sync(SyncMode::Always);
@@ -137,9 +139,11 @@ fn differential(
             unsafe { v.call.run(raw, s, false) }.map_err(|e| format!("raw cudarc launch: {e}"))?;
         let mine = unsafe { v.call.run(k, s, false) }.map_err(|e| format!("plain launch: {e}"))?;
         if flat(&theirs) != flat(&mine) {
-            return Err("outputs differ between raw cudarc's load of the PTX and the plain \
+            return Err(
+                "outputs differ between raw cudarc's load of the PTX and the plain \
                         launch from PTX"
-                .into());
+                    .into(),
+            );
         }
     }
     let t = Instant::now();
@@ -258,7 +262,10 @@ fn refusals(
     let mut big_shared = v.call.clone();
     big_shared.shared = 1 << 20;
     let mut out = Vec::new();
-    for (what, call) in [("block of 2048 threads", &big_block), ("1 MiB of dynamic shared memory", &big_shared)] {
+    for (what, call) in [
+        ("block of 2048 threads", &big_block),
+        ("1 MiB of dynamic shared memory", &big_shared),
+    ] {
         for (by, kernel) in [("from PTX", k), ("loaded by cudarc", raw)] {
             // SAFETY: the launch is refused before it reaches the driver (checked below).
             let r = unsafe { call.run(kernel, s, false) };

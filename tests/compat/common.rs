@@ -97,7 +97,8 @@ pub fn gpu_checked_saxpy(
 
 /// GPU: a launch with 2048 threads per block is a typed error naming the limit.
 pub fn gpu_bad_block_is_typed(stream: &Arc<CudaStream>) {
-    let kernel = cudacheck::Kernel::new(CudaSource::from_str("saxpy.cu", SAXPY_CU), "saxpy").build();
+    let kernel =
+        cudacheck::Kernel::new(CudaSource::from_str("saxpy.cu", SAXPY_CU), "saxpy").build();
     let mut y = stream.alloc_zeros::<f32>(16).expect("alloc");
     let x = stream.alloc_zeros::<f32>(16).expect("alloc");
     // SAFETY: the launch is refused before the driver sees it (2048 threads per block).

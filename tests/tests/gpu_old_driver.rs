@@ -39,7 +39,12 @@ fn gpu_simulated_old_driver_gives_typed_errors_and_runs_the_rest() {
     // A plain launch needs nothing new: it runs (and its debug sync asks the older capture
     // query, cuStreamGetCaptureInfo_v2).
     unsafe {
-        fill.launch(&stream).grid(4).block(256).arg_mut(&mut out).arg(&(n as i32)).run()
+        fill.launch(&stream)
+            .grid(4)
+            .block(256)
+            .arg_mut(&mut out)
+            .arg(&(n as i32))
+            .run()
     }
     .unwrap_or_else(|e| panic!("{}", chain(&e)));
     let host = stream.clone_dtoh(&out).unwrap();
@@ -65,7 +70,10 @@ fn gpu_simulated_old_driver_gives_typed_errors_and_runs_the_rest() {
     };
     assert_eq!(m.entry, EntryPoint::LaunchKernelEx);
     let text = e.to_string();
-    assert!(text.contains("`cuLaunchKernelEx` (CUDA 11.8 or newer)"), "{text}");
+    assert!(
+        text.contains("`cuLaunchKernelEx` (CUDA 11.8 or newer)"),
+        "{text}"
+    );
     assert!(text.contains("this driver is CUDA 11.7"), "{text}");
     assert!(text.contains("or launch without a cluster"), "{text}");
 
@@ -86,7 +94,10 @@ fn gpu_simulated_old_driver_gives_typed_errors_and_runs_the_rest() {
     let f = module.load_function("fill").unwrap();
     let app = Kernel::from_function(&ctx, f, "fill").unwrap();
     let info = app.load(&stream).unwrap();
-    assert!(info.resources.params.is_empty(), "no parameter list without cuFuncGetParamInfo");
+    assert!(
+        info.resources.params.is_empty(),
+        "no parameter list without cuFuncGetParamInfo"
+    );
     let mut out2 = cudacheck::alloc_copy(&stream, &vec![f32::NAN; n]).unwrap();
     unsafe {
         app.launch(&stream)
@@ -99,7 +110,14 @@ fn gpu_simulated_old_driver_gives_typed_errors_and_runs_the_rest() {
     }
     .unwrap_or_else(|e| panic!("{}", chain(&e)));
     assert_eq!(stream.clone_dtoh(&out2).unwrap(), host);
-    let e = unsafe { app.launch(&stream).grid(1).block(2048).arg_mut(&mut out2).arg(&(n as i32)).run() }
-        .unwrap_err();
+    let e = unsafe {
+        app.launch(&stream)
+            .grid(1)
+            .block(2048)
+            .arg_mut(&mut out2)
+            .arg(&(n as i32))
+            .run()
+    }
+    .unwrap_err();
     assert!(e.to_string().contains("2048 threads"), "{e}");
 }

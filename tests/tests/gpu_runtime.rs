@@ -70,7 +70,6 @@ fn planted(name: &str) -> Kernel {
         .build()
 }
 
-
 fn violations(e: &Error) -> &[Violation] {
     match launch_kind(e) {
         LaunchErrorKind::InvalidConfig { violations } => violations,

@@ -67,7 +67,10 @@ pub fn check_ptx_signature(m: &Model, errors: &mut Errors) {
     let entries = match ptx_entries(&text) {
         Ok(e) => e,
         Err(e) => {
-            errors.spanned(&source_tokens, format!("`{label}` is not PTX cudacheck can read: {e}"));
+            errors.spanned(
+                &source_tokens,
+                format!("`{label}` is not PTX cudacheck can read: {e}"),
+            );
             return;
         }
     };
@@ -79,7 +82,11 @@ pub fn check_ptx_signature(m: &Model, errors: &mut Errors) {
             format!(
                 "`{label}` has no kernel `{name}`; its kernels: {}. Name one with \
                  `name = \"...\"` (its symbol, or its C++ name such as `scale<float>`)",
-                if list.is_empty() { "none".to_string() } else { list.join(", ") }
+                if list.is_empty() {
+                    "none".to_string()
+                } else {
+                    list.join(", ")
+                }
             ),
         );
         return;

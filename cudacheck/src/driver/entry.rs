@@ -136,8 +136,12 @@ pub struct MissingEntryPoint {
     pub simulated: bool,
 }
 
-type LaunchExFn =
-    unsafe extern "C" fn(*const CUlaunchConfig, CUfunction, *mut *mut c_void, *mut *mut c_void) -> CUresult;
+type LaunchExFn = unsafe extern "C" fn(
+    *const CUlaunchConfig,
+    CUfunction,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> CUresult;
 /// `cuStreamGetCaptureInfo_v3(stream, status, id, graph, deps, edge data, count)`; the status
 /// is read as an int (a newer driver may add values).
 type CaptureV3Fn = unsafe extern "C" fn(
@@ -150,8 +154,14 @@ type CaptureV3Fn = unsafe extern "C" fn(
     *mut usize,
 ) -> CUresult;
 /// `cuStreamGetCaptureInfo_v2(stream, status, id, graph, deps, count)`.
-type CaptureV2Fn =
-    unsafe extern "C" fn(CUstream, *mut c_int, *mut u64, *mut c_void, *mut c_void, *mut usize) -> CUresult;
+type CaptureV2Fn = unsafe extern "C" fn(
+    CUstream,
+    *mut c_int,
+    *mut u64,
+    *mut c_void,
+    *mut c_void,
+    *mut usize,
+) -> CUresult;
 /// `cuStreamIsCapturing(stream, status)`.
 type IsCapturingFn = unsafe extern "C" fn(CUstream, *mut c_int) -> CUresult;
 type VersionFn = unsafe extern "C" fn(*mut c_int) -> CUresult;
@@ -172,9 +182,11 @@ pub(crate) const MEM_LOCATION_TYPE_DEVICE: c_int = 1;
 /// `CU_MEM_ACCESS_FLAGS_PROT_READWRITE`.
 pub(crate) const MEM_ACCESS_FLAGS_PROT_READWRITE: c_int = 3;
 /// `cuMemPoolSetAccess(pool, descriptors, count)`.
-pub(crate) type PoolSetAccessFn = unsafe extern "C" fn(*mut c_void, *const MemAccessDesc, usize) -> CUresult;
+pub(crate) type PoolSetAccessFn =
+    unsafe extern "C" fn(*mut c_void, *const MemAccessDesc, usize) -> CUresult;
 /// `cuFuncGetParamInfo(function, index, offset, size)`.
-pub(crate) type ParamInfoFn = unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> CUresult;
+pub(crate) type ParamInfoFn =
+    unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> CUresult;
 /// `cuDeviceGetMemPool(pool, device)`.
 pub(crate) type GetMemPoolFn = unsafe extern "C" fn(*mut *mut c_void, c_int) -> CUresult;
 
@@ -277,12 +289,21 @@ fn load(simulate: Option<&str>) -> Result<Driver, String> {
         .flatten()
         .or_else(|| {
             since(11030)
-                .then(|| get::<CaptureV2Fn>(&lib, "cuStreamGetCaptureInfo_v2").map(CaptureQuery::V2))
+                .then(|| {
+                    get::<CaptureV2Fn>(&lib, "cuStreamGetCaptureInfo_v2").map(CaptureQuery::V2)
+                })
                 .flatten()
         })
-        .or_else(|| get::<IsCapturingFn>(&lib, "cuStreamIsCapturing").map(CaptureQuery::IsCapturing));
+        .or_else(|| {
+            get::<IsCapturingFn>(&lib, "cuStreamIsCapturing").map(CaptureQuery::IsCapturing)
+        });
     let pools = since(11020)
-        .then(|| Some((get(&lib, "cuDeviceGetMemPool")?, get(&lib, "cuMemPoolSetAccess")?)))
+        .then(|| {
+            Some((
+                get(&lib, "cuDeviceGetMemPool")?,
+                get(&lib, "cuMemPoolSetAccess")?,
+            ))
+        })
         .flatten();
     let param_info = since(12040)
         .then(|| get::<ParamInfoFn>(&lib, "cuFuncGetParamInfo"))
@@ -365,7 +386,11 @@ mod tests {
         let e = d.require(EntryPoint::LaunchKernelEx).unwrap_err();
         assert_eq!(e.entry, EntryPoint::LaunchKernelEx);
         assert_eq!(e.driver, CudaVersion(11070));
-        assert!(e.to_string().contains("simulated with CUDACHECK_SIMULATE_DRIVER_VERSION"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("simulated with CUDACHECK_SIMULATE_DRIVER_VERSION"),
+            "{e}"
+        );
         assert!(d.require(EntryPoint::StreamCaptureInfo).is_err());
     }
 

@@ -617,12 +617,23 @@ pub fn capture_status(stream: CUstream) -> Result<Capture, DriverError> {
     // `stream` is a live stream of the current context.
     let code = unsafe {
         match query {
-            entry::CaptureQuery::V3(f) => {
-                f(stream, &mut status, &mut id, null, null, null, std::ptr::null_mut())
-            }
-            entry::CaptureQuery::V2(f) => {
-                f(stream, &mut status, &mut id, null, null, std::ptr::null_mut())
-            }
+            entry::CaptureQuery::V3(f) => f(
+                stream,
+                &mut status,
+                &mut id,
+                null,
+                null,
+                null,
+                std::ptr::null_mut(),
+            ),
+            entry::CaptureQuery::V2(f) => f(
+                stream,
+                &mut status,
+                &mut id,
+                null,
+                null,
+                std::ptr::null_mut(),
+            ),
             entry::CaptureQuery::IsCapturing(f) => f(stream, &mut status),
         }
     };

@@ -835,14 +835,22 @@ mod tests {
     fn a_ptx_kernel_without_line_information_says_how_to_get_it() {
         let mut b = build();
         b.sites[0].loc = None;
-        let names = ["argument 0", "argument 1", "a", "n"].map(String::from).to_vec();
+        let names = ["argument 0", "argument 1", "a", "n"]
+            .map(String::from)
+            .to_vec();
         let e = run_with(&faulted(7, FaultKind::Write, 4000, 4000, 4), b, Some(names)).unwrap();
         let crate::Error::OutOfBounds(o) = &e else {
             panic!("{e:?}")
         };
-        assert_eq!((o.buffer.as_str(), o.index, o.line), ("argument 0", 1000, 0));
+        assert_eq!(
+            (o.buffer.as_str(), o.index, o.line),
+            ("argument 0", 1000, 0)
+        );
         let text = e.to_string();
-        assert!(text.contains("out-of-bounds write of `argument 0`: index 1000"), "{text}");
+        assert!(
+            text.contains("out-of-bounds write of `argument 0`: index 1000"),
+            "{text}"
+        );
         assert!(
             text.contains("no line information: build the PTX with `nvcc -lineinfo`"),
             "{text}"

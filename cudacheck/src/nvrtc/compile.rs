@@ -479,9 +479,7 @@ fn compile_prepared(
         .map_err(|e| CompileError::from_call(e, nvrtc, None))?;
     match code {
         Code::SUCCESS => {}
-        Code::COMPILATION => {
-            return Err(compilation_failed(source, opts, parse_log(&log), log))
-        }
+        Code::COMPILATION => return Err(compilation_failed(source, opts, parse_log(&log), log)),
         Code::INVALID_OPTION => {
             let message = parse_log(&log)
                 .into_iter()

@@ -55,7 +55,9 @@ impl Code {
             "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED",
             "NVRTC_ERROR_BUSY",
         ];
-        usize::try_from(self.0).ok().and_then(|i| NAMES.get(i).copied())
+        usize::try_from(self.0)
+            .ok()
+            .and_then(|i| NAMES.get(i).copied())
     }
 }
 
@@ -206,7 +208,9 @@ pub(crate) fn bind(lib: &Library) -> Result<Bound, String> {
         unsafe { lib.get::<T>(name.as_bytes()) }
             .map(|s| *s)
             .map_err(|_| {
-                format!("it has no `{name}` (NVRTC older than 11.2?); cudacheck needs NVRTC 12 or 13")
+                format!(
+                    "it has no `{name}` (NVRTC older than 11.2?); cudacheck needs NVRTC 12 or 13"
+                )
             })
     }
     Ok(Bound {
