@@ -153,7 +153,7 @@ impl Loaded {
         .map_err(PrepareError::Invalid)?;
         if cfg.cluster.is_some() {
             // A driver without cuLaunchKernelEx cannot launch clusters (`driver::entry`).
-            if let Ok(Err(missing)) = driver::require(EntryPoint::LaunchKernelEx) {
+            if let Some(missing) = driver::missing(EntryPoint::LaunchKernelEx) {
                 return Err(PrepareError::TooOld(missing));
             }
         }

@@ -98,11 +98,18 @@ pub struct KernelBuilder {
     instrument: InstrumentMode,
     sync: SyncMode,
     shared_opt_in: bool,
-    /// `source` holds PTX ([`Kernel::from_ptx`]), not CUDA C++.
-    ptx: bool,
-    /// The application loaded the kernel ([`Kernel::from_function`]): there is nothing to
-    /// compile.
-    loaded_by_app: bool,
+    origin: Origin,
+}
+
+/// Where a kernel's code comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// CUDA C++ that NVRTC compiles ([`Kernel::new`]).
+    Source,
+    /// PTX that nvJitLink assembles ([`Kernel::from_ptx`]).
+    Ptx,
+    /// A function the application loaded ([`Kernel::from_function`]): nothing to compile.
+    LoadedByApp,
 }
 
 impl KernelBuilder {
@@ -250,8 +257,7 @@ impl Kernel {
             instrument: InstrumentMode::Auto,
             sync: SyncMode::FromEnv,
             shared_opt_in: true,
-            ptx: false,
-            loaded_by_app: false,
+            origin: Origin::Source,
         }
     }
 
@@ -317,7 +323,7 @@ impl Kernel {
         });
         let mut b = Kernel::new(CudaSource::from_str(name.clone(), String::new()), name);
         b.instrument = InstrumentMode::Off;
-        b.loaded_by_app = true;
+        b.origin = Origin::LoadedByApp;
         let kernel = b.build();
         kernel.inner.builds.adopt(
             Variant::Plain,
@@ -339,7 +345,7 @@ impl Kernel {
     #[allow(clippy::new_ret_no_self)]
     pub fn from_ptx(ptx: crate::ptx::PtxSource, name: impl Into<String>) -> KernelBuilder {
         let mut b = Kernel::new(ptx.into_source(), name);
-        b.ptx = true;
+        b.origin = Origin::Ptx;
         b
     }
 
@@ -383,7 +389,7 @@ impl Kernel {
             build: sites,
             source: self.source(),
             name: self.name(),
-            param_names: self.ptx_param_names(),
+            param_names: self.is_ptx().then_some(crate::ptx::param_labels as _),
             args,
         }
     }
@@ -426,7 +432,7 @@ impl Kernel {
 
     /// Whether the kernel was made from PTX ([`Kernel::from_ptx`]).
     pub(crate) fn is_ptx(&self) -> bool {
-        self.inner.builder.ptx
+        self.inner.builder.origin == Origin::Ptx
     }
 
     /// The PTX entry this kernel's name means.
@@ -450,17 +456,6 @@ impl Kernel {
             arch: arch.sm_name(),
             source: Box::new(e),
         }
-    }
-
-    /// The parameter names a fault report shows for a kernel made from PTX (`argument N`
-    /// where the PTX has only the compiler's name); `None` for a kernel from source, whose
-    /// names come from the source.
-    pub(crate) fn ptx_param_names(&self) -> Option<Vec<String>> {
-        if !self.is_ptx() {
-            return None;
-        }
-        let e = crate::ptx::entry(self.source(), self.name()).ok()?.ok()?;
-        Some((0..e.params.len()).map(|i| e.param_label(i)).collect())
     }
 
     /// What bounds checking covers in this kernel: how many accesses are checked, proven in
@@ -696,7 +691,7 @@ impl Make for Kernel {
     /// The plain source as written; a checked variant: NVRTC's PTX instrumented for the
     /// shape and assembled by nvJitLink, with its hidden parameters and its site table.
     fn compile(&self, variant: Variant, arch: Arch) -> Result<Compiled, Error> {
-        if self.inner.builder.loaded_by_app {
+        if self.inner.builder.origin == Origin::LoadedByApp {
             return Err(Error::LoadedByApplication {
                 kernel: self.name().to_string(),
                 what: match variant {

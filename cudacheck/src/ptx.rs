@@ -88,6 +88,16 @@ pub(crate) fn entry(
     })
 }
 
+/// The names a fault report gives the parameters of kernel `name` in `ptx`: the PTX's own,
+/// or `argument N` where the compiler named it `<symbol>_param_N`. Empty when there is no
+/// such kernel (the report then says `argument N` too).
+pub(crate) fn param_labels(ptx: &CudaSource, name: &str) -> Vec<String> {
+    match entry(ptx, name) {
+        Ok(Ok(e)) => (0..e.params.len()).map(|i| e.param_label(i)).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The CUBIN of the whole module `ptx` for `arch`: assembled on first use, then shared by
 /// every kernel of the module in this process.
 ///

@@ -327,7 +327,9 @@ fn get<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
     unsafe { lib.get::<T>(name.as_bytes()) }.ok().map(|s| *s)
 }
 
-fn describe(e: &libloading::Error) -> String {
+/// libloading's error with its cause (`dlopen failed: libfoo.so: cannot open shared object
+/// file`): its own Display stops at the first half.
+pub(crate) fn describe(e: &libloading::Error) -> String {
     match std::error::Error::source(e) {
         Some(cause) => format!("{e}: {cause}"),
         None => e.to_string(),

@@ -56,14 +56,10 @@ pub fn driver_version() -> Result<CudaVersion, DriverMissing> {
     entry::driver().map(|d| d.version)
 }
 
-/// Whether this driver has `e`.
-///
-/// # Errors
-///
-/// [`DriverMissing`] without a driver; [`MissingEntryPoint`] (inside `Ok(Err(..))`) naming the
-/// version needed.
-pub fn require(e: EntryPoint) -> Result<Result<(), MissingEntryPoint>, DriverMissing> {
-    entry::driver().map(|d| d.require(e))
+/// What this driver lacks of `e`: `None` when it has it, or when there is no driver (every
+/// call then fails with [`DriverMissing`] first).
+pub fn missing(e: EntryPoint) -> Option<MissingEntryPoint> {
+    entry::driver().ok()?.require(e).err()
 }
 
 /// The attributes of a device that the limits and the runtime need.

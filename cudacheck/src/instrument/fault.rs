@@ -98,10 +98,15 @@ pub(crate) struct FaultContext<'a> {
     pub source: &'a CudaSource,
     /// The kernel's name as created (`scale<float>`), for finding its parameters' names.
     pub name: &'a str,
-    /// The parameters' names when the source cannot tell them (a kernel made from PTX).
-    pub param_names: Option<Vec<String>>,
+    /// Where the parameters' names come from when the source cannot tell them (a kernel made
+    /// from PTX). A function, called only when a launch faulted: reading a library's module
+    /// for its names on every bounds-checked launch would cost milliseconds.
+    pub param_names: Option<ParamNames>,
     pub args: &'a [ArgView],
 }
+
+/// The parameter names of kernel `name` in `source`, for a fault report.
+pub(crate) type ParamNames = fn(&CudaSource, &str) -> Vec<String>;
 
 fn dim3(v: [u32; 3]) -> Dim3 {
     Dim3::new(v[0], v[1], v[2])
@@ -497,10 +502,7 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<crate
             count: rec.count,
         })));
     }
-    let names = cx
-        .param_names
-        .clone()
-        .unwrap_or_else(|| param_names(cx.source, cx.name));
+    let names = cx.param_names.unwrap_or(param_names)(cx.source, cx.name);
     let name_of = |k: u32| {
         names
             .get(k as usize)
@@ -787,7 +789,7 @@ mod tests {
     fn run_with(
         rec: &FaultRecord,
         b: InstrumentedKernel,
-        param_names: Option<Vec<String>>,
+        param_names: Option<ParamNames>,
     ) -> Option<crate::Error> {
         let k: Arc<str> = "saxpy".into();
         let src = CudaSource::from_str("saxpy.cu", SRC);
@@ -835,10 +837,17 @@ mod tests {
     fn a_ptx_kernel_without_line_information_says_how_to_get_it() {
         let mut b = build();
         b.sites[0].loc = None;
-        let names = ["argument 0", "argument 1", "a", "n"]
-            .map(String::from)
-            .to_vec();
-        let e = run_with(&faulted(7, FaultKind::Write, 4000, 4000, 4), b, Some(names)).unwrap();
+        fn from_ptx(_: &CudaSource, _: &str) -> Vec<String> {
+            ["argument 0", "argument 1", "a", "n"]
+                .map(String::from)
+                .to_vec()
+        }
+        let e = run_with(
+            &faulted(7, FaultKind::Write, 4000, 4000, 4),
+            b,
+            Some(from_ptx),
+        )
+        .unwrap();
         let crate::Error::OutOfBounds(o) = &e else {
             panic!("{e:?}")
         };

@@ -42,7 +42,7 @@ pub fn doctor_report() -> DoctorReport {
             version: version.0,
             missing: crate::driver::EntryPoint::ALL
                 .into_iter()
-                .filter_map(|e| crate::driver::require(e).ok()?.err())
+                .filter_map(crate::driver::missing)
                 .collect(),
         },
         Err(e) => DriverStatus::Absent { reason: e.reason },

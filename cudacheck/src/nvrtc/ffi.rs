@@ -150,14 +150,8 @@ fn check(call: &'static str, code: c_int) -> Result<(), CallError> {
     }
 }
 
-/// libloading's error with its cause (`dlopen failed: libfoo.so: cannot open shared object
-/// file`): its own Display stops at the first half.
-pub(crate) fn describe(e: &libloading::Error) -> String {
-    match std::error::Error::source(e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    }
-}
+/// Load errors read as the driver's loader reads them (one function for both).
+pub(crate) use crate::driver::entry::describe;
 
 /// Opens a shared library by path (or, without a slash, by the system loader's search).
 pub(crate) fn open_library(path: &Path) -> Result<Library, libloading::Error> {
