@@ -72,10 +72,10 @@ for v in cuda-12000 cuda-13040; do
   cargo check -q -p cudacheck --no-default-features --features "$v" && echo "ok" || status=1
 done
 printf '\n----- compat: the library crates as published (cargo package) -----\n'
-cargo package -q -p cudacheck-core -p cudacheck-macros -p cudacheck --allow-dirty && echo "ok" \
+cargo package -q -p cudacheck-core -p cudacheck-nvrtc -p cudacheck-macros -p cudacheck --allow-dirty && echo "ok" \
   || status=1
 printf '\n----- compat: docs with warnings as errors -----\n'
-RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p cudacheck-core -p cudacheck-macros -p cudacheck \
+RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p cudacheck-core -p cudacheck-nvrtc -p cudacheck-macros -p cudacheck \
   && echo "ok" || status=1
 # One summary line in the form scripts/test.sh counts (its runner's lines are cargo test's).
 echo "compat: $([ "$status" -eq 0 ] && echo 'library checks passed' || echo 'a library check FAILED')"

@@ -625,6 +625,7 @@ impl Kernel {
             &opts,
             self.name(),
             &shape_bytes(shape),
+            builder_code(),
             || {
                 let (inst, symbol, log) = self.instrumented_ptx(arch, shape, false)?;
                 let Some(sites) = inst.kernel(&symbol).cloned() else {
@@ -729,6 +730,13 @@ impl Make for Kernel {
             }
         }
     }
+}
+
+/// The digest of this crate's code that decides a checked build's instrumenter options (the
+/// cache's key covers the instrumenter itself).
+fn builder_code() -> &'static [u8; 32] {
+    static DIGEST: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    DIGEST.get_or_init(|| cache::code_digest(&[include_str!("instrument/mod.rs")]))
 }
 
 /// A launch shape as a checked build's cache key holds it.

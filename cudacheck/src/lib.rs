@@ -41,9 +41,9 @@ mod alloc;
 mod args; //      argument slots
 mod block;
 mod build; //     compiled and loaded builds, keyed by variant
-pub mod cache; //  the on-disk module cache
 pub mod capture; // checked launches under stream capture
 mod context; //   per-context state
+mod doctor; //    `cudacheck doctor`: the driver beside the compiler layer
 mod driver; //    FFI and `DriverError`
 mod error; //     `Error` (wraps the above and the fault reports of `instrument`)
 mod instrument; // bounds-checked builds' PTX and fault reports
@@ -56,7 +56,16 @@ mod ptx; //       kernels shipped as PTX (`PtxSource`)
 mod ring; //      `LaunchRecord` and the ring of recent launches
 mod seqlock; //   lock-free slots
 
-pub mod nvrtc;
+/// The on-disk module cache (from `cudacheck-nvrtc`, the compiler layer below this crate).
+pub use cudacheck_nvrtc::cache;
+
+/// NVRTC, found without panicking, compiling to CUBINs with rustc-style diagnostics (from
+/// `cudacheck-nvrtc`, the compiler layer below this crate), and the doctor's report.
+pub mod nvrtc {
+    pub use crate::doctor::{doctor_report, DoctorReport, DriverStatus};
+    #[doc(inline)]
+    pub use cudacheck_nvrtc::nvrtc::*;
+}
 
 #[doc(hidden)]
 #[path = "private.rs"]

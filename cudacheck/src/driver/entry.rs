@@ -329,12 +329,7 @@ fn get<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
 
 /// libloading's error with its cause (`dlopen failed: libfoo.so: cannot open shared object
 /// file`): its own Display stops at the first half.
-pub(crate) fn describe(e: &libloading::Error) -> String {
-    match std::error::Error::source(e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    }
-}
+pub(crate) use cudacheck_nvrtc::describe_load_error as describe;
 
 #[cfg(test)]
 mod tests {

@@ -71,12 +71,18 @@ const DIRECT_PATH: &[&str] = &[
 ];
 
 /// The code that turns NVRTC's PTX into a bounds-checked CUBIN and stores it: the
-/// instrumenter, its options, the assembly and the checked build's entry format.
+/// instrumenter, the assembly and the checked build's entry format. (The options the runtime
+/// hands the instrumenter live in the `cudacheck` crate, which adds its own code's digest:
+/// [`code_digest`], [`KeyBuilder::checked_from`].)
 const CHECKED_PATH: &[&str] = &[
-    include_str!("../instrument/mod.rs"),
     include_str!("../nvrtc/jitlink.rs"),
     include_str!("checked.rs"),
 ];
+
+/// The digest of source texts, for a caller's code that a cache key must cover.
+pub fn code_digest(texts: &[&str]) -> [u8; 32] {
+    digest(texts.iter().copied())
+}
 
 fn digest<'a>(texts: impl IntoIterator<Item = &'a str>) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
@@ -157,7 +163,7 @@ enum Part {
 /// order the compiler sees them (options in command-line order, headers in include order).
 ///
 /// ```
-/// use cudacheck::cache::Key;
+/// use cudacheck_nvrtc::cache::Key;
 /// let a = Key::builder().source("k.cu", "__global__ void k() {}").variant(b"plain").build();
 /// let b = Key::builder().source("k.cu", "__global__ void k() {}").variant(b"checked").build();
 /// assert_ne!(a, b);
@@ -264,10 +270,12 @@ impl KeyBuilder {
     }
 
     /// The module (its key) a bounds-checked build is made from, and the code that makes it
-    /// (the instrumenter, the assembly, the entry format).
-    pub(crate) fn checked_from(&mut self, module: &Key) -> &mut Self {
+    /// (the instrumenter, the assembly, the entry format, and the caller's `builder` code: the
+    /// digest of what decides the instrumenter's options).
+    pub(crate) fn checked_from(&mut self, module: &Key, builder: &[u8; 32]) -> &mut Self {
         self.part(Part::Module, module.as_bytes())
             .part(Part::Instrumenter, checked_path_digest())
+            .part(Part::Instrumenter, builder)
     }
 
     /// The assembler's (nvJitLink's) identity: its file's path and stamp.

@@ -186,6 +186,13 @@ impl HeaderDir {
 
 /// CUDA include directories, in search order, deduplicated, only those holding CUDA headers.
 /// `nvrtc_lib` is the loaded libnvrtc, when there is one.
+/// The CUDA include directories this process's environment names, with no NVRTC to start
+/// from (what `cudacheck doctor` shows when NVRTC is absent).
+#[doc(hidden)]
+pub fn cuda_include_dirs_here() -> Vec<PathBuf> {
+    cuda_include_dirs(None, &SearchEnv::from_process())
+}
+
 pub(crate) fn cuda_include_dirs(nvrtc_lib: Option<&Path>, env: &SearchEnv) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = Vec::new();
     if let Some(lib_dir) = nvrtc_lib.and_then(Path::parent) {

@@ -23,7 +23,7 @@ const FRAME: Frame = Frame {
 /// What a checked launch needs besides its PTX: the assembled CUBIN, the kernel's symbol and
 /// site table, and NVRTC's log of the compile it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct CheckedBuild {
+pub struct CheckedBuild {
     pub cubin: Vec<u8>,
     pub symbol: String,
     pub log: String,
@@ -31,7 +31,7 @@ pub(crate) struct CheckedBuild {
 }
 
 impl CheckedBuild {
-    pub(crate) fn encode(&self, key: &Key) -> Vec<u8> {
+    pub fn encode(&self, key: &Key) -> Vec<u8> {
         let sites = serde_json::to_vec(&self.sites).expect("a site table serializes");
         let mut p = Vec::with_capacity(self.cubin.len() + sites.len() + self.log.len() + 64);
         put_bytes(&mut p, &self.cubin);
@@ -43,7 +43,7 @@ impl CheckedBuild {
 
     /// # Errors
     /// [`EntryError`] for a file that is not `key`'s checked build, whole and undamaged.
-    pub(crate) fn decode(bytes: &[u8], key: &Key) -> Result<Self, EntryError> {
+    pub fn decode(bytes: &[u8], key: &Key) -> Result<Self, EntryError> {
         let mut r = Reader(FRAME.open(bytes, key)?);
         let cubin = r.bytes()?.to_vec();
         let symbol = r.string()?;

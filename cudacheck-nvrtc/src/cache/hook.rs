@@ -79,13 +79,15 @@ pub(crate) fn through(
 /// Runs `build` (NVRTC's PTX, the rewrite for a launch shape, nvJitLink) through the cache
 /// `opts.cache` names. `opts` are the options of the PTX compile the build starts from,
 /// `kernel` the kernel's name and `shape` the launch shape's bytes: with the module's key, the
-/// instrumenter's code and nvJitLink's identity, they make the build's key. A hit loads
-/// neither NVRTC nor nvJitLink.
-pub(crate) fn through_checked<E>(
+/// instrumenter's code, the caller's `builder` code (its [`code_digest`](super::code_digest))
+/// and nvJitLink's identity, they make the build's key. A hit loads neither NVRTC nor
+/// nvJitLink.
+pub fn through_checked<E>(
     source: &CudaSource,
     opts: &CompileOptions,
     kernel: &str,
     shape: &[u8],
+    builder: &[u8; 32],
     build: impl FnOnce() -> Result<CheckedBuild, E>,
 ) -> Result<CheckedBuild, E> {
     let Some((cache, compiler)) = cache_and_compiler(opts) else {
@@ -99,7 +101,7 @@ pub(crate) fn through_checked<E>(
         return build();
     };
     let key = Key::builder()
-        .checked_from(&module)
+        .checked_from(&module, builder)
         .assembler(&file_identity([assembler]))
         .shape(shape)
         .symbol(kernel)

@@ -3,9 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::discover::{nvrtc, Nvrtc, NvrtcNotFound};
-use super::headers::{cuda_include_dirs, HeaderDir};
-use super::search::SearchEnv;
+use cudacheck_nvrtc::nvrtc::headers::{cuda_include_dirs_here, HeaderDir};
+use cudacheck_nvrtc::nvrtc::{nvrtc, Nvrtc, NvrtcNotFound};
 
 /// The CUDA driver, if this machine has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +34,7 @@ pub fn doctor_report() -> DoctorReport {
     let nvrtc = nvrtc();
     let header_dirs: Vec<PathBuf> = match &nvrtc {
         Ok(n) => n.include_dirs.clone(),
-        Err(_) => cuda_include_dirs(None, &SearchEnv::from_process()),
+        Err(_) => cuda_include_dirs_here(),
     };
     let driver = match crate::driver::driver_version() {
         Ok(version) => DriverStatus::Present {

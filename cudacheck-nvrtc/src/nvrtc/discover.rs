@@ -115,7 +115,7 @@ pub fn nvrtc() -> Result<&'static Nvrtc, NvrtcNotFound> {
 static NVRTC: OnceLock<Result<Nvrtc, NvrtcNotFound>> = OnceLock::new();
 
 /// The NVRTC this process loaded, if it loaded one already; never loads it.
-pub(crate) fn loaded_nvrtc() -> Option<&'static Nvrtc> {
+pub fn loaded_nvrtc() -> Option<&'static Nvrtc> {
     NVRTC.get().and_then(|r| r.as_ref().ok())
 }
 

@@ -1,7 +1,7 @@
 //! The on-disk module cache: a compile NVRTC already did, in this process or another, is read
 //! back instead of done again.
 //!
-//! [`nvrtc::compile`](crate::nvrtc::compile) uses it, so [`Kernel`](crate::Kernel), the
+//! [`nvrtc::compile`](crate::nvrtc::compile) uses it, so `cudacheck::Kernel`, the
 //! `#[checked_kernel]` wrappers and `cudacheck check` all do. The [`Key`] covers everything that
 //! can change the output: the source's name and text, every header file it may include (found
 //! conservatively, see `deps.rs`), the compatibility headers handed over in memory, every
@@ -20,7 +20,7 @@
 //! compile runs uncached and the process prints one warning to stderr, the first time.
 //!
 //! ```
-//! use cudacheck::cache::{Entry, Key, ModuleCache};
+//! use cudacheck_nvrtc::cache::{Entry, Key, ModuleCache};
 //! let dir = std::env::temp_dir().join(format!("cudacheck-doc-{}", std::process::id()));
 //! let cache = ModuleCache::at(&dir, 1 << 20);
 //! let key = Key::builder().source("k.cu", "__global__ void k() {}").variant(b"doc").build();
@@ -28,7 +28,7 @@
 //! cache.put(&key, &Entry::failed("k.cu(1): error: ...".into()))?;
 //! assert!(cache.get(&key).is_some());
 //! # std::fs::remove_dir_all(&dir).ok();
-//! # Ok::<(), cudacheck::cache::CacheError>(())
+//! # Ok::<(), cudacheck_nvrtc::cache::CacheError>(())
 //! ```
 
 mod checked;
@@ -48,9 +48,14 @@ use std::sync::OnceLock;
 
 use thiserror::Error;
 
-pub(crate) use checked::CheckedBuild;
+#[doc(hidden)]
+pub use checked::CheckedBuild;
 pub use entry::{Entry, EntryError, Outcome};
-pub(crate) use hook::{through, through_checked};
+pub(crate) use hook::through;
+#[doc(hidden)]
+pub use hook::through_checked;
+#[doc(hidden)]
+pub use key::code_digest;
 pub use key::{Key, KeyBuilder};
 pub use stats::{stats, CacheStats};
 pub use store::{CacheError, CacheInfo, Lookup, ModuleCache, DEFAULT_MAX_BYTES};

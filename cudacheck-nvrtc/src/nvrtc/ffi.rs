@@ -151,7 +151,7 @@ fn check(call: &'static str, code: c_int) -> Result<(), CallError> {
 }
 
 /// Load errors read as the driver's loader reads them (one function for both).
-pub(crate) use crate::driver::entry::describe;
+pub(crate) use crate::describe_load_error as describe;
 
 /// Opens a shared library by path (or, without a slash, by the system loader's search).
 pub(crate) fn open_library(path: &Path) -> Result<Library, libloading::Error> {

@@ -1,7 +1,7 @@
 //! NVRTC, found without panicking, compiling to CUBINs with rustc-style diagnostics.
 //!
 //! ```no_run
-//! use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
+//! use cudacheck_nvrtc::nvrtc::{compile, CompileOptions, CudaSource};
 //!
 //! // 1. A source, from a file (`CudaSource::from_file`) or from memory.
 //! let src = CudaSource::from_str(
@@ -14,7 +14,7 @@
 //! // 2. Compile for a real architecture: the result holds an ELF CUBIN.
 //! let out = compile(&src, &CompileOptions::new("sm_90".parse().unwrap()))?;
 //! assert!(out.cubin.starts_with(b"\x7fELF"));
-//! # Ok::<(), cudacheck::nvrtc::CompileError>(())
+//! # Ok::<(), cudacheck_nvrtc::nvrtc::CompileError>(())
 //! ```
 //!
 //! # Finding NVRTC
@@ -50,7 +50,6 @@
 pub(crate) mod compile;
 mod diagnostic;
 mod discover;
-mod doctor;
 mod ffi;
 pub mod headers;
 mod jitlink;
@@ -63,9 +62,9 @@ pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, S
 #[doc(hidden)]
 pub use diagnostic::check_parse_log;
 pub use diagnostic::{parse_log, Diagnostic, Severity};
-pub(crate) use discover::loaded_nvrtc;
+#[doc(hidden)]
+pub use discover::loaded_nvrtc;
 pub use discover::{nvrtc, Nvrtc, NvrtcNotFound, SearchAttempt, ENV_VAR};
-pub use doctor::{doctor_report, DoctorReport, DriverStatus};
 pub use jitlink::{
     assemble_ptx, jitlink, AssembleError, Assembled, JitLink, JitLinkNotFound, NVJITLINK_ENV_VAR,
 };
