@@ -4,7 +4,11 @@
 //! `cargo run -p cudacheck-examples --example 05_macro`
 //!
 //! The attribute reads the CUDA source at compile time: a wrong parameter type, a `const`
-//! mismatch or a block of 2048 threads here fails `cargo build`, not the launch.
+//! mismatch or a block of 2048 threads here fails `cargo build`, not the launch. With `arch`,
+//! the build also compiles each kernel with NVRTC (once: the module cache keeps it, and the
+//! first launch on an sm_90 GPU reuses it) and checks the block against its registers and
+//! shared memory; where NVRTC is absent, it reads what `cudacheck prepare` recorded in
+//! `examples/.cudacheck/`.
 
 use cudacheck::checked_kernel;
 use cudacheck::cudarc::driver::CudaSlice;
@@ -13,6 +17,7 @@ use cudacheck_examples::{report, stream_or_exit};
 /// y = a * x + y, one thread per element, 256 threads per block.
 #[checked_kernel(
     file = "../kernels/saxpy.cu",
+    arch = "sm_90",
     block = 256,
     requires(y.len() >= n as usize, x.len() >= n as usize)
 )]
@@ -22,6 +27,7 @@ fn saxpy(y: &mut CudaSlice<f32>, x: &CudaSlice<f32>, a: f32, n: i32);
 #[checked_kernel(
     file = "../kernels/matmul.cu",
     name = "matmul_tiled",
+    arch = "sm_90",
     block = (16, 16, 1),
     requires(c.len() >= (m * n) as usize, a.len() >= (m * k) as usize, b.len() >= (k * n) as usize)
 )]

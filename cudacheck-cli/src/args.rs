@@ -24,6 +24,24 @@ pub enum Command {
     Instrument(InstrumentArgs),
     /// Show the module cache (where it is, its size and entries) or clear it.
     Cache(CacheArgs),
+    /// Record the compiled resources of every `#[checked_kernel]` with an `arch` into the
+    /// crate's `.cudacheck/` directory (commit it), for builds where NVRTC is absent.
+    Prepare(PrepareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PrepareArgs {
+    /// Compare with the checked-in `.cudacheck/` directories instead of writing them; exit 1
+    /// when they differ (for CI).
+    #[arg(long)]
+    pub check: bool,
+    /// With `--check`: compare with this directory instead of the crates' `.cudacheck/`.
+    #[arg(long, requires = "check", value_name = "DIR")]
+    pub compare_with: Option<std::path::PathBuf>,
+    /// Arguments for `cargo check` (`-p my-crate`, `--manifest-path ..`, `--features ..`);
+    /// `--all-targets` is added.
+    #[arg(last = true)]
+    pub cargo_args: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 //! cudacheck doctor
 //! cudacheck instrument --json kernels/
 //! cudacheck cache info
+//! cudacheck prepare -- -p my-crate
 //! ```
 //!
 //! Exit status: 0 when every kernel is clean, 1 when a launch configuration violates a limit,
@@ -15,6 +16,7 @@ mod cache;
 mod check;
 mod collect;
 mod instrument;
+mod prepare;
 mod render;
 
 use std::process::ExitCode;
@@ -33,5 +35,6 @@ fn main() -> ExitCode {
         }
         Command::Instrument(args) => instrument::run(&args),
         Command::Cache(args) => cache::run(&args),
+        Command::Prepare(args) => prepare::run(&args),
     }
 }

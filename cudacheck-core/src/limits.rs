@@ -38,6 +38,9 @@ pub enum LimitsOrigin {
     Arch(Arch),
     /// Values queried from a real device by the runtime.
     Device { ordinal: u32, name: String },
+    /// What holds on every GPU cudacheck supports (the macro with no `arch`): a configuration
+    /// that breaks it runs nowhere.
+    EveryGpu,
 }
 
 impl fmt::Display for LimitsOrigin {
@@ -45,6 +48,7 @@ impl fmt::Display for LimitsOrigin {
         match self {
             LimitsOrigin::Arch(arch) => write!(f, "{arch}"),
             LimitsOrigin::Device { ordinal, name } => write!(f, "device {ordinal} ({name})"),
+            LimitsOrigin::EveryGpu => f.write_str("every GPU"),
         }
     }
 }

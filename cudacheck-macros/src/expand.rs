@@ -152,6 +152,25 @@ pub fn wrapper(m: &Model, checked: &Checked) -> TokenStream {
             );
         }
     });
+    // What the build-time compile depends on beyond the `.cu` file (tracked through
+    // `include_str!` below): cargo expands again when `cudacheck prepare` sets its variable, and
+    // when the prepared file the check used changes.
+    let tracked = checked.compiles_at_build.then(|| {
+        let var = crate::check::PREPARE_ENV;
+        let file = checked
+            .prepared_file
+            .as_ref()
+            .map(|f| f.to_string_lossy().into_owned())
+            .map(|f| {
+                quote!(
+                    const _: &[u8] = ::core::include_bytes!(#f);
+                )
+            });
+        quote! {
+            const _: ::core::option::Option<&str> = ::core::option_env!(#var);
+            #file
+        }
+    });
     let ident = &m.sig.ident;
     let vis = &m.vis;
     let doc = format!(
@@ -163,6 +182,7 @@ pub fn wrapper(m: &Model, checked: &Checked) -> TokenStream {
     );
     quote! {
         #(#layouts)*
+        #tracked
         #[doc = #doc]
         #[allow(non_camel_case_types)]
         #vis struct #ident {}

@@ -5,6 +5,8 @@
 //!   application's cudarc linking mode never redirects them), the compatibility headers that let
 //!   files written for nvcc compile unchanged, and `compile` with rustc-style diagnostics.
 //! - [`cache`]: the on-disk module cache every compile goes through.
+//! - [`prepared`]: compiled resources kept beside a crate (`cudacheck prepare`), read by the
+//!   macro where NVRTC is absent.
 //!
 //! The `cudacheck` crate re-exports both modules as `cudacheck::nvrtc` and `cudacheck::cache`;
 //! `cudacheck-macros` uses this crate directly to compile kernels at `cargo build`. Use it
@@ -13,6 +15,7 @@
 
 pub mod cache;
 pub mod nvrtc;
+pub mod prepared;
 
 /// A library load error read as the system loader reports it, with its cause (one wording for
 /// NVRTC, nvJitLink and the driver).

@@ -90,6 +90,25 @@ impl fmt::Display for DoctorReport {
                 }
             }
         }
+        // What `#[checked_kernel]` checks at `cargo build` on this machine (the macro finds
+        // NVRTC the same way).
+        match &self.nvrtc {
+            Ok(n) => writeln!(
+                f,
+                "cargo build checks: a #[checked_kernel] with `arch` is compiled with NVRTC \
+                 {}.{} and its literal block/grid/shared checked against its registers and \
+                 shared memory (`cudacheck prepare` records them for builds without NVRTC)",
+                n.version.0, n.version.1
+            )?,
+            Err(_) => writeln!(
+                f,
+                "cargo build checks: no NVRTC, so a #[checked_kernel] with `arch` uses what \
+                 `cudacheck prepare` recorded in its crate's `{}/` when present and fresh, else \
+                 the limits its source and architecture decide (the build never fails for want \
+                 of NVRTC)",
+                cudacheck_nvrtc::prepared::DIR_NAME
+            )?,
+        }
         if self.header_dirs.is_empty() {
             writeln!(
                 f,

@@ -58,6 +58,8 @@ mod seqlock; //   lock-free slots
 
 /// The on-disk module cache (from `cudacheck-nvrtc`, the compiler layer below this crate).
 pub use cudacheck_nvrtc::cache;
+/// Compiled resources kept beside a crate for builds without NVRTC (`cudacheck prepare`).
+pub use cudacheck_nvrtc::prepared;
 
 /// NVRTC, found without panicking, compiling to CUBINs with rustc-style diagnostics (from
 /// `cudacheck-nvrtc`, the compiler layer below this crate), and the doctor's report.

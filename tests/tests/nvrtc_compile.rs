@@ -465,6 +465,14 @@ fn nvrtc_doctor_names_nvrtc_and_the_headers() {
     );
     assert!(text.contains("cuda_fp16.h: yes"), "{text}");
     assert!(text.contains("CUDA driver: "), "{text}");
+    // Which checks `cargo build` runs here (issue 22).
+    assert!(
+        text.contains(&format!(
+            "cargo build checks: a #[checked_kernel] with `arch` is compiled with NVRTC {}.{}",
+            n.version.0, n.version.1
+        )),
+        "{text}"
+    );
 }
 
 /// The child half of `nvrtc_absent_lists_every_place_searched`; run alone it does nothing
@@ -479,6 +487,11 @@ fn nvrtc_child_reports_absent_nvrtc() {
         &CompileOptions::new(arch("sm_90")),
     );
     assert!(matches!(c, Err(CompileError::NvrtcNotFound(_))), "{c:?}");
+    let doctor = doctor_report().to_string();
+    assert!(
+        doctor.contains("cargo build checks: no NVRTC, so a #[checked_kernel] with `arch` uses"),
+        "{doctor}"
+    );
 }
 
 #[test]

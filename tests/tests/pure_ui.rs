@@ -25,6 +25,13 @@ fn ui() {
         "CUDACHECK_MANIFEST_DIR_OVERRIDE",
         env!("CARGO_MANIFEST_DIR"),
     );
+    // The pure tier: no NVRTC, so an `arch` checks against the architecture's table and what
+    // the source tells (`nvrtc_ui` covers the compiled kernel), and nothing prepared is read.
+    std::env::set_var("CUDACHECK_NVRTC", "none");
+    std::env::set_var(
+        "CUDACHECK_PREPARED_DIR",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/ui/no-prepared-files"),
+    );
     let t = trybuild::TestCases::new();
     for category in COMPILE_FAIL {
         t.compile_fail(format!("ui/{category}/*.rs"));

@@ -18,7 +18,7 @@ pub use violation::{LaunchPart, Violation};
 use serde::Serialize;
 
 use crate::dim::{Axis, Dim3};
-use crate::limits::ArchLimits;
+use crate::limits::{ArchLimits, LimitsOrigin, PORTABLE};
 use crate::resources::KernelResources;
 use violation::axis_attr;
 
@@ -110,6 +110,55 @@ pub fn validate(
         }]);
     }
     Ok(occ)
+}
+
+/// Checks what is known of a launch against the limits every GPU shares, with no target named:
+/// what fails here fails on every GPU ([`LimitsOrigin::EveryGpu`] in the messages). `block`
+/// and `grid` are `None` when not known; the kernel's `resources` may be partial (what the
+/// source alone tells). The violations read exactly as [`validate`]'s.
+pub fn validate_portable(
+    kernel: &KernelResources,
+    block: Option<Dim3>,
+    grid: Option<Dim3>,
+    dynamic_shared_bytes: u32,
+) -> Vec<Violation> {
+    let widest = ArchLimits::all().fold(None::<ArchLimits>, |best, l| match best {
+        Some(b) if b.shared_per_block_opt_in >= l.shared_per_block_opt_in => Some(b),
+        _ => Some(l),
+    });
+    let Some(mut limits) = widest else {
+        return Vec::new();
+    };
+    limits.origin = LimitsOrigin::EveryGpu;
+    limits.max_threads_per_block = PORTABLE.max_threads_per_block;
+    limits.max_block_dim = PORTABLE.max_block_dim;
+    limits.max_grid_dim = PORTABLE.max_grid_dim;
+    let mut out = Vec::new();
+    for (part, dims) in [(LaunchPart::Block, block), (LaunchPart::Grid, grid)] {
+        if let Some(dims) = dims {
+            if let Some(axis) = first_zero_axis(dims) {
+                out.push(Violation::ZeroExtent { part, dims, axis });
+            }
+        }
+    }
+    if let Some(b) = block {
+        check_block_dims(b, &limits, &mut out);
+        check_threads_per_block(b, &limits, &mut out);
+        check_launch_bounds(kernel, b, &mut out);
+        check_required_block(kernel, b, &mut out);
+    }
+    if let Some(g) = grid {
+        check_grid_dims(g, &limits, &mut out);
+    }
+    check_static_shared(kernel, &mut out);
+    let cfg = LaunchConfig {
+        grid: grid.unwrap_or(Dim3::new(1, 1, 1)),
+        block: block.unwrap_or(Dim3::new(1, 1, 1)),
+        dynamic_shared_bytes,
+        cluster: None,
+    };
+    check_shared_opt_in_max(kernel, &cfg, &limits, &mut out);
+    out
 }
 
 /// The cluster the launch runs with: the one it asks for, else the kernel's compile-time one.

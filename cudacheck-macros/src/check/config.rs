@@ -2,21 +2,31 @@
 //! hardware limits, at compile time.
 //!
 //! With `arch = "sm_XY"` the configuration goes through the same validator the runtime uses
-//! ([`cudacheck_core::validate::validate`]), so the compile error and the launch error read the
-//! same. Without an arch, it is checked against [`PORTABLE`], the limits every supported GPU
-//! shares: what fails there fails on every GPU.
+//! ([`cudacheck_core::validate::validate`]), against the compiled kernel's resources when the
+//! build could compile it (`compiled.rs`), so the compile error and the launch error read the
+//! same. Without an arch, it goes through [`validate_portable`], the limits every supported GPU
+//! shares: what fails there fails on every GPU, in the same words.
 
 use cudacheck_core::limits::{ArchLimits, PORTABLE};
 use cudacheck_core::source::{parse_int_literal, KernelDecl, SourceModel};
-use cudacheck_core::validate::{validate, LaunchConfig, LaunchPart, ValidateOptions, Violation};
+use cudacheck_core::validate::{
+    validate, validate_portable, LaunchConfig, LaunchPart, ValidateOptions, Violation,
+};
 use cudacheck_core::{Axis, Dim3, KernelResources};
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
+use super::compiled::Compiled;
 use crate::model::{DimLit, Errors, Model, Spanned};
 
-/// Checks every literal of the launch configuration.
-pub fn check_config(m: &Model, kernel: Option<(&KernelDecl, &SourceModel)>, errors: &mut Errors) {
+/// Checks every literal of the launch configuration, against the compiled kernel's resources
+/// when the build compiled it (`compiled`), else against what the source tells.
+pub fn check_config(
+    m: &Model,
+    kernel: Option<(&KernelDecl, &SourceModel)>,
+    compiled: Option<&Compiled>,
+    errors: &mut Errors,
+) {
     let block = m.block.as_ref().and_then(|d| dim3("block", d, errors));
     let grid = m.grid.as_ref().and_then(|d| dim3("grid", d, errors));
     let shared = m
@@ -24,8 +34,11 @@ pub fn check_config(m: &Model, kernel: Option<(&KernelDecl, &SourceModel)>, erro
         .as_ref()
         .and_then(|s| fits_u32(s, "shared memory bytes", errors));
     check_max_registers(m, errors);
-    let resources = resources(kernel);
-    match &m.arch {
+    let resources = match compiled {
+        Some(c) => c.resources.clone(),
+        None => resources(kernel),
+    };
+    let violations = match &m.arch {
         Some(arch) => {
             let limits = ArchLimits::for_arch(arch.value);
             let cfg = LaunchConfig {
@@ -34,29 +47,45 @@ pub fn check_config(m: &Model, kernel: Option<(&KernelDecl, &SourceModel)>, erro
                 dynamic_shared_bytes: shared.unwrap_or(0),
                 cluster: None,
             };
-            if let Err(violations) =
-                validate(&resources, &cfg, &limits, &ValidateOptions::default())
-            {
-                for v in violations {
-                    errors.push(syn::Error::new_spanned(tokens_for(m, &v), v));
-                }
-            }
+            validate(&resources, &cfg, &limits, &ValidateOptions::default()).err()
         }
-        None => {
-            if let Some(b) = block {
-                check_zero(m, LaunchPart::Block, b, errors);
-                check_block_axes(m, b, errors);
-                check_threads_per_block(m, b, errors);
-                check_launch_bounds(m, &resources, b, errors);
-            }
-            if let Some(g) = grid {
-                check_zero(m, LaunchPart::Grid, g, errors);
-                check_grid_axes(m, g, errors);
-            }
-            check_static_shared(m, &resources, errors);
-            check_shared_anywhere(m, &resources, shared.unwrap_or(0), errors);
+        None => Some(validate_portable(
+            &resources,
+            block,
+            grid,
+            shared.unwrap_or(0),
+        )),
+    };
+    for v in violations.unwrap_or_default() {
+        let mut message = v.to_string();
+        if let Some(c) = compiled.filter(|_| from_compiled_kernel(&v)) {
+            message.push_str(&format!(
+                "\n  note: {}: {} registers per thread, {} bytes of static shared memory{}",
+                c.origin,
+                c.resources.registers,
+                c.resources.static_shared_bytes,
+                c.resources
+                    .max_threads_per_block
+                    .map(|n| format!(", __launch_bounds__({n})"))
+                    .unwrap_or_default()
+            ));
         }
+        errors.push(syn::Error::new_spanned(tokens_for(m, &v), message));
     }
+}
+
+/// Whether a violation's numbers come from the compiled kernel (its note says where from).
+fn from_compiled_kernel(v: &Violation) -> bool {
+    matches!(
+        v,
+        Violation::TooManyRegistersPerBlock { .. }
+            | Violation::StaticSharedTooLarge { .. }
+            | Violation::SharedMemoryNeedsOptIn { .. }
+            | Violation::SharedMemoryTooLarge { .. }
+            | Violation::LaunchBoundsExceeded { .. }
+            | Violation::RequiredBlockMismatch { .. }
+            | Violation::NoBlockFits { .. }
+    )
 }
 
 /// What the source tells about the kernel's resources before it is compiled: its
@@ -205,139 +234,6 @@ fn check_max_registers(m: &Model, errors: &mut Errors) {
                  thread (CU_FUNC_ATTRIBUTE_NUM_REGS). Use a value in that range, or leave \
                  `max_registers` out to let the compiler choose",
                 r.value
-            ),
-        );
-    }
-}
-
-// A zero extent launches nothing and CUDA reports it as CUDA_ERROR_INVALID_VALUE; the message is
-// the runtime validator's own.
-fn check_zero(m: &Model, part: LaunchPart, d: Dim3, errors: &mut Errors) {
-    if let Some(axis) = Axis::ALL.into_iter().find(|a| a.of(d) == 0) {
-        let v = Violation::ZeroExtent {
-            part,
-            dims: d,
-            axis,
-        };
-        errors.push(syn::Error::new_spanned(tokens_for(m, &v), v));
-    }
-}
-
-// Block extents per axis are capped by the hardware on every GPU (x and y 1024, z 64).
-fn check_block_axes(m: &Model, b: Dim3, errors: &mut Errors) {
-    for axis in Axis::ALL {
-        let (requested, allowed) = (axis.of(b), axis.of(PORTABLE.max_block_dim));
-        if requested > allowed {
-            errors.spanned(
-                axis_tokens(m.block.as_ref(), axis),
-                format!(
-                    "block {b} is {requested} along {axis}; every GPU allows at most {allowed} \
-                     (CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_{}). Spread the threads over the other \
-                     axes, or use fewer threads per block and more blocks.",
-                    axis.to_string().to_uppercase()
-                ),
-            );
-        }
-    }
-}
-
-// The thread count per block is capped at 1024 on every GPU cudacheck supports.
-fn check_threads_per_block(m: &Model, b: Dim3, errors: &mut Errors) {
-    let allowed = PORTABLE.max_threads_per_block;
-    if b.volume() > u64::from(allowed) {
-        errors.spanned(
-            m.block
-                .as_ref()
-                .map(|d| d.tokens.clone())
-                .unwrap_or_default(),
-            format!(
-                "block {b} has {} threads; every GPU allows at most {allowed} per block \
-                 (CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK). Use fewer threads per block and \
-                 more blocks.",
-                b.volume()
-            ),
-        );
-    }
-}
-
-// `__launch_bounds__(N)` makes the compiler budget registers for N threads; the driver refuses
-// a larger block. The message is the runtime validator's own.
-fn check_launch_bounds(m: &Model, r: &KernelResources, b: Dim3, errors: &mut Errors) {
-    if let Some(allowed) = r.max_threads_per_block {
-        if b.volume() > u64::from(allowed) {
-            let v = Violation::LaunchBoundsExceeded {
-                block: b,
-                requested: b.volume(),
-                allowed,
-            };
-            errors.push(syn::Error::new_spanned(tokens_for(m, &v), v));
-        }
-    }
-}
-
-// Grid extents: x up to 2^31-1, y and z up to 65535, on every GPU.
-fn check_grid_axes(m: &Model, g: Dim3, errors: &mut Errors) {
-    for axis in Axis::ALL {
-        let (requested, allowed) = (axis.of(g), axis.of(PORTABLE.max_grid_dim));
-        if requested > allowed {
-            let fix = if axis == Axis::X {
-                "Use a grid-stride loop so fewer blocks cover the data."
-            } else {
-                "Move the extent to grid x (up to 2^31-1), or loop over it inside the kernel."
-            };
-            errors.spanned(
-                axis_tokens(m.grid.as_ref(), axis),
-                format!(
-                    "grid {g} is {requested} along {axis}; every GPU allows at most {allowed} \
-                     (CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_{}). {fix}",
-                    axis.to_string().to_uppercase()
-                ),
-            );
-        }
-    }
-}
-
-// Static `__shared__` arrays can never exceed 48 KiB per block, on any GPU, opted in or not;
-// ptxas would refuse the kernel at the first launch.
-fn check_static_shared(m: &Model, r: &KernelResources, errors: &mut Errors) {
-    let allowed = PORTABLE.max_static_shared_per_block;
-    if r.static_shared_bytes > allowed {
-        let v = Violation::StaticSharedTooLarge {
-            static_bytes: r.static_shared_bytes,
-            allowed,
-        };
-        errors.push(syn::Error::new_spanned(m.name_tokens(), v));
-    }
-}
-
-// Shared memory beyond the largest opt-in maximum of any supported GPU cannot run anywhere.
-// (Anything below it may run on some GPUs: the runtime checks against the real device.)
-fn check_shared_anywhere(m: &Model, r: &KernelResources, dynamic: u32, errors: &mut Errors) {
-    // The oldest architecture with the largest maximum names it (`max_by_key` keeps the last).
-    let Some(best) = ArchLimits::all().reduce(|best, l| {
-        if l.shared_per_block_opt_in > best.shared_per_block_opt_in {
-            l
-        } else {
-            best
-        }
-    }) else {
-        return;
-    };
-    let requested = u64::from(r.static_shared_bytes) + u64::from(dynamic);
-    if requested > u64::from(best.shared_per_block_opt_in) {
-        let tokens = m
-            .shared
-            .as_ref()
-            .map(|s| s.tokens.clone())
-            .unwrap_or_else(|| m.name_tokens());
-        errors.spanned(
-            tokens,
-            format!(
-                "a block uses {requested} bytes of shared memory ({} static + {dynamic} \
-                 dynamic); no GPU allows more than {} per block, even after opting in ({}'s \
-                 maximum, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN). Use less shared \
-                 memory per block, for example smaller tiles.",
-                r.static_shared_bytes, best.shared_per_block_opt_in, best.arch
             ),
         );
     }

@@ -5,6 +5,7 @@
 //! from the source (the C spelling of each parameter, the layout assertions for structs passed
 //! by value) is returned in [`Checked`].
 
+mod compiled;
 mod config;
 mod ptx;
 mod signature;
@@ -24,7 +25,14 @@ pub struct Checked {
     pub c_types: Vec<Option<String>>,
     /// `size_of`/`align_of` assertions for Rust types standing for CUDA structs.
     pub layouts: Vec<LayoutAssert>,
+    /// The kernel was compiled (or its prepared resources looked up) at build time: the
+    /// expansion reads `CUDACHECK_PREPARE` so `cudacheck prepare` expands it again.
+    pub compiles_at_build: bool,
+    /// The prepared file whose resources were used, which the expansion depends on.
+    pub prepared_file: Option<std::path::PathBuf>,
 }
+
+pub use compiled::PREPARE_ENV;
 
 /// "The Rust type `ty` must have the CUDA type's size and alignment."
 pub struct LayoutAssert {
@@ -50,23 +58,38 @@ pub fn check(m: &Model, errors: &mut Errors) -> Checked {
         if m.params_complete && !has_type_generics(m) {
             ptx::check_ptx_signature(m, errors);
         }
-        config::check_config(m, None, errors);
+        config::check_config(m, None, None, errors);
         return Checked::default();
     }
     let loaded = load(m, errors);
     let mut checked = Checked::default();
     let mut kernel = None;
+    let mut exists = false;
     if let Some(loaded) = &loaded {
-        if let Found::Kernel(k, template_args) = find_kernel(m, loaded, errors) {
-            // A generic or pattern parameter was reported already; comparing such a list
-            // with the CUDA one would only repeat that error in other words.
-            if m.params_complete && !has_type_generics(m) {
-                signature::check_signature(m, loaded, k, &template_args, &mut checked, errors);
+        match find_kernel(m, loaded, errors) {
+            Found::Kernel(k, template_args) => {
+                // A generic or pattern parameter was reported already; comparing such a list
+                // with the CUDA one would only repeat that error in other words.
+                if m.params_complete && !has_type_generics(m) {
+                    signature::check_signature(m, loaded, k, &template_args, &mut checked, errors);
+                }
+                kernel = Some((k, &loaded.model));
+                exists = true;
             }
-            kernel = Some((k, &loaded.model));
+            Found::MacroGenerated => exists = true,
+            Found::Missing => {}
         }
     }
-    config::check_config(m, kernel, errors);
+    // Only a kernel the source has (or may generate) is worth compiling: a missing one was
+    // reported, and NVRTC would only say it again.
+    let compiled = if exists && m.arch.is_some() {
+        checked.compiles_at_build = true;
+        compiled::compiled_resources(m, errors)
+    } else {
+        None
+    };
+    checked.prepared_file = compiled.as_ref().and_then(|c| c.prepared_file.clone());
+    config::check_config(m, kernel, compiled.as_ref(), errors);
     checked
 }
 

@@ -34,6 +34,7 @@
 mod checked;
 mod deps;
 mod entry;
+mod fingerprint;
 mod hook;
 mod key;
 mod manifest;
@@ -51,6 +52,7 @@ use thiserror::Error;
 #[doc(hidden)]
 pub use checked::CheckedBuild;
 pub use entry::{Entry, EntryError, Outcome};
+pub use fingerprint::source_fingerprint;
 pub(crate) use hook::through;
 #[doc(hidden)]
 pub use hook::through_checked;
