@@ -36,7 +36,7 @@
 #![warn(unsafe_op_in_unsafe_fn)]
 
 // The runtime's layers, bottom up; each module uses only those above it in this list (the
-// README's architecture section draws them).
+// code map in ARCHITECTURE.md draws them).
 mod alloc;
 mod args; //      argument slots
 mod block;
