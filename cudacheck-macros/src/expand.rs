@@ -157,18 +157,13 @@ pub fn wrapper(m: &Model, checked: &Checked) -> TokenStream {
     // when the prepared file the check used changes.
     let tracked = checked.compiles_at_build.then(|| {
         let var = crate::check::PREPARE_ENV;
-        let file = checked
-            .prepared_file
-            .as_ref()
-            .map(|f| f.to_string_lossy().into_owned())
-            .map(|f| {
-                quote!(
-                    const _: &[u8] = ::core::include_bytes!(#f);
-                )
-            });
+        let files = checked
+            .prepared_files
+            .iter()
+            .map(|f| f.to_string_lossy().into_owned());
         quote! {
             const _: ::core::option::Option<&str> = ::core::option_env!(#var);
-            #file
+            #(const _: &[u8] = ::core::include_bytes!(#files);)*
         }
     });
     let ident = &m.sig.ident;

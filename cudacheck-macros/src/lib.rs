@@ -19,8 +19,11 @@
 //! At compile time the attribute reads the CUDA file with cudacheck's CUDA parser and checks
 //! the Rust declaration against the kernel's parameters (count, order, type, mutability, the
 //! layout of structs passed by value), checks literal launch configurations against the limits
-//! every GPU shares (or those of `arch = "sm_XY"`), and reports every mistake at once, each at
-//! the offending tokens.
+//! every GPU shares (or, with `arch = "sm_XY"`, against the kernel as NVRTC compiles it for
+//! that architecture: its registers, static shared memory and launch bounds), and reports every
+//! mistake at once, each at the offending tokens. Where NVRTC is absent, the resources
+//! `cudacheck prepare` recorded in the crate's `.cudacheck/` are used, and with none the
+//! build never fails for want of NVRTC.
 //!
 //! # Why the generated function is `unsafe`
 //!
@@ -40,7 +43,7 @@
 //! | `ptx_file` | a PTX module (what `nvcc --ptx` writes), relative to `Cargo.toml`, instead of `file`: the signature is checked against its parameter list |
 //! | `ptx` | PTX text inline, instead of `ptx_file` |
 //! | `name` | the CUDA kernel name when it differs from the Rust name; `"scale<float>"` for a template |
-//! | `arch` | `"sm_90"`: check literal configurations against this architecture's limits |
+//! | `arch` | `"sm_90"` or `["sm_80", "sm_90"]`: compile the kernel for each at `cargo build` (NVRTC, or what `cudacheck prepare` recorded) and check literal configurations against its registers, shared memory and the architecture's limits |
 //! | `include` | include directories, relative to `Cargo.toml` |
 //! | `define` / `defines` | `define = ["TILE=16"]` or `defines(TILE = 16)` |
 //! | `max_registers` | `--maxrregcount` |

@@ -207,7 +207,8 @@ pub struct Model {
     pub source: Option<SourceSpec>,
     /// `name = "..."`, when the CUDA name differs from the Rust one.
     pub name: Option<LitStr>,
-    pub arch: Option<Spanned<Arch>>,
+    /// `arch = "sm_90"` or `arch = ["sm_80", "sm_90"]`: each is checked (and compiled).
+    pub archs: Vec<Spanned<Arch>>,
     pub includes: Vec<(LitStr, PathBuf)>,
     pub defines: Vec<Define>,
     pub max_registers: Option<Spanned<u64>>,
@@ -268,7 +269,7 @@ pub fn build(args: RawArgs, item: KernelItem, errors: &mut Errors) -> Model {
         body: item.body,
         source: None,
         name: None,
-        arch: None,
+        archs: Vec::new(),
         includes: Vec::new(),
         defines: Vec::new(),
         max_registers: None,
@@ -339,14 +340,15 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
         }
         Key::Name => m.name = string(&arg, errors),
         Key::Arch => {
-            if let Some(lit) = string(&arg, errors) {
+            for lit in strings(&arg, errors) {
                 match lit.value().parse::<Arch>() {
-                    Ok(a) => {
-                        m.arch = Some(Spanned {
-                            value: a,
-                            tokens: lit.to_token_stream(),
-                        })
+                    Ok(a) if m.archs.iter().any(|b| b.value == a) => {
+                        errors.spanned(&lit, format!("`{}` is listed twice in `arch`", lit.value()))
                     }
+                    Ok(a) => m.archs.push(Spanned {
+                        value: a,
+                        tokens: lit.to_token_stream(),
+                    }),
                     Err(e) => errors.spanned(&lit, e),
                 }
             }
@@ -473,7 +475,6 @@ fn string(arg: &RawArg, errors: &mut Errors) -> Option<LitStr> {
         })) => Some(s.clone()),
         _ => {
             let example = match arg.key.to_string().as_str() {
-                "arch" => "a string such as `\"sm_90\"`",
                 "name" => "a string such as `\"saxpy\"` or `\"scale<float>\"`",
                 "file" => "a path string such as `\"kernels/saxpy.cu\"`",
                 _ => "a string literal",
@@ -486,7 +487,11 @@ fn string(arg: &RawArg, errors: &mut Errors) -> Option<LitStr> {
 
 /// `key = "x"` or `key = ["x", "y"]`.
 fn strings(arg: &RawArg, errors: &mut Errors) -> Vec<LitStr> {
-    let expected = "a string or an array of strings such as `[\"include\", \"third_party\"]`";
+    let expected = match arg.key.to_string().as_str() {
+        "arch" => "a string such as `\"sm_90\"`, or an array such as `[\"sm_80\", \"sm_90\"]`",
+        "define" => "a string or an array of strings such as `[\"TILE=16\", \"FAST\"]`",
+        _ => "a string or an array of strings such as `[\"include\", \"third_party\"]`",
+    };
     match &arg.value {
         RawValue::Eq(Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
@@ -774,7 +779,7 @@ mod tests {
         );
         assert!(err.is_none(), "{err:?}");
         assert_eq!(m.cuda_name(), "scale<float>");
-        assert_eq!(m.arch.as_ref().map(|a| a.value), Some(Arch::new(9, 0)));
+        assert_eq!(m.archs.first().map(|a| a.value), Some(Arch::new(9, 0)));
         assert_eq!(m.block.as_ref().map(|b| b.values), Some([16, 16, 1]));
         assert_eq!(m.grid.as_ref().map(|b| b.values), Some([4, 1, 1]));
         assert_eq!(m.shared.as_ref().map(|s| s.value), Some(49152));

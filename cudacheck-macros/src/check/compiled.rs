@@ -21,7 +21,7 @@ use cudacheck_nvrtc::cache::{self, source_fingerprint};
 use cudacheck_nvrtc::nvrtc::{self, CompileError, CompileOptions, CudaSource};
 use cudacheck_nvrtc::prepared::{self, Lookup, PreparedKernel, Request};
 
-use crate::model::{manifest_dir, Errors, Model, SourceSpec};
+use crate::model::{manifest_dir, Errors, Model, SourceSpec, Spanned};
 
 /// Resources read from a compiled kernel, and where they came from (for the notes under an
 /// error, which must say why the numbers are what they are).
@@ -37,11 +37,15 @@ pub struct Compiled {
 /// the attribute again when `cudacheck prepare` sets it.
 pub const PREPARE_ENV: &str = prepared::ENV_PREPARE;
 
-/// The compiled kernel's resources for `m.arch`, or `None` when there is no arch, the source
-/// is PTX, or neither NVRTC nor prepared data is at hand. Errors (a source that does not
-/// compile, stale prepared data) go to `errors`.
-pub fn compiled_resources(m: &Model, errors: &mut Errors) -> Option<Compiled> {
-    let arch = m.arch.as_ref()?.value;
+/// The compiled kernel's resources for `arch`, or `None` when the source is PTX or neither
+/// NVRTC nor prepared data is at hand. Errors (a source that does not compile, stale prepared
+/// data) go to `errors`.
+pub fn compiled_resources(
+    m: &Model,
+    arch: &Spanned<Arch>,
+    errors: &mut Errors,
+) -> Option<Compiled> {
+    let arch = arch.value;
     let (source, tokens) = cuda_source(m)?;
     let opts = options(m, &source, arch);
     let kernel = m.cuda_name();

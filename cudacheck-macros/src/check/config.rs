@@ -12,19 +12,21 @@ use cudacheck_core::source::{parse_int_literal, KernelDecl, SourceModel};
 use cudacheck_core::validate::{
     validate, validate_portable, LaunchConfig, LaunchPart, ValidateOptions, Violation,
 };
-use cudacheck_core::{Axis, Dim3, KernelResources};
+use cudacheck_core::{Arch, Axis, Dim3, KernelResources};
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
 use super::compiled::Compiled;
 use crate::model::{DimLit, Errors, Model, Spanned};
 
-/// Checks every literal of the launch configuration, against the compiled kernel's resources
-/// when the build compiled it (`compiled`), else against what the source tells.
+/// Checks every literal of the launch configuration: for each named architecture, against the
+/// kernel compiled for it when the build could (`compiled[i]` for `m.archs[i]`), else against
+/// what the source tells; with no architecture, against the limits every GPU shares. A message
+/// that several architectures give alike is reported once.
 pub fn check_config(
     m: &Model,
     kernel: Option<(&KernelDecl, &SourceModel)>,
-    compiled: Option<&Compiled>,
+    compiled: &[Option<Compiled>],
     errors: &mut Errors,
 ) {
     let block = m.block.as_ref().and_then(|d| dim3("block", d, errors));
@@ -34,43 +36,49 @@ pub fn check_config(
         .as_ref()
         .and_then(|s| fits_u32(s, "shared memory bytes", errors));
     check_max_registers(m, errors);
-    let resources = match compiled {
-        Some(c) => c.resources.clone(),
-        None => resources(kernel),
-    };
-    let violations = match &m.arch {
-        Some(arch) => {
-            let limits = ArchLimits::for_arch(arch.value);
-            let cfg = LaunchConfig {
-                grid: grid.unwrap_or(Dim3::new(1, 1, 1)),
-                block: block.unwrap_or(Dim3::new(1, 1, 1)),
-                dynamic_shared_bytes: shared.unwrap_or(0),
-                cluster: None,
-            };
-            validate(&resources, &cfg, &limits, &ValidateOptions::default()).err()
+    let mut reported = std::collections::HashSet::new();
+    let mut report = |tokens: TokenStream, message: String| {
+        if reported.insert(message.clone()) {
+            errors.push(syn::Error::new_spanned(tokens, message));
         }
-        None => Some(validate_portable(
-            &resources,
-            block,
-            grid,
-            shared.unwrap_or(0),
-        )),
     };
-    for v in violations.unwrap_or_default() {
-        let mut message = v.to_string();
-        if let Some(c) = compiled.filter(|_| from_compiled_kernel(&v)) {
-            message.push_str(&format!(
-                "\n  note: {}: {} registers per thread, {} bytes of static shared memory{}",
-                c.origin,
-                c.resources.registers,
-                c.resources.static_shared_bytes,
-                c.resources
-                    .max_threads_per_block
-                    .map(|n| format!(", __launch_bounds__({n})"))
-                    .unwrap_or_default()
-            ));
+    if m.archs.is_empty() {
+        let resources = resources(kernel);
+        for v in validate_portable(&resources, block, grid, shared.unwrap_or(0)) {
+            report(tokens_for(m, None, &v), v.to_string());
         }
-        errors.push(syn::Error::new_spanned(tokens_for(m, &v), message));
+        return;
+    }
+    for (i, arch) in m.archs.iter().enumerate() {
+        let compiled = compiled.get(i).and_then(Option::as_ref);
+        let resources = match compiled {
+            Some(c) => c.resources.clone(),
+            None => resources(kernel),
+        };
+        let limits = ArchLimits::for_arch(arch.value);
+        let cfg = LaunchConfig {
+            grid: grid.unwrap_or(Dim3::new(1, 1, 1)),
+            block: block.unwrap_or(Dim3::new(1, 1, 1)),
+            dynamic_shared_bytes: shared.unwrap_or(0),
+            cluster: None,
+        };
+        let violations = validate(&resources, &cfg, &limits, &ValidateOptions::default()).err();
+        for v in violations.unwrap_or_default() {
+            let mut message = v.to_string();
+            if let Some(c) = compiled.filter(|_| from_compiled_kernel(&v)) {
+                message.push_str(&format!(
+                    "\n  note: {}: {} registers per thread, {} bytes of static shared memory{}",
+                    c.origin,
+                    c.resources.registers,
+                    c.resources.static_shared_bytes,
+                    c.resources
+                        .max_threads_per_block
+                        .map(|n| format!(", __launch_bounds__({n})"))
+                        .unwrap_or_default()
+                ));
+            }
+            report(tokens_for(m, Some(arch), &v), message);
+        }
     }
 }
 
@@ -124,8 +132,9 @@ fn resources(kernel: Option<(&KernelDecl, &SourceModel)>) -> KernelResources {
     r
 }
 
-/// Where a violation's error goes: the component or value it is about.
-fn tokens_for(m: &Model, v: &Violation) -> TokenStream {
+/// Where a violation's error goes: the component or value it is about, else the architecture
+/// it is about.
+fn tokens_for(m: &Model, arch: Option<&Spanned<Arch>>, v: &Violation) -> TokenStream {
     let block = m.block.as_ref();
     let grid = m.grid.as_ref();
     let whole = |d: Option<&DimLit>| d.map(|d| d.tokens.clone());
@@ -148,7 +157,7 @@ fn tokens_for(m: &Model, v: &Violation) -> TokenStream {
         _ => None,
     };
     found
-        .or_else(|| m.arch.as_ref().map(|a| a.tokens.clone()))
+        .or_else(|| arch.map(|a| a.tokens.clone()))
         .unwrap_or_else(|| m.name_tokens())
 }
 
@@ -219,22 +228,29 @@ fn fits_u32(s: &Spanned<u64>, what: &str, errors: &mut Errors) -> Option<u32> {
 // values only at runtime, on the first launch.
 fn check_max_registers(m: &Model, errors: &mut Errors) {
     let Some(r) = &m.max_registers else { return };
-    let (allowed, target) = match &m.arch {
-        Some(a) => (
-            ArchLimits::for_arch(a.value).max_registers_per_thread,
-            a.value.to_string(),
-        ),
-        None => (PORTABLE.max_registers_per_thread, "every GPU".to_string()),
+    let targets: Vec<(u32, String)> = if m.archs.is_empty() {
+        vec![(PORTABLE.max_registers_per_thread, "every GPU".to_string())]
+    } else {
+        m.archs
+            .iter()
+            .map(|a| {
+                let l = ArchLimits::for_arch(a.value);
+                (l.max_registers_per_thread, a.value.to_string())
+            })
+            .collect()
     };
-    if r.value == 0 || r.value > u64::from(allowed) {
-        errors.spanned(
-            &r.tokens,
-            format!(
-                "max_registers = {}; {target} allows between 1 and {allowed} registers per \
-                 thread (CU_FUNC_ATTRIBUTE_NUM_REGS). Use a value in that range, or leave \
-                 `max_registers` out to let the compiler choose",
-                r.value
-            ),
-        );
+    for (allowed, target) in targets {
+        if r.value == 0 || r.value > u64::from(allowed) {
+            errors.spanned(
+                &r.tokens,
+                format!(
+                    "max_registers = {}; {target} allows between 1 and {allowed} registers per \
+                     thread (CU_FUNC_ATTRIBUTE_NUM_REGS). Use a value in that range, or leave \
+                     `max_registers` out to let the compiler choose",
+                    r.value
+                ),
+            );
+            return;
+        }
     }
 }

@@ -28,8 +28,8 @@ pub struct Checked {
     /// The kernel was compiled (or its prepared resources looked up) at build time: the
     /// expansion reads `CUDACHECK_PREPARE` so `cudacheck prepare` expands it again.
     pub compiles_at_build: bool,
-    /// The prepared file whose resources were used, which the expansion depends on.
-    pub prepared_file: Option<std::path::PathBuf>,
+    /// The prepared files whose resources were used, which the expansion depends on.
+    pub prepared_files: Vec<std::path::PathBuf>,
 }
 
 pub use compiled::PREPARE_ENV;
@@ -58,7 +58,7 @@ pub fn check(m: &Model, errors: &mut Errors) -> Checked {
         if m.params_complete && !has_type_generics(m) {
             ptx::check_ptx_signature(m, errors);
         }
-        config::check_config(m, None, None, errors);
+        config::check_config(m, None, &[], errors);
         return Checked::default();
     }
     let loaded = load(m, errors);
@@ -81,15 +81,22 @@ pub fn check(m: &Model, errors: &mut Errors) -> Checked {
         }
     }
     // Only a kernel the source has (or may generate) is worth compiling: a missing one was
-    // reported, and NVRTC would only say it again.
-    let compiled = if exists && m.arch.is_some() {
-        checked.compiles_at_build = true;
-        compiled::compiled_resources(m, errors)
+    // reported, and NVRTC would only say it again. One build per named architecture.
+    let compiled: Vec<_> = if exists {
+        m.archs
+            .iter()
+            .map(|arch| compiled::compiled_resources(m, arch, errors))
+            .collect()
     } else {
-        None
+        Vec::new()
     };
-    checked.prepared_file = compiled.as_ref().and_then(|c| c.prepared_file.clone());
-    config::check_config(m, kernel, compiled.as_ref(), errors);
+    checked.compiles_at_build = exists && !m.archs.is_empty();
+    checked.prepared_files = compiled
+        .iter()
+        .flatten()
+        .filter_map(|c| c.prepared_file.clone())
+        .collect();
+    config::check_config(m, kernel, &compiled, errors);
     checked
 }
 
