@@ -319,7 +319,7 @@ fn param_spec(name: &str, kind: &RustTy, ty: &syn::Type, c_type: Option<String>)
     }
 }
 
-/// The `.block(..)`, `.grid(..)` and `.shared_bytes(..)` calls: literals from the attribute,
+/// The `.block(..)`, `.grid(..)`, `.shared_bytes(..)` and `.cluster(..)` calls: literals from the attribute,
 /// the rest from the caller's configuration parameter.
 fn launch_dims(m: &Model, cfg: &ConfigParam) -> TokenStream {
     let lit = |d: &crate::model::DimLit| {
@@ -342,10 +342,16 @@ fn launch_dims(m: &Model, cfg: &ConfigParam) -> TokenStream {
     };
     let block = block.map(|b| quote!(launch.block(#b);));
     let grid = grid.map(|g| quote!(launch.grid(#g);));
+    let cluster = m
+        .cluster
+        .as_ref()
+        .map(lit)
+        .map(|c| quote!(launch.cluster(#c);));
     quote! {
         #block
         #grid
         #from_cfg
         #fixed_shared
+        #cluster
     }
 }

@@ -49,6 +49,7 @@
 //! | `max_registers` | `--maxrregcount` |
 //! | `block`, `grid` | fixed launch dimensions, `256` or `(16, 16, 1)` |
 //! | `shared` | dynamic shared memory bytes per block |
+//! | `cluster` | blocks per thread-block cluster, `(2, 1, 1)` (sm_90 and later) |
 //! | `requires` | `requires(expr, ..)`: conditions over the parameters, checked before every launch |
 //! | `instrument` | bounds checking, `true`/`false` |
 //!

@@ -32,13 +32,14 @@ pub enum Key {
     Block,
     Grid,
     Shared,
+    Cluster,
     Requires,
     Instrument,
 }
 
 impl Key {
     /// Every key, in the order the docs list them.
-    pub const ALL: [Key; 15] = [
+    pub const ALL: [Key; 16] = [
         Key::File,
         Key::Source,
         Key::PtxFile,
@@ -52,6 +53,7 @@ impl Key {
         Key::Block,
         Key::Grid,
         Key::Shared,
+        Key::Cluster,
         Key::Requires,
         Key::Instrument,
     ];
@@ -72,6 +74,7 @@ impl Key {
             Key::Block => "block",
             Key::Grid => "grid",
             Key::Shared => "shared",
+            Key::Cluster => "cluster",
             Key::Requires => "requires",
             Key::Instrument => "instrument",
         }
@@ -214,6 +217,8 @@ pub struct Model {
     pub max_registers: Option<Spanned<u64>>,
     pub block: Option<DimLit>,
     pub grid: Option<DimLit>,
+    /// `cluster = (2, 1, 1)`: blocks per thread-block cluster (sm_90 and later).
+    pub cluster: Option<DimLit>,
     pub shared: Option<Spanned<u64>>,
     pub requires: Vec<Requirement>,
     pub instrument: Option<bool>,
@@ -275,6 +280,7 @@ pub fn build(args: RawArgs, item: KernelItem, errors: &mut Errors) -> Model {
         max_registers: None,
         block: None,
         grid: None,
+        cluster: None,
         shared: None,
         requires: Vec::new(),
         instrument: None,
@@ -405,6 +411,7 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
             m.grid_given = true;
             m.grid = dim(&arg, errors);
         }
+        Key::Cluster => m.cluster = dim(&arg, errors),
         Key::Requires => {
             let Some(exprs) = list::<Expr>(&arg, "`requires(out.len() >= n as usize)`", errors)
             else {

@@ -115,12 +115,14 @@ pub fn validate(
 /// Checks what is known of a launch against the limits every GPU shares, with no target named:
 /// what fails here fails on every GPU ([`LimitsOrigin::EveryGpu`] in the messages). `block`
 /// and `grid` are `None` when not known; the kernel's `resources` may be partial (what the
-/// source alone tells). The violations read exactly as [`validate`]'s.
+/// source alone tells). The violations read exactly as [`validate`]'s. A `cluster` is checked
+/// for what holds wherever clusters exist (its size, the grid being a multiple of it).
 pub fn validate_portable(
     kernel: &KernelResources,
     block: Option<Dim3>,
     grid: Option<Dim3>,
     dynamic_shared_bytes: u32,
+    cluster: Option<Dim3>,
 ) -> Vec<Violation> {
     let widest = ArchLimits::all().fold(None::<ArchLimits>, |best, l| match best {
         Some(b) if b.shared_per_block_opt_in >= l.shared_per_block_opt_in => Some(b),
@@ -134,7 +136,12 @@ pub fn validate_portable(
     limits.max_block_dim = PORTABLE.max_block_dim;
     limits.max_grid_dim = PORTABLE.max_grid_dim;
     let mut out = Vec::new();
-    for (part, dims) in [(LaunchPart::Block, block), (LaunchPart::Grid, grid)] {
+    let parts = [
+        (LaunchPart::Block, block),
+        (LaunchPart::Grid, grid),
+        (LaunchPart::Cluster, cluster),
+    ];
+    for (part, dims) in parts {
         if let Some(dims) = dims {
             if let Some(axis) = first_zero_axis(dims) {
                 out.push(Violation::ZeroExtent { part, dims, axis });
@@ -155,9 +162,16 @@ pub fn validate_portable(
         grid: grid.unwrap_or(Dim3::new(1, 1, 1)),
         block: block.unwrap_or(Dim3::new(1, 1, 1)),
         dynamic_shared_bytes,
-        cluster: None,
+        cluster,
     };
     check_shared_opt_in_max(kernel, &cfg, &limits, &mut out);
+    if let Some(c) = cluster.filter(|c| first_zero_axis(*c).is_none()) {
+        check_cluster_matches_kernel(kernel, &cfg, &mut out);
+        check_cluster_size(c, &limits, &mut out);
+        if let Some(g) = grid {
+            check_grid_cluster_multiple(g, c, &mut out);
+        }
+    }
     out
 }
 

@@ -31,6 +31,7 @@ pub fn check_config(
 ) {
     let block = m.block.as_ref().and_then(|d| dim3("block", d, errors));
     let grid = m.grid.as_ref().and_then(|d| dim3("grid", d, errors));
+    let cluster = m.cluster.as_ref().and_then(|d| dim3("cluster", d, errors));
     let shared = m
         .shared
         .as_ref()
@@ -44,7 +45,7 @@ pub fn check_config(
     };
     if m.archs.is_empty() {
         let resources = resources(kernel);
-        for v in validate_portable(&resources, block, grid, shared.unwrap_or(0)) {
+        for v in validate_portable(&resources, block, grid, shared.unwrap_or(0), cluster) {
             report(tokens_for(m, None, &v), v.to_string());
         }
         return;
@@ -60,10 +61,19 @@ pub fn check_config(
             grid: grid.unwrap_or(Dim3::new(1, 1, 1)),
             block: block.unwrap_or(Dim3::new(1, 1, 1)),
             dynamic_shared_bytes: shared.unwrap_or(0),
-            cluster: None,
+            cluster,
         };
         let violations = validate(&resources, &cfg, &limits, &ValidateOptions::default()).err();
-        for v in violations.unwrap_or_default() {
+        // A dimension given at the call site stands in as 1 above: what only it decides is
+        // the launch's to check.
+        let decided = |v: &Violation| match v {
+            Violation::GridNotClusterMultiple { .. } => grid.is_some(),
+            Violation::RequiredBlockMismatch { .. } | Violation::NoBlockFits { .. } => {
+                block.is_some()
+            }
+            _ => true,
+        };
+        for v in violations.unwrap_or_default().into_iter().filter(decided) {
             let mut message = v.to_string();
             if let Some(c) = compiled.filter(|_| from_compiled_kernel(&v)) {
                 message.push_str(&format!(
@@ -137,14 +147,19 @@ fn resources(kernel: Option<(&KernelDecl, &SourceModel)>) -> KernelResources {
 fn tokens_for(m: &Model, arch: Option<&Spanned<Arch>>, v: &Violation) -> TokenStream {
     let block = m.block.as_ref();
     let grid = m.grid.as_ref();
+    let cluster = m.cluster.as_ref();
     let whole = |d: Option<&DimLit>| d.map(|d| d.tokens.clone());
     let axis_of = |d: Option<&DimLit>, axis: Axis| d.map(|_| axis_tokens(d, axis));
     let found = match v {
         Violation::ZeroExtent { part, axis, .. } => match part {
             LaunchPart::Block => axis_of(block, *axis),
             LaunchPart::Grid => axis_of(grid, *axis),
-            _ => None,
+            LaunchPart::Cluster => axis_of(cluster, *axis),
         },
+        Violation::ClustersUnsupported { .. }
+        | Violation::ClusterTooLarge { .. }
+        | Violation::ClusterMismatch { .. } => whole(cluster),
+        Violation::GridNotClusterMultiple { axis, .. } => axis_of(grid, *axis),
         Violation::BlockDimTooLarge { axis, .. } => axis_of(block, *axis),
         Violation::GridDimTooLarge { axis, .. } => axis_of(grid, *axis),
         Violation::TooManyThreadsPerBlock { .. }

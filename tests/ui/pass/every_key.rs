@@ -1,5 +1,5 @@
 // Every key at once, with inline source: arch-checked literals, defines, includes, registers,
-// dynamic shared memory, requirements and instrumentation.
+// dynamic shared memory, a cluster, requirements and instrumentation.
 use std::sync::Arc;
 
 use cudacheck::checked_kernel;
@@ -25,6 +25,7 @@ use cudacheck::cudarc::driver::{CudaSlice, CudaStream};
     block = (16, 16),
     grid = (8, 1, 1),
     shared = 16 * 16 * 4,
+    cluster = (2, 1, 1),
     requires(input.len() >= n as usize, out.len() >= 8),
     instrument = false
 )]
