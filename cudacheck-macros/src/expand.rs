@@ -153,16 +153,16 @@ pub fn wrapper(m: &Model, checked: &Checked) -> TokenStream {
         }
     });
     // What the build-time compile depends on beyond the `.cu` file (tracked through
-    // `include_str!` below): cargo expands again when `cudacheck prepare` sets its variable, and
-    // when the prepared file the check used changes.
+    // `include_str!` below): cargo expands again when one of the environment variables changes
+    // (`cudacheck prepare` sets one), and when a prepared file the check used changes.
     let tracked = checked.compiles_at_build.then(|| {
-        let var = crate::check::PREPARE_ENV;
+        let vars = crate::check::TRACKED_ENV;
         let files = checked
             .prepared_files
             .iter()
             .map(|f| f.to_string_lossy().into_owned());
         quote! {
-            const _: ::core::option::Option<&str> = ::core::option_env!(#var);
+            #(const _: ::core::option::Option<&str> = ::core::option_env!(#vars);)*
             #(const _: &[u8] = ::core::include_bytes!(#files);)*
         }
     });

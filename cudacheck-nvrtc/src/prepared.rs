@@ -2,7 +2,8 @@
 //! launch configurations against what only the compiled kernel knows (its registers, static
 //! shared memory and launch bounds).
 //!
-//! `#[checked_kernel]` with an `arch` compiles the kernel at `cargo build` when NVRTC is found.
+//! `#[checked_kernel]` with an `arch` compiles the kernel at `cargo build` when NVRTC is found
+//! (assembles it with nvJitLink, for a kernel shipped as PTX).
 //! `cudacheck prepare` runs `cargo check` with [`ENV_PREPARE`] set, and each such compile writes
 //! one small JSON file per kernel and architecture into the crate's [`DIR_NAME`] directory (as
 //! `cargo sqlx prepare` writes `.sqlx/`); commit it. Where NVRTC is absent, the macro reads the
@@ -87,18 +88,18 @@ pub struct PreparedKernel {
     pub options: String,
     /// The source's [`source_fingerprint`](crate::cache::source_fingerprint) when prepared.
     pub fingerprint: String,
-    /// The NVRTC that compiled it (`13.0`).
-    pub nvrtc: String,
+    /// What compiled it (`NVRTC 13.0`, `nvJitLink 13.0` for PTX).
+    pub compiler: String,
     pub resources: KernelResources,
 }
 
 impl PreparedKernel {
-    /// The entry for `request`, compiled by NVRTC `nvrtc` from a source whose fingerprint is
+    /// The entry for `request`, compiled by `compiler` from a source whose fingerprint is
     /// `fingerprint`.
     pub fn new(
         request: &Request<'_>,
         fingerprint: String,
-        nvrtc: String,
+        compiler: String,
         resources: KernelResources,
     ) -> Self {
         PreparedKernel {
@@ -108,7 +109,7 @@ impl PreparedKernel {
             arch: request.arch.to_string(),
             options: request.options_digest(),
             fingerprint,
-            nvrtc,
+            compiler,
             resources,
         }
     }
@@ -229,7 +230,7 @@ mod tests {
             registers: 40,
             ..KernelResources::default()
         };
-        let entry = PreparedKernel::new(&req, "f1".into(), "13.0".into(), resources);
+        let entry = PreparedKernel::new(&req, "f1".into(), "NVRTC 13.0".into(), resources);
         let file = write(dir.path(), &req, &entry).unwrap();
         assert_eq!(
             lookup(dir.path(), &req, "f1"),

@@ -707,12 +707,9 @@ impl Make for Kernel {
                 let (cubin, log) = crate::ptx::assembled(self.source(), arch)
                     .map_err(|e| self.ptx_error(arch, e))?;
                 let mut c = self.finish(arch, cubin.to_vec(), entry.symbol, 0, log)?;
-                // nvJitLink's sm_90 CUBIN counts the 1 KiB the driver reserves per block in
-                // the kernel's shared section without marking it (a launch then takes the
-                // driver's own figure); ptxas's report has the static shared memory alone.
-                let ptxas = cudacheck_core::cubin::parse_ptxas_info(&c.log).unwrap_or_default();
-                if let Some(p) = ptxas.iter().find(|p| p.name == c.symbol) {
-                    c.resources.static_shared_bytes = p.static_shared_bytes;
+                // (A launch then takes the driver's own figure.)
+                if let Some(b) = cudacheck_core::cubin::ptxas_static_shared(&c.log, &c.symbol) {
+                    c.resources.static_shared_bytes = b;
                 }
                 Ok(c)
             }

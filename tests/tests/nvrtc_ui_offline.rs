@@ -1,5 +1,6 @@
 //! `#[checked_kernel]` in a build with no NVRTC (`CUDACHECK_NVRTC=none`): the resources
-//! `cudacheck prepare` recorded in `ui-offline/prepared/` are checked instead, a stale record is
+//! `cudacheck prepare` recorded in `ui-offline/prepared/` are checked instead (for PTX too,
+//! with no nvJitLink: `CUDACHECK_NVJITLINK=none`), a stale record is
 //! an error that says how to refresh it, and a kernel with no record builds with the checks
 //! the source and the architecture decide. trybuild; the cases live in `ui-offline/`.
 //!
@@ -50,6 +51,7 @@ fn nvrtc_ui_offline() {
     );
     std::env::set_var("CUDACHECK_PREPARED_DIR", &dir);
     std::env::set_var("CUDACHECK_NVRTC", "none");
+    std::env::set_var("CUDACHECK_NVJITLINK", "none");
     std::env::remove_var("CUDACHECK_PREPARE");
     let t = trybuild::TestCases::new();
     t.compile_fail("ui-offline/fail/*.rs");

@@ -33,7 +33,7 @@ use crate::resources::KernelResources;
 use elf::{Elf, Symbol};
 
 pub use nvinfo::NvInfoProblem;
-pub use ptxas::{parse_ptxas_info, PtxasKernelInfo, PtxasLogError};
+pub use ptxas::{parse_ptxas_info, ptxas_static_shared, PtxasKernelInfo, PtxasLogError};
 
 #[cfg(any(test, fuzzing))]
 #[doc(hidden)]

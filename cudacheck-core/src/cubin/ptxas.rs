@@ -118,6 +118,18 @@ fn items(line_no: usize, text: &str, mut f: impl FnMut(u32, &str)) -> Result<(),
     Ok(())
 }
 
+/// The static shared memory ptxas reports for `symbol` in `log`, where one CUBIN's own
+/// figure cannot be trusted: nvJitLink's sm_90 CUBIN counts the 1 KiB the driver reserves per
+/// block in the kernel's shared section without marking it, and ptxas's report has the static
+/// shared memory alone. `None` when the log does not report the kernel.
+pub fn ptxas_static_shared(log: &str, symbol: &str) -> Option<u32> {
+    parse_ptxas_info(log)
+        .ok()?
+        .into_iter()
+        .find(|p| p.name == symbol)
+        .map(|p| p.static_shared_bytes)
+}
+
 /// Parses NVRTC's `-Xptxas -v` report into one entry per kernel, in the order ptxas compiled
 /// them. Lines that are not resource lines (compile times, "Overriding maximum register
 /// limit", gmem totals, warnings) are skipped; so are the properties of non-entry functions.

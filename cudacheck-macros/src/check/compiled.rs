@@ -15,10 +15,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cudacheck_core::cubin::read_cubin;
-use cudacheck_core::{Arch, KernelResources};
+use cudacheck_core::cubin::{ptxas_static_shared, read_cubin};
+use cudacheck_core::{find_entry, ptx_entries, Arch, KernelResources};
 use cudacheck_nvrtc::cache::{self, source_fingerprint};
-use cudacheck_nvrtc::nvrtc::{self, CompileError, CompileOptions, CudaSource};
+use cudacheck_nvrtc::nvrtc::{self, AssembleError, CompileError, CompileOptions, CudaSource};
 use cudacheck_nvrtc::prepared::{self, Lookup, PreparedKernel, Request};
 
 use crate::model::{manifest_dir, Errors, Model, SourceSpec, Spanned};
@@ -33,86 +33,63 @@ pub struct Compiled {
     pub prepared_file: Option<PathBuf>,
 }
 
-/// The environment variable the generated code reads with `option_env!`, so that cargo expands
-/// the attribute again when `cudacheck prepare` sets it.
-pub const PREPARE_ENV: &str = prepared::ENV_PREPARE;
+/// The environment variable `cudacheck prepare` sets.
+const PREPARE_ENV: &str = prepared::ENV_PREPARE;
 
-/// The compiled kernel's resources for `arch`, or `None` when the source is PTX or neither
-/// NVRTC nor prepared data is at hand. Errors (a source that does not compile, stale prepared
-/// data) go to `errors`.
+/// The environment variables a build-time check depends on: the generated code reads each with
+/// `option_env!`, so cargo expands the attribute again when one changes (`cudacheck prepare`
+/// runs; NVRTC, nvJitLink or the prepared directory is pointed elsewhere).
+pub const TRACKED_ENV: [&str; 4] = [
+    PREPARE_ENV,
+    prepared::ENV_DIR,
+    nvrtc::ENV_VAR,
+    nvrtc::NVJITLINK_ENV_VAR,
+];
+
+/// The compiled kernel's resources for `arch`, or `None` when neither the compiler (NVRTC for
+/// CUDA source, nvJitLink for PTX) nor prepared data is at hand. Errors (a source that does
+/// not compile, stale prepared data) go to `errors`.
 pub fn compiled_resources(
     m: &Model,
     arch: &Spanned<Arch>,
     errors: &mut Errors,
 ) -> Option<Compiled> {
     let arch = arch.value;
-    let (source, tokens) = cuda_source(m)?;
-    let opts = options(m, &source, arch);
+    let (input, tokens) = Input::of(m)?;
     let kernel = m.cuda_name();
     let written = written_options(m);
     let arch_name = arch.sm_name();
     let request = Request {
-        source: &source.name,
+        source: input.name(),
         kernel: &kernel,
         arch: &arch_name,
         options: &written,
     };
     let dir = prepared::dir_for(&manifest_dir());
     let log = |outcome: &str| build_log(&kernel, &arch_name, outcome);
-    let nvrtc = match nvrtc::nvrtc() {
-        Ok(n) => n,
-        Err(_) => {
-            let found = from_prepared(&dir, &request, &source, &opts, &tokens, errors);
+    let built = match input.build(m, arch, &kernel) {
+        Ok(b) => b,
+        Err(Failure::NoCompiler) => {
+            let found = from_prepared(&dir, &request, &input, m, arch, &tokens, errors);
             log(if found.is_some() { "prepared" } else { "none" });
             return found;
         }
-    };
-    let before = cache::stats();
-    let out = match nvrtc::compile(&source, &opts) {
-        Ok(out) => out,
-        Err(CompileError::NvrtcNotFound(_)) => {
-            log("none");
-            return None;
-        }
-        Err(e) => {
+        Err(Failure::Failed(why)) => {
             log("failed");
-            errors.spanned(
-                &tokens,
-                format!(
-                    "`{kernel}` does not compile for {arch_name} (NVRTC {}.{}):\n{e}",
-                    nvrtc.version.0, nvrtc.version.1
-                ),
-            );
+            errors.spanned(&tokens, why);
             return None;
         }
     };
-    let after = cache::stats();
-    log(if after.nvrtc_compiles > before.nvrtc_compiles {
-        "compiled"
-    } else {
-        "cache"
-    });
-    let symbol = out
-        .lowered_names
-        .iter()
-        .find(|(expr, _)| *expr == kernel)
-        .map_or_else(|| kernel.clone(), |(_, lowered)| lowered.clone());
-    let resources = match read_cubin(&out.cubin) {
-        Ok(info) => info.kernel(&symbol).cloned(),
-        Err(e) => {
-            errors.spanned(
-                &tokens,
-                format!("NVRTC's CUBIN for `{kernel}` on {arch_name} cannot be read: {e}"),
-            );
-            return None;
-        }
-    }?;
-    let version = format!("{}.{}", nvrtc.version.0, nvrtc.version.1);
+    log(if built.compiled { "compiled" } else { "cache" });
     if std::env::var_os(PREPARE_ENV).is_some_and(|v| !v.is_empty()) {
-        match source_fingerprint(&source, &opts) {
+        match input.fingerprint(m, arch) {
             Ok(fingerprint) => {
-                let entry =
-                    PreparedKernel::new(&request, fingerprint, version.clone(), resources.clone());
+                let entry = PreparedKernel::new(
+                    &request,
+                    fingerprint,
+                    built.compiler.clone(),
+                    built.resources.clone(),
+                );
                 if let Err(why) = prepared::write(&dir, &request, &entry) {
                     errors.spanned(&tokens, format!("`cudacheck prepare`: {why}"));
                 }
@@ -121,15 +98,181 @@ pub fn compiled_resources(
                 &tokens,
                 format!(
                     "`cudacheck prepare` cannot fingerprint `{}`: {why}",
-                    source.name
+                    input.name()
                 ),
             ),
         }
     }
     Some(Compiled {
-        resources,
-        origin: format!("`{kernel}` as NVRTC {version} compiles it for {arch_name}"),
+        origin: format!(
+            "`{kernel}` as {} {} it for {arch_name}",
+            built.compiler,
+            if matches!(input, Input::Ptx { .. }) {
+                "assembles"
+            } else {
+                "compiles"
+            }
+        ),
+        resources: built.resources,
         prepared_file: None,
+    })
+}
+
+/// What the kernel is built from, exactly as the generated code hands it to the runtime.
+enum Input {
+    /// CUDA C++ (same name, no directory: the file's directory is an include directory).
+    Cuda(CudaSource),
+    /// A PTX module.
+    Ptx { name: String, text: String },
+}
+
+/// A kernel built for one architecture.
+struct Built {
+    resources: KernelResources,
+    /// "NVRTC 13.0" or "nvJitLink 13.0".
+    compiler: String,
+    /// Whether the compiler ran (else the module cache answered).
+    compiled: bool,
+}
+
+enum Failure {
+    /// NVRTC (or nvJitLink, for PTX) cannot be found: never a build error.
+    NoCompiler,
+    /// The source does not build, in words for the user.
+    Failed(String),
+}
+
+impl Input {
+    /// The input and the literal to point errors at; `None` when the file cannot be read (its
+    /// error was reported by the source checks).
+    fn of(m: &Model) -> Option<(Input, proc_macro2::TokenStream)> {
+        use quote::ToTokens;
+        let read = |path: &Path| std::fs::read_to_string(path).ok();
+        Some(match m.source.as_ref()? {
+            SourceSpec::File { lit, path } => (
+                Input::Cuda(CudaSource::from_str(lit.value(), read(path)?)),
+                lit.to_token_stream(),
+            ),
+            SourceSpec::Inline { lit } => {
+                let label = format!("<inline source of `{}`>", m.sig.ident);
+                (
+                    Input::Cuda(CudaSource::from_str(label, lit.value())),
+                    lit.to_token_stream(),
+                )
+            }
+            SourceSpec::PtxFile { lit, path } => (
+                Input::Ptx {
+                    name: lit.value(),
+                    text: read(path)?,
+                },
+                lit.to_token_stream(),
+            ),
+            SourceSpec::PtxInline { lit } => (
+                Input::Ptx {
+                    name: format!("<inline PTX of `{}`>", m.sig.ident),
+                    text: lit.value(),
+                },
+                lit.to_token_stream(),
+            ),
+        })
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Input::Cuda(s) => &s.name,
+            Input::Ptx { name, .. } => name,
+        }
+    }
+
+    /// What decides whether a prepared record still describes the input: for CUDA source, its
+    /// text and the user's headers it includes; for PTX, its text.
+    fn fingerprint(&self, m: &Model, arch: Arch) -> Result<String, String> {
+        match self {
+            Input::Cuda(source) => source_fingerprint(source, &options(m, arch)),
+            Input::Ptx { text, .. } => Ok(to_hex(&cache::code_digest(&[text]))),
+        }
+    }
+
+    fn build(&self, m: &Model, arch: Arch, kernel: &str) -> Result<Built, Failure> {
+        match self {
+            Input::Cuda(source) => build_cuda(source, &options(m, arch), kernel),
+            Input::Ptx { name, text } => build_ptx(name, text, arch, kernel),
+        }
+    }
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// NVRTC, through the module cache, as the runtime's plain build compiles it.
+fn build_cuda(source: &CudaSource, opts: &CompileOptions, kernel: &str) -> Result<Built, Failure> {
+    let Ok(nvrtc) = nvrtc::nvrtc() else {
+        return Err(Failure::NoCompiler);
+    };
+    let compiler = format!("NVRTC {}.{}", nvrtc.version.0, nvrtc.version.1);
+    let before = cache::stats();
+    let out = match nvrtc::compile(source, opts) {
+        Ok(out) => out,
+        Err(CompileError::NvrtcNotFound(_)) => return Err(Failure::NoCompiler),
+        Err(e) => {
+            return Err(Failure::Failed(format!(
+                "`{kernel}` does not compile for {} ({compiler}):\n{e}",
+                opts.arch.sm_name()
+            )))
+        }
+    };
+    let compiled = cache::stats().nvrtc_compiles > before.nvrtc_compiles;
+    let symbol = out
+        .lowered_names
+        .iter()
+        .find(|(expr, _)| *expr == kernel)
+        .map_or_else(|| kernel.to_string(), |(_, lowered)| lowered.clone());
+    let resources = read_cubin(&out.cubin)
+        .map_err(|e| Failure::Failed(format!("{compiler}'s CUBIN cannot be read: {e}")))?
+        .kernel(&symbol)
+        .cloned()
+        .ok_or_else(|| Failure::Failed(format!("{compiler}'s CUBIN has no kernel `{symbol}`")))?;
+    Ok(Built {
+        resources,
+        compiler,
+        compiled,
+    })
+}
+
+/// ptxas through nvJitLink, as the runtime assembles a PTX module.
+fn build_ptx(name: &str, text: &str, arch: Arch, kernel: &str) -> Result<Built, Failure> {
+    let Ok(jl) = nvrtc::jitlink() else {
+        return Err(Failure::NoCompiler);
+    };
+    let compiler = format!("nvJitLink {}.{}", jl.version.0, jl.version.1);
+    // The signature checks report a kernel the module lacks.
+    let entries = ptx_entries(text).map_err(|e| Failure::Failed(format!("`{name}`: {e}")))?;
+    let Some(entry) = find_entry(&entries, kernel) else {
+        return Err(Failure::NoCompiler);
+    };
+    let out = match nvrtc::assemble_ptx(text, arch, name) {
+        Ok(out) => out,
+        Err(AssembleError::NotFound(_)) => return Err(Failure::NoCompiler),
+        Err(e) => return Err(Failure::Failed(e.to_string())),
+    };
+    let mut resources = read_cubin(&out.cubin)
+        .map_err(|e| Failure::Failed(format!("{compiler}'s CUBIN cannot be read: {e}")))?
+        .kernel(&entry.symbol)
+        .cloned()
+        .ok_or_else(|| {
+            Failure::Failed(format!(
+                "{compiler}'s CUBIN has no kernel `{}`",
+                entry.symbol
+            ))
+        })?;
+    if let Some(b) = ptxas_static_shared(&out.info_log, &entry.symbol) {
+        resources.static_shared_bytes = b;
+    }
+    Ok(Built {
+        resources,
+        compiler,
+        compiled: true,
     })
 }
 
@@ -137,20 +280,21 @@ pub fn compiled_resources(
 fn from_prepared(
     dir: &Path,
     request: &Request<'_>,
-    source: &CudaSource,
-    opts: &CompileOptions,
+    input: &Input,
+    m: &Model,
+    arch: Arch,
     tokens: &proc_macro2::TokenStream,
     errors: &mut Errors,
 ) -> Option<Compiled> {
     // A source whose headers cannot be listed has no fingerprint; nothing prepared can be
     // trusted for it, and nothing is reported (the build has no NVRTC to do better).
-    let fingerprint = source_fingerprint(source, opts).ok()?;
+    let fingerprint = input.fingerprint(m, arch).ok()?;
     match prepared::lookup(dir, request, &fingerprint) {
         Lookup::Fresh(entry) => Some(Compiled {
             origin: format!(
-                "`{}` as NVRTC {} compiled it for {} (prepared by `cudacheck prepare`; NVRTC is \
-                 not available to this build)",
-                entry.kernel, entry.nvrtc, entry.arch
+                "`{}` as {} compiled it for {} (prepared by `cudacheck prepare`; the compiler \
+                 is not available to this build)",
+                entry.kernel, entry.compiler, entry.arch
             ),
             resources: entry.resources,
             prepared_file: Some(dir.join(request.file_name())),
@@ -187,31 +331,8 @@ fn from_prepared(
     }
 }
 
-/// The source exactly as the generated code hands it to the runtime (same name, no directory:
-/// the file's directory is an include directory), and the literal to point errors at.
-fn cuda_source(m: &Model) -> Option<(CudaSource, proc_macro2::TokenStream)> {
-    use quote::ToTokens;
-    match m.source.as_ref()? {
-        SourceSpec::File { lit, path } => {
-            let text = std::fs::read_to_string(path).ok()?;
-            Some((
-                CudaSource::from_str(lit.value(), text),
-                lit.to_token_stream(),
-            ))
-        }
-        SourceSpec::Inline { lit } => {
-            let label = format!("<inline source of `{}`>", m.sig.ident);
-            Some((
-                CudaSource::from_str(label, lit.value()),
-                lit.to_token_stream(),
-            ))
-        }
-        SourceSpec::PtxFile { .. } | SourceSpec::PtxInline { .. } => None,
-    }
-}
-
 /// The compile options the runtime's `Kernel` will use for the launch's plain build.
-fn options(m: &Model, _source: &CudaSource, arch: Arch) -> CompileOptions {
+fn options(m: &Model, arch: Arch) -> CompileOptions {
     let mut opts = CompileOptions::new(arch);
     if let Some(SourceSpec::File { path, .. }) = &m.source {
         if let Some(dir) = path.parent() {

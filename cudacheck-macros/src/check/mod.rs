@@ -32,7 +32,7 @@ pub struct Checked {
     pub prepared_files: Vec<std::path::PathBuf>,
 }
 
-pub use compiled::PREPARE_ENV;
+pub use compiled::TRACKED_ENV;
 
 /// "The Rust type `ty` must have the CUDA type's size and alignment."
 pub struct LayoutAssert {
@@ -58,8 +58,13 @@ pub fn check(m: &Model, errors: &mut Errors) -> Checked {
         if m.params_complete && !has_type_generics(m) {
             ptx::check_ptx_signature(m, errors);
         }
-        config::check_config(m, None, &[], errors);
-        return Checked::default();
+        let compiled = compile_each_arch(m, errors);
+        config::check_config(m, None, &compiled, errors);
+        return Checked {
+            compiles_at_build: !m.archs.is_empty(),
+            prepared_files: prepared_files(&compiled),
+            ..Checked::default()
+        };
     }
     let loaded = load(m, errors);
     let mut checked = Checked::default();
@@ -81,23 +86,33 @@ pub fn check(m: &Model, errors: &mut Errors) -> Checked {
         }
     }
     // Only a kernel the source has (or may generate) is worth compiling: a missing one was
-    // reported, and NVRTC would only say it again. One build per named architecture.
-    let compiled: Vec<_> = if exists {
-        m.archs
-            .iter()
-            .map(|arch| compiled::compiled_resources(m, arch, errors))
-            .collect()
+    // reported, and NVRTC would only say it again.
+    let compiled = if exists {
+        compile_each_arch(m, errors)
     } else {
         Vec::new()
     };
     checked.compiles_at_build = exists && !m.archs.is_empty();
-    checked.prepared_files = compiled
+    checked.prepared_files = prepared_files(&compiled);
+    config::check_config(m, kernel, &compiled, errors);
+    checked
+}
+
+/// The kernel built for each named architecture (`None` where neither a compiler nor a
+/// prepared record is at hand), in `m.archs`' order.
+fn compile_each_arch(m: &Model, errors: &mut Errors) -> Vec<Option<compiled::Compiled>> {
+    m.archs
+        .iter()
+        .map(|arch| compiled::compiled_resources(m, arch, errors))
+        .collect()
+}
+
+fn prepared_files(compiled: &[Option<compiled::Compiled>]) -> Vec<std::path::PathBuf> {
+    compiled
         .iter()
         .flatten()
         .filter_map(|c| c.prepared_file.clone())
-        .collect();
-    config::check_config(m, kernel, &compiled, errors);
-    checked
+        .collect()
 }
 
 // The item must be a plain signature: the body is the CUDA kernel, the return value is the

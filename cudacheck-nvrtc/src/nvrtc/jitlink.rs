@@ -231,6 +231,14 @@ pub(crate) fn loaded_jitlink() -> Option<&'static JitLink> {
 }
 
 fn discover() -> Result<JitLink, JitLinkNotFound> {
+    // As `CUDACHECK_NVRTC=none` does for NVRTC: nvJitLink absent, for tests of that case.
+    if std::env::var_os(NVJITLINK_ENV_VAR).is_some_and(|v| v == "none") {
+        return Err(JitLinkNotFound {
+            searched: vec![format!(
+                "{NVJITLINK_ENV_VAR}=none: nvJitLink is made absent"
+            )],
+        });
+    }
     let mut searched = Vec::new();
     let places = places(nvrtc_dir().as_deref(), &mut searched);
     for p in &places {
