@@ -13,7 +13,7 @@ use thiserror::Error;
 
 pub use crate::driver::DriverError;
 use crate::driver::{CudaVersion, DriverMissing, MissingEntryPoint};
-use crate::instrument::{DeviceAssert, OutOfBounds};
+use crate::instrument::{DeviceAssert, Fault, OutOfBounds};
 use crate::nvrtc::{CompileError, NvrtcNotFound};
 use crate::ring::LaunchRecord;
 
@@ -538,6 +538,15 @@ pub(crate) fn bytes(n: u64) -> String {
         unit += 1;
     }
     format!("{n} bytes ({v:.1} {})", UNITS[unit])
+}
+
+impl From<Fault> for Error {
+    fn from(f: Fault) -> Self {
+        match f {
+            Fault::OutOfBounds(o) => Error::OutOfBounds(o),
+            Fault::DeviceAssert(d) => Error::DeviceAssert(d),
+        }
+    }
 }
 
 #[cfg(test)]

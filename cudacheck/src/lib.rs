@@ -35,26 +35,27 @@
 //! forward them (see the README, "Adding it to a project").
 #![warn(unsafe_op_in_unsafe_fn)]
 
-// The runtime's layers, bottom up; each module uses only those above it in this list (the
-// code map in ARCHITECTURE.md draws them).
-mod alloc;
+// The runtime's layers, bottom up: each module uses only those above it in this list (and the
+// compiler layer, `cudacheck-nvrtc`, below them all). `tests/layers.rs` fails when one reaches
+// down this list; ARCHITECTURE.md draws it.
+mod alloc; //     allocation helpers
 mod args; //      argument slots
-mod block;
+mod block; //     `Block`, `block!`
 mod build; //     compiled and loaded builds, keyed by variant
 pub mod capture; // checked launches under stream capture
 mod context; //   per-context state
-mod doctor; //    `cudacheck doctor`: the driver beside the compiler layer
-mod driver; //    FFI and `DriverError`
-mod error; //     `Error` (wraps the above and the fault reports of `instrument`)
-mod instrument; // bounds-checked builds' PTX and fault reports
+mod doctor;
+mod driver; //    the only FFI: driver calls, `DriverError`, entry points
+mod error; //     `Error`: wraps the above
+mod instrument; // bounds-checked builds' PTX and fault reports (`Fault`)
 mod kernel; //    `Kernel`
 mod launch; //    `Launch`: the one launch path and its plans
-mod offline;
+mod offline; //   checks with no GPU
 mod peer; //      context pairs with peer access
 mod policy; //    sync / instrument resolution
 mod ptx; //       kernels shipped as PTX (`PtxSource`)
 mod ring; //      `LaunchRecord` and the ring of recent launches
-mod seqlock; //   lock-free slots
+mod seqlock; //   lock-free slots //    `cudacheck doctor`: the driver beside the compiler layer
 
 /// The on-disk module cache (from `cudacheck-nvrtc`, the compiler layer below this crate).
 pub use cudacheck_nvrtc::cache;

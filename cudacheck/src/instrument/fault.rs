@@ -472,8 +472,26 @@ fn line_text(source: &CudaSource, file: &str, line: u32) -> Option<String> {
     nth(&std::fs::read_to_string(path).ok()?)
 }
 
-/// The error a faulted record stands for, or `None` when nothing was recorded.
-pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<crate::Error> {
+/// What a bounds-checked launch's fault record reports; `error` turns it into
+/// [`Error::OutOfBounds`](crate::Error::OutOfBounds) or
+/// [`Error::DeviceAssert`](crate::Error::DeviceAssert) (this module sits below `error`).
+#[derive(Debug)]
+pub(crate) enum Fault {
+    OutOfBounds(Box<OutOfBounds>),
+    DeviceAssert(Box<DeviceAssert>),
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::OutOfBounds(o) => o.fmt(f),
+            Fault::DeviceAssert(d) => d.fmt(f),
+        }
+    }
+}
+
+/// The fault a record stands for, or `None` when nothing was recorded.
+pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<Fault> {
     if rec.faulted == 0 {
         return None;
     }
@@ -487,7 +505,7 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<crate
     let inlined_at = site.and_then(|s| s.inlined_at.clone());
     let kind = rec.fault_kind();
     if kind == Some(FaultKind::Assert) {
-        return Some(crate::Error::DeviceAssert(Box::new(DeviceAssert {
+        return Some(Fault::DeviceAssert(Box::new(DeviceAssert {
             kernel: Arc::clone(cx.kernel),
             site: cx.site,
             config: cx.config,
@@ -546,7 +564,7 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<crate
         _ => ("?".to_string(), access_bytes),
     };
     let e = i64::from(elem_bytes);
-    Some(crate::Error::OutOfBounds(Box::new(OutOfBounds {
+    Some(Fault::OutOfBounds(Box::new(OutOfBounds {
         kernel: Arc::clone(cx.kernel),
         site: cx.site,
         config: cx.config,
@@ -782,7 +800,7 @@ mod tests {
         }
     }
 
-    fn run(rec: &FaultRecord) -> Option<crate::Error> {
+    fn run(rec: &FaultRecord) -> Option<Fault> {
         run_with(rec, build(), None)
     }
 
@@ -790,7 +808,7 @@ mod tests {
         rec: &FaultRecord,
         b: InstrumentedKernel,
         param_names: Option<ParamNames>,
-    ) -> Option<crate::Error> {
+    ) -> Option<Fault> {
         let k: Arc<str> = "saxpy".into();
         let src = CudaSource::from_str("saxpy.cu", SRC);
         let args = [
@@ -848,7 +866,7 @@ mod tests {
             Some(from_ptx),
         )
         .unwrap();
-        let crate::Error::OutOfBounds(o) = &e else {
+        let Fault::OutOfBounds(o) = &e else {
             panic!("{e:?}")
         };
         assert_eq!(
@@ -874,7 +892,7 @@ mod tests {
     #[test]
     fn out_of_bounds_names_the_parameter_in_elements_with_a_caret() {
         let e = run(&faulted(7, FaultKind::Write, 4000, 4000, 4)).unwrap();
-        let crate::Error::OutOfBounds(o) = &e else {
+        let Fault::OutOfBounds(o) = &e else {
             panic!("{e:?}")
         };
         assert_eq!(
@@ -898,7 +916,7 @@ mod tests {
     #[test]
     fn a_redirected_collective_read_says_what_the_lane_read_instead() {
         let e = run(&faulted(7, FaultKind::CollectiveRead, 4000, 4000, 4)).unwrap();
-        let crate::Error::OutOfBounds(o) = &e else {
+        let Fault::OutOfBounds(o) = &e else {
             panic!("{e:?}")
         };
         assert_eq!(o.access, FaultKind::CollectiveRead);
@@ -927,7 +945,7 @@ mod tests {
         let mut r = faulted(9, FaultKind::Read, 32, 40, 16);
         r.msg[..8].copy_from_slice(&0x2000u64.to_le_bytes());
         let e = run(&r).unwrap();
-        let crate::Error::OutOfBounds(o) = &e else {
+        let Fault::OutOfBounds(o) = &e else {
             panic!("{e:?}")
         };
         // The base names the buffer among the two the pointer could hold.
@@ -946,7 +964,7 @@ mod tests {
         r.assert_line = 5;
         r.msg[..5].copy_from_slice(b"i < n");
         let e = run(&r).unwrap();
-        let crate::Error::DeviceAssert(d) = &e else {
+        let Fault::DeviceAssert(d) = &e else {
             panic!("{e:?}")
         };
         assert_eq!((d.message.as_str(), d.line, d.count), ("i < n", 5, 24));

@@ -19,10 +19,9 @@ use cudacheck_core::Dim3;
 use thiserror::Error;
 
 pub use cudacheck_core::instrument::Coverage;
-pub(crate) use fault::{error_of, param_names, ArgView, FaultContext};
+pub(crate) use fault::{error_of, param_names, ArgView, Fault, FaultContext};
 pub use fault::{DeviceAssert, OutOfBounds};
 
-use crate::error::Error;
 use crate::nvrtc::AssembleError;
 
 /// Why a kernel's bounds-checked build could not be made.
@@ -115,9 +114,9 @@ pub(crate) fn instrument(
 }
 
 /// A bounds-checked launch's outcome from its fault record, read back after the kernel:
-/// decoded with `cudacheck_core::instrument::decode`, then turned into an error by
-/// [`error_of`].
-pub(crate) fn report(record: &[u8], cx: &FaultContext<'_>) -> Result<(), Error> {
+/// decoded with `cudacheck_core::instrument::decode`, then turned into a [`Fault`] by
+/// [`error_of`] (which `error` makes an `Error` of).
+pub(crate) fn report(record: &[u8], cx: &FaultContext<'_>) -> Result<(), Fault> {
     let Some(rec) = cudacheck_core::instrument::decode(record) else {
         return Ok(());
     };

@@ -239,6 +239,7 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
                 .kernel
                 .fault_context(&sites, &args[..n], step.site, step.cfg),
         )
+        .map_err(Error::from)
     }
 }
 
