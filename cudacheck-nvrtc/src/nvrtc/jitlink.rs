@@ -8,32 +8,20 @@
 //! library rather than the driver's JIT keeps one path for the offline CLI and the runtime, and
 //! gives a CUBIN whose resources the same reader checks.
 //!
-//! cudarc has no nvJitLink bindings; the seven functions are resolved here with libloading.
+//! cudarc has no nvJitLink bindings; the raw calls are `jitlink_ffi.rs`'s, and this module is
+//! safe code.
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CString};
+use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use libloading::Library;
 use thiserror::Error;
 
-use super::ffi::{describe, open_library};
+use super::jitlink_ffi::{bind, JitCallError, JitLinkLib, Linker};
 use cudacheck_core::Arch;
 
 /// Where `CUDACHECK_NVJITLINK` may point: a `libnvJitLink.so*` file or its directory.
 pub const NVJITLINK_ENV_VAR: &str = "CUDACHECK_NVJITLINK";
-
-/// `NVJITLINK_INPUT_PTX` (nvJitLink.h).
-const INPUT_PTX: c_int = 2;
-
-type Handle = *mut c_void;
-type CreateFn = unsafe extern "C" fn(*mut Handle, c_uint, *const *const c_char) -> c_int;
-type DestroyFn = unsafe extern "C" fn(*mut Handle) -> c_int;
-type AddDataFn = unsafe extern "C" fn(Handle, c_int, *const c_void, usize, *const c_char) -> c_int;
-type CompleteFn = unsafe extern "C" fn(Handle) -> c_int;
-type SizeFn = unsafe extern "C" fn(Handle, *mut usize) -> c_int;
-type GetFn = unsafe extern "C" fn(Handle, *mut c_void) -> c_int;
-type VersionFn = unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> c_int;
 
 /// A loaded nvJitLink.
 #[derive(Debug)]
@@ -42,22 +30,7 @@ pub struct JitLink {
     pub path: PathBuf,
     /// `(major, minor)`.
     pub version: (u32, u32),
-    fns: Fns,
-    _lib: Library,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Fns {
-    create: CreateFn,
-    destroy: DestroyFn,
-    add_data: AddDataFn,
-    complete: CompleteFn,
-    cubin_size: SizeFn,
-    cubin: GetFn,
-    error_log_size: SizeFn,
-    error_log: GetFn,
-    info_log_size: SizeFn,
-    info_log: GetFn,
+    lib: JitLinkLib,
 }
 
 /// No usable nvJitLink was found.
@@ -116,42 +89,11 @@ fn candidates_in(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn load(path: &Path) -> Result<JitLink, String> {
-    let lib = open_library(path).map_err(|e| describe(&e))?;
-    // SAFETY: each symbol is read as the function type nvJitLink.h declares for it (CUDA 12 and
-    // 13 keep these signatures); the library stays loaded in the returned value, so the copied
-    // function pointers stay valid as long as it lives.
-    let fns = unsafe {
-        macro_rules! sym {
-            ($name:literal) => {
-                *lib.get($name)
-                    .map_err(|e| format!("{}: {}", stringify!($name), describe(&e)))?
-            };
-        }
-        Fns {
-            create: sym!(b"nvJitLinkCreate"),
-            destroy: sym!(b"nvJitLinkDestroy"),
-            add_data: sym!(b"nvJitLinkAddData"),
-            complete: sym!(b"nvJitLinkComplete"),
-            cubin_size: sym!(b"nvJitLinkGetLinkedCubinSize"),
-            cubin: sym!(b"nvJitLinkGetLinkedCubin"),
-            error_log_size: sym!(b"nvJitLinkGetErrorLogSize"),
-            error_log: sym!(b"nvJitLinkGetErrorLog"),
-            info_log_size: sym!(b"nvJitLinkGetInfoLogSize"),
-            info_log: sym!(b"nvJitLinkGetInfoLog"),
-        }
-    };
-    let (mut major, mut minor) = (0u32, 0u32);
-    // SAFETY: nvJitLinkVersion writes two unsigned ints through valid pointers.
-    let version: Result<VersionFn, _> = unsafe { lib.get(b"nvJitLinkVersion").map(|s| *s) };
-    if let Ok(v) = version {
-        // SAFETY: as above.
-        unsafe { v(&mut major, &mut minor) };
-    }
+    let (lib, version) = bind(path)?;
     Ok(JitLink {
         path: path.to_path_buf(),
-        version: (major, minor),
-        fns,
-        _lib: lib,
+        version,
+        lib,
     })
 }
 
@@ -260,44 +202,12 @@ fn discover() -> Result<JitLink, JitLinkNotFound> {
     Err(JitLinkNotFound { searched })
 }
 
-/// Frees an nvJitLink handle when dropped.
-struct Linker<'a> {
-    jl: &'a JitLink,
-    h: Handle,
-}
-
-impl Drop for Linker<'_> {
-    fn drop(&mut self) {
-        // SAFETY: `h` came from nvJitLinkCreate and is destroyed once, here.
-        unsafe { (self.jl.fns.destroy)(&mut self.h) };
-    }
-}
-
-impl Linker<'_> {
-    fn read(&self, size: SizeFn, get: GetFn, call: &'static str) -> Result<Vec<u8>, AssembleError> {
-        let mut n = 0usize;
-        // SAFETY: `h` is live; `n` is valid for writes.
-        let code = unsafe { size(self.h, &mut n) };
-        if code != 0 {
-            return Err(AssembleError::Call { call, code });
+impl From<JitCallError> for AssembleError {
+    fn from(e: JitCallError) -> Self {
+        AssembleError::Call {
+            call: e.call,
+            code: e.code,
         }
-        let mut buf = vec![0u8; n.max(1)];
-        // SAFETY: `buf` holds the `n` bytes nvJitLink said it writes.
-        let code = unsafe { get(self.h, buf.as_mut_ptr().cast()) };
-        if code != 0 {
-            return Err(AssembleError::Call { call, code });
-        }
-        buf.truncate(n);
-        Ok(buf)
-    }
-
-    fn log(&self, size: SizeFn, get: GetFn) -> String {
-        self.read(size, get, "log")
-            .map(|b| {
-                let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-                String::from_utf8_lossy(&b[..end]).trim().to_string()
-            })
-            .unwrap_or_default()
     }
 }
 
@@ -309,49 +219,25 @@ impl Linker<'_> {
 pub fn assemble_ptx(ptx: &str, arch: Arch, name: &str) -> Result<Assembled, AssembleError> {
     let jl = jitlink()?;
     crate::cache::stats::count(crate::cache::stats::Event::Assembly);
-    let arch_opt = CString::new(format!("-arch={}", arch.sm_name())).expect("no NUL in sm_XY");
-    let verbose = CString::new("-verbose").expect("static");
-    let opts = [arch_opt.as_ptr(), verbose.as_ptr()];
-    let mut h: Handle = std::ptr::null_mut();
-    // SAFETY: `opts` holds two valid C strings alive for the call; `h` is valid for writes.
-    let code = unsafe { (jl.fns.create)(&mut h, opts.len() as c_uint, opts.as_ptr()) };
-    if code != 0 || h.is_null() {
-        return Err(AssembleError::Call {
-            call: "nvJitLinkCreate",
-            code,
-        });
-    }
-    let linker = Linker { jl, h };
+    let options = [
+        CString::new(format!("-arch={}", arch.sm_name())).expect("no NUL in sm_XY"),
+        CString::new("-verbose").expect("static"),
+    ];
+    let linker = Linker::create(&jl.lib, &options)?;
     let c_ptx = CString::new(ptx).map_err(|e| AssembleError::Nul {
         name: name.to_string(),
         offset: e.nul_position(),
     })?;
     let c_name = CString::new(name.replace('\0', "")).expect("NULs removed");
-    let bytes = c_ptx.as_bytes_with_nul();
     let rejected = |l: &Linker<'_>| AssembleError::Rejected {
         name: name.to_string(),
         arch: arch.sm_name(),
-        log: l.log(jl.fns.error_log_size, jl.fns.error_log),
+        log: l.error_log(),
     };
-    // SAFETY: `bytes` and `c_name` outlive the call; nvJitLink copies the input.
-    let code = unsafe {
-        (jl.fns.add_data)(
-            linker.h,
-            INPUT_PTX,
-            bytes.as_ptr().cast(),
-            bytes.len(),
-            c_name.as_ptr(),
-        )
-    };
-    if code != 0 {
+    if linker.add_ptx(&c_ptx, &c_name).is_err() || linker.complete().is_err() {
         return Err(rejected(&linker));
     }
-    // SAFETY: the handle is live.
-    let code = unsafe { (jl.fns.complete)(linker.h) };
-    if code != 0 {
-        return Err(rejected(&linker));
-    }
-    let cubin = linker.read(jl.fns.cubin_size, jl.fns.cubin, "nvJitLinkGetLinkedCubin")?;
-    let info_log = linker.log(jl.fns.info_log_size, jl.fns.info_log);
+    let cubin = linker.cubin()?;
+    let info_log = linker.info_log();
     Ok(Assembled { cubin, info_log })
 }

@@ -53,6 +53,7 @@ mod discover;
 mod ffi;
 pub mod headers;
 mod jitlink;
+mod jitlink_ffi;
 mod locate;
 pub(crate) mod nvcc;
 mod search;
