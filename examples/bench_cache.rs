@@ -7,10 +7,11 @@
 //! synchronize), then a second launch of the same, now loaded, kernel. Cold: the cache
 //! directory is emptied before each child. Warm: it holds the entry from an earlier child.
 //!
-//! Three cases: `small` is `kernels/saxpy.cu`; `headers` is a source of our own that includes
+//! Four cases: `small` is `kernels/saxpy.cu`; `headers` is a source of our own that includes
 //! `<cuda_fp16.h>`, `<cuda_bf16.h>` and several `<cuda/std/...>` headers, as library kernels
 //! do (their parse dominates its compile); `checked` is saxpy's bounds-checked build for its
-//! launch shape (NVRTC to PTX, the rewrite, nvJitLink), what a debug build launches.
+//! launch shape (NVRTC to PTX, the rewrite, nvJitLink), what a debug build launches; `multi`
+//! is one kernel of a five-kernel file of our own.
 //!
 //! `cargo run --release -p cudacheck-examples --example bench_cache -- out.json out.md`
 //! (each path ending in `.json` gets JSON, any other gets a markdown table). The cache is a
@@ -23,6 +24,10 @@
 //! (everything a first launch does except loading the module and launching). Its table also
 //! says whether the child loaded libnvrtc or libnvJitLink. `CUDACHECK_BENCH_RUNS=COLD,WARM`
 //! sets the number of children per row (default 5,10; `--cpu`: 3,41).
+//!
+//! `--sequence` (after `--cpu`, if given) runs fresh processes in a row on one emptied cache,
+//! cold then three warm ones, and reports the median per position: the first warm process
+//! (the one a user sees after a compile) against the third.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -67,21 +72,58 @@ extern "C" __global__ void mix(float* __restrict__ out, const __half* __restrict
 }
 "#;
 
+/// Written for this benchmark: five kernels in one file, of which a program launches one
+/// (`axpy`, the third), as a library's kernel file is used.
+const MULTI_SRC: &str = r#"
+#include <cuda_fp16.h>
+
+extern "C" __global__ void fill(float* out, float v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = v;
+}
+
+extern "C" __global__ void scale_half(__half* out, const __half* in, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __float2half(__half2float(in[i]) * s);
+}
+
+extern "C" __global__ void axpy(float* y, const float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+extern "C" __global__ void row_sum(float* out, const float* in, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float s = 0.0f;
+    for (int c = 0; c < cols; ++c) s += in[r * cols + c];
+    out[r] = s;
+}
+
+extern "C" __global__ void relu(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = fmaxf(x[i], 0.0f);
+}
+"#;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Case {
     Small,
     Headers,
     Checked,
+    /// One kernel of a five-kernel file.
+    Multi,
 }
 
 impl Case {
-    const ALL: [Case; 3] = [Case::Small, Case::Headers, Case::Checked];
+    const ALL: [Case; 4] = [Case::Small, Case::Headers, Case::Checked, Case::Multi];
 
     fn name(self) -> &'static str {
         match self {
             Case::Small => "small",
             Case::Headers => "headers",
             Case::Checked => "checked",
+            Case::Multi => "multi",
         }
     }
 
@@ -100,6 +142,8 @@ impl Case {
             Case::Checked => {
                 Kernel::new(kernel("saxpy.cu")?, "saxpy").instrument(InstrumentMode::On)
             }
+            Case::Multi => Kernel::new(CudaSource::from_str("five.cu", MULTI_SRC), "axpy")
+                .instrument(InstrumentMode::Off),
         }
         .build())
     }
@@ -126,6 +170,8 @@ struct Sample {
     context_ms: f64,
     first_launch_ms: f64,
     loaded_launch_ms: f64,
+    /// `--sequence` on a GPU: the part of the first launch spent getting the CUBIN.
+    cubin_ms: f64,
     process_ms: f64,
     /// `--cpu`: whether the child loaded libnvrtc / libnvJitLink.
     nvrtc_loaded: bool,
@@ -153,23 +199,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         drop(stream_or_exit());
         Mode::Gpu
     };
-    let (cold_runs, warm_runs) = runs(mode)?;
     let dir = match std::env::var_os("CUDACHECK_BENCH_CACHE_DIR") {
         Some(d) => PathBuf::from(d),
         None => std::env::temp_dir().join(format!("cudacheck-bench-cache-{}", std::process::id())),
     };
+    if args.first().map(String::as_str) == Some("--sequence") {
+        args.remove(0);
+        return sequence(mode, &dir, &args);
+    }
+    let (cold_runs, warm_runs) = runs(mode)?;
     let mut rows = Vec::new();
     for case in Case::ALL {
         for (cache, runs) in [("cold", cold_runs), ("warm", warm_runs)] {
             let mut samples = Vec::new();
             if cache == "warm" {
-                spawn(mode, case, &dir)?; // fills the cache
+                spawn(mode, case, &dir, false)?; // fills the cache
             }
             for _ in 0..runs {
                 if cache == "cold" {
                     let _ = std::fs::remove_dir_all(&dir);
                 }
-                samples.push(spawn(mode, case, &dir)?);
+                samples.push(spawn(mode, case, &dir, false)?);
             }
             rows.push((case, cache, samples));
         }
@@ -262,6 +312,88 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// `--sequence`: fresh processes in a row on one cache directory, emptied first: the cold one,
+/// then the first, second and third warm ones, `CUDACHECK_BENCH_RUNS` (default 7) times; the
+/// median per position. What a user sees after a compile is the first warm one; it should
+/// cost what the third does (everything later runs reuse is written by the compiling process).
+fn sequence(mode: Mode, dir: &Path, outputs: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let reps: usize = std::env::var("CUDACHECK_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(7);
+    const POSITIONS: [&str; 4] = ["cold", "warm 1", "warm 2", "warm 3"];
+    let mut md = format!(
+        "Fresh processes in a row on one cache ({}; median of {reps} sequences; ms to {})\n\n\
+         | case | {} | warm 1 / warm 3 |\n| --- |{}\n",
+        if mode == Mode::Cpu {
+            "CPU only, sm_90"
+        } else {
+            "GPU"
+        },
+        if mode == Mode::Cpu {
+            "the CUBIN in hand"
+        } else {
+            "the first finished launch"
+        },
+        POSITIONS.join(" | "),
+        " --- |".repeat(POSITIONS.len() + 1),
+    );
+    let mut json_rows = Vec::new();
+    for case in Case::ALL {
+        let mut by_position: Vec<Vec<f64>> = vec![Vec::new(); POSITIONS.len()];
+        let mut cubin_by_position: Vec<Vec<f64>> = vec![Vec::new(); POSITIONS.len()];
+        for _ in 0..reps {
+            let _ = std::fs::remove_dir_all(dir);
+            for (times, cubins) in by_position.iter_mut().zip(cubin_by_position.iter_mut()) {
+                let sample = spawn(mode, case, dir, true)?;
+                times.push(sample.first_launch_ms);
+                cubins.push(sample.cubin_ms);
+            }
+        }
+        let med = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let medians: Vec<f64> = by_position.into_iter().map(med).collect();
+        let cubins: Vec<f64> = cubin_by_position.into_iter().map(med).collect();
+        // On a GPU each cell also says how much of it getting the CUBIN took.
+        let cell = |i: usize| match mode {
+            Mode::Gpu => format!("{:.3} (CUBIN {:.3})", medians[i], cubins[i]),
+            Mode::Cpu => format!("{:.3}", medians[i]),
+        };
+        md.push_str(&format!(
+            "| {} | {} | {:.2}x |\n",
+            case.name(),
+            (0..POSITIONS.len())
+                .map(cell)
+                .collect::<Vec<_>>()
+                .join(" | "),
+            medians[1] / medians[3]
+        ));
+        json_rows.push(serde_json::json!({
+            "case": case.name(), "sequences": reps,
+            "cold_ms": medians[0], "warm1_ms": medians[1], "warm2_ms": medians[2],
+            "warm3_ms": medians[3], "cubin_ms": cubins,
+        }));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    print!("{md}");
+    let json = serde_json::json!({
+        "benchmark": "bench_cache --sequence",
+        "mode": if mode == Mode::Cpu { "cpu" } else { "gpu" },
+        "rows": json_rows,
+    });
+    for path in outputs {
+        let text = if path.ends_with(".json") {
+            serde_json::to_string_pretty(&json)?
+        } else {
+            md.clone()
+        };
+        std::fs::write(path, text)?;
+    }
+    Ok(())
+}
+
 /// Children per row, cold and warm: `CUDACHECK_BENCH_RUNS=COLD,WARM`, else the mode's default.
 fn runs(mode: Mode) -> Result<(usize, usize), Box<dyn std::error::Error>> {
     let Ok(v) = std::env::var("CUDACHECK_BENCH_RUNS") else {
@@ -278,12 +410,18 @@ fn runs(mode: Mode) -> Result<(usize, usize), Box<dyn std::error::Error>> {
 }
 
 /// Runs one child with the cache in `dir` and reads its measurements.
-fn spawn(mode: Mode, case: Case, dir: &Path) -> Result<Sample, Box<dyn std::error::Error>> {
+fn spawn(
+    mode: Mode,
+    case: Case,
+    dir: &Path,
+    split: bool,
+) -> Result<Sample, Box<dyn std::error::Error>> {
     let start = Instant::now();
     let out = Command::new(std::env::current_exe()?)
         .args([mode.child_flag(), case.name()])
         .env("CUDACHECK_CACHE_DIR", dir)
         .env_remove("CUDACHECK_CACHE")
+        .env("CUDACHECK_BENCH_SPLIT", if split { "1" } else { "" })
         .output()?;
     let process_ms = start.elapsed().as_secs_f64() * 1e3;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -306,6 +444,7 @@ fn spawn(mode: Mode, case: Case, dir: &Path) -> Result<Sample, Box<dyn std::erro
         context_ms: field("context_ms")?,
         first_launch_ms: field("first_launch_ms")?,
         loaded_launch_ms: field("loaded_launch_ms")?,
+        cubin_ms: field("cubin_ms").unwrap_or(0.0),
         process_ms,
         nvrtc_loaded: flag("nvrtc_loaded"),
         nvjitlink_loaded: flag("nvjitlink_loaded"),
@@ -334,7 +473,9 @@ fn child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
         // buffer holds N = n elements.
         unsafe {
             match case {
-                Case::Small | Case::Checked => l.arg_mut(out).arg(&x).arg(&2.0f32).arg(&n).run(),
+                Case::Small | Case::Checked | Case::Multi => {
+                    l.arg_mut(out).arg(&x).arg(&2.0f32).arg(&n).run()
+                }
                 Case::Headers => l.arg_mut(out).arg(&h).arg(&b).arg(&n).run(),
             }
         }
@@ -345,13 +486,26 @@ fn child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
 
     let t = Instant::now();
     let k = case.kernel()?;
+    // `--sequence`: the CUBIN first (the cache's part), then the launch loads and runs it.
+    let cubin_ms = if std::env::var_os("CUDACHECK_BENCH_SPLIT").is_some() {
+        let (major, minor) = stream.context().compute_capability()?;
+        let arch = Arch::new(major as u32, minor as u32);
+        match case {
+            Case::Checked => k.check_offline_checked(arch, BLOCK, 0),
+            _ => k.check_offline(arch),
+        }
+        .map_err(|e| report(&e))?;
+        t.elapsed().as_secs_f64() * 1e3
+    } else {
+        0.0
+    };
     launch(&k, &mut out)?;
     let first_launch_ms = t.elapsed().as_secs_f64() * 1e3;
     let loaded_launch_ms = launch(&k, &mut out)?;
 
     let host = stream.clone_dtoh(&out)?;
     let expected = match case {
-        Case::Small | Case::Checked => 2.0f32 * 2.0,
+        Case::Small | Case::Checked | Case::Multi => 2.0f32 * 2.0,
         Case::Headers => 3.0,
     };
     if host.iter().any(|v| *v != expected) {
@@ -360,6 +514,7 @@ fn child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
     println!("context_ms={context_ms}");
     println!("first_launch_ms={first_launch_ms}");
     println!("loaded_launch_ms={loaded_launch_ms}");
+    println!("cubin_ms={cubin_ms}");
     Ok(())
 }
 
@@ -368,7 +523,7 @@ fn cpu_child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let k = case.kernel()?;
     let built = match case {
-        Case::Small | Case::Headers => k.check_offline(CPU_ARCH),
+        Case::Small | Case::Headers | Case::Multi => k.check_offline(CPU_ARCH),
         Case::Checked => k.check_offline_checked(CPU_ARCH, BLOCK, 0),
     }
     .map_err(|e| report(&e))?;
