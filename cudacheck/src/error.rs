@@ -13,7 +13,7 @@ use thiserror::Error;
 
 pub use crate::driver::DriverError;
 use crate::driver::{CudaVersion, DriverMissing, MissingEntryPoint};
-use crate::instrument::{DeviceAssert, Fault, OutOfBounds};
+use crate::instrument::{DeviceAssert, Fault, Misaligned, OutOfBounds};
 use crate::nvrtc::{CompileError, NvrtcNotFound};
 use crate::ring::LaunchRecord;
 
@@ -201,6 +201,13 @@ pub enum Error {
     /// dropped: an out-of-bounds read gave 0, a write went nowhere). The context stays usable.
     #[error(transparent)]
     OutOfBounds(Box<OutOfBounds>),
+
+    /// A bounds-checked launch made an access at an address not aligned to its width (a
+    /// `float4` through an offset view): skipped on the device, or the launch refused on the
+    /// host when a buffer argument itself is misaligned. CUDA raised no error; the context
+    /// stays usable.
+    #[error(transparent)]
+    Misaligned(Box<Misaligned>),
 
     /// A bounds-checked launch failed an `assert(...)` in the kernel (recorded instead of
     /// trapping, so the context stays usable).
@@ -544,6 +551,7 @@ impl From<Fault> for Error {
     fn from(f: Fault) -> Self {
         match f {
             Fault::OutOfBounds(o) => Error::OutOfBounds(o),
+            Fault::Misaligned(m) => Error::Misaligned(m),
             Fault::DeviceAssert(d) => Error::DeviceAssert(d),
         }
     }

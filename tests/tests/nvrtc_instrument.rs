@@ -19,7 +19,11 @@ fn sources() -> Vec<CudaSource> {
         .map(|f| CudaSource::from_file(repo_root().join("kernels").join(f)).unwrap())
         .collect();
     assert!(v.len() >= 10, "kernels/ should hold 10 files");
-    for f in ["tests/cuda/planted/bugs.cu", "tests/cuda/forms.cu"] {
+    for f in [
+        "tests/cuda/planted/bugs.cu",
+        "tests/cuda/forms.cu",
+        "tests/cuda/planted/misaligned.cu",
+    ] {
         v.push(CudaSource::from_file(repo_root().join(f)).unwrap());
     }
     v
@@ -909,4 +913,57 @@ fn nvrtc_ldmatrix_redirects_assemble_in_every_address_form() {
         assemble_ptx(&inst.ptx, arch, "ldmatrix.ptx")
             .unwrap_or_else(|e| panic!("{}: {e}\n{}", arch.sm_name(), inst.ptx));
     }
+}
+
+/// Misaligned wide accesses (issue 21): each kernel lists the widest access per buffer
+/// parameter (what the launch checks a buffer's address against); the fully device-checked
+/// build tests a wide access's alignment with its bounds and assembles; a host check of a wide
+/// access holds only when its offset is a multiple of its width for the launch's values.
+#[test]
+fn nvrtc_wide_accesses_are_checked_for_alignment() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    use cudacheck_core::instrument::LaunchValues;
+    let arch = Arch::new(9, 0);
+    let src = CudaSource::from_file(repo_root().join("tests/cuda/planted/misaligned.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let hosted = instrument_ptx_with(&ptx, &InstrumentOptions::new().host_checks(true)).unwrap();
+    let widest = |name: &str| -> Vec<(u32, u32)> {
+        let k = hosted.kernels.iter().find(|k| k.symbol == name).unwrap();
+        k.widest.iter().map(|w| (w.param, w.bytes)).collect()
+    };
+    assert_eq!(widest("copy4"), [(0, 16), (1, 16)]);
+    assert_eq!(widest("copy4_skewed"), [(0, 16), (1, 16)]);
+    assert_eq!(widest("fill_half2"), [(0, 4)]);
+    assert_eq!(widest("read8"), [(0, 8), (1, 8)]);
+    // copy4_skewed's read at `in + skew`: held on the host for skew = 4 (16 bytes), not for
+    // skew = 1, which then goes to the device check.
+    let k = hosted
+        .kernels
+        .iter()
+        .find(|k| k.symbol == "copy4_skewed")
+        .unwrap();
+    let values = |skew: u64| {
+        let scalars = [None, None, Some((skew, 4)), Some((256u64, 4))];
+        let lens = [4096u64, 4112, u64::MAX, u64::MAX];
+        k.host_checks_hold(&LaunchValues {
+            grid: [2, 1, 1],
+            block: [128, 1, 1],
+            scalars: &scalars,
+            lens: &lens,
+        })
+    };
+    assert!(values(4), "{:?}", k.host_checks);
+    assert!(!values(1), "{:?}", k.host_checks);
+    // On the device: the alignment test beside the bounds test, and it assembles.
+    let device = instrument_ptx_with(&ptx, &InstrumentOptions::new().host_checks(false)).unwrap();
+    for needle in [
+        "and.b64 %__cc_m, ",
+        "setp.ne.u64 %__cc_v, %__cc_m, 0;",
+        "or.pred %__cc_p, %__cc_p, %__cc_v;",
+    ] {
+        assert!(device.ptx.contains(needle), "no `{needle}`");
+    }
+    assemble_ptx(&device.ptx, arch, &src.name).unwrap_or_else(|e| panic!("{e}"));
 }

@@ -35,7 +35,7 @@ use super::guard::{Base, Guards, HostCheck, HostExpr};
 use super::ptx::{parse_address, Function, Instr, Loc, Module, Space, StmtKind};
 use super::range::{ranges, Ranges};
 use super::record::FaultKind;
-use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx};
+use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
 
 /// The recording functions every instrumented module gets, after its header.
 const RUNTIME: &str = r#"
@@ -318,8 +318,53 @@ impl<'a> KernelEmitter<'a> {
             sites: std::mem::take(&mut self.sites),
             coverage: std::mem::take(&mut self.coverage),
             host_checks: std::mem::take(&mut self.host_checks),
+            widest: self.widest(),
         };
         (pieces, kernel)
+    }
+
+    /// Per buffer parameter, its widest access (every access whose address provably comes
+    /// from the parameter alone, whatever its check), for the launch's alignment check.
+    fn widest(&self) -> Vec<WidestAccess> {
+        let mut out: BTreeMap<u32, WidestAccess> = BTreeMap::new();
+        let mut loc = None;
+        for s in &self.f.stmts {
+            let i = match &s.kind {
+                StmtKind::Loc(l) => {
+                    loc = Some(*l);
+                    continue;
+                }
+                StmtKind::Instr(i) => i,
+                _ => continue,
+            };
+            let Ok(acc) = accesses(i) else { continue };
+            for a in acc
+                .iter()
+                .filter(|a| a.bytes.is_power_of_two() && a.bytes > 1)
+            {
+                let Some(addr) = parse_address(&i.operands[a.operand]) else {
+                    continue;
+                };
+                let Prov::Ptr(origins) = self.prov.of(&addr.base) else {
+                    continue;
+                };
+                let [Origin::Param { index, .. }] = origins.iter().collect::<Vec<_>>()[..] else {
+                    continue;
+                };
+                let bytes = a.bytes as u32;
+                if out.get(index).map_or(true, |w| w.bytes < bytes) {
+                    out.insert(
+                        *index,
+                        WidestAccess {
+                            param: *index,
+                            bytes,
+                            loc: self.site_loc(loc).0,
+                        },
+                    );
+                }
+            }
+        }
+        out.into_values().collect()
     }
 
     /// The accesses outside groups whose check the launch can make on the host (`guard.rs`):
@@ -435,7 +480,7 @@ impl<'a> KernelEmitter<'a> {
 
     fn declarations(&self) -> String {
         let mut s = String::from(
-            "\n\t.reg .b64 %__cc_o, %__cc_t, %__cc_u, %__cc_r, %__cc_a64;\n\t.reg .b32 %__cc_o32, %__cc_x, %__cc_y, %__cc_a32;\n\t.reg .pred %__cc_p, %__cc_q;",
+            "\n\t.reg .b64 %__cc_o, %__cc_t, %__cc_u, %__cc_r, %__cc_a64, %__cc_m;\n\t.reg .b32 %__cc_o32, %__cc_x, %__cc_y, %__cc_a32, %__cc_m32;\n\t.reg .pred %__cc_p, %__cc_q, %__cc_v;",
         );
         let c = self.needs.shadows.len();
         if c > 0 {
@@ -780,6 +825,48 @@ impl<'a> KernelEmitter<'a> {
             }
         };
         let mut s = String::new();
+        // A wide access (8 or 16 bytes: vectors, doubles, 64-bit integers) at an address not
+        // aligned to its width raises CUDA's misaligned-address error, which poisons the
+        // context: such an address fails the check too (`%__cc_v`, or-ed into `%__cc_p`
+        // below), and the launch reads the record's offset against the buffer's address to
+        // report it as misaligned rather than out of bounds. A collective's addresses are
+        // redirected, not skipped, so it keeps the bounds check alone.
+        let align =
+            (!sym && a.lanes.is_none() && a.bytes >= 8 && a.bytes.is_power_of_two()).then(|| {
+                let (m, w) = if bits == 32 {
+                    ("%__cc_m32", 32)
+                } else {
+                    ("%__cc_m", 64)
+                };
+                let mut c = String::new();
+                if addr.offset == 0 {
+                    let _ = write!(c, "and.b{w} {m}, {}, {};\n\t", addr.base, a.bytes - 1);
+                } else {
+                    let _ = write!(
+                        c,
+                        "add.s{w} {m}, {}, {};\n\tand.b{w} {m}, {m}, {};\n\t",
+                        addr.base,
+                        addr.offset,
+                        a.bytes - 1
+                    );
+                }
+                match guard {
+                    None => {
+                        let _ = write!(c, "setp.ne.u{w} %__cc_v, {m}, 0;\n\t");
+                    }
+                    Some((neg, p)) => {
+                        let _ = write!(
+                            c,
+                            "setp.ne.and.u{w} %__cc_v, {m}, 0, {}{p};\n\t",
+                            if *neg { "!" } else { "" }
+                        );
+                    }
+                }
+                c
+            });
+        if let Some(code) = &align {
+            s.push_str(code);
+        }
         if bits == 32 && !sym {
             // A 32-bit shared/local address: offset and limit in 32 bits.
             let Decision::Check(o) = d else {
@@ -835,6 +922,9 @@ impl<'a> KernelEmitter<'a> {
                     s.push_str(&setp(64, "%__cc_o", "%__cc_u"));
                 }
             }
+        }
+        if align.is_some() {
+            s.push_str("or.pred %__cc_p, %__cc_p, %__cc_v;\n\t");
         }
         let cold = self.cold_block(i, a, site, bits == 32 && !sym, &len, shadow, cont);
         (s, cold, site)

@@ -328,15 +328,61 @@ impl HostCheck {
                 None => return false,
             },
         };
-        match self.offset.eval(v) {
+        let inside = match self.offset.eval(v) {
             Err(()) => false,
             Ok(None) => true,
             Ok(Some((lo, hi))) => lo >= 0 && hi + i128::from(self.bytes) <= i128::from(len),
-        }
+        };
+        // A wide access (8 or 16 bytes) must also be aligned to its width, or CUDA faults
+        // with a misaligned address: where the offset is not provably a multiple of it, the
+        // device checks it (with its alignment, `emit.rs`). The buffer's own address is
+        // checked by the launch (`InstrumentedKernel::widest`).
+        let aligned = self.bytes < 8
+            || !self.bytes.is_power_of_two()
+            || self.offset.twos(v) >= self.bytes.trailing_zeros();
+        inside && aligned
     }
 }
 
 impl HostExpr {
+    /// How many low bits are zero in every value the expression takes for this launch (the
+    /// power of two that divides them all), as far as it can tell: 0 when unknown, 64 for 0.
+    fn twos(&self, v: &LaunchValues<'_>) -> u32 {
+        use HostExpr::*;
+        let known = |x: i128| {
+            if x == 0 {
+                64
+            } else {
+                x.trailing_zeros().min(64)
+            }
+        };
+        let axis = |a: &u8, d: [u32; 3]| d.get(usize::from(*a)).map(|&n| i128::from(n));
+        match self {
+            Const(c) => known(i128::from(*c)),
+            Param { .. } => match self.eval(v) {
+                Ok(Some((x, y))) if x == y => known(x),
+                _ => 0,
+            },
+            Ntid(a) => axis(a, v.block).map_or(0, known),
+            Nctaid(a) => axis(a, v.grid).map_or(0, known),
+            Tid(_) | Ctaid(_) | Mask(_) => 0,
+            Add(a, b) | Sub(a, b) | Min(a, b) | Max(a, b) => a.twos(v).min(b.twos(v)),
+            Mul(a, b) => (a.twos(v) + b.twos(v)).min(64),
+            Shl(a, k) => (a.twos(v) + k).min(64),
+            // Read in fewer bits, a value keeps its low bits.
+            In { e, bits, .. } | Wrap { e, bits, .. } => e.twos(v).min(u32::from(*bits)),
+            And { e, mask } => e.twos(v).max(known(i128::from(*mask))),
+            Facts { def: Some(e), .. } => e.twos(v),
+            Iv { inits, steps, .. } => inits
+                .iter()
+                .map(|e| e.twos(v))
+                .chain(steps.iter().map(|s| s.step.twos(v)))
+                .min()
+                .unwrap_or(0),
+            Shr { .. } | Div(..) | Rem(..) | Facts { def: None, .. } => 0,
+        }
+    }
+
     fn eval(&self, v: &LaunchValues<'_>) -> Result<Iv, ()> {
         use HostExpr::*;
         let axis = |a: &u8, d: [u32; 3]| d.get(usize::from(*a)).copied().ok_or(());
@@ -2085,6 +2131,46 @@ mod tests {
 
     const STORE: &str =
         "\tmul.wide.u32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;";
+
+    #[test]
+    fn a_wide_access_holds_on_the_host_only_when_its_offset_is_aligned() {
+        let scalars = [None, Some((1u64, 4)), None];
+        let v = LaunchValues {
+            grid: [4, 1, 1],
+            block: [64, 1, 1],
+            scalars: &scalars,
+            lens: &[1 << 20, u64::MAX, u64::MAX],
+        };
+        let check = |offset: HostExpr, bytes: u32| HostCheck {
+            param: 0,
+            array_bytes: None,
+            bytes,
+            kind: SiteKind::Read,
+            loc: None,
+            inlined_at: None,
+            offset,
+        };
+        let tid16 = HostExpr::Mul(Box::new(HostExpr::Const(16)), Box::new(HostExpr::Tid(0)));
+        // float4 at 16 * tid: aligned, host-checked.
+        assert!(check(tid16.clone(), 16).holds(&v));
+        // ... plus 4 * skew with skew = 1 (a scalar parameter): 4 past alignment, so the
+        // device checks it.
+        let skew = HostExpr::Shl(
+            Box::new(HostExpr::Param {
+                index: 1,
+                bytes: 4,
+                signed: false,
+            }),
+            2,
+        );
+        let skewed = HostExpr::Add(Box::new(tid16.clone()), Box::new(skew));
+        assert!(!check(skewed.clone(), 16).holds(&v));
+        // A 4-byte access is not held to it (the device checks alignment of 8 and 16 bytes).
+        assert!(check(skewed, 4).holds(&v));
+        // Unknown low bits (a thread index alone) fail an 8-byte access.
+        assert!(!check(HostExpr::Tid(0), 8).holds(&v));
+        assert!(check(HostExpr::Shl(Box::new(HostExpr::Tid(0)), 3), 8).holds(&v));
+    }
 
     fn guarded(index: &str, guard: &str, store: &str) -> String {
         format!("{index}\n{guard}\n\t@%p1 bra $L__END;\n{store}")

@@ -131,9 +131,35 @@ pub struct InstrumentedKernel {
     /// [`holds`](HostCheck::holds) for its arguments.
     #[serde(default)]
     pub host_checks: Vec<HostCheck>,
+    /// Per buffer parameter, the widest access the kernel makes through it (checked, proven
+    /// or host-checked alike) and where: an access of `bytes` needs its address aligned to
+    /// `bytes`, so a launch whose argument is not (an offset view) is refused on the host
+    /// before the kernel runs (CUDA would raise a misaligned address and poison the context).
+    #[serde(default)]
+    pub widest: Vec<WidestAccess>,
+}
+
+/// The widest access a kernel makes through one buffer parameter.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WidestAccess {
+    /// The parameter's index.
+    pub param: u32,
+    /// Bytes accessed at once (a power of two: the alignment the address needs).
+    pub bytes: u32,
+    /// Where the (first such) access is.
+    pub loc: Option<SourceLoc>,
 }
 
 impl InstrumentedKernel {
+    /// The first buffer argument whose address (`ptrs[k]`, 0 for non-buffers) is not aligned
+    /// for the widest access the kernel makes through it.
+    pub fn misaligned_argument(&self, ptrs: &[u64]) -> Option<&WidestAccess> {
+        self.widest.iter().find(|w| {
+            let ptr = ptrs.get(w.param as usize).copied().unwrap_or(0);
+            w.bytes > 1 && ptr != 0 && ptr % u64::from(w.bytes) != 0
+        })
+    }
+
     /// The site with this id, if it belongs to this kernel.
     pub fn site(&self, id: u32) -> Option<&Site> {
         self.sites.iter().find(|s| s.id == id)

@@ -6,7 +6,9 @@ use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
 
-use cudacheck_core::instrument::{FaultKind, FaultRecord, InstrumentedKernel, SourceLoc, Target};
+use cudacheck_core::instrument::{
+    FaultKind, FaultRecord, InstrumentedKernel, SourceLoc, Target, WidestAccess,
+};
 use cudacheck_core::source::parse_source;
 use cudacheck_core::validate::LaunchConfig;
 use cudacheck_core::Dim3;
@@ -76,6 +78,45 @@ pub struct DeviceAssert {
     pub source_line: Option<String>,
     pub inlined_at: Option<SourceLoc>,
     /// How many assertion failures and bad accesses the launch had in all.
+    pub count: u32,
+}
+
+/// A bounds-checked launch's access at an address not aligned to its width
+/// ([`Error::Misaligned`]): CUDA would raise a misaligned-address error (716) and poison the
+/// context. Found on the device (the access was skipped: a read gave 0), or by the launch on
+/// the host before the kernel ran, when a buffer argument itself is not aligned for the
+/// widest access the kernel makes through it (an offset view).
+///
+/// [`Error::Misaligned`]: crate::Error::Misaligned
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Misaligned {
+    pub kernel: Arc<str>,
+    /// Where in the Rust program the launch was made.
+    pub site: &'static Location<'static>,
+    pub config: LaunchConfig,
+    /// The buffer or array accessed, as named in the CUDA source, or `argument N`.
+    pub buffer: String,
+    /// The access's byte offset from the start of the buffer.
+    pub byte_offset: i64,
+    /// The address's remainder modulo the access width (its distance from alignment).
+    pub misalignment: u32,
+    /// The alignment the access needs: its width in bytes (16 for a `float4`).
+    pub alignment: u32,
+    /// Read, write or atomic.
+    pub access: FaultKind,
+    /// `blockIdx` and `threadIdx` of the first thread that faulted; `None` when the launch
+    /// found the buffer's own address misaligned and did not run the kernel.
+    pub block: Option<Dim3>,
+    pub thread: Option<Dim3>,
+    /// The CUDA source file, line and column of the access (for an argument: of the widest
+    /// access through it).
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub source_line: Option<String>,
+    pub inlined_at: Option<SourceLoc>,
+    /// How many bad accesses the launch had (1 for an argument refused on the host).
     pub count: u32,
 }
 
@@ -478,6 +519,7 @@ fn line_text(source: &CudaSource, file: &str, line: u32) -> Option<String> {
 #[derive(Debug)]
 pub(crate) enum Fault {
     OutOfBounds(Box<OutOfBounds>),
+    Misaligned(Box<Misaligned>),
     DeviceAssert(Box<DeviceAssert>),
 }
 
@@ -485,9 +527,44 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fault::OutOfBounds(o) => o.fmt(f),
+            Fault::Misaligned(m) => m.fmt(f),
             Fault::DeviceAssert(d) => d.fmt(f),
         }
     }
+}
+
+/// The report of a buffer argument whose own address is not aligned for `w`, the widest
+/// access the kernel makes through it (the launch refuses it before the kernel runs).
+pub(crate) fn misaligned_argument(cx: &FaultContext<'_>, w: &WidestAccess) -> Fault {
+    let names = cx.param_names.unwrap_or(param_names)(cx.source, cx.name);
+    let buffer = names
+        .get(w.param as usize)
+        .cloned()
+        .unwrap_or_else(|| format!("argument {}", w.param));
+    let ptr = cx.args.get(w.param as usize).map_or(0, |a| a.ptr);
+    let (file, line, column) = match &w.loc {
+        Some(l) => (l.file.clone(), l.line, l.column),
+        None => (cx.source.name.clone(), 0, 0),
+    };
+    let source_line = line_text(cx.source, &file, line);
+    Fault::Misaligned(Box::new(Misaligned {
+        kernel: Arc::clone(cx.kernel),
+        site: cx.site,
+        config: cx.config,
+        buffer,
+        byte_offset: 0,
+        misalignment: (ptr % u64::from(w.bytes.max(1))) as u32,
+        alignment: w.bytes,
+        access: FaultKind::Read,
+        block: None,
+        thread: None,
+        file,
+        line,
+        column,
+        source_line,
+        inlined_at: None,
+        count: 1,
+    }))
 }
 
 /// The fault a record stands for, or `None` when nothing was recorded.
@@ -563,6 +640,35 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<Fault
         }
         _ => ("?".to_string(), access_bytes),
     };
+    // Inside the buffer but at an address not aligned to the access's width: the device
+    // check failed for alignment (`emit.rs`), not for bounds.
+    let base = match param {
+        Some(k) => cx.args.get(k as usize).map_or(0, |a| a.ptr),
+        None => rec.base(),
+    };
+    let inside =
+        rec.offset >= 0 && (rec.offset as u64).saturating_add(u64::from(access_bytes)) <= rec.len;
+    let rem = base.wrapping_add(rec.offset as u64) % u64::from(access_bytes);
+    if inside && access_bytes > 1 && access_bytes.is_power_of_two() && rem != 0 {
+        return Some(Fault::Misaligned(Box::new(Misaligned {
+            kernel: Arc::clone(cx.kernel),
+            site: cx.site,
+            config: cx.config,
+            buffer,
+            byte_offset: rec.offset,
+            misalignment: rem as u32,
+            alignment: access_bytes,
+            access: kind.unwrap_or(FaultKind::Read),
+            block: Some(dim3(rec.block)),
+            thread: Some(dim3(rec.thread)),
+            file,
+            line,
+            column,
+            source_line,
+            inlined_at,
+            count: rec.count,
+        })));
+    }
     let e = i64::from(elem_bytes);
     Some(Fault::OutOfBounds(Box::new(OutOfBounds {
         kernel: Arc::clone(cx.kernel),
@@ -719,6 +825,65 @@ impl fmt::Display for OutOfBounds {
     }
 }
 
+impl fmt::Display for Misaligned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        launched(f, &self.kernel, self.site, &self.config)?;
+        let b = &self.buffer;
+        let n = self.alignment;
+        let access = match self.access {
+            FaultKind::Write => "write",
+            FaultKind::ReadWrite => "read-modify-write",
+            FaultKind::Atomic => "atomic",
+            _ => "read",
+        };
+        match (self.block, self.thread) {
+            (Some(block), Some(thread)) => write!(
+                f,
+                ": misaligned {n}-byte {access} of `{b}` at byte {} (an address {} bytes past \
+                 a multiple of {n}; a {n}-byte access needs a {n}-byte aligned address); first \
+                 by thread {thread} of block {block}",
+                self.byte_offset, self.misalignment
+            )?,
+            _ => write!(
+                f,
+                ": the address passed for `{b}` is {} bytes past a multiple of {n}, but the \
+                 kernel makes {n}-byte accesses through it, which need {n}-byte aligned \
+                 addresses; the launch was refused before the kernel ran",
+                self.misalignment
+            )?,
+        }
+        snippet(
+            f,
+            &self.file,
+            self.line,
+            self.column,
+            self.source_line.as_deref(),
+        )?;
+        let pad = " ".repeat(self.line.to_string().len());
+        if let Some(at) = &self.inlined_at {
+            write!(f, "\n{pad} = in code inlined into {at}")?;
+        }
+        let effect = match (self.thread, self.access) {
+            (None, _) => "nothing ran",
+            (_, FaultKind::Write) => "the write was skipped",
+            (_, FaultKind::Read) => "the read gave 0",
+            _ => "the access was skipped",
+        };
+        write!(
+            f,
+            "\n{pad} = {} in this launch (the first is shown); {effect}, so CUDA raised no \
+             misaligned-address error and the context is still usable. Keep `{b}`'s address and \
+             the access's byte offset multiples of {n} (a view must start at such an offset), \
+             or use narrower accesses where they cannot be",
+            plural(
+                u64::from(self.count),
+                "misaligned access",
+                "misaligned accesses"
+            )
+        )
+    }
+}
+
 impl fmt::Display for DeviceAssert {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         launched(f, &self.kernel, self.site, &self.config)?;
@@ -748,6 +913,7 @@ impl fmt::Display for DeviceAssert {
 }
 
 impl std::error::Error for OutOfBounds {}
+impl std::error::Error for Misaligned {}
 impl std::error::Error for DeviceAssert {}
 
 #[cfg(test)]
@@ -797,6 +963,11 @@ mod tests {
             ],
             coverage: Coverage::default(),
             host_checks: Vec::new(),
+            widest: vec![WidestAccess {
+                param: 1,
+                bytes: 16,
+                loc: loc(4, 26),
+            }],
         }
     }
 
@@ -938,6 +1109,93 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(text.contains("index -1, before its start;"), "{text}");
+    }
+
+    #[test]
+    fn an_unaligned_wide_access_inside_its_buffer_is_misaligned_not_out_of_bounds() {
+        // `x` (at 0x2000) read 16 bytes at a time from byte 4: inside its 64 bytes, but at an
+        // address 4 past a multiple of 16.
+        let mut r = faulted(9, FaultKind::Read, 4, 64, 16);
+        r.msg[..8].copy_from_slice(&0x2000u64.to_le_bytes());
+        let e = run(&r).unwrap();
+        let Fault::Misaligned(m) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            (
+                m.buffer.as_str(),
+                m.byte_offset,
+                m.misalignment,
+                m.alignment
+            ),
+            ("x", 4, 4, 16)
+        );
+        assert_eq!(m.thread, Some(Dim3::new(232, 0, 0)));
+        let text = e.to_string();
+        assert!(
+            text.contains(
+                "misaligned 16-byte read of `x` at byte 4 (an address 4 bytes past a multiple \
+                 of 16; a 16-byte access needs a 16-byte aligned address); first by thread \
+                 (232, 0, 0) of block (3, 0, 0)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("the read gave 0"), "{text}");
+        assert!(text.contains("context is still usable"), "{text}");
+        // The same offset past the end is out of bounds.
+        let mut r = faulted(9, FaultKind::Read, 52, 64, 16);
+        r.msg[..8].copy_from_slice(&0x2000u64.to_le_bytes());
+        assert!(matches!(run(&r), Some(Fault::OutOfBounds(_))));
+    }
+
+    #[test]
+    fn a_misaligned_argument_is_reported_before_the_kernel_runs() {
+        let b = build();
+        let k: Arc<str> = "saxpy".into();
+        let src = CudaSource::from_str("saxpy.cu", SRC);
+        let args = [
+            ArgView {
+                ptr: 0x1000,
+                elem_bytes: 4,
+            },
+            // An offset view: one float past a 16-byte aligned allocation.
+            ArgView {
+                ptr: 0x2004,
+                elem_bytes: 4,
+            },
+        ];
+        let ptrs = [0x1000u64, 0x2004];
+        let w = b.misaligned_argument(&ptrs).expect("x is misaligned");
+        assert_eq!((w.param, w.bytes), (1, 16));
+        assert!(b.misaligned_argument(&[0x1000, 0x2010]).is_none());
+        let cx = FaultContext {
+            kernel: &k,
+            site: Location::caller(),
+            config: LaunchConfig::new(Dim3::x(5), Dim3::x(256)),
+            build: &b,
+            source: &src,
+            name: "saxpy",
+            param_names: None,
+            args: &args,
+        };
+        let e = misaligned_argument(&cx, w);
+        let Fault::Misaligned(m) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            (m.buffer.as_str(), m.misalignment, m.thread),
+            ("x", 4, None)
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains(
+                "the address passed for `x` is 4 bytes past a multiple of 16, but the kernel \
+                 makes 16-byte accesses through it"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(" --> saxpy.cu:4:26"), "{text}");
+        assert!(text.contains("nothing ran"), "{text}");
     }
 
     #[test]

@@ -19,8 +19,8 @@ use cudacheck_core::Dim3;
 use thiserror::Error;
 
 pub use cudacheck_core::instrument::Coverage;
-pub(crate) use fault::{error_of, param_names, ArgView, Fault, FaultContext};
-pub use fault::{DeviceAssert, OutOfBounds};
+pub(crate) use fault::{error_of, misaligned_argument, param_names, ArgView, Fault, FaultContext};
+pub use fault::{DeviceAssert, Misaligned, OutOfBounds};
 
 use crate::nvrtc::AssembleError;
 

@@ -160,6 +160,23 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
     }
 
     fn before(&mut self, step: &Step<'_, 'k>) -> Result<[u64; HIDDEN_MAX], Error> {
+        // A buffer passed at an address the kernel's widest access through it cannot use (an
+        // offset view of a `float` buffer read as `float4`): refused here, before CUDA's
+        // misaligned-address error could poison the context.
+        let sites = sites_of(step.loaded);
+        if !sites.widest.is_empty() {
+            let (args, n) = arg_views(step.args);
+            let mut ptrs = [0u64; MAX_ARGS];
+            for (p, a) in ptrs.iter_mut().zip(&args[..n]) {
+                *p = a.ptr;
+            }
+            if let Some(w) = sites.misaligned_argument(&ptrs[..n]) {
+                let cx = step
+                    .kernel
+                    .fault_context(&sites, &args[..n], step.site, step.cfg);
+                return Err(instrument::misaligned_argument(&cx, w).into());
+            }
+        }
         let stream = step.stream.cu_stream();
         let state = &step.loaded.state;
         match step.capture {
