@@ -11,6 +11,10 @@
 #   third-party harness from source with what time is left.
 # confirm: the PTX tests, the old-driver test, candle's PTX, and the launch benchmark three
 #   times (its ratios move by a few percent from run to run).
+# issues: the GPU tier, compat fixtures and examples; the benchmark set (bounds checking's
+#   cost, with the alignment checks); fresh processes in a row on one module cache
+#   (bench_cache --sequence); and, when carried, nvcc's reference compile of the
+#   whole-program corpora (scripts/wholeprog.sh reference) with the time left.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -37,6 +41,16 @@ full)
   rest=$(( 560 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && step "$rest" thirdparty scripts/thirdparty.sh run
   ;;
+issues)
+  step 260 tests scripts/gpu-run.sh tests compat examples
+  step 150 bench_set target/gpu-bundle/release/bench_set "$run/bench_set.json" "$run/bench_set.md"
+  CUDACHECK_BENCH_RUNS=3 step 80 bench_cache_sequence target/gpu-bundle/release/bench_cache \
+    --sequence "$run/bench_cache_sequence.json" "$run/bench_cache_sequence.md"
+  rest=$(( 570 - ($(date +%s) - start) ))
+  if [ -x scripts/wholeprog.sh ] && [ -f target/gpu-carry/wholeprog.tar.xz ] && [ "$rest" -gt 30 ]; then
+    step "$rest" wholeprog_reference scripts/wholeprog.sh reference-carried "$run/wholeprog"
+  fi
+  ;;
 confirm)
   step 120 gpu_ptx target/gpu-bundle/tests/gpu_ptx gpu_ --test-threads=1 --nocapture
   step 60 gpu_old_driver target/gpu-bundle/tests/gpu_old_driver gpu_ --test-threads=1 --nocapture
@@ -44,7 +58,7 @@ confirm)
   for i in 2 3 4; do step 90 "bench_launch_$i" "$bench" "$run/bench_launch_h200_$i.md"; done
   ;;
 *)
-  sed -n '2,13p' "$0" >&2
+  sed -n '2,17p' "$0" >&2
   exit 2
   ;;
 esac
