@@ -36,7 +36,7 @@ use std::time::Instant;
 use cudacheck::core::Arch;
 use cudacheck::nvrtc::CudaSource;
 use cudacheck::{InstrumentMode, Kernel, SyncMode};
-use cudacheck_examples::{kernel, report, stream_or_exit};
+use cudacheck_examples::{kernel, report, stream_or_exit, write_outputs};
 
 const N: usize = 1 << 16;
 const BLOCK: u32 = 256;
@@ -301,14 +301,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "mode": if mode == Mode::Cpu { "cpu" } else { "gpu" },
         "rows": json_rows,
     });
-    for path in &args {
-        let text = if path.ends_with(".json") {
-            serde_json::to_string_pretty(&json)?
-        } else {
-            md.clone()
-        };
-        std::fs::write(path, text)?;
-    }
+    write_outputs(&args, &md, &json)?;
     Ok(())
 }
 
@@ -383,14 +376,7 @@ fn sequence(mode: Mode, dir: &Path, outputs: &[String]) -> Result<(), Box<dyn st
         "mode": if mode == Mode::Cpu { "cpu" } else { "gpu" },
         "rows": json_rows,
     });
-    for path in outputs {
-        let text = if path.ends_with(".json") {
-            serde_json::to_string_pretty(&json)?
-        } else {
-            md.clone()
-        };
-        std::fs::write(path, text)?;
-    }
+    write_outputs(&outputs, &md, &json)?;
     Ok(())
 }
 

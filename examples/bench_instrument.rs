@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use cudacheck::cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, DeviceRepr};
 use cudacheck::{Error, Kernel, SyncMode};
-use cudacheck_examples::{kernel, median, report, stream_or_exit, utc_now};
+use cudacheck_examples::{kernel, median, report, stream_or_exit, utc_now, write_outputs};
 
 const RUNS: usize = 30;
 const WARMUP: usize = 3;
@@ -397,14 +397,6 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "checked_launch_us": r.checked_launch_us,
         })).collect::<Vec<_>>(),
     });
-    for path in outputs {
-        let text = if path.ends_with(".json") {
-            serde_json::to_string_pretty(&json)?
-        } else {
-            md.clone()
-        };
-        std::fs::write(path, text)?;
-        println!("wrote {path}");
-    }
+    write_outputs(&outputs, &md, &json)?;
     Ok(())
 }

@@ -20,7 +20,7 @@ use std::time::Instant;
 use cudacheck::cudarc::driver::{sys, LaunchConfig as RawLaunchConfig, PushKernelArg};
 use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
 use cudacheck::{Kernel, SyncMode};
-use cudacheck_examples::stream_or_exit;
+use cudacheck_examples::{stream_or_exit, write_outputs};
 use cudarc::nvrtc::Ptx;
 
 /// Counts every allocation (and reallocation) made through the global allocator.
@@ -477,14 +477,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "heap_allocs_per_launch": r.allocs_per_launch,
         })).collect::<Vec<_>>(),
     });
-    for path in outputs {
-        let text = if path.ends_with(".json") {
-            serde_json::to_string_pretty(&json)?
-        } else {
-            md.clone()
-        };
-        std::fs::write(&path, text)?;
-        println!("wrote {path}");
-    }
+    write_outputs(&outputs, &md, &json)?;
     Ok(())
 }

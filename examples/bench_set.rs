@@ -39,7 +39,7 @@ use cudacheck::cudarc::driver::{
     sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
 };
 use cudacheck::{Coverage, DriverError, Error, Kernel, SyncMode};
-use cudacheck_examples::{bench_kernel, median, report, stream_or_exit, utc_now};
+use cudacheck_examples::{bench_kernel, median, report, stream_or_exit, utc_now, write_outputs};
 use half::f16;
 
 const RUNS: usize = 30;
@@ -888,19 +888,6 @@ fn cov_cell(c: Option<&Coverage>) -> (String, String) {
         ),
         None => ("?".into(), "?".into()),
     }
-}
-
-fn write_outputs(outputs: &[&String], md: &str, json: &serde_json::Value) -> Result<(), BoxError> {
-    for path in outputs {
-        let text = if path.ends_with(".json") {
-            serde_json::to_string_pretty(json)?
-        } else {
-            md.to_string()
-        };
-        std::fs::write(path, text)?;
-        println!("wrote {path}");
-    }
-    Ok(())
 }
 
 fn kernel_of(sp: &Spec, arch: Option<Arch>) -> Result<Kernel, BoxError> {

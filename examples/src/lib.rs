@@ -84,3 +84,26 @@ pub fn utc_now() -> String {
         rem % 60
     )
 }
+
+/// Writes a benchmark's results to each path: JSON where the path ends in `.json`, the
+/// markdown table anywhere else; says where.
+///
+/// # Errors
+/// The first write or serialization that fails.
+pub fn write_outputs<P: AsRef<str>>(
+    paths: &[P],
+    md: &str,
+    json: &serde_json::Value,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for path in paths {
+        let path = path.as_ref();
+        let text = if path.ends_with(".json") {
+            serde_json::to_string_pretty(json)?
+        } else {
+            md.to_string()
+        };
+        std::fs::write(path, text)?;
+        println!("wrote {path}");
+    }
+    Ok(())
+}
