@@ -376,7 +376,7 @@ fn sequence(mode: Mode, dir: &Path, outputs: &[String]) -> Result<(), Box<dyn st
         "mode": if mode == Mode::Cpu { "cpu" } else { "gpu" },
         "rows": json_rows,
     });
-    write_outputs(&outputs, &md, &json)?;
+    write_outputs(outputs, &md, &json)?;
     Ok(())
 }
 
