@@ -72,6 +72,14 @@ for v in cuda-12000 cuda-13040; do
   cargo check -q -p cudacheck --no-default-features --features "$v" && echo "ok" || status=1
 done
 printf '\n----- compat: the library crates as published (cargo package) -----\n'
+# cargo package verifies each crate against the others through a temporary local registry,
+# whose crates cargo unpacks once per version under $CARGO_HOME/registry/src/-<hash>/ and never
+# again: an earlier run's unpacked copy of the same version would be compiled instead of
+# today's. Those local-registry copies (never crates.io's) go first.
+# The same for what cargo compiled from them: a registry crate's build is fresh by version.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/cudacheck* \
+  "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/-*/cudacheck* \
+  "$CARGO_TARGET_DIR"/debug/.fingerprint/cudacheck-* 2>/dev/null
 cargo package -q -p cudacheck-core -p cudacheck-nvrtc -p cudacheck-macros -p cudacheck --allow-dirty && echo "ok" \
   || status=1
 printf '\n----- compat: docs with warnings as errors -----\n'
