@@ -38,24 +38,24 @@
 // The runtime's layers, bottom up: each module uses only those above it in this list (and the
 // compiler layer, `cudacheck-nvrtc`, below them all). `tests/layers.rs` fails when one reaches
 // down this list; ARCHITECTURE.md draws it.
-mod alloc; //     allocation helpers
-mod args; //      argument slots
-mod block; //     `Block`, `block!`
-mod build; //     compiled and loaded builds, keyed by variant
-pub mod capture; // checked launches under stream capture
-mod context; //   per-context state
-mod doctor;
 mod driver; //    the only FFI: driver calls, `DriverError`, entry points
-mod error; //     `Error`: wraps the above
-mod instrument; // bounds-checked builds' PTX and fault reports (`Fault`)
-mod kernel; //    `Kernel`
-mod launch; //    `Launch`: the one launch path and its plans
-mod offline; //   checks with no GPU
+mod seqlock; //   lock-free slots
+mod ring; //      `LaunchRecord` and the ring of recent launches
 mod peer; //      context pairs with peer access
 mod policy; //    sync / instrument resolution
 mod ptx; //       kernels shipped as PTX (`PtxSource`)
-mod ring; //      `LaunchRecord` and the ring of recent launches
-mod seqlock; //   lock-free slots //    `cudacheck doctor`: the driver beside the compiler layer
+mod instrument; // bounds-checked builds' PTX and fault reports (`Fault`)
+mod error; //     `Error`: wraps the above
+mod context; //   per-context state
+mod args; //      argument slots
+mod block; //     `Block`, `block!`
+mod alloc; //     allocation helpers
+mod build; //     compiled and loaded builds, keyed by variant
+mod kernel; //    `Kernel`
+pub mod capture; // checked launches under stream capture
+mod launch; //    `Launch`: the one launch path and its plans
+mod offline; //   checks with no GPU
+mod doctor; //    `cudacheck doctor`: the driver beside the compiler layer
 
 /// The on-disk module cache (from `cudacheck-nvrtc`, the compiler layer below this crate).
 pub use cudacheck_nvrtc::cache;
