@@ -20,6 +20,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 eval "$(scripts/setup-cuda.sh)" || { echo "compat: setup-cuda.sh failed" >&2; exit 2; }
 export CARGO_TARGET_DIR="$root/target/compat"
+# The compat crates are workspaces of their own, so the main workspace's profile (line tables
+# only, no debug info for dependencies) does not reach them: the same settings, by environment.
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_INCREMENTAL=0
 stubs="$root/target/compat-cuda"
 nvrtc_dir="$(dirname "$CUDACHECK_NVRTC")"
 

@@ -10,6 +10,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 eval "$(scripts/setup-cuda.sh)" || { echo "setup-cuda.sh failed: cannot install NVRTC" >&2; exit 2; }
 export CUDACHECK_REQUIRE_NVRTC=1
+# One build per run: incremental state would double the disk a clean run takes, for nothing.
+export CARGO_INCREMENTAL=0
+echo "disk before the run: $(df -h --output=avail "$root" | tail -1 | tr -d ' ') free under $root"
 log="$(mktemp)"
 # A module cache of the run's own: the suite never reads entries an earlier run or the user left
 # (tests of the cache itself use directories of their own).
@@ -38,6 +41,8 @@ run_tier "tier 3/3: GPU tests (skipped with a reason where no GPU is present)" \
 printf '\n===== compat: cudacheck beside other cudarc users (scripts/compat.sh) =====\n' | tee -a "$log"
 scripts/compat.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+echo "disk after the run: $(df -h --output=avail "$root" | tail -1 | tr -d ' ') free; target/ holds $(du -sh "$root/target" 2>/dev/null | cut -f1)"
 
 passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
