@@ -1,9 +1,12 @@
-//! The benchmark set (issue 10): 32 kernels of `bench/kernels/` written in the styles real
-//! CUDA code uses (guarded stencils and convolutions, gathers and scatters through index
+//! The benchmark set (issues 10 and 21): 46 kernels of `bench/kernels/` written in the styles
+//! real CUDA code uses (guarded stencils and convolutions, gathers and scatters through index
 //! buffers, CSR SpMV, row normalizations, vectorized `float4` / `half2` elementwise,
 //! macro-generated strided ops, reductions, scan, histogram, tiled matmul, transpose, attention
-//! on small tiles, templated kernels, grid-stride loops, dynamic shared memory), each at a size
-//! that fills an H100, plain versus bounds-checked.
+//! on small tiles, templated kernels, grid-stride loops, dynamic shared memory; and, added by
+//! issue 21 before any tuning, column and strided loops with runtime trip counts, channels-last
+//! depthwise convolutions with unrolled windows, segment sums and scatter-adds with atomics, a
+//! z-marching stencil, block-per-row RMSnorm and softmax), each at a size that fills an H100,
+//! plain versus bounds-checked.
 //!
 //! For each kernel:
 //! - deterministic pseudo-random inputs are uploaded; before every launch each output is reset
@@ -235,6 +238,7 @@ const G: &str = "gather.cu";
 const N: &str = "norm.cu";
 const R: &str = "reduce.cu";
 const L: &str = "linalg.cu";
+const LP: &str = "loops2.cu";
 
 /// `size_t` arguments and the dims/strides buffers of the macro-generated kernels.
 fn info(s: &Arc<CudaStream>, v: &[usize]) -> Result<CudaSlice<u64>, Error> {
@@ -847,6 +851,278 @@ fn specs() -> Vec<Spec> {
                     grid: (div(seq, 64), bh as u32, 1), outs: [out],
                     |l| l.arg_mut(&mut out.d).arg(&q).arg(&kk).arg(&v).arg(&(seq as i32))
                         .arg(&0.125f32).arg(&1i32))
+            },
+        },
+        // ---- loops (issue 21): column, strided, windowed, segmented and atomic ----
+        Spec {
+            name: "col_sum",
+            style: "column reduction, a thread per column, loop over rows",
+            file: LP,
+            kernel: "col_sum",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, cols) = (512usize, 131072usize);
+                let x = up(s, &Rng::new(33).floats(rows * cols))?;
+                let out = Out::<f32>::poisoned(s, cols)?;
+                bench!(s, k, sp, format!("{rows} x {cols}"), grid: div(cols, 256),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(rows as i32)).arg(&(cols as i32)))
+            },
+        },
+        Spec {
+            name: "row_mean_pitched",
+            style: "row reduction over a pitched matrix, block-stride loop, shared tree",
+            file: LP,
+            kernel: "row_mean_pitched",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, cols, ld) = (16384usize, 4000usize, 4096usize);
+                let x = up(s, &Rng::new(34).floats(rows * ld))?;
+                let out = Out::<f32>::poisoned(s, rows)?;
+                bench!(s, k, sp, format!("{rows} x {cols}, pitch {ld}"), grid: rows as u32,
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(rows as i32)).arg(&(cols as i32))
+                        .arg(&(ld as i32)))
+            },
+        },
+        Spec {
+            name: "strided_scale_copy",
+            style: "strided copy, pointers bumped by runtime 64-bit strides, runtime trip count",
+            file: LP,
+            kernel: "strided_scale_copy",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                // Lanes of a pitched [iters, in_stride] input into a packed [iters, lanes] output.
+                let (lanes, iters, in_stride) = (65000usize, 1024usize, 65536usize);
+                let x = up(s, &Rng::new(35).floats(iters * in_stride))?;
+                let out = Out::<f32>::poisoned(s, iters * lanes)?;
+                bench!(s, k, sp, format!("{iters} x {lanes} of {iters} x {in_stride}"),
+                    grid: div(lanes, 256), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(lanes as i64))
+                        .arg(&(in_stride as i64)).arg(&(lanes as i32)).arg(&(iters as i32))
+                        .arg(&0.5f32))
+            },
+        },
+        Spec {
+            name: "dwconv3x3_nhwc",
+            style: "depthwise 3x3, channels last (NHWC), unrolled guarded window",
+            file: LP,
+            kernel: "dwconv3x3_nhwc",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (n, h, w, c) = (16usize, 112usize, 112usize, 128usize);
+                let mut r = Rng::new(36);
+                let x = up(s, &r.floats(n * h * w * c))?;
+                let (wt, bias) = (up(s, &r.floats(9 * c))?, up(s, &r.floats(c))?);
+                let out = Out::<f32>::poisoned(s, n * h * w * c)?;
+                bench!(s, k, sp, format!("{n} x {h} x {w} x {c}"),
+                    grid: (div(w * c, 256), (n * h) as u32, 1), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&wt).arg(&bias).arg(&(h as i32))
+                        .arg(&(w as i32)).arg(&(c as i32)))
+            },
+        },
+        Spec {
+            name: "dwconv_nhwc_relu6<5>",
+            style: "depthwise 5x5, NHWC, templated unrolled window, runtime stride, ReLU6",
+            file: LP,
+            kernel: "dwconv_nhwc_relu6<5>",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (n, h, w, c, stride) = (16usize, 112usize, 112usize, 192usize, 1usize);
+                let (oh, ow) = ((h - 1) / stride + 1, (w - 1) / stride + 1);
+                let mut r = Rng::new(37);
+                let x = up(s, &r.floats(n * h * w * c))?;
+                let (wt, bias) = (up(s, &r.floats(25 * c))?, up(s, &r.floats(c))?);
+                let total = n * oh * ow * c;
+                let out = Out::<f32>::poisoned(s, total)?;
+                bench!(s, k, sp, format!("{n} x {h} x {w} x {c}"), grid: div(total, 256),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&wt).arg(&bias).arg(&(n as i32))
+                        .arg(&(h as i32)).arg(&(w as i32)).arg(&(c as i32)).arg(&(oh as i32))
+                        .arg(&(ow as i32)).arg(&(stride as i32)))
+            },
+        },
+        Spec {
+            name: "conv1d_ncl",
+            style: "1-D convolution (NCL), runtime window, dilation and padding",
+            file: LP,
+            kernel: "conv1d_ncl",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (b, ci, co, len) = (4usize, 64usize, 64usize, 8192usize);
+                let (ks, stride, pad, dil) = (7usize, 1usize, 6usize, 2usize);
+                let l_out = (len + 2 * pad - dil * (ks - 1) - 1) / stride + 1;
+                let mut r = Rng::new(38);
+                let (x, wt) = (
+                    up(s, &r.floats(b * ci * len))?,
+                    up(s, &r.floats(co * ci * ks))?,
+                );
+                let out = Out::<f32>::poisoned(s, b * co * l_out)?;
+                bench!(s, k, sp, format!("{b} x {ci} x {len} -> {co} channels, {ks} taps"),
+                    grid: div(b * co * l_out, 256), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&wt).arg(&(b as i32))
+                        .arg(&(ci as i32)).arg(&(co as i32)).arg(&(len as i32))
+                        .arg(&(l_out as i32)).arg(&(ks as i32)).arg(&(stride as i32))
+                        .arg(&(pad as i32)).arg(&(dil as i32)))
+            },
+        },
+        Spec {
+            name: "segment_sum_rows",
+            style: "segment sum over CSR offsets, data-dependent trip count",
+            file: LP,
+            kernel: "segment_sum_rows",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                // 0 to 31 rows a segment (empty ones included).
+                let (segments, dim) = (16384usize, 256usize);
+                let mut r = Rng::new(39);
+                let mut offsets = vec![0i32];
+                for _ in 0..segments {
+                    let last = *offsets.last().unwrap_or(&0);
+                    offsets.push(last + r.below(32) as i32);
+                }
+                let rows = offsets[segments] as usize;
+                let x = up(s, &r.floats(rows * dim))?;
+                let offsets = up(s, &offsets)?;
+                let out = Out::<f32>::poisoned(s, segments * dim)?;
+                bench!(s, k, sp, format!("{rows} x {dim} into {segments} segments"),
+                    grid: (div(dim, 256), segments as u32, 1), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&offsets).arg(&(segments as i32))
+                        .arg(&(dim as i32)))
+            },
+        },
+        Spec {
+            name: "index_add_rows_i32",
+            style: "row scatter-add through an index buffer, atomics in a block-stride loop",
+            file: LP,
+            kernel: "index_add_rows_i32",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, dim, dst_rows) = (262144usize, 256usize, 8192usize);
+                let mut r = Rng::new(40);
+                let src = up(s, &r.ints(rows * dim, 1000))?;
+                let idx = up(s, &r.ints(rows, dst_rows as u64))?;
+                let out = Out::<i32>::zeroed(s, dst_rows * dim)?;
+                bench!(s, k, sp, format!("{rows} x {dim} into {dst_rows} rows"),
+                    grid: rows as u32, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&src).arg(&idx).arg(&(rows as i32))
+                        .arg(&(dim as i32)))
+            },
+        },
+        Spec {
+            name: "histogram_range",
+            style: "histogram, runtime chunk per thread, bins in dynamic shared, atomics",
+            file: LP,
+            kernel: "histogram_range",
+            block: (256, 1, 1),
+            shared: 1000 * 4,
+            setup: |s, k, sp| {
+                // One shared word a bin.
+                let nbins = sp.shared as usize / 4;
+                let (n, per_thread) = ((64usize << 20) + 5, 16usize);
+                let x = up(s, &Rng::new(41).floats(n))?;
+                let out = Out::<u32>::zeroed(s, nbins)?;
+                bench!(s, k, sp, format!("{n} floats into {nbins} bins"),
+                    grid: div(n, 256 * per_thread), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(n as i32)).arg(&(per_thread as i32))
+                        .arg(&(nbins as i32)).arg(&-1.0f32).arg(&1.0f32))
+            },
+        },
+        Spec {
+            name: "batched_matvec",
+            style: "many small mat-vecs, a thread per row, loop over k",
+            file: LP,
+            kernel: "batched_matvec",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (batch, m, kk) = (16384usize, 32usize, 128usize);
+                let mut r = Rng::new(42);
+                let (a, x) = (
+                    up(s, &r.floats(batch * m * kk))?,
+                    up(s, &r.floats(batch * kk))?,
+                );
+                let out = Out::<f32>::poisoned(s, batch * m)?;
+                bench!(s, k, sp, format!("{batch} x ({m} x {kk})"), grid: div(batch * m, 256),
+                    outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&a).arg(&x).arg(&(batch as i32))
+                        .arg(&(m as i32)).arg(&(kk as i32)))
+            },
+        },
+        Spec {
+            name: "stencil13_zqueue",
+            style: "3-D 13-point stencil, z march with a register queue",
+            file: LP,
+            kernel: "stencil13_zqueue",
+            block: (32, 8, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (nx, ny, nz) = (512usize, 512usize, 256usize);
+                let x = up(s, &Rng::new(43).floats(nx * ny * nz))?;
+                let out = Out::<f32>::poisoned(s, nx * ny * nz)?;
+                bench!(s, k, sp, format!("{nx} x {ny} x {nz}"),
+                    grid: (div(nx, 32), div(ny, 8), 1), outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(nx as i32)).arg(&(ny as i32))
+                        .arg(&(nz as i32)).arg(&0.4f32).arg(&0.1f32).arg(&-0.05f32))
+            },
+        },
+        Spec {
+            name: "rmsnorm_block_f16",
+            style: "RMSnorm as candle writes it, a block per row, macro-stamped template, half",
+            file: LP,
+            kernel: "rmsnorm_block_f16",
+            block: (1024, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, cols) = (16384usize, 4096usize);
+                let mut r = Rng::new(44);
+                let (x, alpha) = (up(s, &r.halves(rows * cols))?, up(s, &r.halves(cols))?);
+                let out = Out::<f16>::poisoned(s, rows * cols)?;
+                bench!(s, k, sp, format!("{rows} x {cols} halves"), grid: rows as u32,
+                    outs: [out],
+                    |l| l.arg(&x).arg_mut(&mut out.d).arg(&alpha).arg(&(cols as i32))
+                        .arg(&1e-6f32))
+            },
+        },
+        Spec {
+            name: "softmax_rows_3pass",
+            style: "softmax over vocabulary-long rows, a block per row, three passes",
+            file: LP,
+            kernel: "softmax_rows_3pass",
+            block: (512, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                let (rows, cols) = (2048usize, 32000usize);
+                let x = up(s, &Rng::new(45).floats(rows * cols))?;
+                let out = Out::<f32>::poisoned(s, rows * cols)?;
+                bench!(s, k, sp, format!("{rows} x {cols}"), grid: rows as u32, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&(rows as i32)).arg(&(cols as i32)))
+            },
+        },
+        Spec {
+            name: "strided_affine_f16",
+            style: "macro-stamped template<T, UNROLL> strided loop, half, runtime trip count",
+            file: LP,
+            kernel: "strided_affine_f16",
+            block: (256, 1, 1),
+            shared: 0,
+            setup: |s, k, sp| {
+                // Every other element from the second on (x[1::2]).
+                let (n, offset, step) = ((64usize << 20) + 7, 1usize, 2usize);
+                let x = up(s, &Rng::new(46).halves(offset + n * step))?;
+                let out = Out::<f16>::poisoned(s, n)?;
+                bench!(s, k, sp, format!("{n} of {} halves", offset + n * step),
+                    grid: 132 * 4, outs: [out],
+                    |l| l.arg_mut(&mut out.d).arg(&x).arg(&n).arg(&offset).arg(&step)
+                        .arg(&1.5f32).arg(&0.25f32))
             },
         },
     ]

@@ -14,7 +14,8 @@
 
 use std::collections::HashMap;
 
-use crate::instrument::ptx::{self, parse_address, Function, PtxError, StmtKind};
+use crate::instrument::ptx::{self, Function, PtxError, StmtKind};
+use crate::ir::Address;
 
 /// How a kernel uses a parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -191,15 +192,15 @@ fn param_uses<'a>(f: &'a Function) -> HashMap<&'a str, ParamUse> {
         let ops = &i.operands;
         let param_of = |from: &HashMap<&'a str, &'a str>, o: &str| -> Option<&'a str> {
             let o = o.trim();
-            match parse_address(o) {
-                Some(a) => from.get(a.base.as_str()).copied(),
+            match Address::parse(o) {
+                Some(a) => from.get(a.base).copied(),
                 None => from.get(o).copied(),
             }
         };
         match i.op() {
             "ld" if i.space() == ptx::Space::Param => {
                 if let (Some(dst), Some(src)) = (ops.first(), ops.get(1)) {
-                    if let Some(a) = parse_address(src) {
+                    if let Some(a) = Address::parse(src) {
                         if let Some(p) = f.params.iter().find(|p| p.name == a.base) {
                             from.insert(dst.as_str(), p.name.as_str());
                         }

@@ -853,6 +853,132 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
     assert_eq!(count, 14);
 }
 
+/// Issue 21: accesses inside loops are checked once per launch on the host over every
+/// iteration (`guard.rs`, `Counted`). A launch whose loop stays inside its buffers runs with
+/// no device check and computes what the plain build computes; a launch whose column is past
+/// the matrix, or whose loop runs one row too many, fails its host check, runs the build that
+/// checks each access on the device, and is named with the exact index, thread and line; the
+/// context stays usable.
+#[test]
+fn gpu_planted_bugs_in_host_checked_loops_are_named_exactly() {
+    let Some(s) = gpu_or_skip() else { return };
+    use FaultKind::*;
+    let (rows, cols) = (37usize, 64usize);
+    let data: Vec<f32> = (0..(rows + 1) * cols)
+        .map(|i| (i % 97) as f32 * 0.25)
+        .collect();
+
+    // The loop stays inside `m` ((rows + 1) x cols floats): host-checked, no fault, and the
+    // same sums as the plain build.
+    let k = planted("loop_one_trip_too_many");
+    let m = up(&s, &data);
+    let run = |instrument: bool, out: &mut CudaSlice<f32>| unsafe {
+        k.launch(&s)
+            .grid(1)
+            .block(64)
+            .instrument(instrument)
+            .arg_mut(out)
+            .arg(&m)
+            .arg(&(rows as i32))
+            .arg(&(cols as i32))
+            .run()
+    };
+    let mut checked = up(&s, &vec![f32::NAN; cols]);
+    let mut plain = up(&s, &vec![f32::NAN; cols]);
+    run(true, &mut checked).unwrap();
+    run(false, &mut plain).unwrap();
+    let (c, p) = (
+        s.clone_dtoh(&checked).unwrap(),
+        s.clone_dtoh(&plain).unwrap(),
+    );
+    assert!(c.iter().all(|v| !v.is_nan()));
+    assert_eq!(
+        c.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        p.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    let cov = k.coverage().unwrap().unwrap();
+    assert!(cov.is_complete());
+    assert_eq!(
+        cov.checked, 0,
+        "every access of the loop is checked on the host: {cov:?}"
+    );
+    assert!(cov.host_checked >= 2, "{cov:?}");
+
+    // One trip too many: `m` holds rows x cols + cols - 1 floats, so only the last column's
+    // thread reads past it, at r = rows.
+    let short = up(&s, &data[..rows * cols + cols - 1]);
+    let mut out = up(&s, &vec![0.0f32; cols]);
+    let r = unsafe {
+        k.launch(&s)
+            .grid(1)
+            .block(64)
+            .arg_mut(&mut out)
+            .arg(&short)
+            .arg(&(rows as i32))
+            .arg(&(cols as i32))
+            .run()
+    };
+    check_oob(
+        "loop_one_trip_too_many",
+        r,
+        Expect {
+            buffer: "m",
+            index: (rows * cols + cols - 1) as i64,
+            len: (rows * cols + cols - 1) as u64,
+            access: Read,
+            block: (0, 0, 0),
+            thread: (63, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+
+    // A column past the matrix: col = cols reads m[r * cols + cols]; the first such read out
+    // of a rows x cols matrix is at r = rows - 1, index rows * cols.
+    let k = planted("loop_column_past_end");
+    let m = up(&s, &data[..rows * cols]);
+    let mut out = up(&s, &vec![0.0f32; 1]);
+    let r = unsafe {
+        k.launch(&s)
+            .grid(1)
+            .block(1)
+            .arg_mut(&mut out)
+            .arg(&m)
+            .arg(&(rows as i32))
+            .arg(&(cols as i32))
+            .arg(&(cols as i32))
+            .run()
+    };
+    check_oob(
+        "loop_column_past_end",
+        r,
+        Expect {
+            buffer: "m",
+            index: (rows * cols) as i64,
+            len: (rows * cols) as u64,
+            access: Read,
+            block: (0, 0, 0),
+            thread: (0, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+    // The same kernel with a column inside the matrix: no fault.
+    unsafe {
+        k.launch(&s)
+            .grid(1)
+            .block(1)
+            .arg_mut(&mut out)
+            .arg(&m)
+            .arg(&(rows as i32))
+            .arg(&(cols as i32))
+            .arg(&(cols as i32 - 1))
+            .run()
+    }
+    .unwrap();
+    let want: f32 = (0..rows).map(|r| data[r * cols + cols - 1]).sum();
+    let got = s.clone_dtoh(&out).unwrap()[0];
+    assert!((got - want).abs() <= want.abs() * 1e-5, "{got} vs {want}");
+}
+
 #[test]
 fn gpu_planted_assert_is_a_device_assert_and_the_context_lives() {
     let Some(s) = gpu_or_skip() else { return };

@@ -967,3 +967,170 @@ fn nvrtc_wide_accesses_are_checked_for_alignment() {
     }
     assemble_ptx(&device.ptx, arch, &src.name).unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// Issue 21: loads and stores inside loops whose offsets are affine in the loop's counter and
+/// launch values (`tests/cuda/loops.cu`: a column sum, a strided loop with a runtime trip
+/// count, a 3-D stencil's z loop, a loop counting down) are checked once per launch on the
+/// host over every iteration the loop's exit test allows (`guard.rs`, `Counted`), so the
+/// loop runs without per-access device checks. The checks hold for buffers that fit exactly
+/// and fail for one element less (that launch runs the build that checks on the device).
+#[test]
+fn nvrtc_loop_accesses_are_checked_once_over_every_iteration() {
+    use cudacheck_core::instrument::{InstrumentedKernel, LaunchValues};
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("tests/cuda/loops.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let out = instrument_ptx_with(&ptx, &InstrumentOptions::new().host_checks(true)).unwrap();
+    assemble_ptx(&out.ptx, arch, &src.name).unwrap();
+    let k = |name: &str| -> &InstrumentedKernel {
+        out.kernels.iter().find(|k| k.name == name).unwrap()
+    };
+    for kernel in &out.kernels {
+        println!(
+            "{}: {} device checks, {} on the host",
+            kernel.name, kernel.coverage.checked, kernel.coverage.host_checked
+        );
+        assert!(kernel.coverage.is_complete(), "{}", kernel.name);
+    }
+    let holds = |name: &str,
+                 grid: [u32; 3],
+                 block: [u32; 3],
+                 scalars: &[Option<(u64, u32)>],
+                 lens: &[u64]| {
+        let kernel = k(name);
+        assert_eq!(
+            kernel.coverage.checked, 0,
+            "{name}: no device check left: {kernel:?}"
+        );
+        let v = LaunchValues {
+            grid,
+            block,
+            scalars,
+            lens,
+        };
+        for h in &kernel.host_checks {
+            if std::env::var_os("CC_DEBUG").is_some() && !h.holds(&v) {
+                println!("{name}: fails: {h:?}");
+            }
+        }
+        kernel.host_checks_hold(&v)
+    };
+
+    // column_sum(in, out, rows, cols): 1000 rows, 300 columns, blocks of 128.
+    let (rows, cols) = (1000u64, 300u64);
+    let s = [None, None, Some((rows, 4)), Some((cols, 4))];
+    let g = [3, 1, 1];
+    let b = [128, 1, 1];
+    assert!(holds("column_sum", g, b, &s, &[rows * cols * 4, cols * 4]));
+    assert!(!holds(
+        "column_sum",
+        g,
+        b,
+        &s,
+        &[rows * cols * 4 - 4, cols * 4]
+    ));
+
+    // strided_scale(x, count, stride, a): x[t + k * stride] for k < count, t < 64.
+    let (count, stride) = (50u64, 64u64);
+    let s = [None, Some((count, 4)), Some((stride, 4)), Some((0, 4))];
+    let need = ((count - 1) * stride + 63 + 1) * 4;
+    assert!(holds("strided_scale", [1, 1, 1], [64, 1, 1], &s, &[need]));
+    assert!(!holds(
+        "strided_scale",
+        [1, 1, 1],
+        [64, 1, 1],
+        &s,
+        &[need - 4]
+    ));
+    // One more iteration than the buffer holds.
+    let s2 = [None, Some((count + 1, 4)), Some((stride, 4)), Some((0, 4))];
+    assert!(!holds("strided_scale", [1, 1, 1], [64, 1, 1], &s2, &[need]));
+
+    // z_column_diff(in, out, nx, ny, nz): 64 x 32 x 20, blocks of 32 x 8.
+    let (nx, ny, nz) = (64u64, 32u64, 20u64);
+    let s = [None, None, Some((nx, 4)), Some((ny, 4)), Some((nz, 4))];
+    let vol = nx * ny * nz * 4;
+    assert!(holds(
+        "z_column_diff",
+        [2, 4, 1],
+        [32, 8, 1],
+        &s,
+        &[vol, vol]
+    ));
+    assert!(!holds(
+        "z_column_diff",
+        [2, 4, 1],
+        [32, 8, 1],
+        &s,
+        &[vol, vol - 4]
+    ));
+
+    // The planted loop bugs of the GPU tier (`tests/cuda/planted/bugs.cu`), with the GPU
+    // test's launches: its good launch holds on the host, its bad ones do not.
+    let bugs = CudaSource::from_file(repo_root().join("tests/cuda/planted/bugs.cu")).unwrap();
+    let (_, bptx) = ptx_of(&bugs, arch);
+    let bout = instrument_ptx_with(&bptx, &InstrumentOptions::new().host_checks(true)).unwrap();
+    let bug = |name: &str,
+               grid: [u32; 3],
+               block: [u32; 3],
+               scalars: &[Option<(u64, u32)>],
+               lens: &[u64]| {
+        let kernel = bout.kernels.iter().find(|k| k.name == name).unwrap();
+        assert_eq!(kernel.coverage.checked, 0, "{name}: {kernel:?}");
+        kernel.host_checks_hold(&LaunchValues {
+            grid,
+            block,
+            scalars,
+            lens,
+        })
+    };
+    let (rows, cols) = (37u64, 64u64);
+    let s = [None, None, Some((rows, 4)), Some((cols, 4))];
+    let b = [64, 1, 1];
+    assert!(bug(
+        "loop_one_trip_too_many",
+        [1, 1, 1],
+        b,
+        &s,
+        &[cols * 4, (rows + 1) * cols * 4]
+    ));
+    let short = (rows * cols + cols - 1) * 4;
+    assert!(!bug(
+        "loop_one_trip_too_many",
+        [1, 1, 1],
+        b,
+        &s,
+        &[cols * 4, short]
+    ));
+    let s = |col: u64| [None, None, Some((rows, 4)), Some((cols, 4)), Some((col, 4))];
+    let one = [1, 1, 1];
+    assert!(bug(
+        "loop_column_past_end",
+        one,
+        one,
+        &s(cols - 1),
+        &[4, rows * cols * 4]
+    ));
+    assert!(!bug(
+        "loop_column_past_end",
+        one,
+        one,
+        &s(cols),
+        &[4, rows * cols * 4]
+    ));
+
+    // row_sum_backwards(in, out, cols): 40 rows of 77. NVRTC unrolls the count-down loop
+    // with a trip count through `max`; the host checks are not yet exact for it (a launch
+    // then runs the build that checks on the device), but a short buffer never passes.
+    let s = [None, None, Some((77, 4))];
+    assert!(!holds(
+        "row_sum_backwards",
+        [40, 1, 1],
+        [32, 1, 1],
+        &s,
+        &[40 * 77 * 4 - 4, 40 * 4]
+    ));
+}

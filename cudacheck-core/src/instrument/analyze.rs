@@ -10,9 +10,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::ptx::{parse_address, Function, Instr, Module, Space, StmtKind};
+use super::ptx::{Function, Instr, Module, Space, StmtKind};
 use super::range::{address_offset, Ranges};
 use super::InstrumentOptions;
+use crate::ir::{effects, Address, Operand};
 
 /// Where an address points: into a kernel parameter's buffer or into a variable, expressed as
 /// an address in `space` (a kernel's pointer parameters arrive as generic addresses; NVVM
@@ -114,27 +115,19 @@ impl Provenance {
     }
 }
 
-fn is_reg(op: &str) -> bool {
-    op.starts_with('%')
-}
-
 /// The value an operand stands for: a register's provenance, a variable's address, or data.
 fn operand_prov(m: &Module, f: &Function, p: &Provenance, op: &str) -> Prov {
-    let op = op.trim();
-    if is_reg(op) {
-        // Special registers (%tid.x, %ctaid.y, %dynamic_smem_size) are data.
-        if op.contains('.') {
-            return Prov::Data;
-        }
-        return p.of(op).clone();
+    match Operand::parse(op) {
+        Operand::Reg(r) => p.of(r).clone(),
+        Operand::Symbol(s) => m.var(f, s).map_or(Prov::Data, |v| {
+            Prov::ptr(Origin::Var {
+                name: v.name.clone(),
+                space: v.space,
+            })
+        }),
+        // Special registers (%tid.x, %ctaid.y, %dynamic_smem_size) and literals are data.
+        _ => Prov::Data,
     }
-    if let Some(v) = m.var(f, op) {
-        return Prov::ptr(Origin::Var {
-            name: v.name.clone(),
-            space: v.space,
-        });
-    }
-    Prov::Data
 }
 
 /// The pointer among two operands of an addition, or what combining them gives.
@@ -197,18 +190,12 @@ fn convert(prov: Prov, to: Space, from: Space) -> Prov {
     }
 }
 
-/// The destination registers an instruction defines (for the analysis, only the first
-/// operand matters: PTX puts the destination first).
+/// The one register an instruction defines, when its destination is a single register (a
+/// vector or a predicate pair is no pointer).
 fn dest(i: &Instr) -> Option<&str> {
-    match i.op() {
-        "st" | "red" | "bra" | "call" | "ret" | "exit" | "bar" | "barrier" | "prefetch"
-        | "prefetchu" | "membar" | "fence" | "trap" | "cp" | "cp.async" | "mbarrier"
-        | "griddepcontrol" | "setmaxnreg" | "nanosleep" | "pmevent" | "brkpt" | "stmatrix"
-        | "wmma" | "sust" | "sured" | "multimem" | "elect" | "tensormap" => None,
-        _ => {
-            let d = i.operands.first()?;
-            is_reg(d).then_some(d.as_str())
-        }
+    match effects(i).defs[..] {
+        [d] if i.operands.first().map(|o| o.trim()) == Some(d) => Some(d),
+        _ => None,
     }
 }
 
@@ -226,7 +213,7 @@ fn transfer(m: &Module, f: &Function, p: &Provenance, i: &Instr, entry: bool) ->
     let op = |k: usize| -> Prov { ops.get(k).map_or(Prov::Data, |o| operand_prov(m, f, p, o)) };
     match i.op() {
         "ld" if i.space() == Space::Param => {
-            let Some(addr) = ops.get(1).and_then(|o| parse_address(o)) else {
+            let Some(addr) = ops.get(1).and_then(|o| Address::parse(o)) else {
                 return Prov::Data;
             };
             if width_of(i) != 8 && !i.has("v2") && !i.has("v4") {
@@ -551,16 +538,16 @@ pub fn decide(
             function: f.name.clone(),
         });
     }
-    let Some(addr) = i.operands.get(a.operand).and_then(|o| parse_address(o)) else {
+    let Some(addr) = i.operands.get(a.operand).and_then(|o| Address::parse(o)) else {
         return Decision::Unchecked(Unchecked::NotAnAddress);
     };
     if addr.base.is_empty() {
         return Decision::Unchecked(Unchecked::Opaque(Opaque::Absolute));
     }
-    let prov = if is_reg(&addr.base) {
-        p.of(&addr.base).clone()
+    let prov = if addr.base_is_reg() {
+        p.of(addr.base).clone()
     } else {
-        operand_prov(m, f, p, &addr.base)
+        operand_prov(m, f, p, addr.base)
     };
     match prov {
         Prov::Ptr(origins) => {
@@ -570,7 +557,7 @@ pub fn decide(
             if origins.len() == 1 {
                 let o = origins.into_iter().next().expect("one origin");
                 // A constant offset into a fixed-size variable is decided here.
-                if !is_reg(&addr.base) {
+                if !addr.base_is_reg() {
                     if let Origin::Var { name, .. } = &o {
                         if let Some(bytes) = m.var(f, name).and_then(|v| v.bytes) {
                             if addr.offset >= 0 && addr.offset as u64 + a.bytes <= bytes {
@@ -598,7 +585,7 @@ pub fn decide(
                 Decision::Check(o)
             } else {
                 Decision::CheckShadow {
-                    reg: addr.base,
+                    reg: addr.base.to_string(),
                     origins,
                 }
             }

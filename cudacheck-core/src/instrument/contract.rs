@@ -29,6 +29,7 @@
 use std::collections::BTreeMap;
 
 use super::ptx::{parse, Function, Instr, StmtKind};
+use crate::ir::{effects, regs_of, Flow, Operand, Sync};
 
 /// The rounding modifiers that forbid contraction.
 const ROUNDED: [&str; 4] = ["rn", "rz", "rm", "rp"];
@@ -42,35 +43,15 @@ fn contractible(i: &Instr, op: &str) -> bool {
             .is_some_and(|t| matches!(t, "f32" | "f64" | "f16" | "f16x2" | "bf16" | "bf16x2"))
 }
 
-/// The registers an operand text names (`[%rd12+4]` -> `%rd12`, `{%f1, %f2}` -> both);
-/// special registers by their stem (`%tid.x` -> `%tid`).
-fn regs_in(op: &str) -> impl Iterator<Item = &str> {
-    let b = op.as_bytes();
-    let mut i = 0;
-    std::iter::from_fn(move || {
-        while i < b.len() {
-            if b[i] == b'%' {
-                let s = i;
-                i += 1;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$')
-                {
-                    i += 1;
-                }
-                return Some(&op[s..i]);
-            }
-            i += 1;
-        }
-        None
-    })
-}
-
-/// Whether `s` ends a basic block for `ptxas` (a branch, return, exit or call), or is one that
-/// this pass does not move across.
+/// Whether `i` ends a basic block for `ptxas` (a branch, return, exit or call), or is a
+/// barrier, which this pass does not move across.
 fn ends_block(i: &Instr) -> bool {
-    matches!(
-        i.op(),
-        "bra" | "brx" | "ret" | "exit" | "call" | "trap" | "bar" | "barrier"
-    )
+    let e = effects(i);
+    e.flow != Flow::Next
+        || matches!(
+            e.sync,
+            Some(Sync::Block { .. } | Sync::Arrive | Sync::Warp | Sync::Cluster)
+        )
 }
 
 /// What the pass sees of a function body: instructions (alone, or alone in an inline-assembly
@@ -118,7 +99,7 @@ fn moves(f: &Function) -> Vec<(std::ops::Range<usize>, usize)> {
                 uses.entry(p.as_str()).or_default().push((k, usize::MAX));
             }
             for (n, o) in i.operands.iter().enumerate() {
-                for r in regs_in(o) {
+                for r in regs_of(o) {
                     uses.entry(r).or_default().push((k, n));
                 }
             }
@@ -133,7 +114,7 @@ fn moves(f: &Function) -> Vec<(std::ops::Range<usize>, usize)> {
             continue;
         }
         let dest = m.operands[0].as_str();
-        if regs_in(dest).count() != 1 || regs_in(dest).next() != Some(dest) {
+        if Operand::parse(dest) != Operand::Reg(dest) {
             continue;
         }
         // Exactly one other occurrence of the result: its use.
@@ -153,15 +134,15 @@ fn moves(f: &Function) -> Vec<(std::ops::Range<usize>, usize)> {
             continue;
         }
         // The same block, and nothing between writes the multiply's operands: a register
-        // named in the first operand of an instruction between counts as written.
-        let srcs: Vec<&str> = m.operands[1..].iter().flat_map(|o| regs_in(o)).collect();
+        // an instruction between defines counts as written.
+        let srcs: Vec<&str> = m.operands[1..].iter().flat_map(|o| regs_of(o)).collect();
         let clear = items[k + 1..u].iter().all(|it| match it {
             Item::Instr(i, _) => {
                 !ends_block(i)
-                    && !i
-                        .operands
-                        .first()
-                        .is_some_and(|d| regs_in(d).any(|r| srcs.contains(&r) || r == dest))
+                    && !effects(i)
+                        .defs
+                        .iter()
+                        .any(|r| srcs.contains(r) || *r == dest)
             }
             Item::Neutral => true,
             Item::Boundary => false,

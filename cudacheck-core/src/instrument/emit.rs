@@ -32,10 +32,11 @@ use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, U
 use super::fast;
 use super::group::{groups, Group};
 use super::guard::{Base, Guards, HostCheck, HostExpr};
-use super::ptx::{parse_address, Function, Instr, Loc, Module, Space, StmtKind};
+use super::ptx::{Function, Instr, Loc, Module, Space, StmtKind};
 use super::range::{ranges, Ranges};
 use super::record::FaultKind;
 use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
+use crate::ir::{effects, Address};
 
 /// The recording functions every instrumented module gets, after its header.
 const RUNTIME: &str = r#"
@@ -342,10 +343,10 @@ impl<'a> KernelEmitter<'a> {
                 .iter()
                 .filter(|a| a.bytes.is_power_of_two() && a.bytes > 1)
             {
-                let Some(addr) = parse_address(&i.operands[a.operand]) else {
+                let Some(addr) = Address::parse(&i.operands[a.operand]) else {
                     continue;
                 };
-                let Prov::Ptr(origins) = self.prov.of(&addr.base) else {
+                let Prov::Ptr(origins) = self.prov.of(addr.base) else {
                     continue;
                 };
                 let [Origin::Param { index, .. }] = origins.iter().collect::<Vec<_>>()[..] else {
@@ -762,9 +763,9 @@ impl<'a> KernelEmitter<'a> {
         }
 
         // Shadow updates after a definition of a shadowed register.
-        if let Some(d) = i.operands.first().filter(|d| d.starts_with('%')) {
-            if let Some(&si) = self.needs.shadows.get(d.as_str()) {
-                if defines_first_operand(i) {
+        if let Some(d) = i.operands.first().map(|d| d.trim()) {
+            if let Some(&si) = self.needs.shadows.get(d) {
+                if effects(i).defs.contains(&d) {
                     after.push_str(&self.shadow_update(i, si, &g));
                 }
             }
@@ -792,9 +793,9 @@ impl<'a> KernelEmitter<'a> {
         guard: &Option<(bool, String)>,
         cont: &str,
     ) -> (String, String, u32) {
-        let addr = parse_address(&i.operands[a.operand]).expect("decided accesses have addresses");
+        let addr = Address::parse(&i.operands[a.operand]).expect("decided accesses have addresses");
         let sym = !addr.base.starts_with('%');
-        let bits = if sym { 64 } else { self.reg_bits(&addr.base) };
+        let bits = if sym { 64 } else { self.reg_bits(addr.base) };
         let kind = match a.kind {
             AccessKind::Read => SiteKind::Read,
             AccessKind::Write => SiteKind::Write,
@@ -939,13 +940,13 @@ impl<'a> KernelEmitter<'a> {
     /// instruction, at the same place; its cold block (entered after the instruction) records
     /// the fault. Returns that code and the instruction reading the chosen address.
     fn redirect(&self, i: &Instr, a: &Access, lanes: u32, array: &Origin) -> (String, String) {
-        let addr = parse_address(&i.operands[a.operand]).expect("decided accesses have addresses");
+        let addr = Address::parse(&i.operands[a.operand]).expect("decided accesses have addresses");
         let sym = !addr.base.starts_with('%');
         // A symbol's address: 32 bits in the shared window, 64 as a generic address.
         let bits = match (sym, a.space) {
             (true, Space::Generic) => 64,
             (true, _) => 32,
-            (false, _) => self.reg_bits(&addr.base),
+            (false, _) => self.reg_bits(addr.base),
         };
         let r = format!("%__cc_a{bits}");
         let mut s = String::new();
@@ -1186,13 +1187,6 @@ fn callee(i: &Instr) -> Option<&str> {
         .iter()
         .map(|o| o.trim())
         .find(|o| !o.starts_with('(') && !o.is_empty())
-}
-
-fn defines_first_operand(i: &Instr) -> bool {
-    !matches!(
-        i.op(),
-        "st" | "red" | "bra" | "call" | "ret" | "exit" | "bar" | "barrier" | "prefetch"
-    )
 }
 
 /// Copies `text` with `pieces` inserted; a piece starting with `\0END\0` replaces the text up

@@ -32,9 +32,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::analyze::{accesses, decide, Decision, Origin, Provenance};
-use super::ptx::{parse_address, Function, Module, StmtKind};
+use super::ptx::{Function, Module, StmtKind};
 use super::range::Ranges;
 use super::InstrumentOptions;
+use crate::ir::{effects, Address};
 
 /// A group of at least two checked accesses through one register.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,11 +113,15 @@ pub fn groups(
                 for a in &acc {
                     match decide(m, f, prov, ranges, opts, i, a) {
                         Decision::Check(o) if acc.len() == 1 => {
-                            let addr = parse_address(&i.operands[a.operand]);
+                            let addr = Address::parse(&i.operands[a.operand]);
                             match addr {
                                 Some(ad) if ad.base.starts_with('%') => {
-                                    member =
-                                        Some((ad.base, o, ad.offset, ad.offset + a.bytes as i64));
+                                    member = Some((
+                                        ad.base.to_string(),
+                                        o,
+                                        ad.offset,
+                                        ad.offset + a.bytes as i64,
+                                    ));
                                 }
                                 _ => foreign = true,
                             }
@@ -127,16 +132,7 @@ pub fn groups(
                 }
             }
         }
-        let defines: BTreeSet<&str> = i
-            .operands
-            .first()
-            .filter(|_| !matches!(op, "st" | "red"))
-            .map(|d| {
-                d.split(|c: char| !(c == '%' || c == '_' || c.is_ascii_alphanumeric()))
-                    .filter(|t| t.starts_with('%'))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let defines: BTreeSet<&str> = effects(i).defs.into_iter().collect();
         if foreign || defines.iter().any(|d| shadows.contains_key(*d)) {
             close(&mut open, &mut out);
             continue;

@@ -48,6 +48,20 @@
 //!    every definition either sets it from a value (an initial value) or adds a non-negative
 //!    step to it where a fact `r < b` (or `<=`) on its old value holds; anything else gives up.
 //!
+//! 3. **Counted loops** (issue 21). A register stepped once per iteration of a loop with a
+//!    recognized exit test (`crate::ir::loops`: natural loops, basic induction variables,
+//!    exit tests on the CFG built once) is expressed as [`HostExpr::Counted`]: its value on
+//!    entry plus `j` steps, `j` bounded by the iterations the exit test allows. This covers
+//!    what the facts above cannot: a pointer stepped by a launch value (`in[r * cols + c]`
+//!    strength-reduced to `p += cols * 4`), chains of steps in unrolled loops (`x1 = p + s;
+//!    x2 = x1 + s; p = x2 + s`), counters tested with `<`, `<=`, `>`, `>=` (either direction)
+//!    or `!=` (NVRTC's unrolled loops count a multiple of the unroll factor down to 0), and
+//!    the value a loop leaves (an unrolled loop's remainder starts where it stopped). See
+//!    [`Guards::counted_parts`] for the argument. The launch then checks every iteration's
+//!    access in one evaluation and the loop runs with no per-access device check; a launch
+//!    where it fails runs the build that checks on the device, which names the exact index,
+//!    thread and line.
+//!
 //! # Semantics of the expressions, and why host evaluation is sound
 //!
 //! Each expression denotes a set of mathematical integers that contains, for every execution
@@ -79,7 +93,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::coverage::{SiteKind, SourceLoc};
-use super::ptx::{parse_address, Function, Instr, StmtKind};
+use super::ptx::{Function, Instr, StmtKind};
+use crate::ir::{effects, immediate, is_reg, Address, Cfg, Loop, Step};
 
 // ------------------------------------------------------------------------------------------
 // Host side: expressions and their evaluation.
@@ -212,6 +227,30 @@ pub enum HostExpr {
         signed: bool,
         inits: Vec<HostExpr>,
         steps: Vec<IvStep>,
+    },
+    /// Any of the values: the hull of their intervals (a register set in several places
+    /// before a loop).
+    Hull(Vec<HostExpr>),
+    /// `a / b` when `b` divides `a` exactly and the quotient is at least `min`, with both
+    /// fixed for the launch; the check fails otherwise. The number of steps a counter takes
+    /// from its start to a bound it is tested against with `!=`.
+    Quot {
+        a: Box<HostExpr>,
+        b: Box<HostExpr>,
+        min: i64,
+        /// A quotient of 0 means no execution gets here (the loop is entered only when its
+        /// counter starts away from the bound): empty rather than a failed check.
+        zero_unreached: bool,
+    },
+    /// An induction variable of a counted loop where it is used: `init + j * step` for an
+    /// iteration count `j` in `[0, max(0, last)]` (`last` from the loop's exit test, see
+    /// `guard.rs`, `Guards::counted_parts`). Each of `no_wrap` must evaluate (they are [`HostExpr::In`]
+    /// range checks that keep the loop's counter from wrapping), or the check fails.
+    Counted {
+        init: Box<HostExpr>,
+        step: Box<HostExpr>,
+        last: Box<HostExpr>,
+        no_wrap: Vec<HostExpr>,
     },
 }
 
@@ -379,6 +418,9 @@ impl HostExpr {
                 .chain(steps.iter().map(|s| s.step.twos(v)))
                 .min()
                 .unwrap_or(0),
+            Counted { init, step, .. } => init.twos(v).min(step.twos(v)),
+            Quot { .. } => 0,
+            Hull(es) => es.iter().map(|e| e.twos(v)).min().unwrap_or(0),
             Shr { .. } | Div(..) | Rem(..) | Facts { def: None, .. } => 0,
         }
     }
@@ -621,6 +663,56 @@ impl HostExpr {
                 }
                 Some((least, r.1))
             }
+            Hull(es) => {
+                let mut out: Option<(i128, i128)> = None;
+                for e in es {
+                    if let Some(x) = e.eval(v)? {
+                        out = Some(out.map_or(x, |o| (o.0.min(x.0), o.1.max(x.1))));
+                    }
+                }
+                out
+            }
+            Quot {
+                a,
+                b,
+                min,
+                zero_unreached,
+            } => match (a.eval(v)?, b.eval(v)?) {
+                (Some(x), Some(d)) => {
+                    if x.0 != x.1 || d.0 != d.1 || d.0 == 0 || x.0 % d.0 != 0 {
+                        return Err(());
+                    }
+                    let q = x.0 / d.0;
+                    if q == 0 && *zero_unreached {
+                        return Ok(None);
+                    }
+                    if q < i128::from(*min) {
+                        return Err(());
+                    }
+                    Some((q, q))
+                }
+                _ => None,
+            },
+            Counted {
+                init,
+                step,
+                last,
+                no_wrap,
+            } => {
+                for w in no_wrap {
+                    w.eval(v)?;
+                }
+                let (Some(x), Some(st), Some(l)) = (init.eval(v)?, step.eval(v)?, last.eval(v)?)
+                else {
+                    // No execution reaches the loop.
+                    return Ok(None);
+                };
+                let j = l.1.max(0);
+                let p = [0, j * st.0, j * st.1];
+                let lo = *p.iter().min().expect("three");
+                let hi = *p.iter().max().expect("three");
+                return checked(x.0 + lo, x.1 + hi);
+            }
         })
     }
 
@@ -646,6 +738,19 @@ impl HostExpr {
                         .iter()
                         .map(|s| s.step.size() + s.guard.bound.size())
                         .sum::<usize>()
+            }
+            Quot { a, b, .. } => 1 + a.size() + b.size(),
+            Hull(es) => 1 + es.iter().map(HostExpr::size).sum::<usize>(),
+            Counted {
+                init,
+                step,
+                last,
+                no_wrap,
+            } => {
+                1 + init.size()
+                    + step.size()
+                    + last.size()
+                    + no_wrap.iter().map(HostExpr::size).sum::<usize>()
             }
         }
     }
@@ -836,71 +941,9 @@ enum Edge {
     When(bool),
 }
 
-fn is_reg(op: &str) -> bool {
-    op.starts_with('%') && !op.contains('.')
-}
-
-/// The registers an instruction may write: every register named in its first operand outside
-/// brackets (over-approximated: a use counted as a definition only loses facts), for every
-/// instruction but branches and stores.
-fn defs(i: &Instr) -> Vec<String> {
-    match i.op() {
-        "bra" | "brx" | "ret" | "exit" | "st" | "red" | "prefetch" | "prefetchu" | "membar"
-        | "fence" | "trap" => return Vec::new(),
-        _ => {}
-    }
-    let Some(first) = i.operands.first() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut cur = String::new();
-    let flush = |cur: &mut String, out: &mut Vec<String>| {
-        if cur.starts_with('%') && cur.len() > 1 {
-            out.push(std::mem::take(cur));
-        }
-        cur.clear();
-    };
-    for c in first.chars() {
-        match c {
-            '[' => {
-                flush(&mut cur, &mut out);
-                depth += 1;
-            }
-            ']' => {
-                depth -= 1;
-                cur.clear();
-            }
-            c if depth == 0 && (c == '%' || c.is_ascii_alphanumeric() || c == '_' || c == '$') => {
-                if c == '%' {
-                    flush(&mut cur, &mut out);
-                }
-                cur.push(c);
-            }
-            '.' if depth == 0 && !cur.is_empty() => {
-                // `%tid.x` is no register; `%r1.x` does not occur in a destination.
-                cur.push(c);
-            }
-            _ => flush(&mut cur, &mut out),
-        }
-    }
-    flush(&mut cur, &mut out);
-    out.retain(|r| !r.contains('.'));
-    out
-}
-
+/// An integer literal as a 64-bit two's complement value (`0xFFFFFFFFFFFFFFFC` is -4).
 fn imm(op: &str) -> Option<i64> {
-    let t = op.trim();
-    let (neg, t) = match t.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, t),
-    };
-    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        u64::from_str_radix(h.trim_end_matches('U'), 16).ok()? as i64
-    } else {
-        t.trim_end_matches('U').parse::<i64>().ok()?
-    };
-    Some(if neg { v.wrapping_neg() } else { v })
+    immediate(op).map(|v| v as i64)
 }
 
 /// `add r, x, k`, `add r, k, x` or `sub r, x, k` (no carry, no saturation): `Some(Some((x,
@@ -941,6 +984,26 @@ pub(crate) enum Base<'n> {
     Var(&'n str),
 }
 
+/// An induction variable of a counted loop but for its initial value ([`Guards::counted`]).
+struct CountedParts {
+    /// The statements that set the register outside the loop.
+    init: Vec<usize>,
+    step: HostExpr,
+    last: HostExpr,
+    no_wrap: Vec<HostExpr>,
+}
+
+impl CountedParts {
+    fn with_init(self, init: HostExpr) -> HostExpr {
+        HostExpr::Counted {
+            init: Box::new(init),
+            step: Box::new(self.step),
+            last: Box::new(self.last),
+            no_wrap: self.no_wrap,
+        }
+    }
+}
+
 /// The analysis of one kernel.
 pub(crate) struct Guards<'a> {
     f: &'a Function,
@@ -957,6 +1020,9 @@ pub(crate) struct Guards<'a> {
     preds: Vec<Vec<usize>>,
     /// Registers left to visit for the current access (bounds the work on odd code).
     budget: std::cell::Cell<u32>,
+    /// The typed model's control-flow graph and loops ([`crate::ir`]).
+    cfg: Cfg,
+    loops: Vec<Loop>,
 }
 
 const MAX_DEPTH: u32 = 24;
@@ -1090,7 +1156,10 @@ impl<'a> Guards<'a> {
             shifted,
             preds,
             budget: std::cell::Cell::new(0),
+            cfg: Cfg::new(f),
+            loops: Vec::new(),
         };
+        g.loops = crate::ir::loops(f, &g.cfg);
         g.solve();
         Some(g)
     }
@@ -1198,8 +1267,8 @@ impl<'a> Guards<'a> {
         if i.op() != "ld" || !i.has("param") {
             return None;
         }
-        let a = parse_address(i.operands.get(1)?)?;
-        let &(index, bytes) = self.params.get(a.base.as_str())?;
+        let a = Address::parse(i.operands.get(1)?)?;
+        let &(index, bytes) = self.params.get(a.base)?;
         let ld = i.parts().filter_map(int_type).last()?.0 / 8;
         (a.offset == 0 && ld == bytes).then_some((index, bytes))
     }
@@ -1714,7 +1783,9 @@ impl<'a> Guards<'a> {
                 // A register NVVM reuses (`tid` kept in the register a later loop counts in):
                 // where only one definition reaches, the value is that definition's.
                 Some(k) => self.def_value(k, depth + 1, None),
-                None => self.induction(op, bits, depth + 1),
+                None => self
+                    .induction(op, bits, depth + 1)
+                    .or_else(|| self.counted(op, at, depth + 1)),
             },
             _ => None,
         };
@@ -1840,6 +1911,236 @@ impl<'a> Guards<'a> {
         })
     }
 
+    /// Whether statement `x` runs before statement `y` in every iteration of the loop holding
+    /// both: the same block in order, or `x`'s block dominating `y`'s (every path from the
+    /// header to `y` passes `x`; see `ir::loops`). `None` when neither is known.
+    fn before(&self, x: usize, y: usize) -> Option<bool> {
+        let (bx, by) = (self.cfg.block_of(x)?, self.cfg.block_of(y)?);
+        if bx == by {
+            Some(x < y)
+        } else if self.cfg.dominates(bx, by) {
+            Some(true)
+        } else if self.cfg.dominates(by, bx) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// A register stepped once per iteration of a counted loop, as read at `at`: see
+    /// [`Guards::counted_parts`].
+    fn counted(&self, reg: &str, at: usize, depth: u32) -> Option<HostExpr> {
+        let c = self.counted_parts(reg, at, depth)?;
+        let mut es = c
+            .init
+            .iter()
+            .map(|&k| self.def_value(k, depth + 1, None))
+            .collect::<Option<Vec<_>>>()?;
+        let init = if es.len() == 1 {
+            es.remove(0)
+        } else {
+            HostExpr::Hull(es)
+        };
+        let e = c.with_init(init);
+        (e.size() <= MAX_SIZE).then_some(e)
+    }
+
+    /// `reg` as statement `at` reads it, where `reg` steps once per iteration of a loop with
+    /// a recognized exit test, but for its value on entry (the statements that set it).
+    ///
+    /// **The loop.** [`crate::ir::loops`] finds a counter `c`: set before the loop (every
+    /// definition outside it unguarded; their hull is its start `c0`, one of them reaches the
+    /// loop since NVVM never reads a register before writing it), stepped once per iteration
+    /// by `sc` (one unguarded definition in the loop, in a block that dominates every latch
+    /// and lies in no nested loop; an immediate or invariant register, or a chain of them),
+    /// and tested by a branch that leaves the loop on one outcome. Iteration `j` (from 0)
+    /// runs only if the tests of iterations `0..j` went on; the test of iteration `i` reads
+    /// `c0 + (i + a) * sc`, `a` being 1 when the test follows the counter's update in every
+    /// iteration (the same block in order, or by dominance; otherwise nothing is claimed).
+    /// Other exits (a `break`) only end the loop sooner, which a bound on `j` still covers.
+    ///
+    /// - Going on while `c < B` (`<=`, and the negated `>=`, `>` forms, rewritten so): every
+    ///   tested value that went on is below `B`, so `j <= ceil((B - c0) / sc) - a` (the
+    ///   division requires `sc > 0` at launch, or the check fails). The counter never wraps:
+    ///   `c0 + sc` and `B - 1 + sc` must lie in its range, checked at launch; then every
+    ///   value it takes is exact. Counting down (`c > B`) is the mirror image.
+    /// - Going on while `c != B` (NVRTC's unrolled loops): only where the launch fixes `c0`
+    ///   and `B` to single values, `sc` divides `B - c0` exactly and the quotient `q` is at
+    ///   least `a` ([`HostExpr::Quot`]): then the counter reaches `B` after exactly `q` steps
+    ///   without wrapping (every value between `c0` and `B` is in range), and `j <= q - a`.
+    ///   Otherwise the check fails. `q = 0` with the loop entered only when `c0 != B` (the
+    ///   guard NVRTC puts around a remainder loop; `ExitTest::entered_if_unequal`) means the
+    ///   loop does not run at all.
+    ///
+    /// A statement after the test in its iteration runs only if that test went on: one less.
+    /// **The register** (`reg`, stepped once per iteration by `s` the same way, set before
+    /// the loop at `init`) holds `init + j * s` before its update in iteration `j` and
+    /// `init + (j + 1) * s` after it; after the loop, `init + k * s` for `k` up to one more
+    /// than the last iteration. These are representatives of its bits (addition and
+    /// multiplication are ring operations), which the expressions that read them interpret
+    /// as the module docs say.
+    fn counted_parts(&self, reg: &str, at: usize, depth: u32) -> Option<CountedParts> {
+        use crate::ir::Cmp as C;
+        use HostExpr::*;
+        let b = Box::new;
+        // The innermost loop where `reg` steps; `at` inside it, or after it (then the value
+        // is one the loop left: any number of steps up to all the iterations').
+        let l = self
+            .loops
+            .iter()
+            .rev()
+            .find(|l| l.ivs.iter().any(|iv| iv.reg == reg))?;
+        let inside = l.contains_stmt(&self.cfg, at);
+        let t = l.exit_test.as_ref()?;
+        let iv = l.ivs.iter().find(|iv| iv.reg == reg)?;
+        let c = &l.ivs[t.iv];
+        // Every definition outside the loop, none guarded (one of them reaches the loop: a
+        // register is not read before it is written).
+        let init_of = |r: &str| -> Option<Vec<usize>> {
+            let outside: Vec<usize> = self
+                .defs
+                .get(r)?
+                .iter()
+                .copied()
+                .filter(|&k| !l.contains_stmt(&self.cfg, k))
+                .collect();
+            let plain = outside
+                .iter()
+                .all(|&k| self.instr(k).is_some_and(|i| i.guard.is_none()));
+            (plain && !outside.is_empty() && outside.len() <= 4).then_some(outside)
+        };
+        let values = |ks: &[usize]| -> Option<HostExpr> {
+            let mut es = ks
+                .iter()
+                .map(|&k| self.def_value(k, depth + 1, None))
+                .collect::<Option<Vec<_>>>()?;
+            Some(if es.len() == 1 {
+                es.remove(0)
+            } else {
+                Hull(es)
+            })
+        };
+        let step_of = |v: &crate::ir::Induction| -> Option<HostExpr> {
+            let mut sum: Option<HostExpr> = None;
+            for term in &v.steps {
+                let e = match term {
+                    Step::Imm(k) => Const(i64::try_from(*k).ok()?),
+                    Step::Reg { reg: s, negated } => {
+                        let e = self.value(s, v.update, depth + 1, None)?;
+                        if *negated {
+                            Sub(b(Const(0)), b(e))
+                        } else {
+                            e
+                        }
+                    }
+                };
+                sum = Some(match sum {
+                    None => e,
+                    Some(x) => Add(b(x), b(e)),
+                });
+            }
+            sum
+        };
+        let cbits = self.reg_bits(&c.reg)?;
+        let setp = self.instr(t.setp)?;
+        if setp.parts().filter_map(int_type).last()?.0 != cbits {
+            return None;
+        }
+        let read = |e: HostExpr| Wrap {
+            e: b(e),
+            bits: cbits,
+            signed: t.signed,
+        };
+        let in_range = |e: HostExpr| In {
+            e: b(e),
+            bits: cbits,
+            signed: t.signed,
+        };
+        let operand = |x: &crate::ir::Bound, at: usize| -> Option<HostExpr> {
+            Some(match x {
+                crate::ir::Bound::Imm(k) => Const(i64::try_from(*k).ok()?),
+                crate::ir::Bound::Reg(r) => read(self.value(r, at, depth + 1, None)?),
+            })
+        };
+        let bound = operand(&t.bound, t.setp)?;
+        // `c + k != B` is `c != B - k` (an equality test, exact modulo the width).
+        let bound = match &t.offset {
+            None => bound,
+            Some(k) => read(Sub(b(bound), b(operand(k, t.reads)?))),
+        };
+        let c0 = read(values(&init_of(&c.reg)?)?);
+        let sc = step_of(c)?;
+        // a: the test reads the counter after this iteration's update.
+        let a = i64::from(self.before(c.update, t.reads)?);
+        // One less for a statement after the test, which runs only when the test went on.
+        let after_test = inside
+            && self.cfg.block_of(at)? != self.cfg.block_of(t.branch)?
+            && !self.before(at, t.branch)?;
+        let minus = |e: HostExpr, k: i64| if k == 0 { e } else { Sub(b(e), b(Const(k))) };
+        let one = || Const(1);
+        let ceil_div =
+            |x: HostExpr, d: HostExpr| Div(b(Add(b(x), b(Sub(b(d.clone()), b(one()))))), b(d));
+        // `last`: the largest iteration index at `at` (see the doc comment).
+        let (count, no_wrap) = match (t.cmp, t.continue_if) {
+            // Going on while `c < B` (`c <= b` is `c < b + 1`); the step must be positive.
+            (C::Lt, true) | (C::Ge, false) | (C::Le, true) | (C::Gt, false) => {
+                let plus = i64::from(matches!(
+                    (t.cmp, t.continue_if),
+                    (C::Le, true) | (C::Gt, false)
+                ));
+                let bb = Add(b(bound), b(Const(plus)));
+                let nw = vec![
+                    in_range(Add(b(c0.clone()), b(sc.clone()))),
+                    in_range(Add(b(Sub(b(bb.clone()), b(one()))), b(sc.clone()))),
+                ];
+                (ceil_div(Sub(b(bb), b(c0)), sc), nw)
+            }
+            // Going on while `c > B` (`c >= b` is `c > b - 1`), counting down.
+            (C::Gt, true) | (C::Le, false) | (C::Ge, true) | (C::Lt, false) => {
+                let minus_one = i64::from(matches!(
+                    (t.cmp, t.continue_if),
+                    (C::Ge, true) | (C::Lt, false)
+                ));
+                let bb = Sub(b(bound), b(Const(minus_one)));
+                let down = Sub(b(Const(0)), b(sc.clone()));
+                // The start stepped, and the last value that goes on (`B + 1`) stepped.
+                let nw = vec![
+                    in_range(Add(b(c0.clone()), b(sc))),
+                    in_range(Sub(b(Add(b(bb.clone()), b(one()))), b(down.clone()))),
+                ];
+                (ceil_div(Sub(b(c0), b(bb)), down), nw)
+            }
+            // Going on while `c != B`: only where it reaches `B` exactly, from a launch's one
+            // start, in at least `a` steps (else it would wrap around).
+            (C::Ne, true) | (C::Eq, false) => (
+                Quot {
+                    a: b(Sub(b(bound), b(c0))),
+                    b: b(sc),
+                    min: a,
+                    // Only inside the loop: after it, the start's value still flows on.
+                    zero_unreached: inside && t.entered_if_unequal,
+                },
+                Vec::new(),
+            ),
+            _ => return None,
+        };
+        let last = minus(count, a + i64::from(after_test));
+        let steps_before = if !inside {
+            // After the loop: every iteration's update may have run.
+            Add(b(last), b(one()))
+        } else if self.before(iv.update, at)? {
+            Add(b(last), b(one()))
+        } else {
+            last
+        };
+        Some(CountedParts {
+            init: init_of(reg)?,
+            step: step_of(iv)?,
+            last: steps_before,
+            no_wrap,
+        })
+    }
+
     /// The value statement `k` writes to its destination.
     fn def_value(&self, k: usize, depth: u32, acc: Option<usize>) -> Option<HostExpr> {
         use HostExpr::*;
@@ -1854,8 +2155,8 @@ impl<'a> Guards<'a> {
         let e = match i.op() {
             "mov" if ty.is_some() => v(1)?,
             "ld" if i.has("param") => {
-                let a = parse_address(ops.get(1)?)?;
-                let &(index, bytes) = self.params.get(a.base.as_str())?;
+                let a = Address::parse(ops.get(1)?)?;
+                let &(index, bytes) = self.params.get(a.base)?;
                 let (bits, signed) = ty?;
                 if a.offset != 0 || bits / 8 != bytes {
                     return None;
@@ -1995,12 +2296,49 @@ impl<'a> Guards<'a> {
         depth: u32,
         cvta: &mut u32,
         acc: usize,
+        at: usize,
     ) -> Option<HostExpr> {
         if depth > MAX_DEPTH {
             return None;
         }
-        let i = self.single_def(reg)?;
+        if self.defs.get(reg)?.len() > 1 {
+            // A pointer stepped through a counted loop, as statement `at` reads it: its
+            // offset on entry, plus the steps.
+            let c = self.counted_parts(reg, at, depth + 1)?;
+            let mut es = Vec::new();
+            let start = *cvta;
+            for &k in &c.init {
+                // Each start must reach the base through the same conversions.
+                let mut cv = start;
+                es.push(self.offset_def(k, base, depth + 1, &mut cv, acc)?);
+                if es.len() == 1 {
+                    *cvta = cv;
+                } else if cv != *cvta {
+                    return None;
+                }
+            }
+            let init = if es.len() == 1 {
+                es.remove(0)
+            } else {
+                HostExpr::Hull(es)
+            };
+            return Some(c.with_init(init));
+        }
+        self.single_def(reg)?;
         let k = *self.defs.get(reg)?.first()?;
+        self.offset_def(k, base, depth, cvta, acc)
+    }
+
+    /// The offset from `base` of the value statement `k` writes (see [`Guards::offset`]).
+    fn offset_def(
+        &self,
+        k: usize,
+        base: Base<'_>,
+        depth: u32,
+        cvta: &mut u32,
+        acc: usize,
+    ) -> Option<HostExpr> {
+        let i = self.instr(k).filter(|i| i.guard.is_none())?;
         let ops = &i.operands;
         if let Base::Var(name) = base {
             // The array's address, in its window or made generic: offsets within it are
@@ -2010,7 +2348,7 @@ impl<'a> Guards<'a> {
                     return Some(HostExpr::Const(0))
                 }
                 "cvta" if !i.has("global") => {
-                    return self.offset(ops.get(1)?, base, depth + 1, cvta, acc)
+                    return self.offset(ops.get(1)?, base, depth + 1, cvta, acc, k)
                 }
                 _ => {}
             }
@@ -2022,21 +2360,21 @@ impl<'a> Guards<'a> {
         match i.op() {
             "cvta" if i.has("to") && i.has("global") => {
                 *cvta += 1;
-                self.offset(ops.get(1)?, base, depth + 1, cvta, acc)
+                self.offset(ops.get(1)?, base, depth + 1, cvta, acc, k)
             }
             "mov" if i.has("u64") || i.has("b64") || i.has("s64") => {
-                self.offset(ops.get(1)?, base, depth + 1, cvta, acc)
+                self.offset(ops.get(1)?, base, depth + 1, cvta, acc, k)
             }
             "ld" if i.has("param") && (i.has("u64") || i.has("b64")) && param != u32::MAX => {
-                let a = parse_address(ops.get(1)?)?;
-                let (index, _) = *self.params.get(a.base.as_str())?;
+                let a = Address::parse(ops.get(1)?)?;
+                let (index, _) = *self.params.get(a.base)?;
                 (index == param && a.offset == 0).then_some(HostExpr::Const(0))
             }
             "add" | "sub" if (i.has("s64") || i.has("u64")) && !i.has("cc") => {
                 let (a, b) = (ops.get(1)?, ops.get(2)?);
                 let mut c = *cvta;
                 if let Some(o) = is_reg(a)
-                    .then(|| self.offset(a, base, depth + 1, &mut c, acc))
+                    .then(|| self.offset(a, base, depth + 1, &mut c, acc, k))
                     .flatten()
                 {
                     *cvta = c;
@@ -2048,7 +2386,7 @@ impl<'a> Guards<'a> {
                     });
                 }
                 if i.op() == "add" && is_reg(b) {
-                    let o = self.offset(b, base, depth + 1, cvta, acc)?;
+                    let o = self.offset(b, base, depth + 1, cvta, acc, k)?;
                     let x = self.value(a, k, depth + 1, Some(acc))?;
                     return Some(HostExpr::Add(Box::new(o), Box::new(x)));
                 }
@@ -2061,13 +2399,13 @@ impl<'a> Guards<'a> {
     /// The byte offset of access operand `op` (an address `[%rd+imm]`) of statement `k` from
     /// the base of parameter `param`'s global buffer, when it can be expressed.
     pub(crate) fn access_offset(&self, k: usize, op: &str, base: Base<'_>) -> Option<HostExpr> {
-        let a = parse_address(op)?;
-        if !is_reg(&a.base) || self.reg_bits(&a.base) != Some(64) {
+        let a = Address::parse(op)?;
+        if !is_reg(a.base) || self.reg_bits(a.base) != Some(64) {
             return None;
         }
         let mut cvta = 0;
         self.budget.set(2000);
-        let o = self.offset(&a.base, base, 0, &mut cvta, k)?;
+        let o = self.offset(a.base, base, 0, &mut cvta, k, k)?;
         if matches!(base, Base::Param(_)) && cvta != 1 {
             return None;
         }
@@ -2083,8 +2421,9 @@ impl<'a> Guards<'a> {
     }
 }
 
+/// The registers an instruction writes ([`effects`]).
 fn defs_of(i: &Instr) -> Vec<String> {
-    defs(i)
+    effects(i).defs.into_iter().map(String::from).collect()
 }
 
 #[cfg(test)]
@@ -2170,6 +2509,61 @@ mod tests {
         // Unknown low bits (a thread index alone) fail an 8-byte access.
         assert!(!check(HostExpr::Tid(0), 8).holds(&v));
         assert!(check(HostExpr::Shl(Box::new(HostExpr::Tid(0)), 3), 8).holds(&v));
+    }
+
+    /// `for (r = 0; r < n; r++) s += out[r * n + tid]` as NVRTC writes it: the address a
+    /// pointer stepping by `n * 4`, the counter tested at the bottom (a rotated loop).
+    const COLUMN: &str = "\tsetp.lt.s32 %p1, %r1, 1;\n\t@%p1 bra $L__END;\n\
+        \tmov.u32 %r5, %tid.x;\n\tmul.wide.u32 %rd3, %r5, 4;\n\tadd.s64 %rd5, %rd2, %rd3;\n\
+        \tmul.wide.s32 %rd6, %r1, 4;\n\tmov.u32 %r6, 0;\n\
+        $L__LOOP:\n\tld.global.f32 %f2, [%rd5];\n\tadd.f32 %f1, %f1, %f2;\n\
+        \tadd.s64 %rd5, %rd5, %rd6;\n\tadd.s32 %r6, %r6, 1;\n\
+        \tsetp.lt.s32 %p2, %r6, %r1;\n\t@%p2 bra $L__LOOP;\n\tst.global.f32 [%rd2], %f1;";
+
+    #[test]
+    fn a_column_loop_is_checked_once_per_launch_over_every_iteration() {
+        let k = kernel(COLUMN);
+        assert_eq!(k.coverage.host_checked, 2, "{k:?}");
+        // rows = n = 100, one block of 100 threads (columns): the last read is element
+        // 99 * 100 + 99, so 100 * 100 floats are exactly enough.
+        assert!(holds(&k, 1, 100, 100, 100 * 100 * 4));
+        assert!(!holds(&k, 1, 100, 100, 100 * 100 * 4 - 4));
+        // A wider block reads past the last row's end.
+        assert!(!holds(&k, 1, 101, 100, 100 * 100 * 4));
+        // n = 0: the kernel returns before the loop, but the check assumes the first
+        // iteration runs (it does not use the test before the loop): row 0 must fit.
+        assert!(holds(&k, 1, 100, 0, 400));
+        assert!(!holds(&k, 1, 100, 0, 396));
+    }
+
+    #[test]
+    fn one_iteration_too_many_fails_the_host_check() {
+        // `r <= n`: rows 0..=n.
+        let k = kernel(&COLUMN.replace("setp.lt.s32 %p2", "setp.le.s32 %p2"));
+        assert!(!holds(&k, 1, 100, 100, 100 * 100 * 4));
+        assert!(holds(&k, 1, 100, 100, 101 * 100 * 4));
+    }
+
+    #[test]
+    fn a_loop_tested_at_the_top_counts_the_iterations_that_pass_the_test() {
+        let top =
+            "\tmov.u32 %r5, %tid.x;\n\tmul.wide.u32 %rd3, %r5, 4;\n\tadd.s64 %rd5, %rd2, %rd3;\n\
+            \tmul.wide.s32 %rd6, %r1, 4;\n\tmov.u32 %r6, 0;\n\
+            $L__TOP:\n\tsetp.ge.s32 %p2, %r6, %r1;\n\t@%p2 bra $L__DONE;\n\
+            \tld.global.f32 %f2, [%rd5];\n\tadd.f32 %f1, %f1, %f2;\n\
+            \tadd.s64 %rd5, %rd5, %rd6;\n\tadd.s32 %r6, %r6, 1;\n\tbra.uni $L__TOP;\n\
+            $L__DONE:\n\tst.global.f32 [%rd2], %f1;";
+        let k = kernel(top);
+        assert!(holds(&k, 1, 64, 100, 100 * 100 * 4 - 36 * 4));
+        assert!(!holds(&k, 1, 64, 100, 100 * 100 * 4 - 36 * 4 - 4));
+    }
+
+    #[test]
+    fn a_counter_that_may_wrap_fails_the_host_check() {
+        // Step 2 and `r < n` with n = i32::MAX: `r + 2` could wrap past the test.
+        let k = kernel(&COLUMN.replace("add.s32 %r6, %r6, 1;", "add.s32 %r6, %r6, 2;"));
+        assert!(holds(&k, 1, 1, 5, 1 << 20));
+        assert!(!holds(&k, 1, 1, i32::MAX as u32, u64::MAX / 2));
     }
 
     fn guarded(index: &str, guard: &str, store: &str) -> String {

@@ -71,7 +71,8 @@ mod emit;
 mod fast;
 mod group;
 mod guard;
-pub mod ptx;
+/// The PTX reader, kept at its earlier path: [`crate::ir::read`].
+pub use crate::ir::read as ptx;
 mod range;
 mod record;
 
@@ -98,7 +99,6 @@ pub const INSTRUMENT_SOURCES: &[&str] = &[
     include_str!("fast.rs"),
     include_str!("group.rs"),
     include_str!("guard.rs"),
-    include_str!("ptx.rs"),
     include_str!("range.rs"),
     include_str!("record.rs"),
 ];

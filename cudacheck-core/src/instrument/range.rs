@@ -42,8 +42,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::analyze::{Prov, Provenance};
-use super::ptx::{parse_address, Function, Instr, Module, StmtKind};
+use super::ptx::{Function, Instr, Module, StmtKind};
 use super::InstrumentOptions;
+use crate::ir::{effects, immediate, regs_of, Address};
 
 /// An interval, or nothing known, or no value yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,81 +127,6 @@ impl Ranges<'_> {
             None => Iv::Top,
         }
     }
-}
-
-/// An integer literal: `12`, `-4`, `0x1F`, `0F3F800000` is a float and not one.
-fn immediate(op: &str) -> Option<i128> {
-    let (neg, t) = match op.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, op),
-    };
-    let t = t.strip_suffix('U').unwrap_or(t);
-    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        i128::from_str_radix(h, 16).ok()?
-    } else if t.len() > 1 && t.starts_with('0') && t.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
-        i128::from_str_radix(&t[1..], 8).ok()?
-    } else if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        t.parse().ok()?
-    } else {
-        return None;
-    };
-    Some(if neg { -v } else { v })
-}
-
-/// Registers an instruction writes: those named in its first operand (`%r1`, `{%r1, %r2}`,
-/// `%r1|%p1`), for every instruction that writes one.
-fn written(i: &Instr) -> Vec<&str> {
-    if matches!(
-        i.op(),
-        "st" | "red"
-            | "bra"
-            | "call"
-            | "ret"
-            | "exit"
-            | "bar"
-            | "barrier"
-            | "prefetch"
-            | "prefetchu"
-            | "membar"
-            | "fence"
-            | "trap"
-            | "cp"
-            | "mbarrier"
-            | "griddepcontrol"
-            | "setmaxnreg"
-            | "nanosleep"
-            | "pmevent"
-            | "brkpt"
-            | "stmatrix"
-            | "sust"
-            | "sured"
-            | "multimem"
-            | "tensormap"
-    ) || (i.op() == "wmma" && i.has("store"))
-    {
-        return Vec::new();
-    }
-    let Some(first) = i.operands.first() else {
-        return Vec::new();
-    };
-    first
-        .split(|c: char| c == '{' || c == '}' || c == ',' || c == '|' || c.is_whitespace())
-        .filter(|t| t.starts_with('%'))
-        .collect()
-}
-
-/// Registers a `call` writes through its return list `(%r1, ...)` in inline-asm forms; PTX
-/// calls return through `.param`, but be safe with any register in parentheses.
-fn call_written(i: &Instr) -> Vec<&str> {
-    if i.op() != "call" {
-        return Vec::new();
-    }
-    i.operands
-        .iter()
-        .filter(|o| o.trim_start().starts_with('('))
-        .flat_map(|o| o.split(|c: char| c == '(' || c == ')' || c == ',' || c.is_whitespace()))
-        .filter(|t| t.starts_with('%'))
-        .collect()
 }
 
 fn bits_of(f: &Function, reg: &str) -> u32 {
@@ -450,11 +376,6 @@ struct Flow<'a> {
     unknown: BTreeSet<String>,
 }
 
-fn reg_tokens(op: &str) -> impl Iterator<Item = &str> {
-    op.split(|c: char| !(c == '%' || c == '_' || c == '$' || c.is_ascii_alphanumeric()))
-        .filter(|t| t.starts_with('%') && !t.contains('.'))
-}
-
 impl<'a> Flow<'a> {
     fn new(f: &'a Function) -> Self {
         let instrs: Vec<&Instr> = f
@@ -468,9 +389,9 @@ impl<'a> Flow<'a> {
         let mut unknown = BTreeSet::new();
         let mut all_written = BTreeSet::new();
         for i in &instrs {
-            let w = written(i);
+            let w = effects(i).defs;
             let simple = w.len() == 1 && i.operands.first().is_some_and(|o| o.trim() == w[0]);
-            for r in w.iter().copied().chain(call_written(i)) {
+            for r in w.iter().copied() {
                 all_written.insert(r);
                 if !simple {
                     unknown.insert(r.to_string());
@@ -479,7 +400,7 @@ impl<'a> Flow<'a> {
         }
         for i in &instrs {
             for o in &i.operands {
-                for t in reg_tokens(o) {
+                for t in regs_of(o) {
                     if !all_written.contains(t) {
                         unknown.insert(t.to_string());
                     }
@@ -493,16 +414,15 @@ impl<'a> Flow<'a> {
         for s in &f.stmts {
             match &s.kind {
                 StmtKind::Instr(i) => {
-                    for o in i.operands.iter().skip(usize::from(!written(i).is_empty())) {
-                        for t in reg_tokens(o) {
-                            if let Some(&j) = local.get(t) {
-                                reach.insert((k, t.to_string()), j);
-                            }
+                    let e = effects(i);
+                    for &t in &e.uses {
+                        if let Some(&j) = local.get(t) {
+                            reach.insert((k, t.to_string()), j);
                         }
                     }
-                    let w = written(i);
+                    let w = e.defs;
                     let d = (w.len() == 1 && !unknown.contains(w[0])).then(|| w[0]);
-                    for r in w.iter().copied().chain(call_written(i)) {
+                    for r in w.iter().copied() {
                         local.remove(r);
                     }
                     if let (Some(d), None) = (d, &i.guard) {
@@ -650,13 +570,13 @@ fn int_of(ints: &Vals, flow: &Flow<'_>, k: usize, op: &str) -> Iv {
 /// The byte offset interval of the address operand `op` (`[%r4+8]`), when it is a register
 /// with one origin.
 pub fn address_offset(r: &Ranges<'_>, i: &Instr, op: &str) -> Iv {
-    let Some(a) = parse_address(op) else {
+    let Some(a) = Address::parse(op) else {
         return Iv::Top;
     };
     if !a.base.starts_with('%') {
         return Iv::R(i128::from(a.offset), i128::from(a.offset));
     }
-    match r.offset(i, &a.base) {
+    match r.offset(i, a.base) {
         Iv::R(l, h) => Iv::R(l + i128::from(a.offset), h + i128::from(a.offset)),
         _ => Iv::Top,
     }

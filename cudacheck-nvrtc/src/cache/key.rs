@@ -127,6 +127,7 @@ fn checked_path_digest() -> &'static [u8; 32] {
             CHECKED_PATH
                 .iter()
                 .chain(cudacheck_core::instrument::INSTRUMENT_SOURCES)
+                .chain(cudacheck_core::ir::SOURCES)
                 .copied(),
         )
     })

@@ -133,3 +133,25 @@ extern "C" __global__ void local_window(float* out, const float* in, int n)
     for (int k = 0; k < 4; ++k) w[k] = in[i] + k;
     out[i] = w[i % 5]; // BUG(local_window)
 }
+
+// Loops checked once per launch on the host over every iteration (issue 21): when the host
+// check fails, the launch runs the build that checks each access on the device, which names
+// the exact index, thread and line.
+
+// A column past the matrix: `col` comes from the caller and nothing checks it against `cols`.
+extern "C" __global__ void loop_column_past_end(float* out, const float* m, int rows, int cols, int col)
+{
+    float s = 0.0f;
+    for (int r = 0; r < rows; ++r) s += m[r * cols + col]; // BUG(loop_column_past_end)
+    out[threadIdx.x] = s;
+}
+
+// One trip too many: `r <= rows` reads a row past the matrix.
+extern "C" __global__ void loop_one_trip_too_many(float* out, const float* m, int rows, int cols)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    float s = 0.0f;
+    for (int r = 0; r <= rows; ++r) s += m[r * cols + c]; // BUG(loop_one_trip_too_many)
+    out[c] = s;
+}

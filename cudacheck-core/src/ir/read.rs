@@ -812,49 +812,6 @@ fn parse_instr(stmt: &str) -> Instr {
     }
 }
 
-/// An address operand `[base+offset]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Address {
-    /// A register (`%rd4`), a variable name (`tile`), or empty for an absolute address.
-    pub base: String,
-    pub offset: i64,
-}
-
-/// Reads `[%rd4+-8]`, `[tile+16]`, `[%r3]`, `[1024]`.
-pub fn parse_address(op: &str) -> Option<Address> {
-    let inner = op.trim().strip_prefix('[')?.strip_suffix(']')?.trim();
-    let num = |t: &str| -> Option<i64> {
-        let t = t.trim();
-        let (neg, t) = match t.strip_prefix('-') {
-            Some(r) => (true, r.trim()),
-            None => (false, t),
-        };
-        let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-            i64::from_str_radix(h, 16).ok()?
-        } else {
-            t.parse::<i64>().ok()?
-        };
-        Some(if neg { -v } else { v })
-    };
-    if let Some(v) = num(inner) {
-        return Some(Address {
-            base: String::new(),
-            offset: v,
-        });
-    }
-    // The first `+` after the base (register and symbol names have none).
-    match inner.find('+') {
-        Some(i) => Some(Address {
-            base: inner[..i].trim().to_string(),
-            offset: num(&inner[i + 1..])?,
-        }),
-        None => Some(Address {
-            base: inner.to_string(),
-            offset: 0,
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -961,8 +918,8 @@ $L__info_string0:
             .find(|i| i.op() == "ld" && i.space() == Space::Global);
         let ld = ld.unwrap();
         assert_eq!(ld.operands[0], "{%f1, %f2, %f3, %f4}");
-        let a = parse_address(&ld.operands[1]).unwrap();
-        assert_eq!((a.base.as_str(), a.offset), ("%rd1", -16));
+        let a = crate::ir::Address::parse(&ld.operands[1]).unwrap();
+        assert_eq!((a.base, a.offset), ("%rd1", -16));
         let call = instrs.iter().find(|i| i.op() == "call").unwrap();
         assert_eq!(call.operands[0], "__assertfail");
         assert!(k.stmts.iter().any(|s| matches!(
@@ -1008,11 +965,11 @@ $L__info_string0:
 
     #[test]
     fn addresses_in_every_form() {
-        let p = |s| parse_address(s).unwrap();
+        let p = |s| crate::ir::Address::parse(s).unwrap();
         assert_eq!(p("[tile+16]").base, "tile");
         assert_eq!(p("[1024]").offset, 1024);
         assert_eq!(p("[%r3]").offset, 0);
         assert_eq!(p("[%rd2+0x10]").offset, 16);
-        assert!(parse_address("%rd2").is_none());
+        assert!(crate::ir::Address::parse("%rd2").is_none());
     }
 }

@@ -1,0 +1,757 @@
+//! Natural loops, their induction variables and exit tests.
+//!
+//! A back edge is an edge `t -> h` whose target dominates its source; the natural loop of
+//! header `h` is `h` and every block that reaches a back edge's source without passing `h`
+//! (loops sharing a header are one loop). Loops nest by containment ([`Loop::parent`]).
+//!
+//! NVRTC's PTX keeps a loop-carried value in one register that the loop redefines
+//! (`add.s32 %r10, %r10, 1;`), so a basic induction variable is a register with exactly one
+//! definition in the loop, `r = r + s` or `r = r - s` (no carry, no saturation) with `s` an
+//! immediate or a register the loop does not define, unguarded, in a block that dominates
+//! every latch and belongs to no loop nested in this one: each iteration that goes on adds
+//! `s` exactly once. Its value on entry is the
+//! register's value at the end of the preheader.
+//!
+//! The exit test is a conditional branch on a `setp` that compares an induction variable with
+//! an immediate or a loop-invariant register, leaving the loop on one outcome. It bounds every
+//! iteration; other exits (a `break`) only end the loop earlier, which a check covering every
+//! iteration the test allows still covers.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::cfg::{BlockId, Cfg};
+use super::opcode::{effects, Flow};
+use super::operand::Operand;
+use super::read::{Function, Instr, StmtKind};
+
+/// A natural loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loop {
+    pub header: BlockId,
+    /// The loop's blocks, ascending; the header included.
+    pub blocks: BTreeSet<BlockId>,
+    /// Sources of the back edges.
+    pub latches: Vec<BlockId>,
+    /// The header's one predecessor outside the loop, when it has exactly one and that block
+    /// goes nowhere else: where code that runs once before the loop can go.
+    pub preheader: Option<BlockId>,
+    /// Edges leaving the loop: (block inside, block outside).
+    pub exits: Vec<(BlockId, BlockId)>,
+    /// The innermost loop containing this one (an index into the list [`loops`] returns).
+    pub parent: Option<usize>,
+    /// Basic induction variables.
+    pub ivs: Vec<Induction>,
+    /// The test that bounds the iterations, when one is recognized.
+    pub exit_test: Option<ExitTest>,
+}
+
+impl Loop {
+    /// Whether the loop contains statement `stmt`.
+    pub fn contains_stmt(&self, cfg: &Cfg, stmt: usize) -> bool {
+        cfg.block_of(stmt).is_some_and(|b| self.blocks.contains(&b))
+    }
+}
+
+/// What an induction variable adds per iteration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    Imm(i128),
+    /// A register the loop does not define; `negated` for `r = r - s`.
+    Reg {
+        reg: String,
+        negated: bool,
+    },
+}
+
+/// A basic induction variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Induction {
+    pub reg: String,
+    /// What one iteration adds: the sum of these terms (one, or several where the update is
+    /// a chain `x1 = r + s1; x2 = x1 + s2; r = x2 + s3`, as unrolled loops step a pointer).
+    pub steps: Vec<Step>,
+    /// The statement that adds the step.
+    pub update: usize,
+    /// The register's declared type (`b32`, `u64`, ...).
+    pub ty: String,
+}
+
+/// A comparison of `setp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+/// A value the loop does not change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bound {
+    Imm(i128),
+    Reg(String),
+}
+
+/// `setp.cmp p, iv, bound` and the branch on `p` that leaves the loop or goes on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExitTest {
+    /// The index of the induction variable in [`Loop::ivs`].
+    pub iv: usize,
+    /// Normalized so that the induction variable is on the left: `iv cmp bound`.
+    pub cmp: Cmp,
+    pub bound: Bound,
+    /// `setp`'s type says signed (`.s32`, `.s64`) rather than unsigned or bits.
+    pub signed: bool,
+    /// The loop goes on when `iv cmp bound` holds (else it goes on when it fails).
+    pub continue_if: bool,
+    /// For `==`/`!=` tests only: the test reads `iv + offset` (a register the loop sets
+    /// once, `add x, iv, k` with `k` invariant: NVRTC's unrolled loops count this way), so
+    /// it compares `iv` with `bound - offset` (modulo the width, exactly for these tests).
+    pub offset: Option<Bound>,
+    /// The statement that reads the induction variable for the test: the `setp`, or the
+    /// `add` of `offset`.
+    pub reads: usize,
+    /// The test reads the induction variable after this iteration's update (the test
+    /// follows the update in the same block).
+    pub after_update: bool,
+    /// For `==`/`!=` tests: the loop is entered only when the counter differs from the bound
+    /// (a test `c == B` right before the preheader branches around it, as NVRTC guards an
+    /// unrolled loop's remainder): a start equal to the bound runs no iteration.
+    pub entered_if_unequal: bool,
+    /// The `setp` and the branch statements.
+    pub setp: usize,
+    pub branch: usize,
+}
+
+/// The natural loops of `f`, outer loops before the loops they contain.
+pub fn loops(f: &Function, cfg: &Cfg) -> Vec<Loop> {
+    let mut by_header: HashMap<BlockId, Vec<BlockId>> = HashMap::new();
+    for &b in &cfg.rpo {
+        for &s in &cfg.blocks[b].succs {
+            if cfg.dominates(s, b) {
+                by_header.entry(s).or_default().push(b);
+            }
+        }
+    }
+    let mut out: Vec<Loop> = by_header
+        .into_iter()
+        .map(|(header, latches)| natural_loop(cfg, header, latches))
+        .collect();
+    // Outer first: a loop containing another has more blocks; ties by header.
+    out.sort_by(|a, b| {
+        b.blocks
+            .len()
+            .cmp(&a.blocks.len())
+            .then(a.header.cmp(&b.header))
+    });
+    for k in 0..out.len() {
+        out[k].parent = (0..k)
+            .rev()
+            .find(|&p| out[p].blocks.is_superset(&out[k].blocks) && out[p].header != out[k].header);
+    }
+    let defs = definitions(f);
+    for k in 0..out.len() {
+        // Blocks of loops nested in this one: a definition there may run many times per
+        // iteration.
+        let inner: BTreeSet<BlockId> = out
+            .iter()
+            .filter(|o| o.header != out[k].header && out[k].blocks.is_superset(&o.blocks))
+            .flat_map(|o| o.blocks.iter().copied())
+            .collect();
+        let ivs = inductions(f, cfg, &out[k], &defs, &inner);
+        out[k].ivs = ivs;
+        let test = exit_test(f, cfg, &out[k], &defs, &inner);
+        out[k].exit_test = test;
+    }
+    out
+}
+
+fn natural_loop(cfg: &Cfg, header: BlockId, mut latches: Vec<BlockId>) -> Loop {
+    latches.sort_unstable();
+    let mut blocks = BTreeSet::from([header]);
+    let mut work: Vec<BlockId> = latches.clone();
+    while let Some(b) = work.pop() {
+        if blocks.insert(b) {
+            work.extend(
+                cfg.blocks[b]
+                    .preds
+                    .iter()
+                    .copied()
+                    .filter(|&p| cfg.idom[p].is_some()),
+            );
+        }
+    }
+    let outside: Vec<BlockId> = cfg.blocks[header]
+        .preds
+        .iter()
+        .copied()
+        .filter(|p| !blocks.contains(p) && cfg.idom[*p].is_some())
+        .collect();
+    let preheader = match outside[..] {
+        [p] if cfg.blocks[p].succs == [header] => Some(p),
+        _ => None,
+    };
+    let exits = blocks
+        .iter()
+        .flat_map(|&b| {
+            cfg.blocks[b]
+                .succs
+                .iter()
+                .filter(|s| !blocks.contains(s))
+                .map(move |&s| (b, s))
+        })
+        .collect();
+    Loop {
+        header,
+        blocks,
+        latches,
+        preheader,
+        exits,
+        parent: None,
+        ivs: Vec::new(),
+        exit_test: None,
+    }
+}
+
+/// For every register, the statements that define it.
+fn definitions(f: &Function) -> HashMap<&str, Vec<usize>> {
+    let mut defs: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (k, s) in f.stmts.iter().enumerate() {
+        if let StmtKind::Instr(i) = &s.kind {
+            for d in effects(i).defs {
+                defs.entry(d).or_default().push(k);
+            }
+        }
+    }
+    defs
+}
+
+fn instr(f: &Function, k: usize) -> Option<&Instr> {
+    match &f.stmts.get(k)?.kind {
+        StmtKind::Instr(i) => Some(i),
+        _ => None,
+    }
+}
+
+/// Whether the loop defines no register `reg` (a literal is invariant too).
+fn invariant(cfg: &Cfg, l: &Loop, defs: &HashMap<&str, Vec<usize>>, reg: &str) -> bool {
+    defs.get(reg)
+        .map_or(true, |ds| ds.iter().all(|&k| !l.contains_stmt(cfg, k)))
+}
+
+fn inductions(
+    f: &Function,
+    cfg: &Cfg,
+    l: &Loop,
+    defs: &HashMap<&str, Vec<usize>>,
+    inner: &BTreeSet<BlockId>,
+) -> Vec<Induction> {
+    let mut out = Vec::new();
+    for (&reg, ds) in defs {
+        let inside: Vec<usize> = ds
+            .iter()
+            .copied()
+            .filter(|&k| l.contains_stmt(cfg, k))
+            .collect();
+        let [k] = inside[..] else { continue };
+        let Some(i) = instr(f, k) else { continue };
+        if i.guard.is_some() || i.has("cc") || i.has("sat") || !matches!(i.op(), "add" | "sub") {
+            continue;
+        }
+        let Some(b) = cfg.block_of(k) else { continue };
+        if inner.contains(&b) || !l.latches.iter().all(|&t| cfg.dominates(b, t)) {
+            continue;
+        }
+        let Some(steps) = chain(f, cfg, l, defs, reg, k) else {
+            continue;
+        };
+        out.push(Induction {
+            reg: reg.to_string(),
+            steps,
+            update: k,
+            ty: f.reg_type(reg).unwrap_or("").to_string(),
+        });
+    }
+    out.sort_by_key(|iv| iv.update);
+    out
+}
+
+/// The terms `reg`'s update at `k` adds to its old value: `reg = x + s` (or `s + x`,
+/// `x - s`), where `x` is `reg` itself or a register set once in the loop, unguarded, before
+/// `k` in every iteration (its block dominates `k`'s, or it comes earlier in the same block),
+/// by such an update of another `x`: a chain back to `reg`. Each `s` is an immediate or
+/// invariant.
+fn chain(
+    f: &Function,
+    cfg: &Cfg,
+    l: &Loop,
+    defs: &HashMap<&str, Vec<usize>>,
+    reg: &str,
+    k: usize,
+) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    let mut at = k;
+    for _ in 0..32 {
+        let i = instr(f, at)?;
+        if i.guard.is_some() || i.has("cc") || i.has("sat") || !matches!(i.op(), "add" | "sub") {
+            return None;
+        }
+        let ops: Vec<Operand<'_>> = i.operands.iter().map(|o| Operand::parse(o)).collect();
+        if ops.len() != 3 {
+            return None;
+        }
+        let negated = i.op() == "sub";
+        let term = |o: &Operand<'_>| match o {
+            Operand::Imm(v) => Some(Step::Imm(if negated { -v } else { *v })),
+            Operand::Reg(s) if invariant(cfg, l, defs, s) => Some(Step::Reg {
+                reg: s.to_string(),
+                negated,
+            }),
+            _ => None,
+        };
+        // Which operand continues the chain: `reg`, or a register the loop varies.
+        let (x, s) = match (&ops[1], &ops[2]) {
+            (Operand::Reg(a), o) if *a == reg || !invariant(cfg, l, defs, a) => (*a, term(o)?),
+            (o, Operand::Reg(c)) if !negated && (*c == reg || !invariant(cfg, l, defs, c)) => {
+                (*c, term(o)?)
+            }
+            _ => return None,
+        };
+        steps.push(s);
+        if x == reg {
+            return Some(steps);
+        }
+        // `x`: one definition in the loop, earlier in every iteration.
+        let inside: Vec<usize> = defs
+            .get(x)?
+            .iter()
+            .copied()
+            .filter(|&d| l.contains_stmt(cfg, d))
+            .collect();
+        let [d] = inside[..] else { return None };
+        let (bd, ba) = (cfg.block_of(d)?, cfg.block_of(at)?);
+        let earlier = if bd == ba {
+            d < at
+        } else {
+            cfg.dominates(bd, ba)
+        };
+        if !earlier {
+            return None;
+        }
+        at = d;
+    }
+    None
+}
+
+fn exit_test(
+    f: &Function,
+    cfg: &Cfg,
+    l: &Loop,
+    defs: &HashMap<&str, Vec<usize>>,
+    inner: &BTreeSet<BlockId>,
+) -> Option<ExitTest> {
+    // A block of the loop ending in a guarded branch with one successor in and one out.
+    let mut found = None;
+    for &b in l.blocks.difference(inner) {
+        let blk = &cfg.blocks[b];
+        let (inside, outside): (Vec<BlockId>, Vec<BlockId>) =
+            blk.succs.iter().partition(|s| l.blocks.contains(s));
+        if inside.len() != 1 || outside.len() != 1 {
+            continue;
+        }
+        let Some(branch) = blk.stmts.clone().rev().find(|&k| instr(f, k).is_some()) else {
+            continue;
+        };
+        let Some(bra) = instr(f, branch) else {
+            continue;
+        };
+        let Flow::Branch(target) = effects(bra).flow else {
+            continue;
+        };
+        let Some((negated, pred)) = bra.guard.as_ref() else {
+            continue;
+        };
+        let to_inside = cfg.blocks[inside[0]].label.as_deref() == Some(target);
+        // The loop goes on when the branch is taken to the inside, or not taken to the outside.
+        let continue_when_pred = to_inside != *negated;
+        // The `setp` defining the predicate, in this block, the only definition in the loop.
+        let Some(pdefs) = defs.get(pred.as_str()) else {
+            continue;
+        };
+        let in_loop: Vec<usize> = pdefs
+            .iter()
+            .copied()
+            .filter(|&k| l.contains_stmt(cfg, k))
+            .collect();
+        let [setp] = in_loop[..] else { continue };
+        if cfg.block_of(setp) != Some(b) {
+            continue;
+        }
+        let Some(si) = instr(f, setp) else { continue };
+        if si.op() != "setp" || si.guard.is_some() || si.operands.len() != 3 {
+            continue;
+        }
+        let parts: Vec<&str> = si.parts().collect();
+        let cmp = parts.iter().find_map(|p| {
+            Some(match *p {
+                "lt" | "lo" => Cmp::Lt,
+                "le" | "ls" => Cmp::Le,
+                "gt" | "hi" => Cmp::Gt,
+                "ge" | "hs" => Cmp::Ge,
+                "eq" => Cmp::Eq,
+                "ne" => Cmp::Ne,
+                _ => return None,
+            })
+        });
+        let Some(cmp) = cmp else { continue };
+        // `setp.lt.u32` vs `setp.lo.u32`: the type decides the signedness.
+        let signed = parts
+            .iter()
+            .any(|p| p.starts_with('s') && p.len() > 1 && p[1..].parse::<u32>().is_ok());
+        if parts.iter().any(|p| p.starts_with('f'))
+            || si.has("and")
+            || si.has("or")
+            || si.has("xor")
+        {
+            continue;
+        }
+        let a = Operand::parse(&si.operands[1]);
+        let c = Operand::parse(&si.operands[2]);
+        let iv_at = |o: &Operand<'_>| {
+            o.reg()
+                .and_then(|r| l.ivs.iter().position(|iv| iv.reg == r))
+        };
+        // `x = iv + k` set once in the loop, before the test: for `==`/`!=`.
+        let shifted = |o: &Operand<'_>| -> Option<(usize, Bound, usize)> {
+            if !matches!(cmp, Cmp::Eq | Cmp::Ne) {
+                return None;
+            }
+            let x = o.reg()?;
+            let ds: Vec<usize> = defs
+                .get(x)?
+                .iter()
+                .copied()
+                .filter(|&d| l.contains_stmt(cfg, d))
+                .collect();
+            let [d] = ds[..] else { return None };
+            if cfg.block_of(d) != Some(b) || d > setp {
+                return None;
+            }
+            let i = instr(f, d)?;
+            if i.op() != "add" || i.guard.is_some() || i.has("cc") || i.operands.len() != 3 {
+                return None;
+            }
+            let (p, q) = (
+                Operand::parse(&i.operands[1]),
+                Operand::parse(&i.operands[2]),
+            );
+            let inv = |o: &Operand<'_>| match o {
+                Operand::Imm(v) => Some(Bound::Imm(*v)),
+                Operand::Reg(r) if invariant(cfg, l, defs, r) => Some(Bound::Reg(r.to_string())),
+                _ => None,
+            };
+            match (iv_at(&p), iv_at(&q)) {
+                (Some(k), _) => Some((k, inv(&q)?, d)),
+                (_, Some(k)) => Some((k, inv(&p)?, d)),
+                _ => None,
+            }
+        };
+        let bound_of = |o: &Operand<'_>| match o {
+            Operand::Imm(v) => Some(Bound::Imm(*v)),
+            Operand::Reg(r) if invariant(cfg, l, defs, r) => Some(Bound::Reg(r.to_string())),
+            _ => None,
+        };
+        let (iv, cmp, bound, offset, reads) =
+            if let (Some(iv), Some(bd)) = (iv_at(&a), bound_of(&c)) {
+                (iv, cmp, bd, None, setp)
+            } else if let (Some(iv), Some(bd)) = (iv_at(&c), bound_of(&a)) {
+                (iv, swap(cmp), bd, None, setp)
+            } else if let (Some((iv, k, d)), Some(bd)) = (shifted(&a), bound_of(&c)) {
+                (iv, cmp, bd, Some(k), d)
+            } else if let (Some((iv, k, d)), Some(bd)) = (shifted(&c), bound_of(&a)) {
+                (iv, cmp, bd, Some(k), d)
+            } else {
+                continue;
+            };
+        let update = l.ivs[iv].update;
+        let after_update = cfg.block_of(update) == Some(b) && update < reads;
+        if found.is_some() {
+            // Two recognized tests: keep the first; either bounds every iteration.
+            continue;
+        }
+        let entered_if_unequal = matches!(cmp, Cmp::Eq | Cmp::Ne)
+            && offset.is_none()
+            && entry_guard(
+                f,
+                cfg,
+                l,
+                defs,
+                &l.ivs[iv].reg,
+                &si.operands[2],
+                &si.operands[1],
+            );
+        found = Some(ExitTest {
+            entered_if_unequal,
+            iv,
+            cmp,
+            bound,
+            signed,
+            continue_if: continue_when_pred,
+            offset,
+            reads,
+            after_update,
+            setp,
+            branch,
+        });
+    }
+    found
+}
+
+/// Whether the loop is entered only when register `c` differs from `bound` (one of the
+/// `setp`'s two operand texts; `other` is the other): the preheader's one predecessor ends in a
+/// branch on `setp.eq`/`setp.ne` of `c` and the same bound, the edge into the preheader is
+/// the unequal one, and neither `c` nor the bound is set after that test before the loop.
+fn entry_guard(
+    f: &Function,
+    cfg: &Cfg,
+    l: &Loop,
+    defs: &HashMap<&str, Vec<usize>>,
+    c: &str,
+    bound: &str,
+    other: &str,
+) -> bool {
+    let guard = || -> Option<bool> {
+        let p = l.preheader?;
+        let [g] = cfg.blocks[p].preds[..] else {
+            return None;
+        };
+        let gb = &cfg.blocks[g];
+        let branch = gb.stmts.clone().rev().find(|&k| instr(f, k).is_some())?;
+        let bra = instr(f, branch)?;
+        let Flow::Branch(target) = effects(bra).flow else {
+            return None;
+        };
+        let (negated, pred) = bra.guard.as_ref()?;
+        let setp = gb
+            .stmts
+            .clone()
+            .rev()
+            .find(|&k| instr(f, k).is_some_and(|i| effects(i).defs.contains(&pred.as_str())))?;
+        let si = instr(f, setp)?;
+        let eq = match si.parts().nth(1)? {
+            "eq" => true,
+            "ne" => false,
+            _ => return None,
+        };
+        if si.op() != "setp" || si.guard.is_some() || si.operands.len() != 3 {
+            return None;
+        }
+        let (x, y) = (si.operands[1].trim(), si.operands[2].trim());
+        let bound = if bound.trim() == c { other } else { bound }.trim();
+        if !((x == c && y == bound) || (y == c && x == bound)) {
+            return None;
+        }
+        // Nothing sets `c` or the bound after the test: in `g` after it, or in the preheader.
+        let set_after = |r: &str| {
+            defs.get(r).is_some_and(|ds| {
+                ds.iter().any(|&d| {
+                    (d > setp && gb.stmts.contains(&d)) || cfg.blocks[p].stmts.contains(&d)
+                })
+            })
+        };
+        if set_after(c) || set_after(bound) {
+            return None;
+        }
+        // The predicate's value on the edge into the preheader.
+        let to_p = cfg.blocks[p].label.as_deref() == Some(target);
+        let pred_on_edge = to_p != *negated;
+        // `eq` true means equal; `ne` true means unequal.
+        Some(pred_on_edge != eq)
+    };
+    guard().unwrap_or(false)
+}
+
+/// `a cmp b` as `b cmp' a`.
+fn swap(c: Cmp) -> Cmp {
+    match c {
+        Cmp::Lt => Cmp::Gt,
+        Cmp::Le => Cmp::Ge,
+        Cmp::Gt => Cmp::Lt,
+        Cmp::Ge => Cmp::Le,
+        Cmp::Eq | Cmp::Ne => c,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn function(body: &str) -> Function {
+        let ptx = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n\
+             .visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)\n{{\n\
+             .reg .pred %p<8>;\n.reg .b32 %r<32>;\n.reg .b64 %rd<32>;\n.reg .f32 %f<16>;\n{body}\n}}\n"
+        );
+        super::super::read::parse(&ptx).unwrap().functions.remove(0)
+    }
+
+    /// A column sum as NVRTC writes it: `for (r = 0; r < rows; ++r) s += in[r * cols + c]`,
+    /// the address strength-reduced to a pointer that steps by `cols * 4`.
+    const COLUMN: &str = "ld.param.u64 %rd1, [k_param_0];\n\
+        ld.param.u32 %r2, [k_param_1];\n\
+        setp.lt.s32 %p1, %r2, 1;\n\
+        @%p1 bra $L__BB0_3;\n\
+        mov.u32 %r10, 0;\n\
+        mul.wide.s32 %rd3, %r2, 4;\n\
+        mov.u64 %rd10, %rd1;\n\
+        $L__BB0_2:\n\
+        ld.global.f32 %f3, [%rd10];\n\
+        add.f32 %f4, %f4, %f3;\n\
+        add.s64 %rd10, %rd10, %rd3;\n\
+        add.s32 %r10, %r10, 1;\n\
+        setp.lt.s32 %p2, %r10, %r2;\n\
+        @%p2 bra $L__BB0_2;\n\
+        $L__BB0_3:\n\
+        ret;";
+
+    #[test]
+    fn a_column_loop() {
+        let f = function(COLUMN);
+        let g = Cfg::new(&f);
+        let ls = loops(&f, &g);
+        assert_eq!(ls.len(), 1);
+        let l = &ls[0];
+        assert_eq!(l.blocks.len(), 1);
+        assert_eq!(l.latches, [l.header]);
+        assert!(l.preheader.is_some());
+        assert_eq!(l.exits.len(), 1);
+        let regs: Vec<(&str, &[Step])> = l
+            .ivs
+            .iter()
+            .map(|iv| (iv.reg.as_str(), &iv.steps[..]))
+            .collect();
+        assert_eq!(
+            regs,
+            [
+                (
+                    "%rd10",
+                    &[Step::Reg {
+                        reg: "%rd3".into(),
+                        negated: false
+                    }][..]
+                ),
+                ("%r10", &[Step::Imm(1)][..]),
+            ]
+        );
+        let t = l.exit_test.as_ref().unwrap();
+        assert_eq!(l.ivs[t.iv].reg, "%r10");
+        assert_eq!(
+            (t.cmp, t.signed, t.continue_if, t.after_update),
+            (Cmp::Lt, true, true, true)
+        );
+        assert_eq!(t.bound, Bound::Reg("%r2".into()));
+    }
+
+    #[test]
+    fn nested_loops_and_a_test_at_the_top() {
+        // for (i = 0; i < n; i++) { j = 8; while (j != 0) { ...; j -= 2; } }
+        let f = function(
+            "ld.param.u32 %r2, [k_param_1];\n\
+             mov.u32 %r1, 0;\n\
+             $L_outer:\n\
+             setp.ge.u32 %p1, %r1, %r2;\n\
+             @%p1 bra $L_done;\n\
+             mov.u32 %r3, 8;\n\
+             $L_inner:\n\
+             add.s32 %r4, %r4, %r3;\n\
+             sub.s32 %r3, %r3, 2;\n\
+             setp.ne.s32 %p2, %r3, 0;\n\
+             @%p2 bra $L_inner;\n\
+             add.s32 %r1, %r1, 1;\n\
+             bra.uni $L_outer;\n\
+             $L_done:\n\
+             ret;",
+        );
+        let g = Cfg::new(&f);
+        let ls = loops(&f, &g);
+        assert_eq!(ls.len(), 2);
+        let (outer, inner) = (&ls[0], &ls[1]);
+        assert!(outer.blocks.is_superset(&inner.blocks));
+        assert_eq!(inner.parent, Some(0));
+        assert_eq!(outer.parent, None);
+        assert_eq!(
+            inner.ivs.len(),
+            1,
+            "%r4 adds a register the loop redefines: no IV"
+        );
+        assert_eq!(inner.ivs[0].steps, [Step::Imm(-2)]);
+        let ti = inner.exit_test.as_ref().unwrap();
+        assert_eq!(
+            (ti.cmp, ti.continue_if, ti.bound.clone()),
+            (Cmp::Ne, true, Bound::Imm(0))
+        );
+        // The outer IV %r1 (the inner loop's %r3 is defined by `mov` in the outer loop too).
+        assert_eq!(
+            outer.ivs.iter().map(|v| v.reg.as_str()).collect::<Vec<_>>(),
+            ["%r1"]
+        );
+        let to = outer.exit_test.as_ref().unwrap();
+        assert_eq!(
+            (to.cmp, to.continue_if, to.signed, to.after_update),
+            (Cmp::Ge, false, false, false)
+        );
+    }
+
+    #[test]
+    fn an_unrolled_pointer_steps_through_a_chain() {
+        // for (r = 0; r < n; r += 4) four loads at p, p + s, p + 2s, p + 3s; p += 4s.
+        let f = function(
+            "mov.u32 %r1, 0;\n\
+             $L_loop:\n\
+             ld.global.f32 %f1, [%rd20];\n\
+             add.s64 %rd13, %rd20, %rd3;\n\
+             ld.global.f32 %f2, [%rd13];\n\
+             add.s64 %rd14, %rd13, %rd3;\n\
+             add.s64 %rd20, %rd14, 16;\n\
+             add.s32 %r1, %r1, 4;\n\
+             setp.ne.s32 %p1, %r1, %r9;\n\
+             @%p1 bra $L_loop;\n\
+             ret;",
+        );
+        let g = Cfg::new(&f);
+        let ls = loops(&f, &g);
+        let p = ls[0].ivs.iter().find(|v| v.reg == "%rd20").unwrap();
+        let s = Step::Reg {
+            reg: "%rd3".into(),
+            negated: false,
+        };
+        assert_eq!(p.steps, [Step::Imm(16), s.clone(), s]);
+        let t = ls[0].exit_test.as_ref().unwrap();
+        assert_eq!((t.cmp, t.continue_if), (Cmp::Ne, true));
+        // %rd13 and %rd14 are set from the old pointer each iteration: no induction.
+        assert_eq!(ls[0].ivs.len(), 2);
+    }
+
+    #[test]
+    fn a_conditional_update_is_no_induction() {
+        let f = function(
+            "mov.u32 %r1, 0;\n\
+             $L_loop:\n\
+             setp.eq.s32 %p3, %r5, 0;\n\
+             @%p3 bra $L_skip;\n\
+             add.s32 %r1, %r1, 1;\n\
+             $L_skip:\n\
+             add.s32 %r5, %r5, 1;\n\
+             setp.lt.s32 %p2, %r5, 100;\n\
+             @%p2 bra $L_loop;\n\
+             ret;",
+        );
+        let g = Cfg::new(&f);
+        let ls = loops(&f, &g);
+        let ivs: Vec<&str> = ls[0].ivs.iter().map(|v| v.reg.as_str()).collect();
+        assert_eq!(ivs, ["%r5"]);
+        assert_eq!(ls[0].exit_test.as_ref().unwrap().bound, Bound::Imm(100));
+    }
+}

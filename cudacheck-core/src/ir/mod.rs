@@ -1,0 +1,38 @@
+//! A typed model of PTX, for the analyses and rewrites that instrument it.
+//!
+//! The pipeline reads in layers, each a module:
+//!
+//! 1. [`read`]: the tolerant reader. Functions, parameters, declarations, labels, `.loc`
+//!    lines and instructions, each statement with its byte span; an instruction it does not
+//!    know passes through verbatim.
+//! 2. [`operand`]: what an operand text is (register, immediate, address, vector, ...): the
+//!    one integer-literal parser and the one address reader.
+//! 3. [`opcode`]: the one opcode table: what an instruction defines, uses, reads and writes,
+//!    whether it synchronizes threads, where control goes.
+//! 4. [`cfg`](mod@cfg): the control-flow graph, built once, and dominators.
+//! 5. [`loops`](mod@loops): natural loops, induction variables (start, step) and exit tests (bound).
+//!
+//! Analyses over this model are pure functions; the bounds-checking rewrite
+//! ([`crate::instrument`]) is built on it.
+
+pub mod cfg;
+pub mod loops;
+pub mod opcode;
+pub mod operand;
+pub mod read;
+
+pub use cfg::{BlockId, Cfg};
+pub use loops::{loops, Bound, Cmp, ExitTest, Induction, Loop, Step};
+pub use opcode::{effects, Effects, Flow, MemAccess, MemKind, Sync};
+pub use operand::{immediate, is_reg, regs_of, Address, Operand};
+
+/// The sources of the model, for caches of what is built on it.
+#[doc(hidden)]
+pub const SOURCES: &[&str] = &[
+    include_str!("mod.rs"),
+    include_str!("cfg.rs"),
+    include_str!("loops.rs"),
+    include_str!("opcode.rs"),
+    include_str!("operand.rs"),
+    include_str!("read.rs"),
+];

@@ -1,0 +1,38 @@
+// Loop shapes whose accesses are checked once per launch over every iteration (issue 21):
+// each kernel's loads and stores inside its loop have offsets affine in the loop's counter and
+// launch values. Written for the tests of `cudacheck_core::instrument::guard` (`Counted`).
+
+// A thread per column, a loop over rows: the address is a pointer stepping by `cols`.
+extern "C" __global__ void column_sum(const float* in, float* out, int rows, int cols) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    float s = 0.0f;
+    for (int r = 0; r < rows; ++r) s += in[r * cols + c];
+    out[c] = s;
+}
+
+// A strided loop with a runtime trip count and stride.
+extern "C" __global__ void strided_scale(float* x, int count, int stride, float a) {
+    int t = threadIdx.x;
+    for (int k = 0; k < count; ++k) x[t + k * stride] *= a;
+}
+
+// A 3-D stencil's z loop: each thread walks one (x, y) column through the z planes.
+extern "C" __global__ void z_column_diff(const float* in, float* out, int nx, int ny, int nz) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= nx || y >= ny) return;
+    int plane = nx * ny;
+    for (int z = 1; z < nz; ++z) {
+        int i = z * plane + y * nx + x;
+        out[i] = in[i] - in[i - plane];
+    }
+}
+
+// A row loop counting down.
+extern "C" __global__ void row_sum_backwards(const float* in, float* out, int cols) {
+    int r = blockIdx.x;
+    float s = 0.0f;
+    for (int c = cols - 1; c >= 0; --c) s += in[r * cols + c];
+    if (threadIdx.x == 0) out[r] = s;
+}
