@@ -9,6 +9,10 @@
 # full (default): the GPU tier, the compat fixtures and the examples (scripts/gpu-run.sh), the
 #   launch benchmark, candle's kernels from nvcc's PTX (thirdparty.sh run-ptx), then the
 #   third-party harness from source with what time is left.
+# loops: the GPU tier, compat fixtures and examples; the benchmark set (46 kernels: loops
+#   checked once per launch on the host) and the kernels/ set (bench_instrument).
+# sanitize: compute-sanitizer --tool memcheck over the benchmark set's plain kernels (one
+#   launch each), and nvcc's reference compile of the whole-program corpora when carried.
 # confirm: the PTX tests, the old-driver test, candle's PTX, and the launch benchmark three
 #   times (its ratios move by a few percent from run to run).
 # issues: the GPU tier, compat fixtures and examples; the benchmark set (bounds checking's
@@ -51,6 +55,22 @@ issues)
     step "$rest" wholeprog_reference scripts/wholeprog.sh reference-carried "$run/wholeprog"
   fi
   ;;
+loops)
+  step 260 tests scripts/gpu-run.sh tests compat examples
+  step 230 bench_set target/gpu-bundle/release/bench_set "$run/bench_set.json" "$run/bench_set.md"
+  rest=$(( 570 - ($(date +%s) - start) ))
+  [ "$rest" -gt 30 ] && step "$rest" bench_instrument target/gpu-bundle/release/bench_instrument \
+    "$run/bench_instrument.json" "$run/bench_instrument.md"
+  ;;
+sanitize)
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  step 200 memcheck_bench_set "$sanitizer" --tool memcheck \
+    target/gpu-bundle/release/bench_set --plain-only
+  rest=$(( 570 - ($(date +%s) - start) ))
+  if [ -x scripts/wholeprog.sh ] && [ -f target/gpu-carry/wholeprog.tar.xz ] && [ "$rest" -gt 30 ]; then
+    step "$rest" wholeprog_reference scripts/wholeprog.sh reference-bundle "$run/wholeprog"
+  fi
+  ;;
 confirm)
   step 120 gpu_ptx target/gpu-bundle/tests/gpu_ptx gpu_ --test-threads=1 --nocapture
   step 60 gpu_old_driver target/gpu-bundle/tests/gpu_old_driver gpu_ --test-threads=1 --nocapture
@@ -58,7 +78,7 @@ confirm)
   for i in 2 3 4; do step 90 "bench_launch_$i" "$bench" "$run/bench_launch_h200_$i.md"; done
   ;;
 *)
-  sed -n '2,17p' "$0" >&2
+  sed -n '2,22p' "$0" >&2
   exit 2
   ;;
 esac
