@@ -2,9 +2,26 @@
 // The math functions themselves (sqrtf, sin, fabs, isnan, ...) are declared by NVRTC without any
 // include, so this header only adds the macros a C library's <math.h> has: the POSIX M_*
 // constants (double, as glibc writes them) and INFINITY/NAN/HUGE_VAL. Of CUDA's headers only
-// <cuda/std/cmath> defines any of them (see below); each is guarded, so an earlier one wins.
+// <cuda/std/cmath> defines any of them (see below).
 #ifndef CUDACHECK_COMPAT_MATH_H
 #define CUDACHECK_COMPAT_MATH_H
+
+// INFINITY and NAN: CCCL's <cuda/std/cmath> defines them too under NVRTC, unconditionally, and
+// each CCCL release spells them differently (3.0 `_CUDA_VSTD::numeric_limits<float>::infinity()`,
+// 3.5 `::cuda::std::...` with `_CUDA_VSTD` gone, 2.3 `__builtin_huge_val()`, a double). Any body
+// of ours would draw warning #47-D ("incompatible redefinition") from a file that includes that
+// header after this one (this one comes first in every compile: cudacheck's implicit header
+// includes it, as nvcc's implicit <cuda_runtime.h> includes the C library's), and copying one
+// release's spelling breaks under another. So CCCL's header is included here first, where there
+// is one, and its definitions replaced by the C library's meaning, a float constant expression
+// (nvcc's host pass sees glibc's); later inclusions of CCCL's header are then guarded no-ops.
+// The cost: nothing measurable under CCCL 3.0 (the implicit <utility> and <type_traits> read
+// most of it already), about a second a compile under CCCL 3.5 (results/nvrtc_matrix.md).
+#if __cplusplus >= 201703L && __has_include(<cuda/std/cmath>)
+#include <cuda/std/cmath>
+#undef INFINITY
+#undef NAN
+#endif
 
 #ifndef M_E
 #define M_E 2.7182818284590452354
@@ -46,22 +63,6 @@
 #define M_SQRT1_2 0.70710678118654752440
 #endif
 
-// INFINITY and NAN are spelled exactly as <cuda/std/cmath> spells them under NVRTC, where it
-// defines them unconditionally: this header comes first in every compile (cudacheck's implicit
-// header includes it, as nvcc's implicit <cuda_runtime.h> includes the C library's), so any
-// other body would draw warning #47-D ("incompatible redefinition") from every file that also
-// includes <cuda/std/cmath>. An identical redefinition is silent.
-// Without CCCL on the include path (or below C++17, which CCCL needs), the bit patterns below do
-// the same job.
-#if __cplusplus >= 201703L && __has_include(<cuda/std/limits>)
-#include <cuda/std/limits>
-#ifndef INFINITY
-#define INFINITY _CUDA_VSTD::numeric_limits<float>::infinity()
-#endif
-#ifndef NAN
-#define NAN      _CUDA_VSTD::numeric_limits<float>::quiet_NaN()
-#endif
-#endif
 // NVRTC has no __builtin_huge_valf/__builtin_nanf, but it has __builtin_bit_cast, which keeps
 // these usable in constant expressions.
 #ifndef INFINITY
