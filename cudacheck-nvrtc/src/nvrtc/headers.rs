@@ -19,9 +19,9 @@
 //! to `cuda::std`) or that device code uses a sliver of (`<algorithm>`: min, max, clamp).
 //! Where CCCL's `<cuda/std/...>` defines the same macros (`INT8_C`, `CHAR_BIT`, `FLT_MAX`,
 //! `INFINITY`), each CCCL release spelling them its own way, the compatibility header includes
-//! CCCL's first and defines only what is still undefined (`INFINITY` and `NAN` it redefines as
-//! floats, as glibc's are), so mixing them with `<cuda/std/...>` headers, in either order, is
-//! silent under every CCCL release. `<cuda.h>` is replaced too: the
+//! CCCL's first and defines only what is still undefined (`INFINITY` and `NAN` copy the
+//! spelling of the CCCL in use: see `compat/math.h`), so mixing them with `<cuda/std/...>`
+//! headers, in either order, is silent under every CCCL release tested. `<cuda.h>` is replaced too: the
 //! toolkit's declares the driver API, and NVRTC rejects host function declarations; so is CUB's
 //! umbrella `<cub/cub.cuh>`, whose device-wide algorithms are host code (the block, warp and
 //! thread levels are kept).

@@ -7,20 +7,33 @@
 #define CUDACHECK_COMPAT_MATH_H
 
 // INFINITY and NAN: CCCL's <cuda/std/cmath> defines them too under NVRTC, unconditionally, and
-// each CCCL release spells them differently (3.0 `_CUDA_VSTD::numeric_limits<float>::infinity()`,
-// 3.5 `::cuda::std::...` with `_CUDA_VSTD` gone, 2.3 `__builtin_huge_val()`, a double). Any body
-// of ours would draw warning #47-D ("incompatible redefinition") from a file that includes that
-// header after this one (this one comes first in every compile: cudacheck's implicit header
-// includes it, as nvcc's implicit <cuda_runtime.h> includes the C library's), and copying one
-// release's spelling breaks under another. So CCCL's header is included here first, where there
-// is one, and its definitions replaced by the C library's meaning, a float constant expression
-// (nvcc's host pass sees glibc's); later inclusions of CCCL's header are then guarded no-ops.
-// The cost: nothing measurable under CCCL 3.0 (the implicit <utility> and <type_traits> read
-// most of it already), about a second a compile under CCCL 3.5 (results/nvrtc_matrix.md).
-#if __cplusplus >= 201703L && __has_include(<cuda/std/cmath>)
+// each CCCL release spells them its own way. This header comes first in every compile
+// (cudacheck's implicit header includes it, as nvcc's implicit <cuda_runtime.h> includes the C
+// library's), so any other body would draw warning #47-D ("incompatible redefinition") from a
+// file that includes <cuda/std/cmath> later; an identical redefinition is silent. Including
+// <cuda/std/cmath> here instead would settle it for every release, but it adds 14 device
+// globals (CCCL's `__numeric_type<float>::value` and friends) and 568 bytes of constant bank to
+// every module, so the spelling of the CCCL in use is copied:
+// - CCCL 2.3 (CUDA 12.4, libc++'s tree) writes `__builtin_huge_val()`, a double: its header is
+//   included (it emits no globals) and its definitions replaced by float ones, as glibc's are;
+// - CCCL 2.8 and 3.0 (CUDA 12.9, 13.0) write `_CUDA_VSTD::numeric_limits<float>::...`;
+// - CCCL 3.5 (CUDA 13.5), which has no `_CUDA_VSTD`, writes `::cuda::std::...`.
+// The NVRTC matrix of the tests (tests/tests/nvrtc_matrix.rs) fails on a release that differs.
+#if __cplusplus >= 201703L && __has_include(<cuda/std/detail/libcxx/include/__pragma_push>)
 #include <cuda/std/cmath>
 #undef INFINITY
 #undef NAN
+#elif __cplusplus >= 201703L && __has_include(<cuda/std/limits>)
+#include <cuda/std/limits>
+#ifndef INFINITY
+#ifdef _CUDA_VSTD
+#define INFINITY _CUDA_VSTD::numeric_limits<float>::infinity()
+#define NAN      _CUDA_VSTD::numeric_limits<float>::quiet_NaN()
+#else
+#define INFINITY ::cuda::std::numeric_limits<float>::infinity()
+#define NAN      ::cuda::std::numeric_limits<float>::quiet_NaN()
+#endif
+#endif
 #endif
 
 #ifndef M_E
