@@ -14,9 +14,15 @@ driver and writes what `cuFuncGetAttribute` reports for each kernel: the ground 
 cudacheck-core/tests/data/driver-attrs.json).
 
 CUDA 13 NVRTC no longer targets Volta (sm_70/sm_72), so the oldest fixture architecture is sm_75.
+
+A build may name another release of the NVRTC matrix (`CUDACHECK_NVRTC_MATRIX`, exported by
+setup-cuda.sh): `params_nvrtc124.sm_90` is NVRTC 12.4's CUBIN, whose sm_90 kernels hold the
+driver's reserved 1 KB of shared memory without the `.nv.shared.reserved.0` marker later
+releases add.
 """
 
 import ctypes
+import glob
 import os
 import sys
 
@@ -92,15 +98,25 @@ extern "C" __global__ void __launch_bounds__(128) bounded128(float* x, int n) {
 """,
 }
 
-# (source, arch, extra options)
+# (source, arch, extra options, NVRTC release: None for CUDACHECK_NVRTC's)
 BUILDS = [
-    ("params", "sm_75", []),
-    ("params", "sm_80", []),
-    ("params", "sm_90", []),
-    ("spill", "sm_75", ["--maxrregcount=32"]),
-    ("spill", "sm_90", ["--maxrregcount=32"]),
-    ("hopper", "sm_90", []),
+    ("params", "sm_75", [], None),
+    ("params", "sm_80", [], None),
+    ("params", "sm_90", [], None),
+    ("spill", "sm_75", ["--maxrregcount=32"], None),
+    ("spill", "sm_90", ["--maxrregcount=32"], None),
+    ("hopper", "sm_90", [], None),
+    ("params", "sm_90", [], "12.4"),
 ]
+
+
+def release_lib(label):
+    """The library of one release of the NVRTC matrix."""
+    for word in os.environ.get("CUDACHECK_NVRTC_MATRIX", "").split():
+        name, _, path = word.partition("=")
+        if name == label:
+            return path
+    sys.exit(f'NVRTC {label} is not in CUDACHECK_NVRTC_MATRIX: run eval "$(scripts/setup-cuda.sh)"')
 
 
 def check(lib, status, what, prog=None):
@@ -156,7 +172,6 @@ FUNC_ATTRS = {
 
 
 def driver_attrs(out_path):
-    import glob
     import json
     import re
 
@@ -208,12 +223,20 @@ def main():
     path = os.environ.get("CUDACHECK_NVRTC")
     if not path:
         sys.exit('CUDACHECK_NVRTC is not set: run eval "$(scripts/setup-cuda.sh)" first')
-    lib = ctypes.CDLL(path)
-    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+    libs = {}
     os.makedirs(OUT, exist_ok=True)
-    for name, arch, extra in BUILDS:
-        cubin, log = compile_one(lib, name, SOURCES[name], arch, extra)
-        stem = os.path.join(OUT, f"{name}.{arch}")
+    for name, arch, extra, release in BUILDS:
+        if release not in libs:
+            lib_path = release_lib(release) if release else path
+            # NVRTC dlopens its builtins by soname; load the ones beside it first, as cudacheck
+            # does, so that no LD_LIBRARY_PATH is needed.
+            for builtins in glob.glob(os.path.join(os.path.dirname(lib_path), "libnvrtc-builtins.so.*")):
+                ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
+            libs[release] = ctypes.CDLL(lib_path)
+            libs[release].nvrtcGetErrorString.restype = ctypes.c_char_p
+        cubin, log = compile_one(libs[release], name, SOURCES[name], arch, extra)
+        tag = "_nvrtc" + release.replace(".", "") if release else ""
+        stem = os.path.join(OUT, f"{name}{tag}.{arch}")
         with open(stem + ".cubin", "wb") as f:
             f.write(cubin)
         with open(stem + ".ptxas.txt", "w") as f:

@@ -5,6 +5,11 @@
 #
 # Versions are pinned to CUDA 13.0, the toolkit on our GPU machine (shared/GPU.md), so the
 # CUBINs NVRTC writes here load under that machine's 13.0 driver.
+#
+# Beside the default, an NVRTC matrix (issue 23): every NVRTC release cudacheck is tested
+# against, each with the headers of its own release, in a folder of its own. The line printed
+# lists them as CUDACHECK_NVRTC_MATRIX="12.4=LIB 12.9=LIB 13.0=LIB 13.5=LIB"; the NVRTC tier
+# compiles our kernels and the compatibility headers' cases with each (tests/tests/nvrtc_matrix.rs).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="$root/.cuda/py"
@@ -13,10 +18,21 @@ stamp="$dest/.cudacheck-installed-v2"
 pkgs=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
   nvidia-cuda-crt==13.0.88)
 # CUDA 13 dropped Volta (sm_70/sm_72); NVRTC 12.9 still targets it. Installed beside, used only
-# where a test or a user asks for it (CUDACHECK_NVRTC12).
+# where a test or a user asks for it (CUDACHECK_NVRTC12), and as the matrix's 12.9. CUDA 12
+# wheels split the headers: CCCL (cuda/std, CUB) is nvidia-cuda-cccl-cu12, and the crt/ headers
+# <mma.h> includes come only with nvidia-cuda-nvcc-cu12 (there is no nvidia-cuda-crt-cu12).
 dest12="$root/.cuda/py12"
-stamp12="$dest12/.cudacheck-installed-v1"
-pkgs12=(nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-cuda-runtime-cu12==12.9.79)
+stamp12="$dest12/.cudacheck-installed-v2"
+pkgs12=(nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-cuda-runtime-cu12==12.9.79
+  nvidia-cuda-cccl-cu12==12.9.27 nvidia-cuda-nvcc-cu12==12.9.86)
+# The rest of the matrix, one folder each under .cuda/m/: the oldest CUDA 12 tested (12.4), and
+# the newest NVRTC on PyPI with the newest headers there, what `pip install nvidia-cuda-nvrtc
+# nvidia-cuda-runtime nvidia-cuda-cccl` gives (CCCL's wheel numbers itself 13.3.<CCCL version>:
+# 13.3.5.0.6 is CCCL 3.5.0).
+pkgs124=(nvidia-cuda-nvrtc-cu12==12.4.127 nvidia-cuda-runtime-cu12==12.4.127
+  nvidia-cuda-cccl-cu12==12.4.127.post1 nvidia-cuda-nvcc-cu12==12.4.131)
+pkgs135=(nvidia-cuda-nvrtc==13.5.37 nvidia-cuda-runtime==13.5.37 nvidia-cuda-cccl==13.3.5.0.6
+  nvidia-cuda-crt==13.5.37)
 
 install() { # folder, stamp, packages...
   local into="$1" done="$2"; shift 2
@@ -30,8 +46,12 @@ install() { # folder, stamp, packages...
   echo "setup-cuda: installing $* into $into" >&2
   rm -rf "$into"
   mkdir -p "$into"
-  "$py" -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
-    --root-user-action=ignore --target "$into" "$@" >&2
+  # --no-cache-dir: pip's cache would keep a second copy of every wheel (CI's disk is tight).
+  "$py" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
+    --no-warn-script-location --root-user-action=ignore --target "$into" "$@" >&2
+  # Of nvidia-cuda-nvcc-cu12 only include/crt is used: its compiler binaries and NVVM (about
+  # 55 MB per release) go.
+  rm -rf "$into/nvidia/cuda_nvcc/bin" "$into/nvidia/cuda_nvcc/nvvm" "$into/nvidia/cuda_nvcc/lib"
   touch "$done"
 }
 install "$dest" "$stamp" "${pkgs[@]}"
@@ -44,11 +64,19 @@ libjl="$destjl/nvidia/cu13/lib/libnvJitLink.so.13"
 
 lib="$dest/nvidia/cu13/lib/libnvrtc.so.13"
 lib12="$dest12/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
-for f in "$lib" "$lib12" "$libjl"; do
+dest124="$root/.cuda/m/12.4"
+install "$dest124" "$dest124/.cudacheck-installed-v1" "${pkgs124[@]}"
+lib124="$dest124/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
+dest135="$root/.cuda/m/13.5"
+install "$dest135" "$dest135/.cudacheck-installed-v1" "${pkgs135[@]}"
+lib135="$dest135/nvidia/cu13/lib/libnvrtc.so.13"
+matrix="12.4=$lib124 12.9=$lib12 13.0=$lib 13.5=$lib135"
+for f in "$lib" "$lib12" "$libjl" "$lib124" "$lib135"; do
   if [ ! -f "$f" ]; then
     echo "setup-cuda: $f is missing after install" >&2
     exit 2
   fi
 done
 # cudacheck's NVRTC discovery reads CUDACHECK_NVRTC first (see README, "Finding NVRTC").
-echo "export CUDACHECK_NVRTC=$lib CUDACHECK_NVRTC12=$lib12 CUDACHECK_NVJITLINK=$libjl"
+echo "export CUDACHECK_NVRTC=$lib CUDACHECK_NVRTC12=$lib12 CUDACHECK_NVJITLINK=$libjl \
+CUDACHECK_NVRTC_MATRIX=\"$matrix\""

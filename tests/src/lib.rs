@@ -10,6 +10,7 @@ use std::sync::Arc;
 use cudacheck::cudarc::driver::CudaStream;
 use cudacheck::nvrtc::CudaSource;
 
+pub mod matrix;
 pub mod ptx;
 
 /// The kind of a refused launch, or a panic naming what came instead.

@@ -2,16 +2,29 @@
 //! reproducing one construct the kernel libraries of real projects use (host launchers beside
 //! their kernels, host `constexpr` helpers, C and C++ library includes, nvcc's implicit
 //! includes), and one that cannot compile, whose error names the construct and the fix.
+//!
+//! Every case also runs under each other NVRTC release of the matrix (`CUDACHECK_NVRTC_MATRIX`,
+//! `nvrtc_compat_cases_under_every_release_of_the_matrix`), and no compile may draw a warning
+//! from cudacheck's own headers.
 
 use cudacheck::nvrtc::{compile, CompileError, CompileOptions, Compiled, CudaSource};
 use cudacheck_core::cubin::read_cubin;
+use cudacheck_tests::matrix::{under_every_other_release, warnings_from_our_headers};
 use cudacheck_tests::nvrtc_or_skip;
 
 fn build(name: &str, text: &str) -> Result<Compiled, CompileError> {
-    compile(
+    let result = compile(
         &CudaSource::from_str(name, text),
         &CompileOptions::new("sm_90".parse().unwrap()),
-    )
+    );
+    if let Ok(c) = &result {
+        let ours = warnings_from_our_headers(&c.warnings);
+        assert!(
+            ours.is_empty(),
+            "{name}: warnings from our headers: {ours:#?}"
+        );
+    }
+    result
 }
 
 fn kernel_symbols(c: &Compiled) -> Vec<String> {
@@ -482,4 +495,12 @@ fn nvrtc_a_missing_single_header_stays_the_error() {
         "{diagnostics:#?}"
     );
     assert!(!diagnostics.iter().any(|d| d.message.contains("set aside")));
+}
+
+/// The name of the test below, which the child runs leave out.
+const MATRIX_TEST: &str = "nvrtc_compat_cases_under_every_release_of_the_matrix";
+
+#[test]
+fn nvrtc_compat_cases_under_every_release_of_the_matrix() {
+    under_every_other_release(&["nvrtc_", "--skip", MATRIX_TEST, "--test-threads=2"]);
 }

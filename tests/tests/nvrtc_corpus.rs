@@ -15,9 +15,10 @@
 
 use std::path::{Path, PathBuf};
 
-use cudacheck::nvrtc::{compile, has_device_code, CompileOptions, CudaSource};
+use cudacheck::nvrtc::{compile, has_device_code, CompileOptions, CudaSource, Severity};
 use cudacheck_core::cubin::{parse_ptxas_info, read_cubin};
 use cudacheck_core::Arch;
+use cudacheck_tests::matrix::warnings_from_our_headers;
 use cudacheck_tests::nvrtc_or_skip;
 
 fn cu_files(path: &Path, out: &mut Vec<PathBuf>) {
@@ -35,15 +36,31 @@ fn cu_files(path: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// What one file gave: its kernel count, or why it failed.
-fn check_file(path: &Path, opts: &CompileOptions) -> Result<usize, String> {
+/// What one file gave: its kernel count and how many warnings NVRTC gave, or why it failed.
+/// A warning from cudacheck's own headers fails the file (issue 23: none, on any NVRTC).
+fn check_file(path: &Path, opts: &CompileOptions) -> Result<(usize, usize), String> {
     let source = CudaSource::from_file(path).map_err(|e| e.to_string())?;
     let compiled = compile(&source, opts).map_err(|e| e.to_string())?;
+    let ours = warnings_from_our_headers(&compiled.warnings);
+    if let Some(first) = ours.first() {
+        return Err(format!(
+            "{} warning(s) from cudacheck's headers, the first: {}:{}: {}",
+            ours.len(),
+            first.file,
+            first.line.unwrap_or(0),
+            first.message
+        ));
+    }
+    let warnings = compiled
+        .warnings
+        .iter()
+        .filter(|d| d.severity == Severity::Warning)
+        .count();
     let cubin = read_cubin(&compiled.cubin).map_err(|e| e.to_string())?;
     let ptxas = parse_ptxas_info(&compiled.log).map_err(|e| e.to_string())?;
     if cubin.kernels.is_empty() && !has_device_code(&source, &opts.include_dirs) {
         // Host code only (graph capture helpers): nothing for the device, rightly no kernels.
-        return Ok(0);
+        return Ok((0, warnings));
     }
     if cubin.kernels.is_empty() {
         return Err("no kernels".into());
@@ -71,7 +88,7 @@ fn check_file(path: &Path, opts: &CompileOptions) -> Result<usize, String> {
             }
         }
     }
-    Ok(cubin.kernels.len())
+    Ok((cubin.kernels.len(), warnings))
 }
 
 #[test]
@@ -123,19 +140,21 @@ fn nvrtc_corpus_compiles_unchanged_with_ptxas_resources() {
     });
     assert!(!files.is_empty(), "CUDACHECK_CORPUS names no .cu files");
 
-    let (mut kernels, mut host_only, mut failures) = (0, 0, Vec::new());
+    let (mut kernels, mut host_only, mut warnings, mut failures) = (0, 0, 0, Vec::new());
     for f in &files {
         match check_file(f, &opts) {
-            Ok(0) => {
+            Ok((0, w)) => {
                 println!(
-                    "host  {} (host code only: nothing for the device)",
+                    "host  {} (host code only: nothing for the device; {w} warnings)",
                     f.display()
                 );
                 host_only += 1;
+                warnings += w;
             }
-            Ok(n) => {
-                println!("ok    {} ({n} kernels)", f.display());
+            Ok((n, w)) => {
+                println!("ok    {} ({n} kernels, {w} warnings)", f.display());
                 kernels += n;
+                warnings += w;
             }
             Err(e) => {
                 let first = e.lines().take(6).collect::<Vec<_>>().join("\n      ");
@@ -144,11 +163,15 @@ fn nvrtc_corpus_compiles_unchanged_with_ptxas_resources() {
             }
         }
     }
+    let nvrtc = cudacheck::nvrtc::nvrtc().expect("loaded above");
     println!(
         "corpus: {} of {} files pass ({host_only} of them host code only), {kernels} kernels \
-         with CUBIN resources equal to ptxas's",
+         with CUBIN resources equal to ptxas's, {warnings} warnings (none from cudacheck's \
+         headers), NVRTC {}.{}",
         files.len() - failures.len(),
-        files.len()
+        files.len(),
+        nvrtc.version.0,
+        nvrtc.version.1
     );
     assert!(failures.is_empty(), "files that fail: {failures:#?}");
 }

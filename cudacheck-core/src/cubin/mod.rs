@@ -153,11 +153,14 @@ pub enum CubinError {
 }
 
 /// The shared memory the driver reserves at the start of each block's window on sm_90 and
-/// later. Those CUBINs include it in `.nv.shared.<kernel>` and mark it with a
-/// `.nv.shared.reserved.0` section; the static shared size ptxas prints and
-/// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES` returns leaves it out. Measured: a kernel with 1056
-/// bytes of `__shared__` arrays has a 0x820-byte section for sm_90 and sm_100 and a
-/// 0x420-byte one for sm_80, and the H100 driver reports 1056.
+/// later. Those CUBINs include it in `.nv.shared.<kernel>`; the static shared size ptxas
+/// prints and `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES` returns leaves it out. Measured: a kernel
+/// with 1056 bytes of `__shared__` arrays has a 0x820-byte section for sm_90 and sm_100 and a
+/// 0x420-byte one for sm_80, and the H100 driver reports 1056. NVRTC 12.9 and later mark it
+/// with a `.nv.shared.reserved.0` section; NVRTC 12.4 includes it for sm_90 just the same
+/// (0x820 bytes for the same kernel, `params_nvrtc124.sm_90` in cudacheck-core/tests/data) but
+/// writes no marker, so sm_90 and later count it as reserved either way. A kernel with no
+/// `__shared__` data has no such section under either.
 const RESERVED_SHARED_BYTES: u64 = 1024;
 
 /// Reads every kernel's resources from a CUBIN (the ELF image `nvrtcGetCUBIN` returns).
@@ -216,7 +219,7 @@ pub fn read_cubin(bytes: &[u8]) -> Result<CubinInfo, CubinError> {
     let global =
         nvinfo::decode_global(&decode_records(".nv.info")?).map_err(nv_info_error(".nv.info"))?;
 
-    let reserved_shared = if elf.section(".nv.shared.reserved.0").is_some() {
+    let reserved_shared = if sm >= 90 || elf.section(".nv.shared.reserved.0").is_some() {
         RESERVED_SHARED_BYTES
     } else {
         0

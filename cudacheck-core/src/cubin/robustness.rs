@@ -46,7 +46,7 @@ fn fixtures(suffix: &str) -> Vec<(String, Vec<u8>)> {
         })
         .collect();
     out.sort();
-    assert_eq!(out.len(), 6, "{suffix} fixtures");
+    assert_eq!(out.len(), 7, "{suffix} fixtures");
     out
 }
 

@@ -15,10 +15,13 @@
 //! `<limits.h>`, `<climits>`, `<assert.h>`, `<cassert>`, `<stddef.h>`, `<cstddef>`,
 //! `<stdio.h>`, `<cstdio>`, `<stdlib.h>`, `<cstdlib>`, `<string.h>`, `<cstring>`, and for the
 //! C++ headers whose device half CCCL has (`<utility>`, `<type_traits>`, `<limits>`, `<tuple>`,
-//! `<array>`, forwarded
+//! `<array>`, `<iterator>`, forwarded
 //! to `cuda::std`) or that device code uses a sliver of (`<algorithm>`: min, max, clamp).
-//! Their definitions match CCCL's own NVRTC definitions token for token where both define a
-//! name, so mixing them with `<cuda/std/...>` headers is silent. `<cuda.h>` is replaced too: the
+//! Where CCCL's `<cuda/std/...>` defines the same macros (`INT8_C`, `CHAR_BIT`, `FLT_MAX`,
+//! `INFINITY`), each CCCL release spelling them its own way, the compatibility header includes
+//! CCCL's first and defines only what is still undefined (`INFINITY` and `NAN` copy the
+//! spelling of the CCCL in use: see `compat/math.h`), so mixing them with `<cuda/std/...>`
+//! headers, in either order, is silent under every CCCL release tested. `<cuda.h>` is replaced too: the
 //! toolkit's declares the driver API, and NVRTC rejects host function declarations; so is CUB's
 //! umbrella `<cub/cub.cuh>`, whose device-wide algorithms are host code (the block, warp and
 //! thread levels are kept).
@@ -42,6 +45,12 @@
 //! directory to create, race on or clean up, and read-only or `noexec` temp dirs do not matter.
 //! In-memory headers win over every `-I` directory, though, so [`compat_headers`] leaves out any
 //! header the user's own include directories provide: a project's own `stdint.h` still wins.
+//!
+//! NVRTC resolves an include name to an in-memory header before the file of that name beside
+//! the including file, even for `#include "climits"`. CCCL 2.3 (CUDA 12.4; not 2.8 of CUDA
+//! 12.9, nor 3.x) keeps libc++'s own tree, whose headers include one another that way; so the
+//! compatibility headers with such a name include CCCL's file of that name themselves once
+//! CCCL is in use (outside their include guard), which is what CCCL's include asked for.
 
 use std::path::{Path, PathBuf};
 
@@ -73,6 +82,7 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("limits", include_str!("compat/limits")),
     ("tuple", include_str!("compat/tuple")),
     ("array", include_str!("compat/array")),
+    ("iterator", include_str!("compat/iterator")),
     ("cuda.h", include_str!("compat/cuda.h")),
     ("cub/cub.cuh", include_str!("compat/cub/cub.cuh")),
     ("iosfwd", include_str!("compat/iosfwd")),
@@ -181,11 +191,10 @@ impl HeaderDir {
             || self.has_cuda_bf16
             || self.has_cuda_std
             || self.path.join("cuda_runtime.h").is_file()
+            || self.path.join("crt/host_defines.h").is_file()
     }
 }
 
-/// CUDA include directories, in search order, deduplicated, only those holding CUDA headers.
-/// `nvrtc_lib` is the loaded libnvrtc, when there is one.
 /// The CUDA include directories this process's environment names, with no NVRTC to start
 /// from (what `cudacheck doctor` shows when NVRTC is absent).
 #[doc(hidden)]
@@ -193,16 +202,32 @@ pub fn cuda_include_dirs_here() -> Vec<PathBuf> {
     cuda_include_dirs(None, &SearchEnv::from_process())
 }
 
+/// CUDA include directories, in search order, deduplicated, only those holding CUDA headers.
+/// `nvrtc_lib` is the loaded libnvrtc, when there is one.
+///
+/// The headers beside the library, when there are any, are used alone: NVRTC and its headers
+/// are released together, and headers of another CUDA release (a toolkit in `/usr/local/cuda`,
+/// this repository's `.cuda/py`) behind them would fill a header missing from the wheel with
+/// one written for another compiler (CCCL 3.5's `<cuda/std/...>` under NVRTC 12.4 fails).
+/// Only an NVRTC with no headers beside it (a distribution's, one the loader found) borrows
+/// the others.
 pub(crate) fn cuda_include_dirs(nvrtc_lib: Option<&Path>, env: &SearchEnv) -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = Vec::new();
+    let mut beside: Vec<PathBuf> = Vec::new();
     if let Some(lib_dir) = nvrtc_lib.and_then(Path::parent) {
         // Toolkit: lib64/../include; targets/x86_64-linux/lib/../include; pip wheel:
-        // nvidia/cu13/lib/../include. CUDA 12 wheels split the headers into sibling packages.
-        roots.push(lib_dir.join("../include"));
-        roots.push(lib_dir.join("../../include"));
-        roots.push(lib_dir.join("../../cuda_runtime/include"));
-        roots.push(lib_dir.join("../../cuda_cccl/include"));
+        // nvidia/cu13/lib/../include. CUDA 12 wheels split the headers into sibling packages:
+        // cuda_runtime, cuda_cccl, and cuda_nvcc, whose include/crt holds what <mma.h> includes.
+        beside.push(lib_dir.join("../include"));
+        beside.push(lib_dir.join("../../include"));
+        beside.push(lib_dir.join("../../cuda_runtime/include"));
+        beside.push(lib_dir.join("../../cuda_cccl/include"));
+        beside.push(lib_dir.join("../../cuda_nvcc/include"));
     }
+    let out = header_dirs_under(beside);
+    if !out.is_empty() {
+        return out;
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
     if let Some(cwd) = &env.cwd {
         if let Some(py) = cwd
             .ancestors()
@@ -216,18 +241,20 @@ pub(crate) fn cuda_include_dirs(nvrtc_lib: Option<&Path>, env: &SearchEnv) -> Ve
         roots.push(PathBuf::from(cuda_path).join("include"));
     }
     roots.push(env.system("/usr/local/cuda/include"));
+    header_dirs_under(roots)
+}
 
+/// Each root and its `cccl` folder that holds CUDA headers, canonical, deduplicated.
+fn header_dirs_under(roots: Vec<PathBuf>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    let mut seen: Vec<PathBuf> = Vec::new();
     for root in roots {
         for dir in [root.clone(), root.join("cccl")] {
             let Ok(canonical) = dir.canonicalize() else {
                 continue;
             };
-            if seen.contains(&canonical) || !HeaderDir::inspect(&canonical).is_cuda() {
+            if out.contains(&canonical) || !HeaderDir::inspect(&canonical).is_cuda() {
                 continue;
             }
-            seen.push(canonical.clone());
             out.push(canonical);
         }
     }
@@ -250,7 +277,7 @@ mod tests {
                 "{name}"
             );
         }
-        assert_eq!(COMPAT_HEADERS.len(), 31);
+        assert_eq!(COMPAT_HEADERS.len(), 32);
     }
 
     #[test]
@@ -297,5 +324,59 @@ mod tests {
         );
         let _ = fs::remove_dir_all(&t);
         assert!(distro.is_empty(), "{distro:?}");
+    }
+
+    #[test]
+    fn headers_beside_the_lib_are_used_alone() {
+        let t = std::env::temp_dir().join(format!("cudacheck-incmatrix-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&t);
+        // A CUDA 12 wheel set: NVRTC, the runtime's headers, CCCL, nvcc's crt/ headers.
+        let lib = t.join("m/12.4/nvidia/cuda_nvrtc/lib");
+        fs::create_dir_all(&lib).unwrap();
+        for (dir, file) in [
+            ("cuda_runtime/include", "cuda_fp16.h"),
+            ("cuda_cccl/include/cuda/std", "version"),
+            ("cuda_nvcc/include/crt", "host_defines.h"),
+        ] {
+            let d = t.join("m/12.4/nvidia").join(dir);
+            fs::create_dir_all(&d).unwrap();
+            fs::write(d.join(file), "").unwrap();
+        }
+        // The project's default release in .cuda/py, and a toolkit: another CUDA's headers.
+        let proj = t.join("proj");
+        fs::create_dir_all(proj.join(".cuda/py/nvidia/cu13/include")).unwrap();
+        fs::write(proj.join(".cuda/py/nvidia/cu13/include/cuda_fp16.h"), "").unwrap();
+        fs::create_dir_all(t.join("root/usr/local/cuda/include")).unwrap();
+        fs::write(t.join("root/usr/local/cuda/include/cuda_fp16.h"), "").unwrap();
+        let env = SearchEnv {
+            root: t.join("root"),
+            cwd: Some(proj.clone()),
+            ..SearchEnv::default()
+        };
+        let dirs = cuda_include_dirs(Some(&lib.join("libnvrtc.so.12")), &env);
+        let wheels = t.join("m/12.4/nvidia").canonicalize().unwrap();
+        let expected: Vec<PathBuf> = [
+            "cuda_runtime/include",
+            "cuda_cccl/include",
+            "cuda_nvcc/include",
+        ]
+        .iter()
+        .map(|d| wheels.join(d))
+        .collect();
+        // An NVRTC with no headers beside it borrows the project's and the toolkit's.
+        let bare = t.join("bare/lib");
+        fs::create_dir_all(&bare).unwrap();
+        let borrowed = cuda_include_dirs(Some(&bare.join("libnvrtc.so.13")), &env);
+        let _ = fs::remove_dir_all(&t);
+        assert_eq!(dirs, expected);
+        assert_eq!(borrowed.len(), 2, "{borrowed:?}");
+        assert!(
+            borrowed[0].ends_with(".cuda/py/nvidia/cu13/include"),
+            "{borrowed:?}"
+        );
+        assert!(
+            borrowed[1].ends_with("usr/local/cuda/include"),
+            "{borrowed:?}"
+        );
     }
 }

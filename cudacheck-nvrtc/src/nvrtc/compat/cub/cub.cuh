@@ -9,11 +9,16 @@
 
 #include <cub/config.cuh>
 
+// First, the two that include CUB's iterators: CUB 2.3 (CUDA 12.4) has those include Thrust's
+// iterator_facade, whose host functions NVRTC rejects, whenever THRUST_VERSION is defined, and
+// block_histogram and the radix sorts include Thrust's config, which defines it.
+#include <cub/block/block_load.cuh>
+#include <cub/warp/warp_load.cuh>
+
 #include <cub/block/block_adjacent_difference.cuh>
 #include <cub/block/block_discontinuity.cuh>
 #include <cub/block/block_exchange.cuh>
 #include <cub/block/block_histogram.cuh>
-#include <cub/block/block_load.cuh>
 #include <cub/block/block_merge_sort.cuh>
 #include <cub/block/block_radix_rank.cuh>
 #include <cub/block/block_radix_sort.cuh>
@@ -28,7 +33,6 @@
 #include <cub/thread/thread_store.cuh>
 
 #include <cub/warp/warp_exchange.cuh>
-#include <cub/warp/warp_load.cuh>
 #include <cub/warp/warp_merge_sort.cuh>
 #include <cub/warp/warp_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
