@@ -194,6 +194,11 @@ fn check_files(
     Ok(reports.into_iter().map(|(_, r)| r).collect())
 }
 
+/// The note for a file whose device code is functions other files' kernels call.
+const DEVICE_FUNCTIONS_ONLY: &str = "device functions only: `__device__` but no `__global__` in \
+     the file or its headers (the kernels that call them are in other files), so there is no \
+     kernel to check";
+
 fn check_file(
     path: &Path,
     args: &CheckArgs,
@@ -224,15 +229,20 @@ fn check_file(
         Err(e) => return fail(format!("cannot read the CUBIN NVRTC produced: {e}")),
     };
     // An empty file is more likely a wrong path than a host-only file: it stays an error.
-    let host_only =
-        !source.text.trim().is_empty() && !nvrtc::has_device_code(&source, &args.include);
-    if info.kernels.is_empty() && host_only {
-        return FileReport {
-            path: path.to_path_buf(),
-            kernels: Vec::new(),
-            error: None,
-            note: Some(crate::instrument::HOST_ONLY.to_string()),
+    if info.kernels.is_empty() && !source.text.trim().is_empty() {
+        let note = match nvrtc::device_code(&source, &args.include) {
+            nvrtc::DeviceCode::None => Some(crate::instrument::HOST_ONLY),
+            nvrtc::DeviceCode::FunctionsOnly => Some(DEVICE_FUNCTIONS_ONLY),
+            _ => None,
         };
+        if let Some(note) = note {
+            return FileReport {
+                path: path.to_path_buf(),
+                kernels: Vec::new(),
+                error: None,
+                note: Some(note.to_string()),
+            };
+        }
     }
     if info.kernels.is_empty() {
         return fail(

@@ -122,7 +122,8 @@ fn macro_bodies_are_untouched_and_what_kernel_macros_name_is_kept() {
     let src = "int helper(int x) { return x + 1; }\n\
                int blocks(int n) { return n / 32; }\n\
                #define KERNEL(T) __global__ void k_##T(T* x) { x[0] = helper(1); }\n\
-               #define LAUNCH(T) void launch_##T(T* x, int n) { k_##T<<<blocks(n), 1>>>(x); }\n";
+               #define LAUNCH(T) void launch_##T(T* x, int n) { k_##T<<<blocks(n), 1>>>(x); }\n\
+               KERNEL(float)\n";
     let host = set_aside_host_code(src).unwrap();
     for define in [
         "#define KERNEL(T) __global__ void k_##T(T* x) { x[0] = helper(1); }",
@@ -138,6 +139,34 @@ fn macro_bodies_are_untouched_and_what_kernel_macros_name_is_kept() {
     assert_eq!(
         decision(src, "blocks"),
         HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+}
+
+#[test]
+fn a_macro_only_host_code_invokes_keeps_nothing_it_names() {
+    // llm.c's `common.h`: a checking function and a macro of the same name, invoked by host
+    // code only; the function names a library's status type NVRTC does not know.
+    let src = "void cublasCheck(cublasStatus_t s, const char* f, int l) {\n\
+                 if (s != CUBLAS_STATUS_SUCCESS) { printf(\"%s:%d\\n\", f, l); }\n\
+               }\n\
+               #define cublasCheck(s) { cublasCheck((s), __FILE__, __LINE__); }\n\
+               #define SCALE 2.0f\n\
+               __global__ void k(float* x) { x[0] = SCALE; }\n\
+               void setup(cublasHandle_t h) { cublasCheck(cublasCreate(&h)); }\n";
+    assert_eq!(
+        decision(src, "cublasCheck"),
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+    let host = set_aside_host_code(src).unwrap();
+    assert!(
+        !host.text.contains("CUBLAS_STATUS_SUCCESS"),
+        "{}",
+        host.text
+    );
+    assert!(
+        host.text.contains("#define cublasCheck(s)"),
+        "{}",
+        host.text
     );
 }
 
@@ -162,11 +191,19 @@ fn a_macro_that_may_mean_device_keeps_the_function_out_of_reach() {
 }
 
 #[test]
-fn a_function_holding_a_define_is_kept() {
-    let src = "void setup() {\n#define BLOCK 256\n}\n__global__ void k(int* x) { x[0] = BLOCK; }\n";
+fn a_function_holding_a_define_is_set_aside_and_the_define_kept() {
+    // A program's `main` defines a tolerance the code after it uses.
+    let src = "void setup() {\n  int n = 0;\n#define BLOCK 256\n}\n__global__ void k(int* x) { x[0] = BLOCK; }\n";
     assert_eq!(
         decision(src, "setup"),
-        HostDecision::Kept(KeptReason::Preprocessor)
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
+    let host = set_aside_host_code(src).unwrap();
+    assert!(host.text.contains("\n#define BLOCK 256\n"), "{}", host.text);
+    assert!(!host.text.contains("int n"), "{}", host.text);
+    assert_eq!(
+        position(&host.text, "__global__"),
+        position(src, "__global__")
     );
     let balanced = "void setup(int* p) {\n#if FAST\n  p[0] = 1;\n#endif\n}\n";
     assert_eq!(
@@ -588,11 +625,18 @@ extern "C" void attn_f32(void* o, int d, cudaStream_t s) { attn_launch<float>(o,
         host.text
     );
 
-    // A macro the function defines but does not undefine may be used after it: kept.
+    // A macro the function defines but does not undefine may be used after it: the
+    // definition stays where it is, the function goes.
     let leaks = src.replace("#undef LAUNCH\n", "");
     assert_eq!(
         decision(&leaks, "attn_launch"),
-        HostDecision::Kept(KeptReason::Preprocessor)
+        HostDecision::SetAside(SetAsideKind::Launcher)
+    );
+    let host = set_aside_host_code(&leaks).unwrap();
+    assert!(
+        host.text.contains("#define LAUNCH(DIM, BC)"),
+        "{}",
+        host.text
     );
 }
 
@@ -676,4 +720,219 @@ __global__ void k(const fastdiv* f, unsigned* out) { out[threadIdx.x] = f->div(t
     assert!(host.text.contains("__host__ constexpr unsigned twice()"));
     assert!(host.text.contains("__device__ unsigned div(unsigned n)"));
     assert_eq!(host.text.lines().count(), src.lines().count());
+}
+
+/// A whole program's `common.h`, in the style of benchmark programs: device helpers beside
+/// host utilities, host state in a library's types, and a checking macro only host code uses.
+const PROGRAM_HEADER: &str = r#"#include <cublas_v2.h>
+#define CHECK(e) check_cuda((e), __FILE__, __LINE__)
+extern cudaDeviceProp props;
+static cublasHandle_t blas;
+typedef struct { cublasHandle_t handle; int repeats; } Bench;
+struct Timer { timespec t0; void start() { clock_gettime(CLOCK_MONOTONIC, &t0); } };
+__device__ float warp_sum(float v) { return v + __shfl_xor_sync(0xffffffffu, v, 1); }
+constexpr int div_up(int a, int b) { return (a + b - 1) / b; }
+void check_cuda(cudaError_t e, const char* f, int l) { if (e) { printf("%s:%d\n", f, l); } }
+float* random_floats(size_t n) { float* p = (float*)malloc(n * 4); return p; }
+"#;
+
+const PROGRAM_MAIN: &str = r#"#include "common.h"
+__global__ void sum_rows(float* out, const float* in, int n) {
+    out[blockIdx.x] = warp_sum(in[blockIdx.x * n + threadIdx.x]) * div_up(n, 32);
+}
+int main() {
+    Timer t; t.start();
+    float* h = random_floats(1024);
+    float* d; CHECK(cudaMalloc(&d, 4096));
+    sum_rows<<<32, 32>>>(d, d, 32);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_whole_programs_host_code_is_set_aside_through_its_headers() {
+    use cudacheck_core::source::set_aside_host_code_unit;
+    let unit = set_aside_host_code_unit(PROGRAM_MAIN, &[PROGRAM_HEADER]);
+    let header = unit.headers[0].as_ref().unwrap();
+    let decided = |h: &cudacheck_core::source::HostCode, name: &str| {
+        h.functions
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.decision.clone())
+    };
+    for (name, kind) in [
+        ("check_cuda", SetAsideKind::HostOnly),
+        ("random_floats", SetAsideKind::HostOnly),
+        ("props", SetAsideKind::HostVariable),
+        ("blas", SetAsideKind::HostVariable),
+        ("Bench", SetAsideKind::HostType),
+        ("Timer", SetAsideKind::HostClass),
+    ] {
+        assert_eq!(
+            decided(header, name),
+            Some(HostDecision::SetAside(kind)),
+            "{name}: {:#?}",
+            header.functions
+        );
+    }
+    // What the kernel of the other file uses stays: the device helper, and the host
+    // `constexpr` helper (device code's under nvcc's relaxed constexpr).
+    assert_eq!(
+        decided(header, "div_up"),
+        Some(HostDecision::Kept(KeptReason::CalledFromDevice))
+    );
+    assert!(header.text.contains("__device__ float warp_sum"));
+    // The macro stays (directives are never blanked), its function goes.
+    assert!(header.text.contains("#define CHECK(e)"), "{}", header.text);
+    assert!(!header.text.contains("clock_gettime"), "{}", header.text);
+    assert_eq!(header.text.lines().count(), PROGRAM_HEADER.lines().count());
+    let main = unit.main.as_ref().unwrap();
+    assert_eq!(
+        decided(main, "main"),
+        Some(HostDecision::SetAside(SetAsideKind::Launcher))
+    );
+}
+
+#[test]
+fn members_defined_outside_a_host_class_go_with_it_and_its_instantiations_bind_launches() {
+    // cuda-samples' estimator style: a class template whose member launches a kernel
+    // template, defined outside the class, explicitly instantiated for two types.
+    let src = r#"#include <string>
+using std::string;
+template <typename T> __global__ void fill(T* x) { x[threadIdx.x] = T(1); }
+template <typename Real> class Estimator {
+public:
+    Real operator()();
+private:
+    string name_;
+};
+template <typename Real> Real Estimator<Real>::operator()() {
+    Real* d; cudaMalloc(&d, 128);
+    fill<Real><<<1, 32>>>(d);
+    return Real(0);
+}
+template class Estimator<float>;
+template class Estimator<double>;
+"#;
+    let host = set_aside_host_code(src).unwrap();
+    let mut launched = host.launched.clone();
+    launched.sort();
+    assert_eq!(launched, ["fill<double>", "fill<float>"]);
+    for gone in [
+        "class Estimator",
+        "using std::string",
+        "template class Estimator<float>",
+    ] {
+        assert!(!host.text.contains(gone), "{gone}: {}", host.text);
+    }
+    assert!(host.text.contains("__global__ void fill"));
+}
+
+#[test]
+fn a_kernel_whose_address_host_code_takes_is_instantiated_with_the_types_it_names() {
+    // A cooperative launch names the specialization without `<<<`; the type it names is
+    // device code's from then on, though only `main` spelled it.
+    let src = r#"typedef double real_t;
+template <typename T> __global__ void reduce_all(T* x) { x[0] = T(0); }
+int main() {
+    real_t* d; void* args[] = {&d};
+    cudaLaunchCooperativeKernel((void*)reduce_all<real_t>, 1, 32, args, 0, 0);
+    return 0;
+}
+"#;
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.launched, ["reduce_all<real_t>"]);
+    assert!(
+        host.text.contains("typedef double real_t;"),
+        "{}",
+        host.text
+    );
+}
+
+#[test]
+fn a_local_that_shares_a_host_name_is_no_use_of_it() {
+    // cuRAND's device code names its parameters `vector`; a program's `using std::vector;`
+    // for its host code is not what they use.
+    let src = "#include <vector>\n\
+               using std::vector;\n\
+               __device__ void copy(unsigned* vector, const unsigned* from, int n) {\n\
+                   for (int i = 0; i < n; i++) vector[i] = from[i];\n\
+               }\n\
+               int main() { vector<int> v(4); return v.size(); }\n";
+    assert_eq!(
+        decision(src, "vector"),
+        HostDecision::SetAside(SetAsideKind::HostType)
+    );
+}
+
+#[test]
+fn a_using_directive_stays() {
+    // candle's WMMA kernels: `using namespace nvcuda::wmma;` brings in what the kernels use
+    // unqualified; a directive is no declaration device code could name.
+    let src = "#include <mma.h>\n\
+               using namespace nvcuda::wmma;\n\
+               using std::vector;\n\
+               __global__ void k(float* c) { fragment<accumulator, 16, 16, 16, float> f; fill_fragment(f, 0.0f); }\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert!(
+        host.text.contains("using namespace nvcuda::wmma;"),
+        "{}",
+        host.text
+    );
+    assert!(!host.text.contains("using std::vector;"), "{}", host.text);
+}
+
+/// `multithreading.h`'s shape (NVIDIA's samples): a thread entry's return type is a macro
+/// defined once for Windows and once for POSIX.
+const THREAD_ENTRY: &str = "#if defined(WIN32) || defined(_WIN32) || defined(WIN64) || defined(_WIN64)\n\
+                            #include <windows.h>\n\
+                            #define THREADPROC unsigned WINAPI\n\
+                            #else\n\
+                            #include <pthread.h>\n\
+                            #define THREADPROC void *\n\
+                            #endif\n\
+                            __global__ void inc(int* d) { d[threadIdx.x]++; }\n\
+                            THREADPROC worker(void* arg) { cudaSetDevice(0); inc<<<1, 32>>>((int*)arg); return 0; }\n";
+
+#[test]
+fn a_definition_for_another_platform_makes_no_macro_an_annotation() {
+    // The Windows `#define` names `WINAPI`, which no file of the unit defines; nvcc's device
+    // pass on Linux never reads it, so `THREADPROC` is `void *` and `worker` is host code.
+    assert_eq!(
+        decision(THREAD_ENTRY, "worker"),
+        HostDecision::SetAside(SetAsideKind::Launcher)
+    );
+    let host = set_aside_host_code(THREAD_ENTRY).unwrap();
+    assert!(!host.text.contains("cudaSetDevice"), "{}", host.text);
+}
+
+#[test]
+fn a_macro_of_a_condition_that_may_hold_stays_a_possible_annotation() {
+    // `USE_DEVICE` may be defined on the command line: either `#define` may be the one
+    // compiled, and one of them is `__device__`.
+    let src = THREAD_ENTRY
+        .replace(
+            "#if defined(WIN32) || defined(_WIN32) || defined(WIN64) || defined(_WIN64)",
+            "#if defined(USE_DEVICE) || defined(_WIN32)",
+        )
+        .replace("unsigned WINAPI", "__device__ int");
+    let host = set_aside_host_code(&src).unwrap();
+    assert!(
+        host.functions.iter().all(|f| f.name != "worker"),
+        "{:#?}",
+        host.functions
+    );
+    assert!(host.text.contains("cudaSetDevice"), "{}", host.text);
+}
+
+#[test]
+fn a_stream_callback_with_the_toolkits_calling_convention_is_host_code() {
+    // `CUDART_CB` is defined by CUDA's `driver_types.h` (`__stdcall` on Windows, empty
+    // elsewhere), not by the unit: it is no device annotation.
+    let src = "__global__ void inc(int* d) { d[threadIdx.x]++; }\n\
+               void CUDART_CB done(cudaStream_t s, cudaError_t status, void* data) { printf(\"%d\", (int)status); }\n";
+    assert_eq!(
+        decision(src, "done"),
+        HostDecision::SetAside(SetAsideKind::HostOnly)
+    );
 }

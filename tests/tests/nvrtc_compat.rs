@@ -7,7 +7,7 @@
 //! `nvrtc_compat_cases_under_every_release_of_the_matrix`), and no compile may draw a warning
 //! from cudacheck's own headers.
 
-use cudacheck::nvrtc::{compile, CompileError, CompileOptions, Compiled, CudaSource};
+use cudacheck::nvrtc::{compile, CompileError, CompileOptions, Compiled, CudaSource, Severity};
 use cudacheck_core::cubin::read_cubin;
 use cudacheck_tests::matrix::{under_every_other_release, warnings_from_our_headers};
 use cudacheck_tests::nvrtc_or_skip;
@@ -339,24 +339,35 @@ fn nvrtc_missing_headers_of_host_bindings_are_set_aside_and_device_ones_are_not(
                }\n";
     let c = build("binding.cu", src).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(kernel_symbols(&c), ["_Z5twicePfi"]);
-    let remarks = set_aside_remarks(&c);
+    let remarks: Vec<(Option<u32>, &str)> = c
+        .warnings
+        .iter()
+        .filter(|d| d.severity == Severity::Remark)
+        .map(|d| (d.line, d.message.as_str()))
+        .collect();
     assert_eq!(remarks.len(), 1, "{remarks:?}");
     assert_eq!(remarks[0].0, Some(1));
-    assert!(remarks[0].1.contains("torch/extension.h"), "{remarks:?}");
+    assert!(
+        remarks[0]
+            .1
+            .contains("`#include <torch/extension.h>`: NVRTC cannot find this header"),
+        "{remarks:?}"
+    );
 
-    // A missing header whose names the kernel uses: still "cannot open source file".
+    // A missing header whose names the kernel uses: the kernel's error names the header and
+    // the fix.
     let src = "#include <mathlib/fast.h>\n\
                __global__ void k(float* x) { x[threadIdx.x] = mathlib::fast_exp(x[threadIdx.x]); }\n";
     let e = build("device_lib.cu", src).expect_err("the header is missing");
     let CompileError::Failed { diagnostics, .. } = e else {
         panic!("{e}")
     };
-    assert!(
-        diagnostics
-            .iter()
-            .any(|d| d.is_error() && d.message.contains("cannot open source file")),
-        "{diagnostics:#?}"
-    );
+    let named = diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .flat_map(|d| &d.notes)
+        .any(|n| n.contains("`<mathlib/fast.h>`") && n.contains("-I DIR"));
+    assert!(named, "{diagnostics:#?}");
 }
 
 #[test]
@@ -478,23 +489,28 @@ fn nvrtc_host_classes_and_host_only_members_are_left_out_as_nvccs_device_pass_do
 }
 
 #[test]
-fn nvrtc_a_missing_single_header_stays_the_error() {
+fn nvrtc_a_missing_header_the_kernel_needs_is_named_with_the_fix() {
     if !nvrtc_or_skip() {
         return;
     }
-    // A project header missing from the include path may define what the kernel uses
-    // (`BLOCK`): it is never set aside, and NVRTC's "cannot open" comes first.
+    // A project header missing from the include path defines what the kernel uses (`BLOCK`):
+    // compiled as empty, the kernel fails, and its error names the header and the fix.
     let src = "#include <params.cuh>\n__global__ void k(float* y) { y[0] = BLOCK; }\n";
     let e = build("params_user.cu", src).expect_err("the header is missing");
     let CompileError::Failed { diagnostics, .. } = e else {
         panic!("{e}")
     };
-    assert_eq!(diagnostics[0].line, Some(1), "{diagnostics:#?}");
+    let block = diagnostics
+        .iter()
+        .find(|d| d.is_error() && d.message.contains("\"BLOCK\""))
+        .unwrap_or_else(|| panic!("{diagnostics:#?}"));
+    assert_eq!(block.line, Some(2));
+    let help = block.notes.join("\n");
     assert!(
-        diagnostics[0].message.contains("params.cuh"),
-        "{diagnostics:#?}"
+        help.contains("`<params.cuh>` (not found, params_user.cu:1)"),
+        "{help}"
     );
-    assert!(!diagnostics.iter().any(|d| d.message.contains("set aside")));
+    assert!(help.contains("-I DIR"), "{help}");
 }
 
 /// The name of the test below, which the child runs leave out.

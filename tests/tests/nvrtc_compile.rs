@@ -368,13 +368,18 @@ fn nvrtc_defines_and_include_dirs_work() {
     };
     let out = compile(&src, &opts).unwrap_or_else(|e| panic!("{e}"));
     assert_cubin_for(&out.cubin, 80);
-    // Without the include dir the header is missing, and the diagnostic names it.
+    // Without the include dir the header is missing: what uses its `BLOCK` fails, and the
+    // error names the header.
     let err = compile(&src, &CompileOptions::new(arch("sm_80"))).unwrap_err();
     let CompileError::Failed { diagnostics, .. } = &err else {
         panic!("expected Failed, got {err:?}");
     };
-    assert_eq!(diagnostics[0].line, Some(1));
-    assert!(diagnostics[0].message.contains("\"params.cuh\""), "{err}");
+    let block = diagnostics
+        .iter()
+        .find(|d| d.is_error() && d.message.contains("\"BLOCK\""))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(block.line, Some(3));
+    assert!(block.notes.join("\n").contains("`<params.cuh>`"), "{err}");
 }
 
 #[test]

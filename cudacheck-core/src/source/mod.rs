@@ -38,9 +38,9 @@ mod structs;
 mod types;
 
 pub use host::{
-    set_aside_host_code, set_aside_host_code_for, set_aside_host_code_in, set_aside_host_code_with,
-    HostCode, HostDecision, HostFunction, KeptReason, Launcher, SetAsideKind, Unit,
-    UnresolvedLaunch, TRANSFORM_SOURCES,
+    set_aside_host_code, set_aside_host_code_for, set_aside_host_code_in, set_aside_host_code_unit,
+    set_aside_host_code_with, HostCode, HostDecision, HostFunction, KeptReason, Launcher,
+    SetAsideKind, Unit, UnitHostCode, UnresolvedLaunch, TRANSFORM_SOURCES,
 };
 pub use kernel::{
     KernelDecl, LaunchBoundsDecl, ParamDecl, SharedArray, TemplateParam, TemplateParamKind,

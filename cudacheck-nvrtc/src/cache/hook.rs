@@ -18,7 +18,7 @@ use super::store::Kind;
 use super::toolkit;
 use super::{warn_once, CacheMode, Entry, Key, KeyBuilder, ModuleCache, Outcome};
 use crate::nvrtc::compile::{compilation_failed, user_dirs};
-use crate::nvrtc::headers::{compat_headers_probed, IMPLICIT_HEADER_NAME};
+use crate::nvrtc::headers::{compat_headers_probed, users_own, IMPLICIT_HEADER_NAME};
 use crate::nvrtc::{
     loaded_jitlink, loaded_nvrtc, locate, locate_jitlink, nvrtc, parse_log, CompileError,
     CompileOptions, Compiled, CudaSource, Located, Nvrtc,
@@ -312,7 +312,7 @@ fn revive(
         Outcome::Compiled => Ok(Compiled {
             cubin: entry.cubin,
             ptx: entry.ptx,
-            warnings: parse_log(&entry.log),
+            warnings: users_own(parse_log(&entry.log)),
             log: entry.log,
             lowered_names: entry.lowered_names,
             arch: opts.arch,
@@ -320,8 +320,9 @@ fn revive(
         Outcome::Failed => {
             // What a fresh compile adds to NVRTC's errors (`compile_uncached`): the files the
             // user can open, and the help notes. Only failures pay for preparing the source.
-            let mut diagnostics = parse_log(&entry.log);
-            let prepared = crate::nvrtc::nvcc::prepare(source, opts);
+            let mut diagnostics = users_own(parse_log(&entry.log));
+            let mut prepared = crate::nvrtc::nvcc::prepare(source, opts);
+            prepared.recall_missing(&diagnostics);
             prepared.restore_header_paths(&mut diagnostics);
             prepared.explain(&mut diagnostics);
             Err(compilation_failed(source, opts, diagnostics, entry.log))

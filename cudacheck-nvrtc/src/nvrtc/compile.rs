@@ -10,7 +10,7 @@ use thiserror::Error;
 use super::diagnostic::{parse_log, Diagnostic, Severity};
 use super::discover::{nvrtc, Nvrtc, NvrtcNotFound};
 use super::ffi::{CallError, Code, Program};
-use super::headers::compat_headers;
+use super::headers::{compat_headers, users_own};
 use super::nvcc;
 use crate::cache::CacheMode;
 
@@ -343,9 +343,10 @@ fn compile_uncached(source: &CudaSource, opts: &CompileOptions) -> Result<Compil
     let mut prepared = nvcc::prepare(source, opts);
     let first = prepared.first();
     let mut result = compile_prepared(&first.source, &first.headers, opts, &first.options);
-    // Library headers that only host code needs (Thrust beside a host launcher), and layout
-    // assertions on `offsetof`: each round sets aside what NVRTC failed at, as long as it
-    // finds something new.
+    // Headers NVRTC cannot find (a host library's `<cublas_v2.h>`, `<omp.h>`), library headers
+    // that only host code needs (Thrust beside a host launcher), and layout assertions on
+    // `offsetof`: each round sets aside what NVRTC failed at, as long as it finds something
+    // new (NVRTC stops at the first header it cannot find, so each costs a round).
     for _ in 0..MAX_LIBRARY_ROUNDS {
         let more = match &result {
             Err(CompileError::Failed { diagnostics, .. }) => {
@@ -373,7 +374,7 @@ fn compile_uncached(source: &CudaSource, opts: &CompileOptions) -> Result<Compil
     }
     // The remarks go into the log as well, in NVRTC's own form, so that a result the module
     // cache returns (whose diagnostics are read back from the log) has them too.
-    let remarks = prepared.set_aside_remarks();
+    let remarks = prepared.set_aside_remarks(result.is_ok());
     let remark_log: String = remarks
         .iter()
         .map(|d| {
@@ -404,8 +405,9 @@ fn compile_uncached(source: &CudaSource, opts: &CompileOptions) -> Result<Compil
 }
 
 /// How many times at most [`compile_uncached`] sets library includes aside and compiles again
-/// (each round follows the errors into the next library).
-const MAX_LIBRARY_ROUNDS: usize = 3;
+/// (each round follows the errors into the next library or the next missing header; a round
+/// that stops at a missing header takes a fraction of a second).
+const MAX_LIBRARY_ROUNDS: usize = 32;
 
 fn compile_prepared(
     source: &CudaSource,
@@ -479,7 +481,10 @@ fn compile_prepared(
         .map_err(|e| CompileError::from_call(e, nvrtc, None))?;
     match code {
         Code::SUCCESS => {}
-        Code::COMPILATION => return Err(compilation_failed(source, opts, parse_log(&log), log)),
+        Code::COMPILATION => {
+            let diagnostics = users_own(parse_log(&log));
+            return Err(compilation_failed(source, opts, diagnostics, log));
+        }
         Code::INVALID_OPTION => {
             let message = parse_log(&log)
                 .into_iter()
@@ -530,7 +535,7 @@ fn compile_prepared(
     Ok(Compiled {
         cubin,
         ptx,
-        warnings: parse_log(&log),
+        warnings: users_own(parse_log(&log)),
         log,
         lowered_names,
         arch: opts.arch,

@@ -13,7 +13,8 @@
 //! `printf`, `malloc`, `memcpy` and the whole CUDA math library. The small headers in `compat/`
 //! fill the gap for `<stdint.h>`, `<cstdint>`, `<math.h>`, `<cmath>`, `<float.h>`, `<cfloat>`,
 //! `<limits.h>`, `<climits>`, `<assert.h>`, `<cassert>`, `<stddef.h>`, `<cstddef>`,
-//! `<stdio.h>`, `<cstdio>`, `<stdlib.h>`, `<cstdlib>`, `<string.h>`, `<cstring>`, and for the
+//! `<stdio.h>`, `<cstdio>`, `<stdlib.h>`, `<cstdlib>`, `<string.h>`, `<cstring>`, `<time.h>`,
+//! `<ctime>`, and for the
 //! C++ headers whose device half CCCL has (`<utility>`, `<type_traits>`, `<limits>`, `<tuple>`,
 //! `<array>`, `<iterator>`, forwarded
 //! to `cuda::std`) or that device code uses a sliver of (`<algorithm>`: min, max, clamp).
@@ -28,7 +29,8 @@
 //!
 //! The stream headers (`<iosfwd>`, `<ostream>`, `<iostream>`, `<sstream>`, ...) declare the
 //! stream class templates without defining them, for headers (Thrust's) that name them in
-//! host-only declarations.
+//! host-only declarations; `<chrono>` declares its namespace, for `using namespace
+//! std::chrono;` beside host timing code.
 //!
 //! Host-only C++ headers (`<vector>`, `<mutex>`, `<fstream>`, ...) resolve to empty
 //! [`HOST_ONLY_HEADERS`]: kernel files include them for the host code beside their kernels,
@@ -54,6 +56,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::diagnostic::Diagnostic;
 use super::search::SearchEnv;
 
 /// The compatibility headers: (include name, contents).
@@ -76,6 +79,8 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("cstdlib", include_str!("compat/cstdlib")),
     ("string.h", include_str!("compat/string.h")),
     ("cstring", include_str!("compat/cstring")),
+    ("time.h", include_str!("compat/time.h")),
+    ("ctime", include_str!("compat/ctime")),
     ("algorithm", include_str!("compat/algorithm")),
     ("utility", include_str!("compat/utility")),
     ("type_traits", include_str!("compat/type_traits")),
@@ -90,6 +95,7 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("istream", include_str!("compat/istream")),
     ("iostream", include_str!("compat/iostream")),
     ("sstream", include_str!("compat/sstream")),
+    ("chrono", include_str!("compat/chrono")),
 ];
 
 /// C++ library headers that only host code can use. Each resolves to [`HOST_ONLY_STUB`], so
@@ -163,6 +169,30 @@ pub(crate) fn compat_headers_probed(
         .filter(|(name, _)| !shadowed(name))
         .chain([(IMPLICIT_HEADER_NAME, IMPLICIT_HEADER)])
         .collect()
+}
+
+/// Whether a warning or remark NVRTC gave comes from cudacheck's own text rather than the
+/// user's: a compatibility header, nvcc's implicit header, or the references appended after
+/// the user's last line (named `__cudacheck_...`). Such diagnostics are ours to fix and never
+/// reach the user; errors always do (they may explain a failure).
+pub(crate) fn is_ours(d: &Diagnostic) -> bool {
+    if d.is_error() {
+        return false;
+    }
+    let file = d.file.as_str();
+    COMPAT_HEADERS.iter().any(|(n, _)| *n == file)
+        || HOST_ONLY_HEADERS.contains(&file)
+        || file == IMPLICIT_HEADER_NAME
+        || d.message.contains("__cudacheck_")
+        || d.source_line
+            .as_deref()
+            .is_some_and(|l| l.contains("__cudacheck_"))
+}
+
+/// `diagnostics` without those [`is_ours`].
+pub(crate) fn users_own(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    diagnostics.retain(|d| !is_ours(d));
+    diagnostics
 }
 
 /// A header directory, and which of the headers kernels commonly need it holds.
@@ -263,6 +293,7 @@ fn header_dirs_under(roots: Vec<PathBuf>) -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::diagnostic::Severity;
     use super::*;
     use std::fs;
 
@@ -277,7 +308,35 @@ mod tests {
                 "{name}"
             );
         }
-        assert_eq!(COMPAT_HEADERS.len(), 32);
+        assert_eq!(COMPAT_HEADERS.len(), 35);
+    }
+
+    #[test]
+    fn warnings_from_our_own_text_are_ours_errors_never() {
+        let at = |file: &str, severity: Severity, message: &str| {
+            let mut d = Diagnostic::without_location(file, severity, message);
+            d.line = Some(3);
+            d
+        };
+        assert!(is_ours(&at("cmath", Severity::Warning, "w")));
+        assert!(is_ours(&at(IMPLICIT_HEADER_NAME, Severity::Warning, "w")));
+        assert!(is_ours(&at(
+            "k.cu",
+            Severity::Warning,
+            "function \"__cudacheck_launched_0f_0\" was declared but never referenced"
+        )));
+        assert!(!is_ours(&at(
+            "k.cu",
+            Severity::Warning,
+            "variable \"x\" unused"
+        )));
+        assert!(!is_ours(&at("cmath", Severity::Error, "e")));
+        let kept = users_own(vec![
+            at("cmath", Severity::Warning, "w"),
+            at("k.cu", Severity::Warning, "mine"),
+        ]);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].message, "mine");
     }
 
     #[test]

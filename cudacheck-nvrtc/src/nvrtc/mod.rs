@@ -71,5 +71,5 @@ pub use jitlink::{
 };
 pub(crate) use jitlink::{loaded_jitlink, locate_jitlink};
 pub(crate) use locate::{locate, Located};
-pub use nvcc::has_device_code;
+pub use nvcc::{device_code, has_device_code, DeviceCode};
 pub use search::SearchStep;

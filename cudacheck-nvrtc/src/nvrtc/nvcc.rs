@@ -24,10 +24,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use cudacheck_core::source::{
-    parse_source, set_aside_host_code_for, set_aside_host_code_in, HostCode, HostDecision,
-    Launcher, Unit,
-};
+use cudacheck_core::source::{parse_source, set_aside_host_code_unit, HostCode, HostDecision};
 
 use super::compile::{CompileOptions, CudaSource};
 use super::diagnostic::{Diagnostic, Severity};
@@ -50,7 +47,49 @@ pub(crate) struct Prepared {
     /// Library includes, and static assertions NVRTC cannot evaluate, set aside after a
     /// failed compile (see [`Prepared::set_aside_after_failure`]).
     set_aside: Vec<SetAside>,
+    /// Headers NVRTC could not find or compile, compiled as empty (see
+    /// [`Prepared::stub_missing`]).
+    missing: Vec<MissingHeader>,
 }
+
+/// A header NVRTC cannot find (`<cublas_v2.h>`, `<omp.h>`, `<unistd.h>`, a project header on
+/// an include path not given) or cannot compile because it declares host functions (the
+/// toolkit's `<cuda_gl_interop.h>`), handed to it as an empty file: nvcc's device pass reads
+/// the real one, but only for the declarations its host code uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MissingHeader {
+    /// The header as the `#include` spells it.
+    spelling: String,
+    /// Where it is included: the unit as NVRTC names it, and the line.
+    unit: String,
+    line: u32,
+    why: Missing,
+}
+
+/// Why a header is compiled as empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Missing {
+    /// NVRTC cannot find it.
+    NotFound,
+    /// NVRTC finds it, and rejects the host functions it declares.
+    HostApi,
+}
+
+impl Missing {
+    /// What the remark on such a header says after the header's name (see
+    /// [`Prepared::recall_missing`]).
+    fn remark(self) -> &'static str {
+        match self {
+            Missing::NotFound => ": NVRTC cannot find this header",
+            Missing::HostApi => ": NVRTC cannot compile this header (it declares host functions)",
+        }
+    }
+}
+
+/// The text of a header compiled as empty (see [`MissingHeader`]).
+const MISSING_HEADER_STUB: &str = "// cudacheck: NVRTC cannot find or compile this header; it is \
+compiled as empty. Host code that uses it is set\n// aside, as nvcc's device pass sets it aside; \
+device code that uses it fails, and the error names this header.\n";
 
 /// Lines of the file or of one of its headers that NVRTC cannot compile and nvcc's device pass
 /// has no need of, blanked after a failed compile (see
@@ -94,31 +133,40 @@ pub(crate) struct Attempt {
 /// emulate nvcc. A file the parser cannot read is compiled as it is: NVRTC's own diagnostics
 /// say more about it than a parse failure would.
 pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
-    let (headers, header_texts, local_spellings) = local_headers(source, &opts.include_dirs);
-    // The file's own headers define macros the file invokes (`DEFINE_LAUNCHER(...)` in a
-    // `.cuh`): their host-code macros are set aside in the file too.
-    let header_texts: Vec<&str> = header_texts.iter().map(String::as_str).collect();
-    // Launcher templates of the headers (`marlin_matmul<...>` of `marlin_kernel.cuh`) that the
-    // file's host code calls: the headers append their shadows, the file references them.
-    let launchers: Vec<Launcher> = headers
+    let found = local_headers(source, &opts.include_dirs);
+    // The file and its headers are one translation unit: what device code uses is followed
+    // through all of them at once, and the headers' launcher templates (`marlin_matmul<...>`
+    // of `marlin_kernel.cuh`) get shadows that the file's calls reference.
+    let texts: Vec<&str> = found.texts.iter().map(|(_, t)| t.as_str()).collect();
+    let unit = set_aside_host_code_unit(&source.text, &texts);
+    let hosts: HashMap<&PathBuf, HostCode> = found
+        .texts
         .iter()
-        .flat_map(|h| h.host.launchers.iter().cloned())
+        .zip(unit.headers)
+        .filter_map(|((path, _), host)| Some((path, host.ok()?)))
         .collect();
-    let unit = Unit {
-        used_elsewhere: &HashSet::new(),
-        headers: &header_texts,
-        launchers: &launchers,
-        header: false,
-    };
-    let main = set_aside_host_code_for(&source.text, &unit)
-        .ok()
-        .filter(HostCode::changed);
+    let local_spellings: HashSet<String> = found.spellings.keys().cloned().collect();
+    let mut headers: Vec<HeaderCopy> = found
+        .spellings
+        .iter()
+        .filter_map(|(spelling, path)| {
+            let path = path.as_ref()?;
+            let host = hosts.get(path)?;
+            Some(HeaderCopy {
+                spelling: spelling.clone(),
+                path: path.clone(),
+                host: host.clone(),
+            })
+        })
+        .collect();
+    headers.sort_by(|a, b| a.spelling.cmp(&b.spelling));
     Prepared {
         original: source.clone(),
-        main,
+        main: unit.main.ok().filter(HostCode::changed),
         headers,
         local_spellings,
         set_aside: Vec::new(),
+        missing: Vec::new(),
     }
 }
 
@@ -129,28 +177,57 @@ pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
 ///
 /// [`compile`]: super::compile
 pub fn has_device_code(source: &CudaSource, include_dirs: &[PathBuf]) -> bool {
-    let mentions = |t: &str| {
+    device_code(source, include_dirs) != DeviceCode::None
+}
+
+/// What device code a file and the project's headers it includes hold, by the words that
+/// annotate it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceCode {
+    /// No `__global__` or `__device__` word: host code only.
+    None,
+    /// `__device__` but no `__global__`: device functions for other files' kernels (a
+    /// program's `main.cu` whose kernels are in the files it links with), which compile to no
+    /// kernels, rightly.
+    FunctionsOnly,
+    /// A `__global__` word: kernels, or a kernel template.
+    Kernels,
+}
+
+/// The device code of a file and of the project's headers it includes (found as [`compile`]
+/// finds them); see [`DeviceCode`].
+///
+/// [`compile`]: super::compile
+pub fn device_code(source: &CudaSource, include_dirs: &[PathBuf]) -> DeviceCode {
+    let words = |t: &str, w: &str| {
         t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .any(|w| matches!(w, "__global__" | "__device__"))
+            .any(|x| x == w)
     };
-    if mentions(&source.text) {
-        return true;
+    let found = local_headers(source, include_dirs);
+    let texts =
+        || std::iter::once(source.text.as_str()).chain(found.texts.iter().map(|(_, t)| t.as_str()));
+    if texts().any(|t| words(t, "__global__")) {
+        DeviceCode::Kernels
+    } else if texts().any(|t| words(t, "__device__")) {
+        DeviceCode::FunctionsOnly
+    } else {
+        DeviceCode::None
     }
-    let (_, texts, _) = local_headers(source, include_dirs);
-    texts.iter().any(|t| mentions(t))
+}
+
+/// The project's headers a file includes.
+struct LocalHeaders {
+    /// Each header's path and text, sorted by path.
+    texts: Vec<(PathBuf, String)>,
+    /// Each spelling that named one of them, and the file it names (`None` once it has named
+    /// two different files: an in-memory header can stand for one of them only).
+    spellings: HashMap<String, Option<PathBuf>>,
 }
 
 /// The project's headers the file includes, directly or through each other, resolved as NVRTC
-/// resolves them (the including file's directory, then the `-I` directories), with host code
-/// set aside (changed or not). A spelling that names two different files is left alone, since
-/// an in-memory header can stand for one of them only.
-///
-/// Also returns the text of every such header found (sorted by path), and every spelling that
-/// named one of them.
-fn local_headers(
-    source: &CudaSource,
-    include_dirs: &[PathBuf],
-) -> (Vec<HeaderCopy>, Vec<String>, HashSet<String>) {
+/// resolves them (the including file's directory, then the `-I` directories).
+fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> LocalHeaders {
     // Spelling -> the file it names (`None` once it has named two).
     let mut spellings: HashMap<String, Option<PathBuf>> = HashMap::new();
     let mut texts: HashMap<PathBuf, String> = HashMap::new();
@@ -183,52 +260,9 @@ fn local_headers(
             queue.push((text, path.parent().map(Path::to_path_buf)));
         }
     }
-    // A header's helper is used by the files that include it: what any other file of the
-    // translation unit names in its code (not in comments or string literals: "CUDA Error: "
-    // names no class `Error`) counts as used.
-    let words = |t: &str| -> HashSet<String> {
-        code_only(t)
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .filter(|w| !w.is_empty())
-            .map(str::to_owned)
-            .collect()
-    };
-    let per_file: HashMap<&PathBuf, HashSet<String>> =
-        texts.iter().map(|(p, t)| (p, words(t))).collect();
-    let main_words = words(&source.text);
-    let mut hosts: HashMap<&PathBuf, HostCode> = HashMap::new();
-    for (path, text) in &texts {
-        let mut elsewhere = main_words.clone();
-        for (other, w) in &per_file {
-            if *other != path {
-                elsewhere.extend(w.iter().cloned());
-            }
-        }
-        if let Ok(host) = set_aside_host_code_in(text, &elsewhere) {
-            hosts.insert(path, host);
-        }
-    }
-    let local_spellings: HashSet<String> = spellings.keys().cloned().collect();
-    let mut out: Vec<HeaderCopy> = spellings
-        .into_iter()
-        .filter_map(|(spelling, path)| {
-            let path = path?;
-            let host = hosts.get(&path)?;
-            Some(HeaderCopy {
-                spelling,
-                path: path.clone(),
-                host: host.clone(),
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| a.spelling.cmp(&b.spelling));
-    let mut all: Vec<(&PathBuf, &String)> = texts.iter().collect();
-    all.sort();
-    (
-        out,
-        all.into_iter().map(|(_, t)| t.clone()).collect(),
-        local_spellings,
-    )
+    let mut texts: Vec<(PathBuf, String)> = texts.into_iter().collect();
+    texts.sort();
+    LocalHeaders { texts, spellings }
 }
 
 impl Prepared {
@@ -305,11 +339,22 @@ impl Prepared {
         let headers = in_memory
             .iter()
             .map(|h| (h.spelling.clone(), text_of(&h.spelling, &h.host)))
+            .chain(
+                self.missing
+                    .iter()
+                    .map(|m| (m.spelling.clone(), MISSING_HEADER_STUB.to_string())),
+            )
             .collect();
         let mut options = vec![
             format!("--pre-include={IMPLICIT_HEADER_NAME}"),
             "-default-device".to_string(),
         ];
+        // nvcc's device pass sees the host compiler's predefined macros; code that picks its
+        // platform (`#if defined(__linux__) ... #else #error Unsupported system`) needs the
+        // operating system's. NVRTC defines none.
+        if cfg!(target_os = "linux") {
+            options.extend(["-D__linux__".to_string(), "-D__unix__".to_string()]);
+        }
         // An in-memory header has no directory of its own, so its relative includes
         // (`#include "../utils.cuh"`) are searched for on the include path: its file's
         // directory goes there, last, where it can only resolve what would otherwise not be
@@ -371,10 +416,102 @@ impl Prepared {
     ///
     /// The next compile is the proof: device code that needed the header fails to compile, and
     /// those errors are reported. Returns whether anything new was set aside.
+    ///
+    /// A library set aside goes first: a header it cannot find (Thrust's `<new>`) is then no
+    /// longer read, and the next round sees what is still missing.
     pub fn set_aside_after_failure(&mut self, diagnostics: &[Diagnostic]) -> bool {
         let includes = self.set_aside_library_includes(diagnostics);
         let asserts = self.set_aside_offsetof_asserts(diagnostics);
-        includes || asserts
+        if includes || asserts {
+            return true;
+        }
+        self.stub_missing(diagnostics)
+    }
+
+    /// After NVRTC could not find a header (`cannot open source file "cublas_v2.h"`, which
+    /// stops it at once), hands it the header as an empty file in the next compile. Which
+    /// header a name comes from cannot be known without the header, and no name can tell a
+    /// host library's header from one device code needs; the next compile can: when it
+    /// succeeds, nothing left for the device used the header (host code that did is set aside,
+    /// as nvcc's device pass sets it aside), and a remark says it was compiled without it;
+    /// when device code does use a name from it, the errors name the header and the fix
+    /// ([`Prepared::explain`]). Returns whether a header not yet stubbed was missing.
+    ///
+    /// A header NVRTC finds but rejects because it declares host functions
+    /// (`<cuda_gl_interop.h>`: "A function explicitly marked as a __host__ function is not
+    /// allowed in JIT mode", an error in the header itself, included from the file or one of
+    /// its own headers) is handed over as empty in the same way, with the same proof.
+    fn stub_missing(&mut self, diagnostics: &[Diagnostic]) -> bool {
+        let mut found = Vec::new();
+        for d in diagnostics.iter().filter(|d| d.is_error()) {
+            if let Some(spelling) = quoted_after(&d.message, "cannot open source file ") {
+                found.push(MissingHeader {
+                    spelling: spelling.to_string(),
+                    unit: d.file.clone(),
+                    line: d.line.unwrap_or(1),
+                    why: Missing::NotFound,
+                });
+            } else if d
+                .message
+                .contains("__host__ function is not allowed in JIT mode")
+                || d.message
+                    .contains("host functions are not allowed in JIT mode")
+            {
+                found.extend(
+                    self.including(&d.file)
+                        .map(|(unit, line, spelling)| MissingHeader {
+                            spelling: spelling.to_string(),
+                            unit: unit.to_string(),
+                            line,
+                            why: Missing::HostApi,
+                        }),
+                );
+            }
+        }
+        let mut any = false;
+        for m in found {
+            if !self.missing.iter().any(|x| x.spelling == m.spelling) {
+                self.missing.push(m);
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Where the file or one of its own headers includes the library header at `path` (an
+    /// absolute path NVRTC names in a diagnostic): the unit, the line, and the spelling, whose
+    /// path `path` ends with. `None` for one of the file's own units, or a header only another
+    /// library header includes.
+    fn including(&self, path: &str) -> Option<(&str, u32, &str)> {
+        let units = self.unit_texts();
+        if units.iter().any(|(n, _)| *n == path) {
+            return None;
+        }
+        units.into_iter().find_map(|(unit, text)| {
+            text.lines().enumerate().find_map(|(i, line)| {
+                let spelling = include_spelling(line)?;
+                let matches = path == spelling || path.ends_with(&format!("/{spelling}"));
+                (matches && !self.local_spellings.contains(spelling))
+                    .then(|| (unit, u32::try_from(i + 1).unwrap_or(u32::MAX), spelling))
+            })
+        })
+    }
+
+    /// Every unit NVRTC compiles (the file, then its own headers) with its text, host code set
+    /// aside.
+    fn unit_texts(&self) -> Vec<(&str, &str)> {
+        std::iter::once((
+            self.original.name.as_str(),
+            self.main
+                .as_ref()
+                .map_or(self.original.text.as_str(), |h| h.text.as_str()),
+        ))
+        .chain(
+            self.headers
+                .iter()
+                .map(|h| (h.spelling.as_str(), h.host.text.as_str())),
+        )
+        .collect()
     }
 
     /// `static_assert`s on `offsetof` that NVRTC says are not constant: nvcc's host compiler
@@ -430,30 +567,12 @@ impl Prepared {
     }
 
     fn set_aside_library_includes(&mut self, diagnostics: &[Diagnostic]) -> bool {
-        let units: Vec<(&str, &str)> = std::iter::once((
-            self.original.name.as_str(),
-            self.main
-                .as_ref()
-                .map_or(self.original.text.as_str(), |h| h.text.as_str()),
-        ))
-        .chain(
-            self.headers
-                .iter()
-                .map(|h| (h.spelling.as_str(), h.host.text.as_str())),
-        )
-        .collect();
+        let units = self.unit_texts();
         let errors: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.is_error()).collect();
         let library_files: Vec<&str> = errors
             .iter()
             .map(|d| d.file.as_str())
             .filter(|f| !units.iter().any(|(n, _)| n == f))
-            .collect();
-        let missing: Vec<(&str, u32, &str)> = errors
-            .iter()
-            .filter_map(|d| {
-                let spelling = quoted_after(&d.message, "cannot open source file ")?;
-                Some((d.file.as_str(), d.line?, spelling))
-            })
             .collect();
         let mut words: HashSet<&str> = HashSet::new();
         for (_, text) in &units {
@@ -495,14 +614,7 @@ impl Prepared {
                     && library_files
                         .iter()
                         .any(|f| Path::new(f).components().any(|c| c.as_os_str() == first));
-                // Only a library's header (`<torch/extension.h>`): a missing single header
-                // (`<params.cuh>`) may define macros device code uses, and its absence is
-                // the user's error to see.
-                let not_found = spelling.contains('/')
-                    && missing
-                        .iter()
-                        .any(|(f, l, s)| f == unit && *l == line_no && *s == spelling);
-                if failed_inside || not_found {
+                if failed_inside {
                     found.push(SetAside {
                         unit: unit.to_string(),
                         line: line_no,
@@ -521,22 +633,70 @@ impl Prepared {
         any
     }
 
-    /// A remark per library include or assertion set aside, for the compile's warnings (file names as the
-    /// user knows them).
-    pub fn set_aside_remarks(&self) -> Vec<Diagnostic> {
+    /// A remark per library include, assertion or missing header set aside, for the compile's
+    /// warnings (file names as the user knows them).
+    ///
+    /// `compiled`: whether the compile succeeded. A header compiled as empty is then one device
+    /// code did not need; after a failure the errors' notes name it ([`Prepared::explain`]).
+    pub fn set_aside_remarks(&self, compiled: bool) -> Vec<Diagnostic> {
+        let missing = self.missing.iter().map(|m| {
+            let outcome = if compiled {
+                ", and the code left for the device compiled without it: only host code, which \
+                 nvcc's device pass drops, uses what it declares"
+            } else {
+                "; it was compiled as empty"
+            };
+            let remark = format!("`#include <{}>`{}{outcome}", m.spelling, m.why.remark());
+            (m.unit.as_str(), m.line, remark)
+        });
         self.set_aside
             .iter()
-            .map(|s| {
-                let file = self
-                    .headers
-                    .iter()
-                    .find(|h| h.spelling == s.unit)
-                    .map_or_else(|| s.unit.clone(), |h| h.path.display().to_string());
-                let mut d = Diagnostic::without_location(&file, Severity::Remark, &s.remark);
-                d.line = Some(s.line);
+            .map(|s| (s.unit.as_str(), s.line, s.remark.clone()))
+            .chain(missing)
+            .map(|(unit, line, remark)| {
+                let mut d =
+                    Diagnostic::without_location(&self.user_name(unit), Severity::Remark, &remark);
+                d.line = Some(line);
                 d
             })
             .collect()
+    }
+
+    /// The headers compiled as empty, read back from the remarks of a compile's log (the
+    /// module cache keeps the log, not this value), so that a cached failure's errors name
+    /// them as the fresh compile's did.
+    pub fn recall_missing(&mut self, diagnostics: &[Diagnostic]) {
+        for d in diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Remark)
+        {
+            let Some((spelling, rest)) = d
+                .message
+                .strip_prefix("`#include <")
+                .and_then(|r| r.split_once(">`"))
+            else {
+                continue;
+            };
+            let why = [Missing::NotFound, Missing::HostApi]
+                .into_iter()
+                .find(|w| rest.starts_with(w.remark()));
+            if let Some(why) = why {
+                self.missing.push(MissingHeader {
+                    spelling: spelling.to_string(),
+                    unit: d.file.clone(),
+                    line: d.line.unwrap_or(1),
+                    why,
+                });
+            }
+        }
+    }
+
+    /// The file the user knows for a unit NVRTC names by its include spelling.
+    fn user_name(&self, unit: &str) -> String {
+        self.headers
+            .iter()
+            .find(|h| h.spelling == unit)
+            .map_or_else(|| unit.to_string(), |h| h.path.display().to_string())
     }
 
     /// For a use of a host function this file set aside (`identifier "f" is undefined`), a
@@ -551,6 +711,7 @@ impl Prepared {
         let names: Vec<(&str, u32)> = set_aside
             .map(|f| (f.name.as_str(), f.location.line))
             .collect();
+        self.name_missing_headers(diagnostics);
         for d in diagnostics.iter_mut().filter(|d| d.is_error()) {
             let Some(name) = quoted_after(&d.message, "identifier ") else {
                 continue;
@@ -565,6 +726,68 @@ impl Prepared {
             }
         }
         explain(diagnostics);
+    }
+
+    /// When headers NVRTC cannot find were compiled as empty and device code fails, a `help:`
+    /// note on each error about an unknown name (or on the first error, when none is) names
+    /// them: the name may come from one of them.
+    fn name_missing_headers(&self, diagnostics: &mut [Diagnostic]) {
+        if self.missing.is_empty() {
+            return;
+        }
+        let list = self
+            .missing
+            .iter()
+            .map(|m| {
+                let how = match m.why {
+                    Missing::NotFound => "not found",
+                    Missing::HostApi => "host functions only",
+                };
+                format!(
+                    "`<{}>` ({how}, {}:{})",
+                    m.spelling,
+                    self.user_name(&m.unit),
+                    m.line
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (one, it) = if self.missing.len() == 1 {
+            ("this header", "it")
+        } else {
+            ("these headers", "one of them")
+        };
+        let unknown_name = |m: &str| {
+            [
+                "is undefined",
+                "is not a template",
+                "class or namespace name",
+                "expected a type specifier",
+                "not a type name",
+                "incomplete type",
+            ]
+            .iter()
+            .any(|p| m.contains(p))
+        };
+        let any_unknown = diagnostics
+            .iter()
+            .any(|d| d.is_error() && unknown_name(&d.message));
+        let mut first = true;
+        for d in diagnostics.iter_mut().filter(|d| d.is_error()) {
+            if !(unknown_name(&d.message) || (!any_unknown && first)) {
+                continue;
+            }
+            first = false;
+            let name = quoted_after(&d.message, "identifier ")
+                .map_or_else(|| "what this line uses".to_string(), |n| format!("`{n}`"));
+            d.notes.push(format!(
+                "help: device code was compiled without {list}, which NVRTC cannot find or \
+                 compile, so {one} stood empty. If {name} comes from {it}, device code needs it: \
+                 pass its directory with `-I DIR` (a CUDA library's headers are in its \
+                 `include` directory); if only host code needs it, move the use into a function \
+                 without `__device__`"
+            ));
+        }
     }
 
     /// NVRTC names an in-memory header by its include spelling; diagnostics should name the
@@ -698,43 +921,6 @@ fn static_assert_around(text: &str, line: u32) -> Option<(u32, u32)> {
         }
     }
     None
-}
-
-/// `text` with comments and string and character literals replaced by spaces.
-fn code_only(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    let mut start = 0;
-    while i < b.len() {
-        let skip_to = match b[i] {
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                Some(text[i..].find('\n').map_or(b.len(), |e| i + e))
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                Some(text[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2))
-            }
-            q @ (b'"' | b'\'') => {
-                let mut j = i + 1;
-                while j < b.len() && b[j] != q && b[j] != b'\n' {
-                    j += if b[j] == b'\\' { 2 } else { 1 };
-                }
-                Some((j + 1).min(b.len()))
-            }
-            _ => None,
-        };
-        match skip_to {
-            Some(end) => {
-                out.push_str(&text[start..i]);
-                out.push(' ');
-                i = end;
-                start = end;
-            }
-            None => i += 1,
-        }
-    }
-    out.push_str(&text[start.min(b.len())..]);
-    out
 }
 
 /// The header an `#include` line spells (`thrust/scan.h` in `#include <thrust/scan.h>`).

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
 
-use super::items::throws_or_streams;
+use super::items::{looks_like_macro, throws_or_streams};
 use super::launches::*;
 use super::text::*;
 use crate::source::macros::{call_args, expand, leaves};
@@ -372,5 +372,275 @@ fn collect_defs(text: &str, root: Node, defs: &mut HashMap<String, MacroDef>) {
         }
         let mut cursor = n.walk();
         stack.extend(n.named_children(&mut cursor));
+    }
+}
+
+/// The all-caps macros the unit's files define (`texts`) as something that is not a device
+/// annotation: every `#define` of the name, in every branch of every file, expands to no
+/// `__device__`, `__host__`, `__global__`, `__forceinline__` or `__noinline__`, and names no
+/// other all-caps macro that is not itself plain (`#define FGAPI`, `#define EXPORT
+/// __attribute__((visibility("default")))`). A macro only a library's header defines
+/// (`CUTLASS_DEVICE`) is not known here, and stays a possible annotation, except the
+/// toolkit's calling conventions ([`TOOLKIT_CALLING_CONVENTIONS`]). A `#define` in a
+/// branch that nvcc's Linux device pass never takes (`#ifdef _WIN32`, see [`Branches`]) is no
+/// definition of it: `#define CUT_THREADPROC unsigned WINAPI` for Windows does not make the
+/// POSIX `void *` a possible annotation.
+pub(super) fn plain_macros(texts: &[&str]) -> HashSet<String> {
+    let mut bodies: HashMap<String, Vec<String>> = HashMap::new();
+    for text in texts {
+        let mut lines = text.lines();
+        let mut branches = Branches::default();
+        while let Some(line) = lines.next() {
+            let Some(rest) = line.trim_start().strip_prefix('#') else {
+                continue;
+            };
+            if branches.directive(rest.trim_start()) {
+                continue;
+            }
+            let Some(rest) = rest.trim_start().strip_prefix("define") else {
+                continue;
+            };
+            if !branches.taken() {
+                continue;
+            }
+            if !rest.starts_with([' ', '\t']) {
+                continue;
+            }
+            let rest = rest.trim_start();
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let name = &rest[..end];
+            let mut body = rest[end..].to_owned();
+            while body.trim_end().ends_with('\\') {
+                match lines.next() {
+                    Some(next) => body.push_str(next),
+                    None => break,
+                }
+            }
+            if looks_like_macro(name) {
+                bodies.entry(name.to_owned()).or_default().push(body);
+            }
+        }
+    }
+    // Plain until shown otherwise, then whatever names a macro that is not plain is not.
+    let mut plain: HashSet<String> = bodies
+        .iter()
+        .filter(|(_, defs)| {
+            defs.iter().all(|b| {
+                !identifiers(b).any(|w| {
+                    matches!(
+                        w,
+                        "__device__"
+                            | "__host__"
+                            | "__global__"
+                            | "__forceinline__"
+                            | "__noinline__"
+                    )
+                })
+            })
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    plain.extend(
+        TOOLKIT_CALLING_CONVENTIONS
+            .iter()
+            .filter(|n| !bodies.contains_key(**n))
+            .map(|n| n.to_string()),
+    );
+    loop {
+        let next: HashSet<String> = plain
+            .iter()
+            .filter(|name| {
+                bodies.get(*name).map_or(true, |defs| {
+                    defs.iter().all(|b| {
+                        identifiers(b)
+                            .all(|w| !looks_like_macro(w) || w == *name || plain.contains(w))
+                    })
+                })
+            })
+            .cloned()
+            .collect();
+        if next.len() == plain.len() {
+            return plain;
+        }
+        plain = next;
+    }
+}
+
+/// The calling-convention macros of CUDA's own headers (`void CUDART_CB callback(...)`, a
+/// stream callback): `__stdcall` on Windows, empty (or a visibility attribute) on Linux, never a
+/// device annotation. They are defined in the toolkit's headers, which are not the unit's files.
+const TOOLKIT_CALLING_CONVENTIONS: &[&str] = &[
+    "CUDART_CB",
+    "CUDARTAPI",
+    "CUDAAPI",
+    "CUBLASAPI",
+    "CUBLASWINAPI",
+    "CUFFTAPI",
+    "CURANDAPI",
+    "CUSPARSEAPI",
+];
+
+/// Macros of other platforms, never defined in nvcc's device pass on Linux (the only platform
+/// cudacheck runs on: NVRTC's own environment, and nvcc's, define `__linux__`).
+const OTHER_PLATFORMS: &[&str] = &[
+    "_WIN32",
+    "_WIN64",
+    "WIN32",
+    "WIN64",
+    "_MSC_VER",
+    "__MINGW32__",
+    "__MINGW64__",
+    "__CYGWIN__",
+    "__APPLE__",
+    "__MACH__",
+    "__QNX__",
+];
+
+/// Which conditional branches of a file nvcc's Linux device pass takes, as far as a condition
+/// made only of `defined` tests of [`OTHER_PLATFORMS`] decides it; every other condition may
+/// go either way, and both of its branches count as taken.
+#[derive(Default)]
+struct Branches {
+    /// Per open conditional: whether the branch now open is taken (`None`: unknown), and
+    /// whether an earlier branch of it was certainly taken.
+    stack: Vec<(Option<bool>, bool)>,
+}
+
+impl Branches {
+    /// Follows a directive (the text after `#`); whether it was a conditional one.
+    fn directive(&mut self, d: &str) -> bool {
+        let word_end = d
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(d.len());
+        let (word, rest) = d.split_at(word_end);
+        match word {
+            "if" => self.stack.push((platform_condition(rest), false)),
+            "ifdef" => self
+                .stack
+                .push((platform_condition(&format!("defined {rest}")), false)),
+            "ifndef" => self.stack.push((
+                platform_condition(&format!("defined {rest}")).map(|v| !v),
+                false,
+            )),
+            "elif" | "else" => {
+                if let Some((open, earlier)) = self.stack.last_mut() {
+                    *earlier |= *open == Some(true);
+                    *open = if *earlier {
+                        Some(false)
+                    } else if word == "else" {
+                        open.map(|v| !v)
+                    } else {
+                        platform_condition(rest)
+                    };
+                }
+            }
+            "endif" => {
+                self.stack.pop();
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Whether the current line may be compiled: no open branch is certainly not taken.
+    fn taken(&self) -> bool {
+        self.stack.iter().all(|(open, _)| *open != Some(false))
+    }
+}
+
+/// The value of a condition made only of `defined X`/`defined(X)` tests of
+/// [`OTHER_PLATFORMS`], `!`, `||`, `&&` and parentheses, on Linux; `None` for any other.
+fn platform_condition(cond: &str) -> Option<bool> {
+    let cond = cond.split("//").next().unwrap_or(cond);
+    let mut expr = String::new();
+    let mut words = identifiers(cond).peekable();
+    // Every identifier must be `defined` or another platform's macro.
+    for w in identifiers(cond) {
+        if w != "defined" && !OTHER_PLATFORMS.contains(&w) {
+            return None;
+        }
+    }
+    // With every tested macro undefined, `defined X` is false: what is left is boolean
+    // algebra over `!`, `&&`, `||` and parentheses.
+    let mut rest = cond.trim();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("defined") {
+            let r = r.trim_start();
+            let (r, paren) = match r.strip_prefix('(') {
+                Some(r) => (r, true),
+                None => (r, false),
+            };
+            let name = words.find(|w| *w != "defined")?;
+            let r = r.trim_start().strip_prefix(name)?.trim_start();
+            rest = if paren { r.strip_prefix(')')? } else { r };
+            expr.push('0');
+        } else if let Some(r) = rest.strip_prefix("&&") {
+            expr.push('&');
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix("||") {
+            expr.push('|');
+            rest = r;
+        } else if let Some(c @ ('!' | '(' | ')')) = rest.chars().next() {
+            expr.push(c);
+            rest = &rest[1..];
+        } else {
+            return None;
+        }
+        rest = rest.trim_start();
+    }
+    let mut p = BoolParser {
+        s: expr.as_bytes(),
+        i: 0,
+    };
+    let v = p.or()?;
+    (p.i == p.s.len()).then_some(v)
+}
+
+/// A recursive-descent reader of `0`, `!`, `&`, `|` and parentheses.
+struct BoolParser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl BoolParser<'_> {
+    fn or(&mut self) -> Option<bool> {
+        let mut v = self.and()?;
+        while self.s.get(self.i) == Some(&b'|') {
+            self.i += 1;
+            v |= self.and()?;
+        }
+        Some(v)
+    }
+
+    fn and(&mut self) -> Option<bool> {
+        let mut v = self.not()?;
+        while self.s.get(self.i) == Some(&b'&') {
+            self.i += 1;
+            v &= self.not()?;
+        }
+        Some(v)
+    }
+
+    fn not(&mut self) -> Option<bool> {
+        match self.s.get(self.i)? {
+            b'!' => {
+                self.i += 1;
+                self.not().map(|v| !v)
+            }
+            b'(' => {
+                self.i += 1;
+                let v = self.or()?;
+                (self.s.get(self.i) == Some(&b')')).then_some(())?;
+                self.i += 1;
+                Some(v)
+            }
+            b'0' => {
+                self.i += 1;
+                Some(false)
+            }
+            _ => None,
+        }
     }
 }

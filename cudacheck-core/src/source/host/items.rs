@@ -1,8 +1,11 @@
 //! Finding a file's namespace-scope functions without a device annotation, and the facts
 //! classifying one needs: does it do host-only things, is its extent certain.
 
+use std::collections::HashSet;
+
 use tree_sitter::Node;
 
+use super::decls::innermost_scope;
 use super::text::*;
 use super::Item;
 use crate::source::parse::location;
@@ -12,6 +15,7 @@ pub(super) fn collect_items<'t>(
     text: &str,
     parent: Node<'t>,
     namespace: &[String],
+    plain: &HashSet<String>,
     out: &mut Vec<Item<'t>>,
 ) {
     let mut cursor = parent.walk();
@@ -19,7 +23,7 @@ pub(super) fn collect_items<'t>(
     for node in children {
         match node.kind() {
             "function_definition" | "declaration" => {
-                if let Some(it) = item(text, node, node, None, namespace) {
+                if let Some(it) = item(text, node, node, None, namespace, plain) {
                     out.push(it);
                 }
             }
@@ -29,15 +33,17 @@ pub(super) fn collect_items<'t>(
                     .named_children(&mut c)
                     .find(|n| matches!(n.kind(), "function_definition" | "declaration"));
                 if let Some(inner) = inner {
-                    if let Some(it) = item(text, node, inner, Some(node), namespace) {
+                    if let Some(it) = item(text, node, inner, Some(node), namespace, plain) {
                         out.push(it);
                     }
                 }
             }
             "linkage_specification" => match node.child_by_field_name("body") {
-                Some(b) if b.kind() == "declaration_list" => collect_items(text, b, namespace, out),
+                Some(b) if b.kind() == "declaration_list" => {
+                    collect_items(text, b, namespace, plain, out)
+                }
                 Some(b) if matches!(b.kind(), "function_definition" | "declaration") => {
-                    if let Some(it) = item(text, node, b, None, namespace) {
+                    if let Some(it) = item(text, node, b, None, namespace, plain) {
                         out.push(it);
                     }
                 }
@@ -54,11 +60,11 @@ pub(super) fn collect_items<'t>(
                     None => inner.push(String::new()),
                 }
                 if let Some(body) = node.child_by_field_name("body") {
-                    collect_items(text, body, &inner, out);
+                    collect_items(text, body, &inner, plain, out);
                 }
             }
             "preproc_if" | "preproc_ifdef" | "preproc_else" | "preproc_elif"
-            | "preproc_elifdef" => collect_items(text, node, namespace, out),
+            | "preproc_elifdef" => collect_items(text, node, namespace, plain, out),
             _ => {}
         }
     }
@@ -71,16 +77,22 @@ pub(super) fn item<'t>(
     func: Node<'t>,
     template: Option<Node<'t>>,
     namespace: &[String],
+    plain: &HashSet<String>,
 ) -> Option<Item<'t>> {
-    let mut cursor = func.walk();
-    let declarator = func
-        .children_by_field_name("declarator", &mut cursor)
-        .find(|d| d.kind() == "function_declarator")?;
+    let declarator = function_declarator(func)?;
     let name_node = declarator.child_by_field_name("declarator")?;
+    let mut class = None;
     let name = match name_node.kind() {
         "identifier" => &text[name_node.byte_range()],
         "template_function" => &text[name_node.child_by_field_name("name")?.byte_range()],
-        // Operators, destructors and out-of-class member definitions stay as they are.
+        // A member defined outside its class (`Real Estimator<Real>::operator()() {...}`): set
+        // aside with its class.
+        "qualified_identifier" if func.child_by_field_name("body").is_some() => {
+            class = Some(innermost_scope(text, name_node)?.to_owned());
+            let written = &text[name_node.byte_range()];
+            written.rsplit("::").next().unwrap_or(written).trim()
+        }
+        // Operators and destructors stay as they are.
         _ => return None,
     };
     // Everything before the declarator: the specifiers and the return type.
@@ -100,8 +112,9 @@ pub(super) fn item<'t>(
             return None;
         }
         // An all-caps word may be a macro standing for `__device__` (`HOST_DEVICE`,
-        // `DEVICE_INLINE`): not provably host code, so left alone.
-        if looks_like_macro(word) && !template_params.iter().any(|p| p == word) {
+        // `DEVICE_INLINE`): not provably host code, so left alone, unless the unit's own
+        // `#define`s show it stands for no annotation (`FGAPI`, `EXPORT`).
+        if may_be_annotation(word, plain) && !template_params.iter().any(|p| p == word) {
             return None;
         }
     }
@@ -114,6 +127,27 @@ pub(super) fn item<'t>(
         namespace: namespace.to_vec(),
         template_params,
         template_clause,
+        class,
+    })
+}
+
+/// The `function_declarator` of a function definition or declaration, under the pointer and
+/// reference declarators of its return type (`float* make(size_t n)`).
+pub(super) fn function_declarator(func: Node) -> Option<Node> {
+    let mut cursor = func.walk();
+    let declarators: Vec<Node> = func
+        .children_by_field_name("declarator", &mut cursor)
+        .collect();
+    declarators.into_iter().find_map(|mut d| loop {
+        match d.kind() {
+            "function_declarator" => return Some(d),
+            "pointer_declarator" | "reference_declarator" => {
+                d = d.child_by_field_name("declarator").or_else(|| {
+                    d.named_child(u32::try_from(d.named_child_count()).ok()?.checked_sub(1)?)
+                })?;
+            }
+            _ => return None,
+        }
     })
 }
 
@@ -213,6 +247,12 @@ pub(super) fn template_param_names(text: &str, list: Node) -> Vec<String> {
         .collect()
 }
 
+/// Whether `word` may be a macro standing for a device annotation: it looks like a macro and
+/// is not one the unit defines as something else (`plain`, see `plain_macros`).
+pub(super) fn may_be_annotation(word: &str, plain: &HashSet<String>) -> bool {
+    looks_like_macro(word) && !plain.contains(word)
+}
+
 pub(super) fn looks_like_macro(word: &str) -> bool {
     word.len() >= 2
         && word.bytes().any(|b| b.is_ascii_uppercase())
@@ -221,31 +261,12 @@ pub(super) fn looks_like_macro(word: &str) -> bool {
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
-/// Blanking removes preprocessor lines with the function; that is harmless only for
-/// conditionals that open and close inside it.
-pub(super) fn balanced_preprocessor(s: &str) -> bool {
+/// Whether the conditionals inside a function (or class) open and close inside it: blanking
+/// keeps every directive (see `blank`), but a conditional that spans the function's edge
+/// leaves its extent in doubt. Other directives (`#define`, `#include`, `#pragma`) may stand
+/// anywhere.
+pub(super) fn balanced_conditionals(s: &str) -> bool {
     let mut depth = 0i32;
-    // A macro the function defines and undefines again is its own (`#define LAUNCH(D) ...`
-    // used by a `switch` and `#undef`ined after it): blanking both changes nothing outside.
-    let directive_names = |kind: &str| -> Vec<&str> {
-        s.lines()
-            .filter_map(|l| l.trim_start().strip_prefix('#'))
-            .filter_map(|d| d.trim_start().strip_prefix(kind))
-            .filter_map(|rest| {
-                rest.starts_with([' ', '\t'])
-                    .then(|| rest.trim_start())
-                    .and_then(|r| {
-                        r.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                            .next()
-                    })
-            })
-            .collect()
-    };
-    let defined = directive_names("define");
-    let undefined = directive_names("undef");
-    if defined.len() != undefined.len() || defined.iter().any(|d| !undefined.contains(d)) {
-        return false;
-    }
     for line in s.lines() {
         let Some(d) = line.trim_start().strip_prefix('#') else {
             continue;
@@ -257,11 +278,7 @@ pub(super) fn balanced_preprocessor(s: &str) -> bool {
         match word {
             Some("if" | "ifdef" | "ifndef") => depth += 1,
             Some("endif") => depth -= 1,
-            Some(
-                "else" | "elif" | "elifdef" | "elifndef" | "pragma" | "line" | "error" | "warning"
-                | "define" | "undef",
-            ) => {}
-            _ => return false,
+            _ => {}
         }
         if depth < 0 {
             return false;
@@ -270,23 +287,59 @@ pub(super) fn balanced_preprocessor(s: &str) -> bool {
     depth == 0
 }
 
+/// Whether a declaration the parser recovered from (`FGAPI void FGAPIENTRY glutInit(int*
+/// argc, char** argv);`: a return type between two macros) is still one whole statement: it
+/// ends with its `;`, holds no braces and balanced parentheses, and starts where a statement
+/// starts (after a `;`, a brace or a preprocessor line).
+fn declaration_is_whole(text: &str, outer: std::ops::Range<usize>) -> bool {
+    let own = blank_block_comments(&text[outer.clone()]);
+    let opens = own.matches('(').count();
+    if !own.trim_end().ends_with(';')
+        || own.contains(['{', '}'])
+        || opens != own.matches(')').count()
+    {
+        return false;
+    }
+    let before = blank_block_comments(&text[..outer.start]);
+    let last = before
+        .lines()
+        .rev()
+        .map(|l| l.find("//").map_or(l, |at| &l[..at]).trim())
+        .find(|l| !l.is_empty());
+    match last {
+        None => true,
+        Some(l) => l.starts_with('#') || l.ends_with([';', '{', '}']),
+    }
+}
+
 /// Whether the function's extent is known. The parser recovers from what it cannot read
 /// (a macro invocation with a type as its argument, `LAUNCH(float, 4);`); inside a body that
 /// leaves the function's own extent intact when the body still runs from its `{` to a matching
 /// `}`. An error in the signature leaves the extent in doubt.
 pub(super) fn extent_is_certain(text: &str, it: &Item) -> bool {
-    if !it.func.has_error() {
+    definition_is_whole(text, it.func, it.outer.clone())
+}
+
+/// [`extent_is_certain`] for any function definition or declaration `func` (`outer`: with its
+/// `template<...>`), an out-of-class member's too.
+pub(super) fn definition_is_whole(text: &str, func: Node, outer: std::ops::Range<usize>) -> bool {
+    if !func.has_error() {
         return true;
     }
-    let Some(body) = it.body else {
-        return false;
+    let Some(body) = func.child_by_field_name("body") else {
+        return declaration_is_whole(text, outer);
     };
-    let mut cursor = it.func.walk();
-    let signature_ok = it
-        .func
+    let mut cursor = func.walk();
+    let signature_ok = func
         .children(&mut cursor)
         .filter(|c| c.id() != body.id())
-        .all(|c| !c.has_error() && !c.is_error());
+        // A lone all-caps word between the return type and the name (`void CUDART_CB f(...)`)
+        // parses as an error, but moves no edge: only macros shown to stand for no annotation
+        // get this far (see `may_be_annotation`).
+        .all(|c| {
+            (!c.has_error() && !c.is_error())
+                || (c.is_error() && looks_like_macro(text[c.byte_range()].trim()))
+        });
     let b = blank_block_comments(&text[body.byte_range()]);
     signature_ok && b.starts_with('{') && b.ends_with('}') && braces_balance(&b)
 }

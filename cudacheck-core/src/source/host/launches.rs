@@ -68,6 +68,24 @@ impl<'a, 't> Launches<'a, 't> {
             types_of.insert(i, declared_types(text, items[i].func));
             let mut stack = vec![body];
             while let Some(n) = stack.pop() {
+                // A kernel specialization host code names without `<<<`: its address passed to
+                // `cudaLaunchCooperativeKernel((void*)k<T>, ...)`,
+                // `cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k<T>, ...)` or
+                // `cudaFuncSetAttribute`. nvcc compiles every specialization host code names.
+                let launch_callee = n.parent().is_some_and(|p| {
+                    p.kind() == "call_expression"
+                        && has_direct_kernel_call(p)
+                        && p.child_by_field_name("function").map(|f| f.id()) == Some(n.id())
+                });
+                if n.kind() == "template_function" && !launch_callee {
+                    let named = n.child_by_field_name("name").is_some_and(|name| {
+                        template_kernels.contains_key(&text[name.byte_range()])
+                    });
+                    if named {
+                        let conds = constexpr_conditions(text, n, body);
+                        sites.push((i, text[n.byte_range()].to_owned(), location(text, n), conds));
+                    }
+                }
                 if n.kind() == "call_expression" && has_direct_kernel_call(n) {
                     if let Some(f) = n.child_by_field_name("function") {
                         let callee = text[f.byte_range()].to_owned();
@@ -110,12 +128,22 @@ impl<'a, 't> Launches<'a, 't> {
             let callee = set_aside
                 .iter()
                 .copied()
-                .find(|&i| items[i].name.as_str() == name);
+                .find(|&i| items[i].class.is_none() && items[i].name.as_str() == name);
             if let Some(callee) = callee {
                 let within = items.iter().position(|it| {
                     it.outer.start <= n.start_byte() && n.end_byte() <= it.outer.end
                 });
                 calls.push((callee, within, args));
+            }
+        }
+        // An explicit instantiation of a class template (`template class Estimator<float>;`)
+        // instantiates its members defined outside it, and what they launch, as a call would.
+        for (class, args) in class_instantiations(text, root) {
+            for &i in &set_aside {
+                if items[i].class.as_deref() == Some(class) && !items[i].template_params.is_empty()
+                {
+                    calls.push((i, None, args.clone()));
+                }
             }
         }
         // Calls that deduce a launcher template's arguments (`launch(input, ...)` with `input`
@@ -137,11 +165,11 @@ impl<'a, 't> Launches<'a, 't> {
             };
             let written = &text[f.byte_range()];
             let short = written.rsplit("::").next().unwrap_or(written).trim();
-            let Some(callee) = set_aside
-                .iter()
-                .copied()
-                .find(|&i| items[i].name == short && !items[i].template_params.is_empty())
-            else {
+            let Some(callee) = set_aside.iter().copied().find(|&i| {
+                items[i].class.is_none()
+                    && items[i].name == short
+                    && !items[i].template_params.is_empty()
+            }) else {
                 continue;
             };
             let within = items
@@ -151,10 +179,7 @@ impl<'a, 't> Launches<'a, 't> {
                 continue;
             };
             let func = items[callee].func;
-            let mut c = func.walk();
-            let decl = func
-                .children_by_field_name("declarator", &mut c)
-                .find(|d| d.kind() == "function_declarator");
+            let decl = function_declarator(func);
             let tdecl = func.parent().filter(|p| p.kind() == "template_declaration");
             let (Some(decl), Some(tdecl)) = (decl, tdecl) else {
                 continue;
@@ -289,7 +314,8 @@ impl Launches<'_, '_> {
             let Some(clause) = &item.template_clause else {
                 continue;
             };
-            if !plain_namespace(&item.namespace) {
+            // A member's launches are its class instantiations' (not a shadow's).
+            if !plain_namespace(&item.namespace) || item.class.is_some() {
                 continue;
             }
             let locals = self.locals.get(&i);
@@ -351,7 +377,12 @@ impl Launches<'_, '_> {
         if launchers.is_empty() {
             return out;
         }
-        let own: HashSet<&str> = self.items.iter().map(|it| it.name.as_str()).collect();
+        let own: HashSet<&str> = self
+            .items
+            .iter()
+            .filter(|it| it.class.is_none())
+            .map(|it| it.name.as_str())
+            .collect();
         let find = |name: &str| {
             let short = name.rsplit("::").next().unwrap_or(name).trim();
             launchers
@@ -421,10 +452,17 @@ fn explicit_template_calls<'t, 's>(
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
-        if n.kind() == "call_expression" {
-            let tf = n
-                .child_by_field_name("function")
-                .filter(|f| f.kind() == "template_function");
+        // A call, or an explicit instantiation (`template void reduce<int>(int, int*);`),
+        // which instantiates the template as a call would.
+        let function = match n.kind() {
+            "call_expression" => n.child_by_field_name("function"),
+            "template_instantiation" => {
+                function_declarator(n).and_then(|d| d.child_by_field_name("declarator"))
+            }
+            _ => None,
+        };
+        if function.is_some() {
+            let tf = function.filter(|f| f.kind() == "template_function");
             let name = tf.and_then(|f| f.child_by_field_name("name"));
             let args = tf.and_then(|f| f.child_by_field_name("arguments"));
             if let (Some(name), Some(args)) = (name, args) {
@@ -438,6 +476,34 @@ fn explicit_template_calls<'t, 's>(
         let mut cursor = n.walk();
         let children: Vec<Node> = n.children(&mut cursor).collect();
         stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+/// Every explicit instantiation of a class template under `root` (`template class
+/// Estimator<float>;`): the class's name and the template arguments.
+fn class_instantiations<'s>(text: &'s str, root: Node) -> Vec<(&'s str, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "template_instantiation" {
+            let ty = n
+                .child_by_field_name("type")
+                .filter(|t| matches!(t.kind(), "class_specifier" | "struct_specifier"))
+                .and_then(|t| t.child_by_field_name("name"))
+                .filter(|t| t.kind() == "template_type");
+            let name = ty.and_then(|t| t.child_by_field_name("name"));
+            let args = ty.and_then(|t| t.child_by_field_name("arguments"));
+            if let (Some(name), Some(args)) = (name, args) {
+                out.push((
+                    &text[name.byte_range()],
+                    split_template_args(&text[args.byte_range()]),
+                ));
+            }
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
     }
     out
 }

@@ -1,27 +1,41 @@
 //! Setting a file's host code aside before NVRTC compiles it, the way nvcc's device pass does.
 //!
 //! A `.cu` file written for nvcc mixes device code with host code: launchers
-//! (`kernel<<<grid, block>>>(...)`), helpers they call, prototypes. nvcc compiles each function
-//! for the side(s) its annotation names and drops host functions from the device compile; NVRTC
-//! rejects every host function, definition or declaration ("host functions are not allowed in
-//! JIT mode"). [`set_aside_host_code`] therefore classifies every namespace-scope function of
-//! the file first ([`HostDecision`]), and only then emits: host functions that device code never
-//! calls are replaced by spaces, newlines kept, so every remaining character keeps its line and
-//! column and NVRTC's diagnostics still point at the user's text.
+//! (`kernel<<<grid, block>>>(...)`), helpers they call, prototypes, and in a whole program
+//! `main`, host globals of a library's types (`cublasHandle_t handle;`), host classes (a timer,
+//! an exception class) and `typedef`s. nvcc compiles each function for the side(s) its
+//! annotation names and drops host code from the device compile; NVRTC rejects every host
+//! function ("host functions are not allowed in JIT mode"), and with `-default-device` would
+//! compile them, and host globals, for the device. [`set_aside_host_code_unit`] therefore
+//! classifies every namespace-scope function, class, type alias and variable of the file and
+//! of the project's headers it includes first ([`HostDecision`]), and only then emits: what
+//! device code does not use is replaced by spaces, newlines and preprocessor directives kept,
+//! so every remaining character keeps its line and column and NVRTC's diagnostics still point
+//! at the user's text.
+//!
+//! What device code uses is decided as nvcc's device pass sees the translation unit after
+//! preprocessing (`reach.rs`): device code is what an annotation makes device code, and what
+//! no rule can prove host code (types, templates, `__constant__` data); the names it uses,
+//! directly or through the macros it invokes (a macro counts where it is invoked, not where
+//! it is defined), reach functions, classes, aliases and variables, and what those name, until
+//! nothing changes, through every file of the unit at once. The rest is set aside.
 //!
 //! nvcc also instantiates the kernel templates those launchers launch (`mul_mat_q<Q4_0, 8,
-//! false><<<...>>>` makes that specialization a kernel of the file). Blanking the launcher would
-//! lose them, so each launched specialization whose template arguments are known outside the
-//! launcher (literals, the file's macros, or the launcher's own template parameters bound by an
-//! explicit call such as `launch<8>(...)`) is referenced from a `__device__` function appended
-//! after the last line, where it cannot move a user's line.
+//! false><<<...>>>` makes that specialization a kernel of the file), or whose address host code
+//! takes (`cudaLaunchCooperativeKernel((void*)k<T>, ...)`). Blanking the launcher would lose
+//! them, so each such specialization whose template arguments are known outside the launcher
+//! (literals, the file's macros, or the launcher's own template parameters bound by an explicit
+//! call such as `launch<8>(...)` or an explicit instantiation) is referenced from a
+//! `__device__` function appended after the last line, where it cannot move a user's line; the
+//! names those references use (`k<ft>` with `typedef double ft;`) count as device code's.
 //!
-//! Conservative by construction, because a wrongly blanked device function breaks a file that
-//! worked: a function is set aside only when nothing outside host code names it, its
-//! declaration carries no macro that might stand for `__device__` (`HOST_DEVICE`), its text
-//! parses without error, and any preprocessor lines in it are balanced conditionals. Macro
-//! bodies are never touched (tree-sitter sees them unexpanded), and any name a macro body
-//! mentions counts as used by device code.
+//! Conservative where a wrong decision would break a file that worked: a function is set aside
+//! only when device code does not name it (or it does what only host code can, which nvcc
+//! would reject in device code too), its declaration carries no all-caps word that might stand
+//! for `__device__` (`HOST_DEVICE`) unless the unit's own `#define`s show it does not, its
+//! extent is certain (no parse error in its signature, no conditional crossing its edge).
+//! Macro bodies are never touched (tree-sitter sees them unexpanded); a macro invoked from
+//! device code makes every name in its body used.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -29,9 +43,11 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
+mod decls;
 mod expand;
 mod items;
 mod launches;
+mod reach;
 mod text;
 
 /// The source text of the host-code transform, for caches keyed on everything that changes
@@ -40,6 +56,8 @@ mod text;
 #[doc(hidden)]
 pub const TRANSFORM_SOURCES: &[&str] = &[
     include_str!("mod.rs"),
+    include_str!("decls.rs"),
+    include_str!("reach.rs"),
     include_str!("expand.rs"),
     include_str!("items.rs"),
     include_str!("launches.rs"),
@@ -47,15 +65,14 @@ pub const TRANSFORM_SOURCES: &[&str] = &[
     include_str!("../macros.rs"),
 ];
 
+use decls::{member_definitions, HostDecl};
 use expand::*;
 use items::*;
 pub use launches::Launcher;
 use launches::*;
+use reach::{reach, Facts, Parsed, Reached};
 use text::*;
 
-use super::macros::leaves;
-use super::parse::location;
-use super::parse::new_parser;
 use super::{Location, SourceError};
 
 /// What [`set_aside_host_code`] did to a file.
@@ -166,9 +183,15 @@ pub enum SetAsideKind {
     /// A namespace-scope invocation of a macro that expands to host functions only
     /// (`LAUNCHER(q4_0, f16, half)`); the invocation is blanked, the macro is not.
     MacroHostFunctions,
-    /// A class whose members throw or use iostreams (an exception or logging class), which
-    /// device code does not name.
+    /// A class with nothing in it for the device (an exception or logging class, a timer, a
+    /// library handle's wrapper), which device code does not name.
     HostClass,
+    /// A type alias (`typedef struct { ... } Config;`, `using Handle = cublasHandle_t;`) device
+    /// code does not name.
+    HostType,
+    /// A namespace-scope variable with no memory space (`cublasHandle_t handle;`), which
+    /// device code does not name: host data, which nvcc's device pass leaves out.
+    HostVariable,
     /// A function marked `__host__` alone (a member or an out-of-class definition), which
     /// nvcc's device pass leaves out and NVRTC rejects.
     ExplicitHost,
@@ -181,8 +204,9 @@ pub enum KeptReason {
     /// Device code (or a macro body) names it: nvcc would compile it for the device too when it
     /// is `constexpr`, so it keeps a device meaning.
     CalledFromDevice,
-    /// Its text holds a `#define`, `#include` or unbalanced conditional, which blanking would
-    /// remove for the rest of the file.
+    /// Its text holds a conditional that opens or closes outside it (`#if` in one function,
+    /// `#endif` in the next), so its extent is in doubt. (Other directives stay where they
+    /// are when a function is blanked.)
     Preprocessor,
     /// The parser recovered from an error inside it, so its extent is not certain.
     SyntaxError,
@@ -206,6 +230,8 @@ impl fmt::Display for SetAsideKind {
             SetAsideKind::Declaration => "host function declaration",
             SetAsideKind::MacroHostFunctions => "macro invocation defining host functions",
             SetAsideKind::HostClass => "host class",
+            SetAsideKind::HostType => "host type",
+            SetAsideKind::HostVariable => "host variable",
             SetAsideKind::ExplicitHost => "`__host__` function",
         })
     }
@@ -293,156 +319,209 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
         launchers,
         header,
     } = *unit;
-    let mut parser = new_parser()?;
-    let failed = || SourceError::ParseFailed {
-        file_name: String::new(),
-    };
-    // The grammar ends a macro body at a block comment inside it (`/* zero it */ \`), and the
-    // rest of the body then reads as top-level code; blanking comments first (every byte
-    // offset kept) avoids that. The tree indexes the original text.
-    let uncommented = blank_block_comments(text);
-    let mut tree = parser.parse(&uncommented, None).ok_or_else(failed)?;
-    // As in `parse`: `__align__(N)` confuses the grammar; the blanked copy keeps every offset.
-    if let Some(blanked) = super::macros::blank_align_attributes(&tree, &uncommented) {
-        tree = parser.parse(&blanked, None).ok_or_else(failed)?;
-    }
-    let root = tree.root_node();
-
-    // 1. The namespace-scope functions without a device annotation, and the macros that
-    //    are host code (their expansion launches kernels or defines host functions only).
-    let mut items = Vec::new();
-    collect_items(text, root, &[], &mut items);
-    let classes = host_classes(text, root);
-    let mut header_trees = Vec::new();
-    for h in headers {
-        let uncommented = blank_block_comments(h);
-        if let Some(t) = parser.parse(&uncommented, None) {
-            header_trees.push((uncommented, t));
-        }
-    }
-    let header_roots: Vec<(&str, Node)> = header_trees
+    let parsed = Parsed::new(text)?;
+    let others: Vec<Parsed> = headers.iter().filter_map(|h| Parsed::new(h).ok()).collect();
+    let other_roots: Vec<(&str, Node)> = others
         .iter()
-        .map(|(t, tree)| (t.as_str(), tree.root_node()))
+        .map(|p| (p.uncommented.as_str(), p.root()))
         .collect();
-    let macros = FileMacros::with_headers(text, root, &header_roots);
+    let macros = FileMacros::with_headers(text, parsed.root(), &other_roots);
+    let plain = plain_macros(
+        &std::iter::once(text)
+            .chain(headers.iter().copied())
+            .collect::<Vec<_>>(),
+    );
+    let (_, device_members) = member_definitions(text, parsed.root(), &plain);
+    let facts = Facts::new(text, parsed.root(), &macros, &device_members, &plain);
+    let mut hosts = settle(&[&facts], used_elsewhere, |reached| {
+        vec![emit(
+            &parsed,
+            &facts,
+            &reached[0],
+            &macros,
+            launchers,
+            header,
+        )]
+    });
+    Ok(hosts.remove(0))
+}
 
-    // 2. Which of them device code reaches: every identifier outside candidate functions counts
-    //    as a use from device code (conservatively: a host global's initializer counts too),
-    //    then the identifiers inside each function found used, until nothing changes.
-    let mut all_leaves = Vec::new();
-    leaves(root, &mut all_leaves, false);
-    let mut used: HashSet<&str> = used_elsewhere.iter().map(String::as_str).collect();
-    let mut inside: Vec<HashSet<&str>> = vec![HashSet::new(); items.len()];
-    let mut class_inside: Vec<HashSet<&str>> = vec![HashSet::new(); classes.len()];
-    for leaf in &all_leaves {
-        let leaf_text = text.get(leaf.byte_range()).unwrap_or("");
-        let within =
-            |r: &std::ops::Range<usize>| r.start <= leaf.start_byte() && leaf.end_byte() <= r.end;
-        let owner = items.iter().position(|it: &Item| within(&it.outer));
-        let class = classes.iter().position(|c| within(&c.outer));
-        let set = match (owner, class) {
-            (Some(i), _) => &mut inside[i],
-            (None, Some(c)) => &mut class_inside[c],
-            (None, None) => &mut used,
-        };
-        match leaf.kind() {
-            "comment" | "string_content" | "raw_string_content" | "escape_sequence" => {}
-            // A macro body is one opaque token: every identifier in it may expand into device
-            // code, unless the macro is host code itself.
-            "preproc_arg" if !macros.is_host(text, leaf.parent()) => {
-                set.extend(identifiers(leaf_text))
-            }
-            _ if is_identifier(leaf_text) => {
-                set.insert(leaf_text);
-            }
-            _ => {}
-        }
-    }
-    // A function whose body does what only host code can (launch a kernel, call the runtime
-    // API, lock a std::mutex) is host code whoever names it: if device code really called it,
-    // nvcc would reject the file as well. Such a name in a macro body (a host helper macro in a
-    // header) does not keep it.
-    let mut host_evidence: Vec<bool> = items
-        .iter()
-        .map(|it| {
-            it.body.is_some_and(|b| {
-                let body = &text[b.byte_range()];
-                // Directly, or through a macro whose expansion launches (`LAUNCH(64);`).
-                does_host_only_things(body) || identifiers(body).any(|w| macros.launches(w))
+/// Reaches what device code uses (`reach`) and emits each file (`emit_all`); then, when the
+/// references appended after a file's last line (the launched specializations, `k<ft>`) name
+/// a type, class or variable that was set aside (`typedef double ft;` which only `main`
+/// named), reaches again with those names used: the references are device code too.
+fn settle(
+    facts: &[&Facts],
+    used_elsewhere: &HashSet<String>,
+    emit_all: impl Fn(&[Reached]) -> Vec<HostCode>,
+) -> Vec<HostCode> {
+    let mut used = used_elsewhere.clone();
+    let mut hosts;
+    let mut round = 0;
+    loop {
+        hosts = emit_all(&reach(facts, &used));
+        round += 1;
+        let set_aside: HashSet<&str> = hosts
+            .iter()
+            .flat_map(|h| &h.functions)
+            .filter(|f| {
+                matches!(
+                    f.decision,
+                    HostDecision::SetAside(
+                        SetAsideKind::HostClass
+                            | SetAsideKind::HostType
+                            | SetAsideKind::HostVariable
+                    )
+                )
             })
+            .flat_map(|f| f.name.split(", "))
+            .collect();
+        let named: Vec<String> = hosts
+            .iter()
+            .filter_map(|h| {
+                let first = h.appended_from_line? as usize;
+                Some(
+                    h.text
+                        .split_inclusive('\n')
+                        .skip(first - 1)
+                        .collect::<String>(),
+                )
+            })
+            .flat_map(|appended| {
+                identifiers(&appended)
+                    .filter(|w| set_aside.contains(w))
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|w| !used.contains(w))
+            .collect();
+        if named.is_empty() || round >= 4 {
+            return hosts;
+        }
+        used.extend(named);
+    }
+}
+
+/// What [`set_aside_host_code_unit`] did to each file of a translation unit.
+#[derive(Debug)]
+pub struct UnitHostCode {
+    /// The file compiled.
+    pub main: Result<HostCode, SourceError>,
+    /// Its headers, in the order given.
+    pub headers: Vec<Result<HostCode, SourceError>>,
+}
+
+/// Sets the host code of a whole translation unit aside at once: `main` and the project's
+/// own headers it includes (`headers`: their texts), as nvcc's device pass sees them after
+/// preprocessing. What device code uses is followed through every file (a kernel of the file
+/// naming a header's helper, a header's device function naming the file's macro), so a
+/// header's host helpers that only the file's host code calls (`setup_main()`,
+/// `make_random_float(...)`, a `cublasCheck` macro's function) are set aside with it. The
+/// headers' launcher templates get shadows that the file's calls reference
+/// ([`Unit::launchers`]). A file the parser cannot read keeps its text, and its error.
+pub fn set_aside_host_code_unit(main: &str, headers: &[&str]) -> UnitHostCode {
+    let mut errors: Vec<Option<SourceError>> = Vec::new();
+    let files: Vec<Option<Parsed>> = headers
+        .iter()
+        .chain(std::iter::once(&main))
+        .map(|t| match Parsed::new(t) {
+            Ok(p) => {
+                errors.push(None);
+                Some(p)
+            }
+            Err(e) => {
+                errors.push(Some(e));
+                None
+            }
         })
         .collect();
-    // And a function that calls such host code is host code too, for the same reason: device
-    // code calling it would call host code (`launch_case(...)` calling the launcher template
-    // `instantiate<8>(...)`). Only through names no annotated function of the file shares: a
-    // `__device__` overload would make the call possibly device code.
-    let annotated = annotated_function_names(text, root, &items);
-    loop {
-        let host_names: HashSet<&str> = items
-            .iter()
-            .zip(&host_evidence)
-            .filter(|(it, &e)| e && !annotated.contains(it.name.as_str()))
-            .map(|(it, _)| it.name.as_str())
-            .collect();
-        let mut grew = false;
-        for (i, it) in items.iter().enumerate() {
-            if !host_evidence[i]
-                && it.body.is_some()
-                && inside[i]
-                    .iter()
-                    .any(|w| *w != it.name && host_names.contains(w))
-            {
-                host_evidence[i] = true;
-                grew = true;
-            }
-        }
-        if !grew {
-            break;
-        }
-    }
-    let mut reached = vec![false; items.len()];
-    let mut class_reached = vec![false; classes.len()];
-    loop {
-        let mut grew = false;
-        for (i, it) in items.iter().enumerate() {
-            if !reached[i] && !host_evidence[i] && used.contains(it.name.as_str()) {
-                reached[i] = true;
-                used.extend(inside[i].iter().copied());
-                grew = true;
-            }
-        }
-        // A host class device code names stays, and so does what it names.
-        for (c, class) in classes.iter().enumerate() {
-            if !class_reached[c] && used.contains(class.name.as_str()) {
-                class_reached[c] = true;
-                used.extend(class_inside[c].iter().copied());
-                grew = true;
-            }
-        }
-        if !grew {
-            break;
-        }
-    }
-    let host_members: Vec<HostClass> = explicit_host_functions(text, root)
-        .into_iter()
-        .filter(|m| !items.iter().any(|it| it.outer == m.outer))
-        .collect();
-    let set_aside_classes: Vec<&HostClass> = classes
+    let parsed: Vec<&Parsed> = files.iter().flatten().collect();
+    // Each file knows every macro of the unit, its own winning where two define a name.
+    let macros: Vec<FileMacros> = parsed
         .iter()
-        .zip(&class_reached)
-        .filter(|(_, &r)| !r)
-        .map(|(c, _)| c)
+        .enumerate()
+        .map(|(i, p)| {
+            let others: Vec<(&str, Node)> = parsed
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, o)| (o.uncommented.as_str(), o.root()))
+                .collect();
+            FileMacros::with_headers(p.text, p.root(), &others)
+        })
         .collect();
+    let plain = plain_macros(&parsed.iter().map(|p| p.text).collect::<Vec<_>>());
+    let device_members: HashSet<&str> = parsed
+        .iter()
+        .flat_map(|p| member_definitions(p.text, p.root(), &plain).1)
+        .collect();
+    let facts: Vec<Facts> = parsed
+        .iter()
+        .zip(&macros)
+        .map(|(p, m)| Facts::new(p.text, p.root(), m, &device_members, &plain))
+        .collect();
+    let main_parsed = errors.last().is_some_and(Option::is_none);
+    let hosts = settle(
+        &facts.iter().collect::<Vec<_>>(),
+        &HashSet::new(),
+        |reached| {
+            let mut launchers = Vec::new();
+            let mut out = Vec::new();
+            let files = parsed.iter().zip(&facts).zip(reached).zip(&macros);
+            for (k, (((p, f), r), m)) in files.enumerate() {
+                let is_main = main_parsed && k + 1 == parsed.len();
+                let host = emit(p, f, r, m, &launchers, !is_main);
+                if !is_main {
+                    launchers.extend(host.launchers.iter().cloned());
+                }
+                out.push(host);
+            }
+            out
+        },
+    );
+    let mut hosts = hosts.into_iter();
+    let mut out: Vec<Result<HostCode, SourceError>> = errors
+        .into_iter()
+        .map(|e| match e {
+            Some(e) => Err(e),
+            None => hosts.next().ok_or(SourceError::ParseFailed {
+                file_name: String::new(),
+            }),
+        })
+        .collect();
+    let main = out.pop().unwrap_or(Err(SourceError::ParseFailed {
+        file_name: String::new(),
+    }));
+    UnitHostCode { main, headers: out }
+}
 
-    // 3. Classify.
+/// Classifies a parsed file's host code from what device code reaches, blanks what was set
+/// aside, and references what it launched after the last line.
+fn emit(
+    parsed: &Parsed,
+    facts: &Facts,
+    reached: &Reached,
+    macros: &FileMacros,
+    launchers: &[Launcher],
+    header: bool,
+) -> HostCode {
+    let text = parsed.text;
+    let root = parsed.root();
+    let items = &facts.items;
     let decisions: Vec<HostDecision> = items
         .iter()
-        .zip(&reached)
-        .map(|(it, &reached)| classify(text, it, reached, &macros))
+        .zip(&reached.items)
+        .map(|(it, &reached)| classify(text, it, reached, macros))
         .collect();
-    let generated = macro_host_functions(text, root, &macros);
+    let unreached = |decls: &'_ [HostDecl], reached: &'_ [bool]| -> Vec<usize> {
+        (0..decls.len()).filter(|&i| !reached[i]).collect()
+    };
+    let classes = unreached(&facts.classes, &reached.classes);
+    let variables = unreached(&facts.variables, &reached.variables);
+    let instantiations = unreached(&facts.instantiations, &reached.instantiations);
+    let generated = macro_host_functions(text, root, macros);
 
-    // 4. Emit: blank what was set aside, then reference what it launched.
+    // Blank what was set aside, then reference what it launched.
     let mut out = blank(
         text,
         items
@@ -452,10 +531,16 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
                 matches!(d, HostDecision::SetAside(_)).then_some(it.outer.clone())
             })
             .chain(generated.iter().map(|g| g.range.clone()))
-            .chain(set_aside_classes.iter().map(|c| c.outer.clone()))
-            .chain(host_members.iter().map(|m| m.outer.clone())),
+            .chain(classes.iter().map(|&c| facts.classes[c].outer.clone()))
+            .chain(variables.iter().map(|&v| facts.variables[v].outer.clone()))
+            .chain(
+                instantiations
+                    .iter()
+                    .map(|&x| facts.instantiations[x].outer.clone()),
+            )
+            .chain(facts.host_members.iter().map(|m| m.outer.clone())),
     );
-    let launches = Launches::new(text, root, &items, &decisions, &macros);
+    let launches = Launches::new(text, root, items, &decisions, macros);
     let (mut launched, unresolved_launches) = launches.resolve();
     for g in &generated {
         for k in &g.kernels {
@@ -475,7 +560,7 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
     let references: Vec<(Vec<String>, String)> = launched
         .iter()
         .cloned()
-        .chain(launches.foreign_calls(text, launchers, &macros))
+        .chain(launches.foreign_calls(text, launchers, macros))
         .collect();
     let appended_from_line = (!references.is_empty() || !shadows.is_empty()).then(|| {
         let mut lines = text.matches('\n').count() + 1;
@@ -487,6 +572,11 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
         out.push_str(&launch_references(&references, &shadows, &file_tag(text)));
         line
     });
+    let set_aside = |d: &HostDecl| HostFunction {
+        name: d.name.clone(),
+        location: d.location.clone(),
+        decision: HostDecision::SetAside(d.kind),
+    };
     let functions = items
         .iter()
         .zip(decisions)
@@ -500,18 +590,16 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
             location: g.location,
             decision: HostDecision::SetAside(SetAsideKind::MacroHostFunctions),
         }))
-        .chain(set_aside_classes.iter().map(|c| HostFunction {
-            name: c.name.clone(),
-            location: c.location.clone(),
-            decision: HostDecision::SetAside(SetAsideKind::HostClass),
-        }))
-        .chain(host_members.iter().map(|m| HostFunction {
-            name: m.name.clone(),
-            location: m.location.clone(),
-            decision: HostDecision::SetAside(SetAsideKind::ExplicitHost),
-        }))
+        .chain(classes.iter().map(|&c| set_aside(&facts.classes[c])))
+        .chain(variables.iter().map(|&v| set_aside(&facts.variables[v])))
+        .chain(
+            instantiations
+                .iter()
+                .map(|&x| set_aside(&facts.instantiations[x])),
+        )
+        .chain(facts.host_members.iter().map(set_aside))
         .collect();
-    Ok(HostCode {
+    HostCode {
         text: out,
         functions,
         launchers: shadows
@@ -524,130 +612,7 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
         launched: launched.into_iter().map(|(_, k)| k).collect(),
         unresolved_launches,
         appended_from_line,
-    })
-}
-
-/// A namespace-scope class or struct that only host code can use (or, from
-/// [`explicit_host_functions`], a `__host__`-only function): its members throw or use
-/// iostreams (`class Error : public std::exception { std::string m; Error(...) { std::ostringstream
-/// oss; ... } }`), nothing in it is annotated for the device, and no member of it is defined
-/// outside it. Set aside when device code does not name it.
-struct HostClass {
-    name: String,
-    location: Location,
-    /// The definition, with its `template<...>`.
-    outer: std::ops::Range<usize>,
-}
-
-/// The file's host classes (see [`HostClass`]), in namespaces and conditionals at any depth.
-fn host_classes(text: &str, root: Node) -> Vec<HostClass> {
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        let mut cursor = n.walk();
-        for child in n.named_children(&mut cursor) {
-            match child.kind() {
-                "class_specifier" | "struct_specifier" => {
-                    out.extend(host_class(text, child, child));
-                }
-                "template_declaration" => {
-                    let mut c = child.walk();
-                    let inner = child
-                        .named_children(&mut c)
-                        .find(|x| matches!(x.kind(), "class_specifier" | "struct_specifier"));
-                    if let Some(inner) = inner {
-                        out.extend(host_class(text, child, inner));
-                    }
-                }
-                "namespace_definition" => stack.extend(child.child_by_field_name("body")),
-                "linkage_specification" => stack.extend(
-                    child
-                        .child_by_field_name("body")
-                        .filter(|b| b.kind() == "declaration_list"),
-                ),
-                "preproc_if" | "preproc_ifdef" | "preproc_else" | "preproc_elif"
-                | "preproc_elifdef" => stack.push(child),
-                _ => {}
-            }
-        }
     }
-    out
-}
-
-fn host_class(text: &str, outer: Node, class: Node) -> Option<HostClass> {
-    let name_node = class.child_by_field_name("name")?;
-    let body = class.child_by_field_name("body")?;
-    if outer.has_error() || name_node.kind() != "type_identifier" {
-        return None;
-    }
-    let name = &text[name_node.byte_range()];
-    let whole = &text[outer.byte_range()];
-    let annotated = identifiers(whole).any(|w| {
-        matches!(
-            w,
-            "__device__" | "__global__" | "__host__" | "__forceinline__"
-        ) || looks_like_macro(w)
-    });
-    if annotated || !throws_or_streams(&text[body.byte_range()]) || !balanced_preprocessor(whole) {
-        return None;
-    }
-    // A member defined outside the class (`Error::Error(...) {...}`) would lose its class.
-    let qualified = format!("{name}::");
-    let outside = text[..outer.start_byte()].contains(&qualified)
-        || text[outer.end_byte()..].contains(&qualified);
-    if outside {
-        return None;
-    }
-    Some(HostClass {
-        name: name.to_owned(),
-        location: location(text, name_node),
-        outer: outer.byte_range(),
-    })
-}
-
-/// Every function marked `__host__` without `__device__` (and not `constexpr`, which device
-/// code may call under nvcc's `--expt-relaxed-constexpr`): class members
-/// (`__host__ uint_fastdiv(uint32_t d)`), out-of-class member definitions, templates of
-/// them. nvcc's device pass leaves them out; device code calling one fails there too.
-fn explicit_host_functions(text: &str, root: Node) -> Vec<HostClass> {
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        if matches!(
-            n.kind(),
-            "function_definition" | "declaration" | "field_declaration"
-        ) {
-            let outer = n
-                .parent()
-                .filter(|p| p.kind() == "template_declaration")
-                .unwrap_or(n);
-            let mut c = n.walk();
-            let declarator = n
-                .children_by_field_name("declarator", &mut c)
-                .find(|d| d.kind() == "function_declarator");
-            if let Some(d) = declarator {
-                let prefix = &text[outer.start_byte()..d.start_byte()];
-                let words: Vec<&str> = identifiers(prefix).collect();
-                let host_only = words.contains(&"__host__")
-                    && !words
-                        .iter()
-                        .any(|w| matches!(*w, "__device__" | "__global__" | "constexpr"));
-                let name = d.child_by_field_name("declarator");
-                if let (true, Some(name), false) = (host_only, name, outer.has_error()) {
-                    out.push(HostClass {
-                        name: text[name.byte_range()].to_owned(),
-                        location: location(text, name),
-                        outer: outer.byte_range(),
-                    });
-                }
-            }
-            // A function body holds no member declarations.
-            continue;
-        }
-        let mut cursor = n.walk();
-        stack.extend(n.named_children(&mut cursor));
-    }
-    out
 }
 
 /// A short tag of `text` (FNV-1a), naming the functions the file appends apart from those of
@@ -676,6 +641,9 @@ struct Item<'t> {
     /// The template parameter list as written (`<typename T, int N = 4>`), comments dropped
     /// and whitespace collapsed.
     template_clause: Option<String>,
+    /// For a member function defined outside its class (`Estimator<Real>::run`), the class:
+    /// the function is device code's when the class is.
+    class: Option<String>,
 }
 
 fn classify(text: &str, it: &Item, reached: bool, macros: &FileMacros) -> HostDecision {
@@ -685,7 +653,7 @@ fn classify(text: &str, it: &Item, reached: bool, macros: &FileMacros) -> HostDe
     if !extent_is_certain(text, it) {
         return HostDecision::Kept(KeptReason::SyntaxError);
     }
-    if !balanced_preprocessor(&text[it.outer.clone()]) {
+    if !balanced_conditionals(&text[it.outer.clone()]) {
         return HostDecision::Kept(KeptReason::Preprocessor);
     }
     let Some(body) = it.body else {
@@ -702,35 +670,12 @@ fn classify(text: &str, it: &Item, reached: bool, macros: &FileMacros) -> HostDe
     })
 }
 
-/// The names of the file's function definitions and declarations that are not among `items`,
-/// that is, that an annotation makes device code (`__device__`, `__global__`, `__host__
-/// __device__`), at any depth.
-fn annotated_function_names<'t>(text: &'t str, root: Node, items: &[Item]) -> HashSet<&'t str> {
-    let item_funcs: HashSet<usize> = items.iter().map(|it| it.func.id()).collect();
-    let mut out = HashSet::new();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        if matches!(n.kind(), "function_definition" | "declaration")
-            && !item_funcs.contains(&n.id())
-        {
-            let mut c = n.walk();
-            for d in n.children_by_field_name("declarator", &mut c) {
-                if d.kind() == "function_declarator" {
-                    if let Some(name) = d.child_by_field_name("declarator") {
-                        let name = &text[name.byte_range()];
-                        out.insert(name.rsplit("::").next().unwrap_or(name).trim());
-                    }
-                }
-            }
-        }
-        let mut c = n.walk();
-        stack.extend(n.named_children(&mut c));
-    }
-    out
-}
-
 /// `text` with every character in `ranges` but line breaks made a space: one space per
 /// character, so columns (counted in characters) after a blanked span on its last line stay.
+/// Preprocessor directives inside a range (`#define BLOCK 256` in `main`, `#if`/`#endif`)
+/// stay as they are, with their continuation lines: the preprocessor reads them whatever
+/// nvcc's device pass then drops, and what follows may use them. `#pragma` lines go with the
+/// code they annotate.
 fn blank(text: &str, ranges: impl Iterator<Item = std::ops::Range<usize>>) -> String {
     let mut ranges: Vec<_> = ranges.collect();
     ranges.sort_by_key(|r| r.start);
@@ -741,14 +686,36 @@ fn blank(text: &str, ranges: impl Iterator<Item = std::ops::Range<usize>>) -> St
             continue;
         }
         out.push_str(&text[at..r.start]);
-        out.extend(text[r.clone()].chars().map(|c| match c {
-            '\n' | '\r' => c,
-            _ => ' ',
-        }));
+        let mut i = r.start;
+        while i < r.end {
+            let line_end = text[i..r.end].find('\n').map_or(r.end, |e| i + e + 1);
+            let line_start = i == 0 || text.as_bytes()[i - 1] == b'\n';
+            if line_start && is_kept_directive(&text[i..line_end]) {
+                let mut end = line_end;
+                while text[i..end].trim_end().ends_with('\\') && end < r.end {
+                    end = text[end..r.end].find('\n').map_or(r.end, |e| end + e + 1);
+                }
+                out.push_str(&text[i..end]);
+                i = end;
+                continue;
+            }
+            out.extend(text[i..line_end].chars().map(|c| match c {
+                '\n' | '\r' => c,
+                _ => ' ',
+            }));
+            i = line_end;
+        }
         at = r.end;
     }
     out.push_str(&text[at..]);
     out
+}
+
+/// Whether a line is a preprocessor directive that blanking keeps (see [`blank`]).
+fn is_kept_directive(line: &str) -> bool {
+    line.trim_start()
+        .strip_prefix('#')
+        .is_some_and(|d| !d.trim_start().starts_with("pragma"))
 }
 
 #[cfg(test)]
@@ -788,9 +755,10 @@ mod tests {
     }
 
     #[test]
-    fn preprocessor_lines_balance() {
-        assert!(balanced_preprocessor("{\n#if A\nx;\n#else\ny;\n#endif\n}"));
-        assert!(!balanced_preprocessor("{\n#define X 1\n}"));
-        assert!(!balanced_preprocessor("{\n#endif\n#if A\n}"));
+    fn conditionals_balance() {
+        assert!(balanced_conditionals("{\n#if A\nx;\n#else\ny;\n#endif\n}"));
+        assert!(balanced_conditionals("{\n#define X 1\n}"));
+        assert!(!balanced_conditionals("{\n#endif\n#if A\n}"));
+        assert!(!balanced_conditionals("{\n#if A\n}"));
     }
 }

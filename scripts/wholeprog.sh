@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# Whole programs (issue 23, item 2): does `cudacheck check` compile every file whose device code
+# nvcc compiles, with each kernel's registers and static shared memory equal to nvcc's?
+#
+#   scripts/wholeprog.sh bundle [CORPUS_DIR...]
+#       here: the corpora's source files (no data, no binaries) into
+#       target/gpu-carry/wholeprog.tar.xz, each with its checkout's commit
+#   scripts/wholeprog.sh reference CORPUS_DIR... OUTDIR
+#       GPU machine (nvcc): `nvcc -arch=sm_90 -std=c++17 -Xptxas -v -c` per `.cu` file, with
+#       the include flags its project needs; OUTDIR/reference.tsv records per file whether nvcc
+#       compiles it (and nvcc's first error when not) and per kernel its registers, static
+#       shared memory and stack frame from ptxas's report; OUTDIR/logs/ keeps nvcc's output
+#   scripts/wholeprog.sh reference-bundle OUTDIR     (also: reference-carried, gpu-session.sh's name)
+#       GPU machine: unpack target/gpu-carry/wholeprog.tar.xz and run `reference` on it: needs
+#       bash, coreutils, find/xargs, tar, xz and nvcc, nothing else; all cores (`xargs -P`), each
+#       file at most $WHOLEPROG_FILE_LIMIT s (180); every finished file's lines are in
+#       OUTDIR/reference.tsv at once, so a run that is killed still leaves what it did
+#   scripts/wholeprog.sh compare REFERENCE_DIR CORPUS_DIR...
+#       here: `cudacheck check --arch sm_90 --json` per corpus, compared kernel by kernel with
+#       REFERENCE_DIR/reference.tsv; prints the table and the files that fail, with why
+#   scripts/wholeprog.sh standin OUTDIR CORPUS_DIR...
+#       here, without nvcc: a reference.tsv from another cudacheck build ($CUDACHECK_BIN, e.g.
+#       the one before a change), for `compare` to check that kernels did not change
+#
+# `compare` and `standin` pass $WHOLEPROG_CHECK_FLAGS to `cudacheck check` besides the
+# corpus's own flags: `-I DIR` of the CUDA libraries' headers (cuRAND's `curand_kernel.h`,
+# cuFFT's `cufft.h`) where NVRTC's own include directory lacks them, as the toolkit's has them.
+#
+# The lead's GPU call: carry ["target/gpu-carry"], command
+#   "scripts/wholeprog.sh reference-bundle $OUT"
+# (nvcc at /usr/local/cuda/bin/nvcc, or $NVCC). Then here:
+#   scripts/wholeprog.sh compare DIR_WITH_reference.tsv /work/corpus/...
+#
+# A file is named by its path below the parent of its checkout (`karpathy+llm.c/dev/cuda/
+# adamw.cu`), the checkout being the nearest directory above it with `.git` or
+# `.wholeprog-commit`, so that the reference made from the bundle and the checkout here name
+# it the same. Include flags: a checkout with `Common/helper_cuda.h` (NVIDIA/cuda-samples) gets
+# `-I CHECKOUT/Common`; every file gets its own directory, as both compilers do. No
+# `--use_fast_math` or `-O` flags: `cudacheck check` compiles as NVRTC's defaults do, and the
+# reference must compile the same way for registers to compare.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mode="${1:-}"
+shift || true
+default_corpora=(/work/corpus/karpathy+llm.c/dev/cuda /work/corpus/NVIDIA+cuda-samples/Samples
+  /work/corpus/olcf+cuda-training-series/exercises)
+bundle=target/gpu-carry/wholeprog.tar.xz
+
+# The checkout a path lies in: the nearest directory above it with .git or .wholeprog-commit.
+checkout_of() {
+  local d
+  d="$(cd "$1" && pwd)"
+  while [ "$d" != / ]; do
+    if [ -e "$d/.git" ] || [ -e "$d/.wholeprog-commit" ]; then
+      echo "$d"
+      return
+    fi
+    d="$(dirname "$d")"
+  done
+  echo "wholeprog: $1 is in no checkout (no .git or .wholeprog-commit above it)" >&2
+  exit 2
+}
+
+# The include flags a checkout's files need.
+flags_for() {
+  if [ -f "$1/Common/helper_cuda.h" ]; then
+    echo "-I$1/Common"
+  fi
+}
+
+# Every .cu file below a corpus directory, sorted.
+cu_files() { find "$1" -name '*.cu' -type f | LC_ALL=C sort; }
+
+case "$mode" in
+bundle)
+  cd "$root"
+  [ $# -gt 0 ] || set -- "${default_corpora[@]}"
+  stage=target/wholeprog-stage
+  rm -rf "$stage"
+  mkdir -p "$stage" target/gpu-carry
+  : > "$stage/corpora"
+  for dir in "$@"; do
+    co="$(checkout_of "$dir")"
+    name="$(basename "$co")"
+    dir="$(cd "$dir" && pwd)"
+    mkdir -p "$stage/$name"
+    git -C "$co" rev-parse HEAD > "$stage/$name/.wholeprog-commit" 2>/dev/null ||
+      echo unknown > "$stage/$name/.wholeprog-commit"
+    # The corpus directory's sources, and the checkout's shared headers (cuda-samples'
+    # Common/): what the files include.
+    rel="${dir#"$co"}"
+    rel="${rel#/}"
+    (cd "$co" && find "${rel:-.}" $( [ -d Common ] && echo Common ) -type f \
+      \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.hpp' -o -name '*.hxx' \
+      -o -name '*.inl' -o -name '*.inc' -o -name '*.c' -o -name '*.cpp' \) -print0 |
+      tar -cf - --null -T -) | tar -C "$stage/$name" -xf -
+    echo "$name/${rel:-.}" >> "$stage/corpora"
+  done
+  tar -C "$stage" -cJf "$bundle" .
+  du -sh "$stage" "$bundle"
+  cat "$stage/corpora"
+  ;;
+reference-bundle | reference-carried)
+  out="${1:?usage: wholeprog.sh reference-bundle OUTDIR}"
+  cd "$root"
+  stage="$(mktemp -d)"
+  tar -C "$stage" -xJf "$bundle"
+  corpora=()
+  while IFS= read -r c; do corpora+=("$stage/$c"); done < "$stage/corpora"
+  "$0" reference "${corpora[@]}" "$out"
+  rm -rf "$stage"
+  ;;
+reference)
+  # Needs bash, coreutils, findutils (find, xargs), tar/xz for the bundle and nvcc: no awk,
+  # grep or python, which a GPU image need not have. Each file's lines are appended to
+  # reference.tsv as soon as nvcc finishes it, in one write, so a run that is killed leaves
+  # every finished file's result behind (sorted at the end when the run gets there).
+  [ $# -ge 2 ] || { echo "usage: wholeprog.sh reference CORPUS_DIR... OUTDIR" >&2; exit 2; }
+  out="${*: -1}"
+  set -- "${@:1:$#-1}"
+  mkdir -p "$out/logs" "$out/objects"
+  out="$(cd "$out" && pwd)"
+  nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
+  [ -x "$nvcc" ] || nvcc="$(command -v nvcc)" ||
+    { echo "wholeprog: no nvcc at /usr/local/cuda/bin or on PATH (set NVCC)" >&2; exit 2; }
+  "$nvcc" --version > "$out/nvcc-version.txt"
+  list="$out/files.tsv"
+  : > "$list"
+  : > "$out/reference.tsv"
+  for dir in "$@"; do
+    co="$(checkout_of "$dir")"
+    base="$(dirname "$co")"
+    flags="$(flags_for "$co")"
+    printf '%s\t%s\n' "$(basename "$co")" \
+      "$(cat "$co/.wholeprog-commit" 2>/dev/null || git -C "$co" rev-parse HEAD)" >> "$out/commits.tsv"
+    while IFS= read -r f; do
+      f="$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"
+      printf '%s\t%s\t%s\n' "$f" "${f#"$base"/}" "$flags" >> "$list"
+    done < <(cu_files "$dir")
+  done
+  # One file (a line of files.tsv): nvcc's verdict and ptxas's report of each entry function.
+  one() {
+    local f key flags name log rc line entry="" fn="" regs smem reason="" lines
+    local -A stack=()
+    IFS=$'\t' read -r f key flags <<< "$1"
+    name="${key//\//%}"
+    log="$WP_OUT/logs/$name.log"
+    # shellcheck disable=SC2086
+    timeout "$WP_FILE_LIMIT" "$WP_NVCC" -arch=sm_90 -std=c++17 -Xptxas -v -c "$f" \
+      -o "$WP_OUT/objects/$name.o" -I"$(dirname "$f")" $flags > "$log" 2>&1
+    rc=$?
+    rm -f "$WP_OUT/objects/$name.o"
+    local re_entry="Compiling entry function '([^']+)'" re_props="Function properties for ([^ ]+)"
+    local re_stack="([0-9]+) bytes stack frame" re_regs="Used ([0-9]+) registers"
+    local re_smem="([0-9]+) bytes smem"
+    if [ $rc -eq 0 ]; then
+      lines="$(printf 'file\t%s\tok\t' "$key")"
+      while IFS= read -r line; do
+        if [[ $line =~ $re_entry ]]; then
+          entry="${BASH_REMATCH[1]}"
+        elif [[ $line =~ $re_props ]]; then
+          fn="${BASH_REMATCH[1]}"
+        elif [[ $line =~ $re_stack ]]; then
+          stack[$fn]="${BASH_REMATCH[1]}"
+        elif [[ -n $entry && $line =~ $re_regs ]]; then
+          regs="${BASH_REMATCH[1]}"
+          smem=0
+          [[ $line =~ $re_smem ]] && smem="${BASH_REMATCH[1]}"
+          lines+=$'\n'"$(printf 'kernel\t%s\t%s\t%d\t%d\t%d' "$key" "$entry" "$regs" "$smem" \
+            "${stack[$entry]:-0}")"
+          entry=""
+        fi
+      done < "$log"
+    else
+      while IFS= read -r line; do
+        if [[ $line == *error* || $line == *fatal* ]]; then reason="${line//$'\t'/ }"; break; fi
+      done < "$log"
+      reason="${reason//"${f%"$key"}"/}"
+      [ $rc -eq 124 ] && reason="nvcc ran past ${WP_FILE_LIMIT} s"
+      lines="$(printf 'file\t%s\tfail\t%s' "$key" "${reason:0:300}")"
+      [ -n "$reason" ] || lines+="nvcc exit status $rc"
+    fi
+    printf '%s\n' "$lines" >> "$WP_OUT/reference.tsv"
+  }
+  export -f one
+  export WP_OUT="$out" WP_NVCC="$nvcc" WP_FILE_LIMIT="${WHOLEPROG_FILE_LIMIT:-180}"
+  jobs="$(nproc 2>/dev/null || echo 4)"
+  echo "wholeprog: $(wc -l < "$list") files, $jobs at a time, $nvcc" >&2
+  tr '\n' '\0' < "$list" | xargs -0 -n 1 -P "$jobs" bash -c 'one "$1"' _
+  LC_ALL=C sort -o "$out/reference.tsv" "$out/reference.tsv"
+  rmdir "$out/objects" 2>/dev/null || true
+  ok=0 n=0 k=0
+  while IFS=$'\t' read -r kind _ verdict _; do
+    case "$kind" in
+    file) n=$((n + 1)); [ "$verdict" = ok ] && ok=$((ok + 1)) ;;
+    kernel) k=$((k + 1)) ;;
+    esac
+  done < "$out/reference.tsv"
+  echo "nvcc compiles $ok of $n files, $k kernels" | tee "$out/summary.txt"
+  ;;
+compare | standin)
+  if [ "$mode" = compare ]; then
+    ref="${1:?usage: wholeprog.sh compare REFERENCE_DIR CORPUS_DIR...}"
+  else
+    ref="${1:?usage: wholeprog.sh standin OUTDIR CORPUS_DIR...}"
+    mkdir -p "$ref"
+  fi
+  shift
+  [ $# -gt 0 ] || set -- "${default_corpora[@]}"
+  bin="${CUDACHECK_BIN:-$root/target/release/cudacheck}"
+  [ -x "$bin" ] || { echo "wholeprog: build it first: cargo build --release -p cudacheck-cli" >&2; exit 2; }
+  eval "$("$root/scripts/setup-cuda.sh")"
+  work="$(mktemp -d)"
+  : > "$work/runs"
+  for dir in "$@"; do
+    co="$(checkout_of "$dir")"
+    base="$(dirname "$co")"
+    flags="$(flags_for "$co")"
+    n="$(wc -l < "$work/runs")"
+    mapfile -t files < <(cu_files "$dir")
+    # shellcheck disable=SC2086
+    (cd "$base" && CUDACHECK_CACHE="${CUDACHECK_CACHE:-0}" "$bin" check --arch sm_90 --json \
+      $flags ${WHOLEPROG_CHECK_FLAGS:-} "${files[@]#"$base"/}" > "$work/$n.json" \
+      2> "$work/$n.err") || true
+    printf '%s\t%s\t%s\n' "$work/$n.json" "$(basename "$co")" \
+      "$(git -C "$co" rev-parse HEAD 2>/dev/null || cat "$co/.wholeprog-commit")" >> "$work/runs"
+  done
+  MODE="$mode" REF="$ref" python3 - "$work/runs" <<'PY'
+import json, os, sys
+from collections import defaultdict
+
+runs = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+ours = {}        # key -> (error or None, {symbol: (regs, smem, stack)})
+corpus_of = {}   # key -> checkout name
+commits = {}
+for path, name, commit in runs:
+    commits[name] = commit
+    report = json.load(open(path))
+    for f in report["files"]:
+        kernels = {k["resources"]["symbol"]: (k["resources"]["registers"],
+                    k["resources"]["static_shared_bytes"], k["resources"]["local_bytes"])
+                   for k in f["kernels"]}
+        ours[f["path"]] = (f["error"], kernels)
+        corpus_of[f["path"]] = name
+
+ref = os.environ["REF"]
+if os.environ["MODE"] == "standin":
+    with open(os.path.join(ref, "reference.tsv"), "w") as out:
+        for key in sorted(ours):
+            error, kernels = ours[key]
+            first = (error or "").strip().splitlines()[:1]
+            out.write("file\t%s\t%s\t%s\n" % (key, "fail" if error else "ok",
+                      first[0].replace("\t", " ") if first else ""))
+            for s, (r, sm, st) in sorted(kernels.items()):
+                out.write("kernel\t%s\t%s\t%d\t%d\t%d\n" % (key, s, r, sm, st))
+    print("stand-in reference of %d files written to %s/reference.tsv" % (len(ours), ref))
+    sys.exit(0)
+
+theirs, verdict = defaultdict(dict), {}
+for line in open(os.path.join(ref, "reference.tsv")):
+    p = line.rstrip("\n").split("\t")
+    if p[0] == "file":
+        verdict[p[1]] = (p[2], p[3] if len(p) > 3 else "")
+    elif p[0] == "kernel":
+        theirs[p[1]][p[2]] = tuple(int(x) for x in p[3:6])
+
+rows = defaultdict(lambda: defaultdict(int))
+failures, mismatches, unreferenced = [], [], []
+for key in sorted(ours):
+    c = rows[corpus_of[key]]
+    c["files"] += 1
+    if key not in verdict:
+        unreferenced.append(key)
+        continue
+    if verdict[key][0] != "ok":
+        c["nvcc_fails"] += 1
+        continue
+    c["nvcc_ok"] += 1
+    error, kernels = ours[key]
+    if error:
+        first = [l for l in error.splitlines() if l.strip()][:2]
+        failures.append((key, " / ".join(first)))
+        continue
+    want = theirs.get(key, {})
+    bad = []
+    for s in sorted(set(want) | set(kernels)):
+        if s not in kernels:
+            bad.append("%s: nvcc has it, cudacheck does not" % s)
+        elif s not in want:
+            bad.append("%s: cudacheck has it, nvcc does not" % s)
+        elif kernels[s][:2] != want[s][:2]:
+            bad.append("%s: registers/shared cudacheck %s, nvcc %s" % (s, kernels[s][:2], want[s][:2]))
+    c["kernels"] += len(want)
+    if bad:
+        mismatches.append((key, bad))
+    else:
+        c["pass"] += 1
+
+print("| corpus @ commit | files | nvcc compiles | cudacheck passes (resources equal) | kernels compared |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for name in sorted(rows):
+    c = rows[name]
+    pct = 100.0 * c["pass"] / c["nvcc_ok"] if c["nvcc_ok"] else 0.0
+    print("| %s @ %s | %d | %d | %d (%.1f%%) | %d |" % (name, commits[name][:8], c["files"],
+          c["nvcc_ok"], c["pass"], pct, c["kernels"]))
+if failures:
+    print("\nnvcc compiles, cudacheck check does not:")
+    for key, why in failures:
+        print("- %s: %s" % (key, why[:300]))
+if mismatches:
+    print("\nkernels that differ:")
+    for key, bad in mismatches:
+        print("- %s: %s" % (key, "; ".join(bad[:4]) + (" ..." if len(bad) > 4 else "")))
+if unreferenced:
+    print("\nnot in the reference (%d): %s" % (len(unreferenced), ", ".join(unreferenced[:10])))
+PY
+  rm -rf "$work"
+  ;;
+*)
+  sed -n '2,40p' "$0"
+  exit 2
+  ;;
+esac
