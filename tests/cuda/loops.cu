@@ -36,3 +36,19 @@ extern "C" __global__ void row_sum_backwards(const float* in, float* out, int co
     for (int c = cols - 1; c >= 0; --c) s += in[r * cols + c];
     if (threadIdx.x == 0) out[r] = s;
 }
+
+// Pointers bumped by 64-bit runtime strides; NVRTC unrolls the loop and merges each pointer
+// through a copy (`mov`) at the bottom.
+extern "C" __global__ void bump_copy(float* __restrict__ out, const float* __restrict__ in,
+                                     long long ostride, long long istride, int lanes, int iters)
+{
+    int lane = blockIdx.x * blockDim.x + threadIdx.x;
+    if (lane >= lanes) return;
+    const float* s = in + lane;
+    float* d = out + lane;
+    for (int k = 0; k < iters; ++k) {
+        *d = 2.0f * *s;
+        s += istride;
+        d += ostride;
+    }
+}

@@ -1068,6 +1068,33 @@ fn nvrtc_loop_accesses_are_checked_once_over_every_iteration() {
         &[vol, vol - 4]
     ));
 
+    // bump_copy(out, in, ostride, istride, lanes, iters): the unrolled loop's pointers, merged
+    // through copies (`mov`) at its bottom, and the remainder loop's, which starts from the
+    // pointer the unrolled loop left, are all checked on the host.
+    let bump = k("bump_copy");
+    assert_eq!(bump.coverage.checked, 0, "{bump:?}");
+    let (lanes, iters, stride) = (96u64, 41u64, 100u64);
+    let s = [
+        None,
+        None,
+        Some((stride, 8)),
+        Some((stride, 8)),
+        Some((lanes, 4)),
+        Some((iters, 4)),
+    ];
+    let need = ((iters - 1) * stride + lanes) * 4;
+    let v = |lens: &[u64]| {
+        bump.host_checks_hold(&LaunchValues {
+            grid: [1, 1, 1],
+            block: [128, 1, 1],
+            scalars: &s,
+            lens,
+        })
+    };
+    assert!(v(&[need, need]));
+    assert!(!v(&[need, need - 4]));
+    assert!(!v(&[need - 4, need]));
+
     // The planted loop bugs of the GPU tier (`tests/cuda/planted/bugs.cu`), with the GPU
     // test's launches: its good launch holds on the host, its bad ones do not.
     let bugs = CudaSource::from_file(repo_root().join("tests/cuda/planted/bugs.cu")).unwrap();

@@ -2302,6 +2302,10 @@ impl<'a> Guards<'a> {
             return None;
         }
         if self.defs.get(reg)?.len() > 1 {
+            // A register NVVM reuses: where one definition reaches `at`, its value.
+            if let Some(k) = self.reaching_def(reg, at) {
+                return self.offset_def(k, base, depth + 1, cvta, acc);
+            }
             // A pointer stepped through a counted loop, as statement `at` reads it: its
             // offset on entry, plus the steps.
             let c = self.counted_parts(reg, at, depth + 1)?;

@@ -257,7 +257,7 @@ fn inductions(
             .collect();
         let [k] = inside[..] else { continue };
         let Some(i) = instr(f, k) else { continue };
-        if i.guard.is_some() || i.has("cc") || i.has("sat") || !matches!(i.op(), "add" | "sub") {
+        if i.guard.is_some() || !matches!(i.op(), "add" | "sub" | "mov") {
             continue;
         }
         let Some(b) = cfg.block_of(k) else { continue };
@@ -279,10 +279,10 @@ fn inductions(
 }
 
 /// The terms `reg`'s update at `k` adds to its old value: `reg = x + s` (or `s + x`,
-/// `x - s`), where `x` is `reg` itself or a register set once in the loop, unguarded, before
-/// `k` in every iteration (its block dominates `k`'s, or it comes earlier in the same block),
-/// by such an update of another `x`: a chain back to `reg`. Each `s` is an immediate or
-/// invariant.
+/// `x - s`, or a copy `reg = x` of a register of its type), where `x` is `reg` itself or a
+/// register set once in the loop, unguarded, before `k` in every iteration (its block
+/// dominates `k`'s, or it comes earlier in the same block), by such an update of another `x`:
+/// a chain back to `reg` that adds at least one term. Each `s` is an immediate or invariant.
 fn chain(
     f: &Function,
     cfg: &Cfg,
@@ -295,33 +295,54 @@ fn chain(
     let mut at = k;
     for _ in 0..32 {
         let i = instr(f, at)?;
-        if i.guard.is_some() || i.has("cc") || i.has("sat") || !matches!(i.op(), "add" | "sub") {
+        if i.guard.is_some() {
             return None;
         }
         let ops: Vec<Operand<'_>> = i.operands.iter().map(|o| Operand::parse(o)).collect();
-        if ops.len() != 3 {
-            return None;
-        }
-        let negated = i.op() == "sub";
-        let term = |o: &Operand<'_>| match o {
-            Operand::Imm(v) => Some(Step::Imm(if negated { -v } else { *v })),
-            Operand::Reg(s) if invariant(cfg, l, defs, s) => Some(Step::Reg {
-                reg: s.to_string(),
-                negated,
-            }),
+        // `mov r, x` between registers of one type (a copy NVVM leaves where it merged the
+        // loop's values): a link that adds nothing.
+        let copied = match (i.op(), &ops[..]) {
+            ("mov", [Operand::Reg(d), Operand::Reg(x)])
+                if f.reg_type(d).is_some() && f.reg_type(d) == f.reg_type(x) =>
+            {
+                Some(*x)
+            }
             _ => None,
         };
-        // Which operand continues the chain: `reg`, or a register the loop varies.
-        let (x, s) = match (&ops[1], &ops[2]) {
-            (Operand::Reg(a), o) if *a == reg || !invariant(cfg, l, defs, a) => (*a, term(o)?),
-            (o, Operand::Reg(c)) if !negated && (*c == reg || !invariant(cfg, l, defs, c)) => {
-                (*c, term(o)?)
+        let x = match copied {
+            Some(x) => x,
+            None => {
+                if i.has("cc") || i.has("sat") || !matches!(i.op(), "add" | "sub") || ops.len() != 3
+                {
+                    return None;
+                }
+                let negated = i.op() == "sub";
+                let term = |o: &Operand<'_>| match o {
+                    Operand::Imm(v) => Some(Step::Imm(if negated { -v } else { *v })),
+                    Operand::Reg(s) if invariant(cfg, l, defs, s) => Some(Step::Reg {
+                        reg: s.to_string(),
+                        negated,
+                    }),
+                    _ => None,
+                };
+                // Which operand continues the chain: `reg`, or a register the loop varies.
+                let (x, s) = match (&ops[1], &ops[2]) {
+                    (Operand::Reg(a), o) if *a == reg || !invariant(cfg, l, defs, a) => {
+                        (*a, term(o)?)
+                    }
+                    (o, Operand::Reg(c))
+                        if !negated && (*c == reg || !invariant(cfg, l, defs, c)) =>
+                    {
+                        (*c, term(o)?)
+                    }
+                    _ => return None,
+                };
+                steps.push(s);
+                x
             }
-            _ => return None,
         };
-        steps.push(s);
         if x == reg {
-            return Some(steps);
+            return (!steps.is_empty()).then_some(steps);
         }
         // `x`: one definition in the loop, earlier in every iteration.
         let inside: Vec<usize> = defs
