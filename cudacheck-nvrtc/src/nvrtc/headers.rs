@@ -81,6 +81,7 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("cstring", include_str!("compat/cstring")),
     ("time.h", include_str!("compat/time.h")),
     ("ctime", include_str!("compat/ctime")),
+    ("features.h", include_str!("compat/features.h")),
     ("algorithm", include_str!("compat/algorithm")),
     ("utility", include_str!("compat/utility")),
     ("type_traits", include_str!("compat/type_traits")),
@@ -308,7 +309,7 @@ mod tests {
                 "{name}"
             );
         }
-        assert_eq!(COMPAT_HEADERS.len(), 35);
+        assert_eq!(COMPAT_HEADERS.len(), 36);
     }
 
     #[test]
