@@ -256,7 +256,9 @@ pub fn effects(i: &Instr) -> Effects<'_> {
         flow: Flow::Next,
         known: true,
     };
-    if let Some((_, p)) = &i.guard {
+    // The guard predicate (a guard the reader took that is no register name, in text that is
+    // not PTX, names none).
+    if let Some((_, p)) = i.guard.as_ref().filter(|(_, p)| super::operand::is_reg(p)) {
         e.uses.push(p.as_str());
     }
     let first = match op {
