@@ -308,3 +308,21 @@ fn ldmatrix_rows_are_checked_and_a_bad_row_is_redirected_not_skipped() {
     );
     assert!(!cold.contains("%r10, 0"), "{cold}");
 }
+
+/// Text that is not PTX may name a load without its address operand (found by the fuzz
+/// target `instrument`): instrumenting it gives a result or an error, never a panic.
+#[test]
+fn a_load_without_its_address_operand_does_not_panic() {
+    let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+               .visible .entry k(.param .u64 k_param_0)\n{\n\
+               \t.reg .f32 %f<2>;\n\t.reg .b64 %rd<3>;\n\
+               \tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\
+               \tld.global.f32 %f1;\n\tst.global.f32 [%rd2], %f1;\n\tret;\n}\n";
+    let out = cudacheck_core::instrument::instrument_ptx(ptx).unwrap();
+    assert_eq!(out.kernels.len(), 1);
+    assert_eq!(
+        out.kernels[0].widest.len(),
+        1,
+        "the store's width is still known"
+    );
+}

@@ -343,7 +343,8 @@ impl<'a> KernelEmitter<'a> {
                 .iter()
                 .filter(|a| a.bytes.is_power_of_two() && a.bytes > 1)
             {
-                let Some(addr) = Address::parse(&i.operands[a.operand]) else {
+                // (Text that is not PTX may name an access's operand and not write it.)
+                let Some(addr) = i.operands.get(a.operand).and_then(|o| Address::parse(o)) else {
                     continue;
                 };
                 let Prov::Ptr(origins) = self.prov.of(addr.base) else {
