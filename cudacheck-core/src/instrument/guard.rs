@@ -1165,10 +1165,7 @@ impl<'a> Guards<'a> {
     }
 
     fn instr(&self, k: usize) -> Option<&'a Instr> {
-        match &self.f.stmts.get(k)?.kind {
-            StmtKind::Instr(i) => Some(i),
-            _ => None,
-        }
+        self.f.instr(k)
     }
 
     fn single_def(&self, reg: &str) -> Option<&'a Instr> {

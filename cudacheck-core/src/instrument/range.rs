@@ -378,14 +378,7 @@ struct Flow<'a> {
 
 impl<'a> Flow<'a> {
     fn new(f: &'a Function) -> Self {
-        let instrs: Vec<&Instr> = f
-            .stmts
-            .iter()
-            .filter_map(|s| match &s.kind {
-                StmtKind::Instr(i) => Some(i),
-                _ => None,
-            })
-            .collect();
+        let instrs: Vec<&Instr> = f.instrs().collect();
         let mut unknown = BTreeSet::new();
         let mut all_written = BTreeSet::new();
         for i in &instrs {

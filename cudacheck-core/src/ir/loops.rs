@@ -229,10 +229,7 @@ fn definitions(f: &Function) -> HashMap<&str, Vec<usize>> {
 }
 
 fn instr(f: &Function, k: usize) -> Option<&Instr> {
-    match &f.stmts.get(k)?.kind {
-        StmtKind::Instr(i) => Some(i),
-        _ => None,
-    }
+    f.instr(k)
 }
 
 /// Whether the loop defines no register `reg` (a literal is invariant too).

@@ -168,6 +168,22 @@ pub struct Function {
 }
 
 impl Function {
+    /// Statement `k`, when it is an instruction.
+    pub fn instr(&self, k: usize) -> Option<&Instr> {
+        match &self.stmts.get(k)?.kind {
+            StmtKind::Instr(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// The function's instructions, in order.
+    pub fn instrs(&self) -> impl Iterator<Item = &Instr> {
+        self.stmts.iter().filter_map(|s| match &s.kind {
+            StmtKind::Instr(i) => Some(i),
+            _ => None,
+        })
+    }
+
     /// The declared type of a register (`%rd12` -> `b64`), if it is declared.
     pub fn reg_type(&self, reg: &str) -> Option<&str> {
         if let Some(t) = self.regs.get(reg) {
@@ -903,14 +919,7 @@ $L__info_string0:
     fn reads_guards_vectors_addresses_and_calls() {
         let m = parse(PTX).unwrap();
         let k = &m.functions[1];
-        let instrs: Vec<&Instr> = k
-            .stmts
-            .iter()
-            .filter_map(|s| match &s.kind {
-                StmtKind::Instr(i) => Some(i),
-                _ => None,
-            })
-            .collect();
+        let instrs: Vec<&Instr> = k.instrs().collect();
         let bra = instrs.iter().find(|i| i.op() == "bra").unwrap();
         assert_eq!(bra.guard, Some((true, "%p1".to_string())));
         let ld = instrs
