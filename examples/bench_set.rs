@@ -30,7 +30,12 @@
 //! ... --example bench_set -- --dry-run --arch sm_90 out.json out.md
 //! ```
 //!
-//! `--only SUBSTRING` keeps the kernels whose name contains it. The kernel files are read from
+//! `--races`: the checked launches are race-checked as well as bounds-checked (issue 24), and
+//! a second table gives each kernel's race coverage. `--plain-timed`: only the plain launches,
+//! timed, `CUDACHECK_BENCH_RUNS` times (default 30): the run to make under
+//! `compute-sanitizer --tool racecheck` (`scripts/race-compare.py` puts the two side by side).
+//!
+//! `--only SUBSTRING[,SUBSTRING...]` keeps the kernels whose name contains one of them. The kernel files are read from
 //! `bench/kernels/` of `CUDACHECK_REPO`, or of the checkout the example was built in.
 
 use std::error::Error as StdError;
@@ -46,6 +51,26 @@ use cudacheck_examples::{bench_kernel, median, report, stream_or_exit, utc_now, 
 use half::f16;
 
 const RUNS: usize = 30;
+
+/// `--races`: the checked launches are race-checked too (bounds and races).
+static RACES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn races() -> bool {
+    RACES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `--plain-timed`: only the plain launches, timed (to run under `compute-sanitizer`, whose
+/// slowdown is then the plain time under it over the plain time without).
+static PLAIN_TIMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Timed runs per build: `CUDACHECK_BENCH_RUNS`, else 30.
+fn runs() -> usize {
+    std::env::var("CUDACHECK_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(RUNS)
+}
 const WARMUP: usize = 3;
 
 type BoxError = Box<dyn StdError>;
@@ -213,6 +238,9 @@ macro_rules! bench {
                     $($o.reset(&s)?;)*
                     let mut launch = k.launch(&s);
                     launch.instrument(on).grid(grid).block(block).shared_bytes(shared);
+                    if races() {
+                        launch.races(on);
+                    }
                     if let Some((a, b)) = ev {
                         launch.kernel_events(a, b);
                     }
@@ -1290,6 +1318,9 @@ struct Row {
     plain_ms: f64,
     checked_ms: f64,
     coverage: Option<Coverage>,
+    /// With `--races`: shared accesses race-checked, barriers checked, and why not when the
+    /// kernel is not race-checked.
+    races: Option<cudacheck::core::race::RaceCoverage>,
     /// Bytes of output compared, and those that differ (with the first differing offset).
     bytes: usize,
     differing: usize,
@@ -1307,8 +1338,23 @@ fn measure(s: &Arc<CudaStream>, sp: &Spec, row: &mut Row) -> Result<(), BoxError
     let k = kernel_of(sp, None)?;
     let mut b = (sp.setup)(s, &k, sp)?;
     row.size = b.size.clone();
+    let timed_only = PLAIN_TIMED.load(std::sync::atomic::Ordering::Relaxed);
     // Differential: one plain, one bounds-checked launch.
     (b.run)(Op::Launch(false, None))?;
+    if timed_only {
+        let ctx = s.context();
+        let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        let mut t = Vec::new();
+        for i in 0..WARMUP.min(1) + runs() {
+            (b.run)(Op::Launch(false, Some((&start, &end))))?;
+            if i >= WARMUP.min(1) {
+                t.push(f64::from(start.elapsed_ms(&end)?));
+            }
+        }
+        row.plain_ms = median(t);
+        return Ok(());
+    }
     let plain = (b.run)(Op::Read)?;
     (b.run)(Op::Launch(true, None))?;
     let checked = (b.run)(Op::Read)?;
@@ -1326,8 +1372,8 @@ fn measure(s: &Arc<CudaStream>, sp: &Spec, row: &mut Row) -> Result<(), BoxError
     let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
     let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
     let mut kernel_ms = |on: bool| -> Result<f64, BoxError> {
-        let mut t = Vec::with_capacity(RUNS);
-        for i in 0..WARMUP + RUNS {
+        let mut t = Vec::with_capacity(runs());
+        for i in 0..WARMUP + runs() {
             (b.run)(Op::Launch(on, Some((&start, &end))))?;
             let ms = start.elapsed_ms(&end)?;
             if i >= WARMUP {
@@ -1339,6 +1385,9 @@ fn measure(s: &Arc<CudaStream>, sp: &Spec, row: &mut Row) -> Result<(), BoxError
     row.plain_ms = kernel_ms(false)?;
     row.checked_ms = kernel_ms(true)?;
     row.coverage = k.coverage()?;
+    if races() {
+        row.races = k.race_coverage()?;
+    }
     Ok(())
 }
 
@@ -1355,6 +1404,7 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
             plain_ms: f64::NAN,
             checked_ms: f64::NAN,
             coverage: None,
+            races: None,
             bytes: 0,
             differing: 0,
             first_difference: None,
@@ -1425,6 +1475,34 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
             r.checked_ms / r.plain_ms,
         ));
     }
+    if races() {
+        // Issue 24's measure: the kernels with race-checked shared accesses.
+        let shared: Vec<f64> = timed
+            .iter()
+            .filter(|(r, _)| r.races.as_ref().is_some_and(|c| c.checked > 0))
+            .map(|(_, x)| *x)
+            .collect();
+        let g = (shared.iter().map(|x| x.ln()).sum::<f64>() / shared.len().max(1) as f64).exp();
+        md.push_str(&format!(
+            "\nRace checking (`--races`: the checked launches are race- and bounds-checked). \
+             Kernels with race-checked shared accesses: {}, geometric-mean slowdown {g:.3}x.\n\n\
+             | kernel | shared accesses race-checked | barriers | unchecked | not race-checked because |\n\
+             |---|---:|---:|---:|---|\n",
+            shared.len()
+        ));
+        for r in &rows {
+            if let Some(c) = &r.races {
+                md.push_str(&format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    r.name,
+                    c.checked,
+                    c.barriers,
+                    c.unchecked.len(),
+                    c.not_checked.as_deref().unwrap_or("")
+                ));
+            }
+        }
+    }
     let mismatched = rows.iter().filter(|r| !r.identical()).count();
     md.push_str(&format!(
         "\nGeometric-mean slowdown: {geomean:.3}x over {} kernels; worst: {}. \
@@ -1448,6 +1526,12 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
             "checked_kernel_ms": r.checked_ms,
             "slowdown": r.checked_ms / r.plain_ms,
             "coverage": cov_json(r.coverage.as_ref()),
+            "races": r.races.as_ref().map(|c| serde_json::json!({
+                "checked": c.checked,
+                "barriers": c.barriers,
+                "unchecked": c.unchecked.len(),
+                "not_checked": c.not_checked,
+            })),
             "bytes_compared": r.bytes,
             "bytes_differing": r.differing,
             "first_difference": r.first_difference,
@@ -1498,6 +1582,8 @@ fn run() -> Result<bool, BoxError> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--plain-only" => plain = true,
+            "--races" => RACES.store(true, std::sync::atomic::Ordering::Relaxed),
+            "--plain-timed" => PLAIN_TIMED.store(true, std::sync::atomic::Ordering::Relaxed),
             "--dry-run" => dry = true,
             "--arch" => {
                 let v = it.next().ok_or("--arch needs a value")?;
@@ -1510,7 +1596,8 @@ fn run() -> Result<bool, BoxError> {
     }
     let mut specs = specs();
     if let Some(o) = only {
-        specs.retain(|sp| sp.name.contains(o));
+        // Several substrings, comma-separated: kernels matching any.
+        specs.retain(|sp| o.split(',').any(|part| sp.name.contains(part)));
     }
     if dry {
         dry_run(&specs, arch, &outputs)

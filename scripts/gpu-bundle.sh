@@ -37,13 +37,19 @@ for line in sys.stdin:
 cargo test --workspace --no-run --message-format=json-render-diagnostics 2>/dev/null \
   | copy_executables "$bundle/tests" gpu_
 # Examples in both profiles: the same bug behaves differently in debug and release.
-cargo build -p cudacheck-examples --examples --message-format=json-render-diagnostics \
-  | copy_executables "$bundle/debug"
+# GPU_BUNDLE_QUICK=1 (a call that runs only test binaries and benchmarks, e.g. gpu-session.sh
+# races): release examples only, no compat fixtures.
+if [ -z "${GPU_BUNDLE_QUICK:-}" ]; then
+  cargo build -p cudacheck-examples --examples --message-format=json-render-diagnostics \
+    | copy_executables "$bundle/debug"
+fi
 cargo build -p cudacheck-examples --examples --release --message-format=json-render-diagnostics \
   | copy_executables "$bundle/release"
 # cudacheck next to the cudarc lines users have (tests/compat): built here against link stubs,
 # run there against the driver and /usr/local/cuda's libraries.
-COMPAT_BUNDLE="$root/$bundle/compat" scripts/compat.sh >/dev/null
+if [ -z "${GPU_BUNDLE_QUICK:-}" ]; then
+  COMPAT_BUNDLE="$root/$bundle/compat" scripts/compat.sh >/dev/null
+fi
 # What the GPU run does not use, then the size: the device tool carries at most 64 MiB.
 rm -f "$bundle"/debug/bench_* "$bundle"/release/0[1345]_*
 strip --strip-all "$bundle"/*/* 2>/dev/null || true

@@ -19,6 +19,15 @@
 #   cost, with the alignment checks); fresh processes in a row on one module cache
 #   (bench_cache --sequence); and, when carried, nvcc's reference compile of the
 #   whole-program corpora (scripts/wholeprog.sh reference) with the time left.
+# races (issue 24; a GPU_BUNDLE_QUICK=1 bundle is enough): the race tests (planted races and
+#   barrier errors, correct patterns), the bounds tests they share a launch path with, the
+#   benchmark set race-checked (--races), the kernels/ set race-checked (CUDACHECK_RACES=1),
+#   the set's plain launches under compute-sanitizer --tool racecheck, and the race table
+#   (scripts/race-compare.py).
+# races-final: the race tests, the race-checked benchmark (kernels with shared memory only),
+#   racecheck on the ones not timed under it yet, then the third-party harness race-checked.
+# races-tier: the whole GPU tier (scripts/gpu-run.sh tests), then the third-party harness with
+#   CUDACHECK_RACES=1 (every checked launch race-checked too) when carried.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -61,6 +70,47 @@ loops)
   rest=$(( 570 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && step "$rest" bench_instrument target/gpu-bundle/release/bench_instrument \
     "$run/bench_instrument.json" "$run/bench_instrument.md"
+  ;;
+races)
+  t=target/gpu-bundle/tests
+  step 100 gpu_races_planted "$t/gpu_races" gpu_planted_races --test-threads=1 --nocapture
+  step 60 gpu_races_correct "$t/gpu_races" gpu_correct --test-threads=1 --nocapture
+  step 60 gpu_races_barriers "$t/gpu_races" gpu_planted_barrier --test-threads=1 --nocapture
+  CUDACHECK_BENCH_RUNS=10 step 150 bench_set_races target/gpu-bundle/release/bench_set --races \
+    "$run/bench_set_races.json" "$run/bench_set_races.md"
+  CUDACHECK_RACES=1 step 40 bench_instrument_races target/gpu-bundle/release/bench_instrument \
+    "$run/bench_instrument_races.json" "$run/bench_instrument_races.md"
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  rest=$(( 570 - ($(date +%s) - start) ))
+  # Kernels with shared accesses only (racecheck takes seconds per launch of some of them).
+  shared=block_reduce,scan_block,histogram256,softmax_smem,layernorm,row_dot,absmax,row_mean,rmsnorm_block,softmax_rows_3pass,transpose_padded,histogram_range,sgemm,blur5x5,attention
+  [ "$rest" -gt 20 ] && CUDACHECK_BENCH_RUNS=1 step "$rest" racecheck "$sanitizer" --tool racecheck \
+    target/gpu-bundle/release/bench_set --plain-timed --only "$shared" "$run/racecheck.json"
+  python3 scripts/race-compare.py "$run/bench_set_races.json" "$run/racecheck.json" \
+    "$run/bench_instrument_races.json" > "$run/race_compare.md" 2>&1
+  ;;
+races-final)
+  t=target/gpu-bundle/tests
+  step 60 gpu_races_planted "$t/gpu_races" gpu_planted_races --test-threads=1 --nocapture
+  step 60 gpu_races_correct "$t/gpu_races" gpu_correct --test-threads=1 --nocapture
+  step 45 gpu_races_barriers "$t/gpu_races" gpu_planted_barrier --test-threads=1 --nocapture
+  shared=block_reduce,scan_block,histogram256,softmax_smem,layernorm,row_dot,absmax,row_mean,rmsnorm_block,softmax_rows_3pass,transpose_padded,histogram_range,sgemm,blur5x5,attention
+  CUDACHECK_BENCH_RUNS=10 step 110 bench_set_races target/gpu-bundle/release/bench_set --races \
+    --only "$shared" "$run/bench_set_races.json" "$run/bench_set_races.md"
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  CUDACHECK_BENCH_RUNS=1 step 50 racecheck "$sanitizer" --tool racecheck \
+    target/gpu-bundle/release/bench_set --plain-timed \
+    --only transpose_padded,row_mean,histogram_range,rmsnorm_block,softmax_rows_3pass,absmax \
+    "$run/racecheck.json"
+  rest=$(( 570 - ($(date +%s) - start) ))
+  [ "$rest" -gt 30 ] && [ -f target/gpu-carry/thirdparty.tar.xz ] && \
+    CUDACHECK_RACES=1 step "$rest" thirdparty_races scripts/thirdparty.sh run
+  ;;
+races-tier)
+  step 280 tests scripts/gpu-run.sh tests
+  rest=$(( 570 - ($(date +%s) - start) ))
+  [ "$rest" -gt 30 ] && [ -f target/gpu-carry/thirdparty.tar.xz ] && \
+    CUDACHECK_RACES=1 step "$rest" thirdparty_races scripts/thirdparty.sh run
   ;;
 sanitize)
   sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"

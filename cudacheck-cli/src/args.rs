@@ -130,6 +130,10 @@ pub struct InstrumentArgs {
     /// arrays then have a known length), as such a launch does.
     #[arg(long = "dynamic-smem")]
     pub dynamic_smem: Option<u32>,
+    /// Also build the race-checked kernels (shared-memory races and barrier errors, as a
+    /// launch with races on runs them) and report what is race-checked and what is not.
+    #[arg(long)]
+    pub races: bool,
 }
 
 /// `-D NAME` / `-D NAME=VALUE` as NVRTC options take them.

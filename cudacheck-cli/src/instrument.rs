@@ -11,6 +11,7 @@ use cudacheck::nvrtc::{self, assemble_ptx, CompileOptions, CudaSource};
 use cudacheck_core::instrument::{
     instrument_ptx_with, render_report, InstrumentOptions, InstrumentedKernel,
 };
+use cudacheck_core::race::{race_ptx, render_race_report, RaceKernel, RaceOptions};
 use serde::Serialize;
 
 use crate::args::{parse_defines, InstrumentArgs};
@@ -39,6 +40,85 @@ struct KernelEntry {
     /// the build with a device check for each).
     host_checked: u32,
     unchecked: Vec<UncheckedEntry>,
+    /// With `--races`: what the race-checked build checks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    races: Option<RaceEntry>,
+}
+
+#[derive(Debug, Serialize)]
+struct RaceEntry {
+    /// Shared-memory accesses race-checked.
+    checked: u32,
+    /// Of `checked`, those that cannot race (nothing in their barrier interval conflicts):
+    /// no check runs for them.
+    proven: u32,
+    /// Block barriers with a divergence check.
+    barriers: u32,
+    /// `__syncwarp` calls with a mask check.
+    warp_syncs: u32,
+    /// Why the kernel is not race-checked at all, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_checked: Option<String>,
+    unchecked: Vec<UncheckedEntry>,
+}
+
+fn race_entry(k: &RaceKernel) -> RaceEntry {
+    let c = &k.coverage;
+    RaceEntry {
+        checked: c.checked,
+        proven: c.proven,
+        barriers: c.barriers,
+        warp_syncs: c.warp_syncs,
+        not_checked: c.not_checked.clone(),
+        unchecked: c
+            .unchecked
+            .iter()
+            .map(|u| unchecked_entry(u.loc.as_ref(), &u.instruction, &u.reason))
+            .collect(),
+    }
+}
+
+/// An unchecked access as the JSON lists it.
+fn unchecked_entry(
+    loc: Option<&cudacheck_core::instrument::SourceLoc>,
+    instruction: &str,
+    reason: &dyn std::fmt::Display,
+) -> UncheckedEntry {
+    let (file, line, column) = loc.map_or((String::new(), 0, 0), |l| {
+        (l.file.clone(), l.line, l.column)
+    });
+    UncheckedEntry {
+        file,
+        line,
+        column,
+        instruction: instruction.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// One file's builds: the bounds-checked kernels, the race-checked ones (with `--races`) and
+/// the PTX of the last build made.
+type Built = (Vec<InstrumentedKernel>, Vec<RaceKernel>, String);
+
+/// The race-checked build of a bounds-checked module, assembled as a launch would.
+fn with_races(
+    inst_ptx: String,
+    args: &InstrumentArgs,
+    name: &str,
+) -> Result<(Vec<RaceKernel>, String), String> {
+    if !args.races {
+        return Ok((Vec::new(), inst_ptx));
+    }
+    let r = race_ptx(&inst_ptx, &RaceOptions::new(args.dynamic_smem.unwrap_or(0)))
+        .map_err(|e| e.to_string())?;
+    if let Err(e) = assemble_ptx(&r.ptx, args.arch, name) {
+        if args.ptx {
+            // What ptxas refused, for the report that follows.
+            println!("{}", r.ptx);
+        }
+        return Err(format!("the race-checked build does not assemble: {e}"));
+    }
+    Ok((r.kernels, r.ptx))
 }
 
 #[derive(Debug, Serialize)]
@@ -66,7 +146,7 @@ pub(crate) const HOST_ONLY: &str =
 
 /// One file's checked build: its kernels, the instrumented PTX, or why there is none (no
 /// kernels and no error: host code only).
-fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>, String), String> {
+fn build(path: &Path, args: &InstrumentArgs) -> Result<Built, String> {
     let source = CudaSource::from_file(path).map_err(|e| e.to_string())?;
     if crate::collect::is_ptx(path) {
         // Already compiled (a candle-style build-time module): rewritten as it is.
@@ -76,7 +156,8 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
         }
         assemble_ptx(&inst.ptx, args.arch, &source.name)
             .map_err(|e| format!("the bounds-checked build does not assemble: {e}"))?;
-        return Ok((inst.kernels, inst.ptx));
+        let (races, ptx) = with_races(inst.ptx, args, &source.name)?;
+        return Ok((inst.kernels, races, ptx));
     }
     let opts = CompileOptions {
         include_dirs: args.include.clone(),
@@ -91,7 +172,7 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
         && !source.text.trim().is_empty()
         && !nvrtc::has_device_code(&source, &args.include)
     {
-        return Ok((Vec::new(), String::new()));
+        return Ok((Vec::new(), Vec::new(), String::new()));
     }
     if inst.kernels.is_empty() {
         return Err(
@@ -102,7 +183,8 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<(Vec<InstrumentedKernel>,
     }
     assemble_ptx(&inst.ptx, args.arch, &source.name)
         .map_err(|e| format!("the bounds-checked build does not assemble: {e}"))?;
-    Ok((inst.kernels, inst.ptx))
+    let (races, ptx) = with_races(inst.ptx, args, &source.name)?;
+    Ok((inst.kernels, races, ptx))
 }
 
 /// The launch shape the build is specialised for, as a launch with it would be.
@@ -113,7 +195,7 @@ fn shape_of(args: &InstrumentArgs) -> InstrumentOptions {
     shape
 }
 
-fn entry(k: &InstrumentedKernel) -> KernelEntry {
+fn entry(k: &InstrumentedKernel, races: &[RaceKernel]) -> KernelEntry {
     let c = &k.coverage;
     KernelEntry {
         name: k.name.clone(),
@@ -124,19 +206,9 @@ fn entry(k: &InstrumentedKernel) -> KernelEntry {
         unchecked: c
             .unchecked
             .iter()
-            .map(|u| {
-                let (file, line, column) = u.loc.as_ref().map_or((String::new(), 0, 0), |l| {
-                    (l.file.clone(), l.line, l.column)
-                });
-                UncheckedEntry {
-                    file,
-                    line,
-                    column,
-                    instruction: u.instruction.clone(),
-                    reason: u.reason.to_string(),
-                }
-            })
+            .map(|u| unchecked_entry(u.loc.as_ref(), &u.instruction, &u.reason))
             .collect(),
+        races: races.iter().find(|r| r.symbol == k.symbol).map(race_entry),
     }
 }
 
@@ -159,7 +231,7 @@ pub fn run(args: &InstrumentArgs) -> ExitCode {
     let mut failed = false;
     for path in &files {
         match build(path, args) {
-            Ok((kernels, _)) if kernels.is_empty() => {
+            Ok((kernels, _, _)) if kernels.is_empty() => {
                 let note = HOST_ONLY.to_string();
                 if !args.json && !args.ptx {
                     println!("{}: {note}", path.display());
@@ -171,15 +243,21 @@ pub fn run(args: &InstrumentArgs) -> ExitCode {
                     note: Some(note),
                 });
             }
-            Ok((kernels, ptx)) => {
+            Ok((kernels, races, ptx)) => {
                 if args.ptx {
                     println!("{ptx}");
                 } else if !args.json {
                     print!("{}", render_report(&path.display().to_string(), &kernels));
+                    if args.races {
+                        print!(
+                            "{}",
+                            render_race_report(&path.display().to_string(), &races)
+                        );
+                    }
                 }
                 report.files.push(FileEntry {
                     path: path.clone(),
-                    kernels: kernels.iter().map(entry).collect(),
+                    kernels: kernels.iter().map(|k| entry(k, &races)).collect(),
                     error: None,
                     note: None,
                 });

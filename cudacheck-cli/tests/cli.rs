@@ -509,3 +509,64 @@ fn nvrtc_cli_checks_and_instruments_ptx_modules_without_nvrtc() {
     assert!(k["checked"].as_u64().unwrap() > 0, "{out}");
     assert_eq!(k["unchecked"].as_array().unwrap().len(), 0, "{out}");
 }
+
+#[test]
+fn nvrtc_cli_instrument_races_reports_what_is_race_checked() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cudacheck-cli-races-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("r.cu");
+    std::fs::write(
+        &file,
+        r#"extern "C" __global__ void tile_sum(float* out, const float* in) {
+    __shared__ float s[256];
+    s[threadIdx.x] = in[threadIdx.x];
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x] + s[(threadIdx.x + 1) % 256];
+}
+extern "C" __global__ void named(float* out) {
+    __shared__ float s[64];
+    s[threadIdx.x] = 1.0f;
+    asm volatile("bar.sync 1, 64;");
+    out[threadIdx.x] = s[63 - threadIdx.x];
+}
+extern "C" __global__ void no_shared(float* out) { out[threadIdx.x] = 1.0f; }
+"#,
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let (code, out, err) = cudacheck(&["instrument", "--races", "--json", path]);
+    assert_eq!(code, 0, "{err}{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let kernels = v["files"][0]["kernels"].as_array().expect("kernels");
+    let by_name = |n: &str| kernels.iter().find(|k| k["name"] == n).cloned().unwrap();
+    let t = by_name("tile_sum");
+    assert_eq!(t["races"]["checked"], 3, "{t}");
+    // The two reads after the barrier: nothing writes `s` there.
+    assert_eq!(t["races"]["proven"], 2, "{t}");
+    assert_eq!(t["races"]["barriers"], 1, "{t}");
+    assert!(t["races"].get("not_checked").is_none(), "{t}");
+    let n = by_name("named");
+    let why = n["races"]["not_checked"].as_str().unwrap_or_default();
+    assert!(why.contains("named barrier"), "{n}");
+    assert_eq!(by_name("no_shared")["races"]["checked"], 0);
+    // Text: the same, for a person.
+    let (code, out, err) = cudacheck(&["instrument", "--races", path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("race checking"), "{out}");
+    assert!(
+        out.contains("kernel `tile_sum`: 3 shared accesses race-checked (2 of them cannot race"),
+        "{out}"
+    );
+    assert!(
+        out.contains("conflicts), 1 barrier, none left unchecked"),
+        "{out}"
+    );
+    assert!(out.contains("kernel `named`: not race-checked: "), "{out}");
+    // Without --races, no race fields.
+    let (_, out, _) = cudacheck(&["instrument", "--json", path]);
+    assert!(!out.contains("\"races\""), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

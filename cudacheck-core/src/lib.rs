@@ -17,6 +17,7 @@ pub mod ir;
 pub mod instrument;
 pub mod limits;
 pub mod ptx_entry;
+pub mod race;
 pub mod resources;
 pub mod source;
 pub mod validate;

@@ -13,7 +13,7 @@ use thiserror::Error;
 
 pub use crate::driver::DriverError;
 use crate::driver::{CudaVersion, DriverMissing, MissingEntryPoint};
-use crate::instrument::{DeviceAssert, Fault, Misaligned, OutOfBounds};
+use crate::instrument::{BarrierMisuse, DeviceAssert, Fault, Misaligned, OutOfBounds, SharedRace};
 use crate::nvrtc::{CompileError, NvrtcNotFound};
 use crate::ring::LaunchRecord;
 
@@ -213,6 +213,17 @@ pub enum Error {
     /// trapping, so the context stays usable).
     #[error(transparent)]
     DeviceAssert(Box<DeviceAssert>),
+
+    /// A race-checked launch found two threads of a block touching one `__shared__` element,
+    /// at least one writing, with no barrier between them. The outputs may be wrong; the
+    /// context stays usable.
+    #[error(transparent)]
+    SharedRace(Box<SharedRace>),
+
+    /// A race-checked launch found a barrier misused: threads of a block at different
+    /// `__syncthreads()`, or `__syncwarp(mask)` called by a lane outside its mask.
+    #[error(transparent)]
+    Barrier(Box<BarrierMisuse>),
 
     /// The kernel's bounds-checked build could not be made (its PTX unreadable, nvJitLink
     /// missing, or ptxas refusing the checked code).
@@ -553,6 +564,8 @@ impl From<Fault> for Error {
             Fault::OutOfBounds(o) => Error::OutOfBounds(o),
             Fault::Misaligned(m) => Error::Misaligned(m),
             Fault::DeviceAssert(d) => Error::DeviceAssert(d),
+            Fault::SharedRace(r) => Error::SharedRace(r),
+            Fault::Barrier(b) => Error::Barrier(b),
         }
     }
 }

@@ -96,6 +96,7 @@ pub struct KernelBuilder {
     arch: Option<Arch>,
     params: Option<&'static [ParamSpec]>,
     instrument: InstrumentMode,
+    races: Option<bool>,
     sync: SyncMode,
     shared_opt_in: bool,
     origin: Origin,
@@ -158,6 +159,16 @@ impl KernelBuilder {
         self
     }
 
+    /// Whether launches of this kernel are race-checked: shared-memory races and misused
+    /// barriers reported as [`Error::SharedRace`](crate::Error::SharedRace) and
+    /// [`Error::Barrier`](crate::Error::Barrier) (see [`cudacheck_core::race`]). A race-checked
+    /// launch is also bounds-checked. Unless a launch says otherwise
+    /// ([`Launch::races`](crate::Launch::races)); overrides `CUDACHECK_RACES`. Off by default.
+    pub fn races(mut self, on: bool) -> Self {
+        self.races = Some(on);
+        self
+    }
+
     /// Whether launches of this kernel synchronize and check afterwards, unless a launch says
     /// otherwise. Overrides `CUDACHECK_SYNC`.
     pub fn sync(mut self, mode: SyncMode) -> Self {
@@ -180,6 +191,8 @@ impl KernelBuilder {
                 ring_name: intern(&name),
                 name,
                 instrument_default: self.instrument.kernel_default(),
+                races_default: crate::policy::races_default(self.races),
+                races_noted: std::sync::atomic::AtomicBool::new(false),
                 builder: self,
                 builds: Builds::default(),
                 device_check_sets: std::sync::Mutex::new(Vec::new()),
@@ -205,6 +218,11 @@ struct KernelInner {
     /// Whether launches are instrumented when the launch does not say (see
     /// [`InstrumentMode::kernel_default`]).
     instrument_default: Option<bool>,
+    /// Whether launches are race-checked when the launch does not say: the kernel's setting,
+    /// else `CUDACHECK_RACES`, else no.
+    races_default: bool,
+    /// Whether a launch already said that the kernel's races went unchecked.
+    races_noted: std::sync::atomic::AtomicBool,
     /// The sets of failing host checks a build was made for (`launch/checked.rs`), at most
     /// [`MAX_DEVICE_CHECK_SETS`]: past that, launches failing a new set take the fully
     /// checked build, so arguments that fail a different set each time cannot make a build
@@ -255,6 +273,7 @@ impl Kernel {
             arch: None,
             params: None,
             instrument: InstrumentMode::Auto,
+            races: None,
             sync: SyncMode::FromEnv,
             shared_opt_in: true,
             origin: Origin::Source,
@@ -361,6 +380,20 @@ impl Kernel {
     #[inline]
     pub(crate) fn instrument_default(&self) -> Option<bool> {
         self.inner.instrument_default
+    }
+
+    /// The first call says yes: a kernel's "not race-checked" note is printed once.
+    pub(crate) fn note_races_unchecked(&self) -> bool {
+        !self
+            .inner
+            .races_noted
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// See `KernelInner::races_default`.
+    #[inline]
+    pub(crate) fn races_default(&self) -> bool {
+        self.inner.races_default
     }
 
     pub(crate) fn source(&self) -> &CudaSource {
@@ -473,6 +506,23 @@ impl Kernel {
         let arch = self.inner.builder.arch.unwrap_or(Arch::new(9, 0));
         let (inst, symbol, _) = self.instrumented_ptx(arch, None, true)?;
         Ok(inst.kernel(&symbol).map(|k| k.coverage.clone()))
+    }
+
+    /// What race checking covers in this kernel ([`KernelBuilder::races`]): shared accesses
+    /// and barriers checked, accesses left unchecked and why, or why the kernel is not
+    /// race-checked at all; built for launches without dynamic shared memory. `Ok(None)` when
+    /// the compiled source has no such kernel. Needs NVRTC, no GPU.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kernel::coverage`].
+    pub fn race_coverage(&self) -> Result<Option<cudacheck_core::race::RaceCoverage>, Error> {
+        let arch = self.inner.builder.arch.unwrap_or(Arch::new(9, 0));
+        let (inst, symbol, _) = self.instrumented_ptx(arch, None, true)?;
+        let r =
+            cudacheck_core::race::race_ptx(&inst.ptx, &cudacheck_core::race::RaceOptions::new(0))
+                .map_err(|e| self.build_error(arch, BuildError::Ptx(e.into())))?;
+        Ok(r.kernel(&symbol).map(|k| k.coverage.clone()))
     }
 
     pub(crate) fn default_sync(&self) -> SyncMode {
@@ -737,6 +787,17 @@ fn builder_code() -> &'static [u8; 32] {
 }
 
 /// A launch shape as a checked build's cache key holds it.
+/// What makes a race-checked build's key differ: a marker and a hash of the race checker.
+fn race_key() -> Vec<u8> {
+    let mut h = blake3::Hasher::new();
+    for src in cudacheck_core::race::RACE_SOURCES {
+        h.update(src.as_bytes());
+    }
+    let mut v = b"races".to_vec();
+    v.extend(&h.finalize().as_bytes()[..16]);
+    v
+}
+
 fn shape_bytes(shape: Option<Spec>) -> Vec<u8> {
     match shape {
         None => vec![0],
@@ -752,6 +813,9 @@ fn shape_bytes(shape: Option<Spec>) -> Vec<u8> {
                     .into_iter()
                     .flatten(),
             )
+            // Race-checked builds say so, with the race checker's source (the key of every
+            // other build stays as it was).
+            .chain(s.races.then(race_key).into_iter().flatten())
             .collect(),
     }
 }

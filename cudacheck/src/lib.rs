@@ -84,7 +84,10 @@ pub use context::{
 pub use driver::codes;
 pub use driver::{CudaVersion, DriverError, EntryPoint, FunctionAttributes, MissingEntryPoint};
 pub use error::{CaptureError, Error, LaunchError, LaunchErrorKind, PeerAccessError, PeerSupport};
-pub use instrument::{Coverage, DeviceAssert, Misaligned, OutOfBounds};
+pub use instrument::{
+    BarrierErrorKind, BarrierMisuse, Coverage, DeviceAssert, Misaligned, OutOfBounds, RaceAccess,
+    SharedRace,
+};
 pub use kernel::{Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
 pub use launch::{Grid, Launch, LaunchDims};
 pub use offline::OfflineCheck;

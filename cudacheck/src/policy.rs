@@ -69,6 +69,16 @@ impl InstrumentMode {
     }
 }
 
+/// Whether a kernel's launches are race-checked when a launch does not say: its own setting,
+/// else `CUDACHECK_RACES` (`1`/`0`, read once per process), else off. Race checking is a
+/// debugging mode (see `cudacheck_core::race`); no build profile turns it on.
+pub(crate) fn races_default(kernel: Option<bool>) -> bool {
+    kernel
+        .or_else(|| env_flag("CUDACHECK_RACES", &ENV_RACES))
+        .unwrap_or(false)
+}
+
+static ENV_RACES: OnceLock<Option<bool>> = OnceLock::new();
 static ENV_SYNC: OnceLock<Option<bool>> = OnceLock::new();
 static ENV_INSTRUMENT: OnceLock<Option<bool>> = OnceLock::new();
 

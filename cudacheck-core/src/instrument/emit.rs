@@ -115,7 +115,7 @@ pub(crate) fn emit(text: &str, m: &Module, opts: &InstrumentOptions) -> Instrume
     }
 }
 
-fn source_loc(m: &Module, file: u32, line: u32, column: u32) -> SourceLoc {
+pub(crate) fn source_loc(m: &Module, file: u32, line: u32, column: u32) -> SourceLoc {
     SourceLoc {
         file: m.files.get(&file).cloned().unwrap_or_default(),
         line,
@@ -320,6 +320,7 @@ impl<'a> KernelEmitter<'a> {
             coverage: std::mem::take(&mut self.coverage),
             host_checks: std::mem::take(&mut self.host_checks),
             widest: self.widest(),
+            races: None,
         };
         (pieces, kernel)
     }
@@ -1183,7 +1184,7 @@ fn guard_prefix(g: &Option<(bool, String)>) -> String {
     }
 }
 
-fn callee(i: &Instr) -> Option<&str> {
+pub(crate) fn callee(i: &Instr) -> Option<&str> {
     i.operands
         .iter()
         .map(|o| o.trim())

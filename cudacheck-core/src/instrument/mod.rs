@@ -82,6 +82,7 @@ use thiserror::Error;
 
 pub use coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
 pub use emit::{demangle, demangle_var};
+pub(crate) use emit::{callee, source_loc, splice as splice_text};
 pub use guard::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues};
 
 pub use ptx::PtxError;
@@ -137,6 +138,9 @@ pub struct InstrumentedKernel {
     /// before the kernel runs (CUDA would raise a misaligned address and poison the context).
     #[serde(default)]
     pub widest: Vec<WidestAccess>,
+    /// The race-checked build's table ([`crate::race`]), when the build is one.
+    #[serde(default)]
+    pub races: Option<crate::race::RaceKernel>,
 }
 
 /// The widest access a kernel makes through one buffer parameter.
@@ -385,12 +389,19 @@ pub fn render_report(file_name: &str, kernels: &[InstrumentedKernel]) -> String 
         }
         let _ = writeln!(out, ", {} left unchecked:", c.unchecked.len());
         for u in &c.unchecked {
-            let at = u
-                .loc
-                .as_ref()
-                .map_or_else(|| "(no line information)".to_string(), |l| l.to_string());
-            let _ = writeln!(out, "    {at}: `{}`: {}", u.instruction, u.reason);
+            unchecked_line(&mut out, u.loc.as_ref(), &u.instruction, &u.reason);
         }
     }
     out
+}
+
+/// One line of a report's unchecked list: `    file:line:col: `instr`: reason`.
+pub(crate) fn unchecked_line(
+    out: &mut String,
+    loc: Option<&SourceLoc>,
+    instruction: &str,
+    reason: &dyn std::fmt::Display,
+) {
+    let at = loc.map_or_else(|| "(no line information)".to_string(), |l| l.to_string());
+    let _ = writeln!(out, "    {at}: `{instruction}`: {reason}");
 }

@@ -149,7 +149,7 @@ pub(crate) struct FaultContext<'a> {
 /// The parameter names of kernel `name` in `source`, for a fault report.
 pub(crate) type ParamNames = fn(&CudaSource, &str) -> Vec<String>;
 
-fn dim3(v: [u32; 3]) -> Dim3 {
+pub(super) fn dim3(v: [u32; 3]) -> Dim3 {
     Dim3::new(v[0], v[1], v[2])
 }
 
@@ -496,7 +496,7 @@ fn macro_at(source: &CudaSource, line: u32) -> Option<(String, u32)> {
 
 /// Line `line` of `file`: the kernel's own source when NVRTC named it so, else the file read
 /// from disk (headers), relative to the source's directory when not absolute.
-fn line_text(source: &CudaSource, file: &str, line: u32) -> Option<String> {
+pub(super) fn line_text(source: &CudaSource, file: &str, line: u32) -> Option<String> {
     let nth = |text: &str| {
         line.checked_sub(1)
             .and_then(|i| text.lines().nth(i as usize))
@@ -521,6 +521,8 @@ pub(crate) enum Fault {
     OutOfBounds(Box<OutOfBounds>),
     Misaligned(Box<Misaligned>),
     DeviceAssert(Box<DeviceAssert>),
+    SharedRace(Box<super::race::SharedRace>),
+    Barrier(Box<super::race::BarrierMisuse>),
 }
 
 impl fmt::Display for Fault {
@@ -529,6 +531,8 @@ impl fmt::Display for Fault {
             Fault::OutOfBounds(o) => o.fmt(f),
             Fault::Misaligned(m) => m.fmt(f),
             Fault::DeviceAssert(d) => d.fmt(f),
+            Fault::SharedRace(r) => r.fmt(f),
+            Fault::Barrier(b) => b.fmt(f),
         }
     }
 }
@@ -698,7 +702,7 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<Fault
 }
 
 /// `  --> file:line:col`, the line, and a caret under the column, as rustc prints them.
-fn snippet(
+pub(super) fn snippet(
     f: &mut fmt::Formatter<'_>,
     file: &str,
     line: u32,
@@ -735,7 +739,7 @@ fn snippet(
     Ok(())
 }
 
-fn launched(
+pub(super) fn launched(
     f: &mut fmt::Formatter<'_>,
     kernel: &str,
     site: &Location<'_>,
@@ -968,6 +972,7 @@ mod tests {
                 bytes: 16,
                 loc: loc(4, 26),
             }],
+            races: None,
         }
     }
 

@@ -13,6 +13,7 @@
 //! order: the launch, the kernel, `CUDACHECK_INSTRUMENT`, the build profile.
 
 mod fault;
+mod race;
 
 use cudacheck_core::instrument::{HostCheckSet, InstrumentError, InstrumentedPtx};
 use cudacheck_core::Dim3;
@@ -21,6 +22,7 @@ use thiserror::Error;
 pub use cudacheck_core::instrument::Coverage;
 pub(crate) use fault::{error_of, misaligned_argument, param_names, ArgView, Fault, FaultContext};
 pub use fault::{DeviceAssert, Misaligned, OutOfBounds};
+pub use race::{BarrierErrorKind, BarrierMisuse, RaceAccess, SharedRace};
 
 use crate::nvrtc::AssembleError;
 
@@ -54,6 +56,8 @@ pub(crate) struct Spec {
     /// Host checks (by position in the host-checked build's list) this build makes on the
     /// device after all: the ones a launch's arguments fail.
     pub(crate) on_device: HostCheckSet,
+    /// Shared-memory races and barriers are checked too (`cudacheck_core::race`).
+    pub(crate) races: bool,
 }
 
 impl Spec {
@@ -67,7 +71,13 @@ impl Spec {
             dynamic_shared_bytes,
             host_checks: true,
             on_device: HostCheckSet::new(),
+            races: false,
         })
+    }
+
+    /// The same shape, race-checked or not.
+    pub(crate) fn races(self, races: bool) -> Spec {
+        Spec { races, ..self }
     }
 
     /// The same shape checking these host checks on the device: for launches whose arguments
@@ -110,7 +120,19 @@ pub(crate) fn instrument(
             .on_device(s.on_device),
         None => cudacheck_core::instrument::InstrumentOptions::new().host_checks(host_checks),
     };
-    Ok(cudacheck_core::instrument::instrument_ptx_with(ptx, &opts)?)
+    let mut inst = cudacheck_core::instrument::instrument_ptx_with(ptx, &opts)?;
+    if let Some(s) = shape.filter(|s| s.races) {
+        let r = cudacheck_core::race::race_ptx(
+            &inst.ptx,
+            &cudacheck_core::race::RaceOptions::new(s.dynamic_shared_bytes),
+        )
+        .map_err(|e| BuildError::Ptx(e.into()))?;
+        for k in &mut inst.kernels {
+            k.races = r.kernel(&k.symbol).cloned();
+        }
+        inst.ptx = r.ptx;
+    }
+    Ok(inst)
 }
 
 /// A bounds-checked launch's outcome from its fault record, read back after the kernel:
@@ -120,7 +142,18 @@ pub(crate) fn report(record: &[u8], cx: &FaultContext<'_>) -> Result<(), Fault> 
     let Some(rec) = cudacheck_core::instrument::decode(record) else {
         return Ok(());
     };
-    match error_of(&rec, cx) {
+    if let Some(e) = error_of(&rec, cx) {
+        return Err(e);
+    }
+    // A race-checked launch's record follows (a bounds fault is reported first: the race
+    // checks of a skipped access saw an address the kernel never used).
+    let Some(race) = record
+        .get(cudacheck_core::race::RACE_RECORD_OFFSET..)
+        .and_then(cudacheck_core::race::decode_race)
+    else {
+        return Ok(());
+    };
+    match race::race_error_of(&race, cx) {
         Some(e) => Err(e),
         None => Ok(()),
     }

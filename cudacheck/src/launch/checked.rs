@@ -11,6 +11,7 @@ use std::sync::{Arc, MutexGuard};
 use cudacheck_core::instrument::{
     HostCheckSet, InstrumentedKernel, LaunchValues, RECORD_BYTES, UNKNOWN_LEN,
 };
+use cudacheck_core::race::{shadow_bytes, RACE_RECORD_BYTES, RACE_RECORD_OFFSET};
 use cudacheck_core::validate::LaunchConfig;
 use cudarc::driver::CudaContext;
 
@@ -107,15 +108,49 @@ pub(super) struct Checked<'k> {
     collector: Option<Arc<capture::Collector>>,
     /// The device address of this launch's fault record.
     record: u64,
+    /// The launch is race-checked: its build has the race checks, its record block has the
+    /// race record after the fault record, and it gets `shadow` bytes of dynamic shared
+    /// memory beyond the user's.
+    races: bool,
+    shadow: u32,
 }
 
 impl Checked<'_> {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(races: bool) -> Self {
         Checked {
             scratch: None,
             collector: None,
             record: 0,
+            races,
+            shadow: 0,
         }
+    }
+
+    /// Bytes of the record block: the fault record, and the race record after it.
+    fn record_bytes(&self) -> usize {
+        if self.races {
+            RACE_RECORD_OFFSET + RACE_RECORD_BYTES
+        } else {
+            RECORD_BYTES
+        }
+    }
+}
+
+/// Bytes the race checker's shadow needs beside the user's dynamic shared memory for this
+/// launch of a race-checked build, when the device and the kernel's opt-in allow them (0
+/// otherwise: the kernel then runs without race checks and records that it did).
+fn shadow_for(step: &Step<'_, '_>, sites: &InstrumentedKernel) -> u32 {
+    if !sites.races.as_ref().is_some_and(|r| r.shadow) {
+        return 0;
+    }
+    let user = step.cfg.dynamic_shared_bytes;
+    let extra = shadow_bytes(step.loaded.resources.static_shared_bytes, user);
+    let mut cfg = *step.cfg;
+    cfg.dynamic_shared_bytes = user.saturating_add(extra);
+    // Validated and opted in as a launch asking for that much would be.
+    match step.loaded.prepare(step.stream.context(), &cfg, true) {
+        Ok(()) => extra,
+        Err(_) => 0,
     }
 }
 
@@ -136,6 +171,10 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
     /// The record must be read after the kernel.
     const ALWAYS_SYNC: bool = true;
 
+    fn shared_bytes(&self, user: u32) -> u32 {
+        user.saturating_add(self.shadow)
+    }
+
     fn build(
         &mut self,
         kernel: &'k Kernel,
@@ -148,7 +187,7 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         // same shape checking the others on the device (one per distinct set, made on first
         // use: a call site's arguments usually fail the same ones every time; past
         // `MAX_DEVICE_CHECK_SETS` per kernel, the fully checked build).
-        let shape = Spec::of(cfg.block, cfg.dynamic_shared_bytes);
+        let shape = Spec::of(cfg.block, cfg.dynamic_shared_bytes).map(|s| s.races(self.races));
         let first = kernel.loaded_checked(ctx, shape)?;
         match (failing_host_checks(&sites_of(first), args, cfg), shape) {
             (Some(set), _) if set.is_empty() => Ok(first),
@@ -177,13 +216,17 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
                 return Err(instrument::misaligned_argument(&cx, w).into());
             }
         }
+        if self.races {
+            self.shadow = shadow_for(step, &sites);
+        }
+        let bytes = self.record_bytes();
         let stream = step.stream.cu_stream();
         let state = &step.loaded.state;
         match step.capture {
             Capture::None => {
                 let mut scratch = state.scratch.lock().unwrap_or_else(|p| p.into_inner());
-                if scratch.bytes < RECORD_BYTES {
-                    let ptr = driver::mem_alloc(RECORD_BYTES)?;
+                if scratch.bytes < bytes {
+                    let ptr = driver::mem_alloc(bytes)?;
                     if scratch.ptr != 0 {
                         // SAFETY: the old block came from `mem_alloc` in this (current)
                         // context, and no queued work uses it: every launch that did waited
@@ -191,11 +234,11 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
                         let _ = unsafe { driver::mem_free(scratch.ptr) };
                     }
                     scratch.ptr = ptr;
-                    scratch.bytes = RECORD_BYTES;
+                    scratch.bytes = bytes;
                 }
-                // SAFETY: the block is this context's, at least `RECORD_BYTES` long, and unused
-                // by running kernels (see above); the context is current.
-                unsafe { driver::memset_zero_async(scratch.ptr, RECORD_BYTES, stream) }?;
+                // SAFETY: the block is this context's, at least `bytes` long, and unused by
+                // running kernels (see above); the context is current.
+                unsafe { driver::memset_zero_async(scratch.ptr, bytes, stream) }?;
                 self.record = scratch.ptr;
                 self.scratch = Some(scratch);
             }
@@ -206,10 +249,10 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
                 // Allocating and copying are refused during capture; none of them touches
                 // the capturing stream.
                 let _relaxed = driver::RelaxedCapture::enter()?;
-                let block = driver::mem_alloc(RECORD_BYTES)?;
+                let block = driver::mem_alloc(bytes)?;
                 // The graph zeroes the record before each run: this memset is captured.
-                // SAFETY: the record is the first `RECORD_BYTES` of `block`; nothing runs yet.
-                unsafe { driver::memset_zero_async(block, RECORD_BYTES, stream) }?;
+                // SAFETY: the record is the first `bytes` of `block`; nothing runs yet.
+                unsafe { driver::memset_zero_async(block, bytes, stream) }?;
                 self.record = block;
                 self.collector = Some(collector);
             }
@@ -240,9 +283,11 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         }
         step.synchronize(seq)?;
         let stream = step.stream.cu_stream();
-        let mut rec = [0u8; RECORD_BYTES];
-        // SAFETY: the record is the first `RECORD_BYTES` of the block; the kernel has finished.
-        unsafe { driver::memcpy_dtoh_async(&mut rec, self.record, stream) }?;
+        let mut buf = [0u8; RACE_RECORD_OFFSET + RACE_RECORD_BYTES];
+        let rec = &mut buf[..self.record_bytes()];
+        // SAFETY: the records are the first `record_bytes()` of the block; the kernel has
+        // finished.
+        unsafe { driver::memcpy_dtoh_async(rec, self.record, stream) }?;
         // To pageable memory the copy is done when the call returns; waiting once more costs a
         // microsecond and does not lean on that.
         driver::stream_synchronize(stream)
@@ -250,13 +295,35 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         drop(self.scratch);
         let sites = sites_of(step.loaded);
         let (args, n) = arg_views(step.args);
+        if self.races {
+            warn_unchecked_races(step, rec);
+        }
         instrument::report(
-            &rec,
+            rec,
             &step
                 .kernel
                 .fault_context(&sites, &args[..n], step.site, step.cfg),
         )
         .map_err(Error::from)
+    }
+}
+
+/// A race-checked launch whose shared memory left no room for the shadow ran unchecked: said
+/// once per kernel on stderr (the launch itself succeeded, so it is no error).
+fn warn_unchecked_races(step: &Step<'_, '_>, rec: &[u8]) {
+    let disabled = rec
+        .get(RACE_RECORD_OFFSET..)
+        .and_then(cudacheck_core::race::decode_race)
+        .is_some_and(|r| r.disabled != 0);
+    if disabled && step.kernel.note_races_unchecked() {
+        eprintln!(
+            "cudacheck: launches of kernel `{}` (as at {}) are not race-checked: its block's \
+             shared memory plus the checker's shadow ({} bytes per 4 bytes) exceeds what the \
+             device gives one block",
+            step.kernel.name(),
+            step.site,
+            24
+        );
     }
 }
 
@@ -276,6 +343,8 @@ mod tests {
     #[test]
     fn plans_split_user_and_hidden_parameters() {
         assert_eq!(Checked::user_params(7), 3);
+        assert_eq!(Checked::new(true).record_bytes(), 256);
+        assert_eq!(Checked::new(false).record_bytes(), RECORD_BYTES);
         assert_eq!(Checked::user_params(1), 0);
     }
 }

@@ -121,6 +121,8 @@ pub struct Launch<'a> {
     profile_debug: bool,
     /// [`Launch::instrument`]: `None` leaves it to the kernel, the environment, the profile.
     instrument: Option<bool>,
+    /// [`Launch::races`]: `None` leaves it to the kernel and the environment.
+    races: Option<bool>,
     /// [`Launch::kernel_events`].
     pub(crate) events: Option<(&'a CudaEvent, &'a CudaEvent)>,
     pub(crate) shared_opt_in: Option<bool>,
@@ -189,6 +191,7 @@ impl<'a> Launch<'a> {
             sync: SyncMode::FromEnv,
             profile_debug: cfg!(debug_assertions),
             instrument: None,
+            races: None,
             events: None,
             shared_opt_in: None,
             failed_requirement: None,
@@ -268,6 +271,17 @@ impl<'a> Launch<'a> {
     #[inline(always)]
     pub fn instrument(&mut self, on: bool) -> &mut Self {
         self.instrument = Some(on);
+        self
+    }
+
+    /// Race-check this launch or not, whatever the kernel's setting and `CUDACHECK_RACES`
+    /// say: with `true`, shared-memory races and misused barriers are reported as
+    /// [`Error::SharedRace`] and [`Error::Barrier`] (see [`cudacheck_core::race`] for what is
+    /// checked); the launch is bounds-checked too, synchronizes, and gets extra dynamic shared
+    /// memory for the checker's shadow.
+    #[inline(always)]
+    pub fn races(&mut self, on: bool) -> &mut Self {
+        self.races = Some(on);
         self
     }
 
@@ -435,11 +449,26 @@ impl<'a> Launch<'a> {
     /// Whether this launch is bounds-checked (see [`InstrumentMode`](crate::InstrumentMode)).
     #[inline]
     fn instrumented(&self) -> bool {
+        // Race checking asks for bounds checking, unless the launch or the kernel turned
+        // bounds checking off by name.
+        let races = self.races.unwrap_or_else(|| self.kernel.races_default());
+        let kernel = match self.kernel.instrument_default() {
+            None if races => Some(true),
+            k => k,
+        };
         instrumented(
-            self.instrument,
-            self.kernel.instrument_default(),
+            self.instrument
+                .or((self.races == Some(true)).then_some(true)),
+            kernel,
             self.profile_debug,
         )
+    }
+
+    /// Whether this launch is race-checked (see [`Launch::races`]): asked for, and
+    /// bounds-checked.
+    #[inline]
+    fn race_checked(&self) -> bool {
+        self.races.unwrap_or_else(|| self.kernel.races_default()) && self.instrumented()
     }
 
     /// A bounds-checked launch, or a timed plain one. Every kernel NVRTC compiles has a
@@ -453,7 +482,7 @@ impl<'a> Launch<'a> {
     unsafe fn run_slow(&mut self, site: &'static Location<'static>) -> Result<(), Error> {
         if self.instrumented() {
             // SAFETY: this function's contract, forwarded.
-            return unsafe { self.launch_with(site, Checked::new()) };
+            return unsafe { self.launch_with(site, Checked::new(self.race_checked())) };
         }
         // SAFETY: this function's contract, forwarded.
         unsafe { self.launch_with(site, Plain) }
@@ -553,7 +582,7 @@ impl<'a> Launch<'a> {
         let raw = RawConfig {
             grid: self.cfg.grid,
             block: self.cfg.block,
-            shared_bytes: self.cfg.dynamic_shared_bytes,
+            shared_bytes: plan.shared_bytes(self.cfg.dynamic_shared_bytes),
             cluster: self.cfg.cluster,
         };
         if let Some((start, _)) = self.events {

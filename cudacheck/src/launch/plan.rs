@@ -74,6 +74,13 @@ pub(super) trait LaunchPlan<'k> {
     /// Whether the launch waits for its kernel whatever the [`SyncMode`](crate::SyncMode).
     const ALWAYS_SYNC: bool;
 
+    /// The dynamic shared memory the kernel is launched with, given the user's (a race-checked
+    /// launch adds its shadow; known after [`before`](Self::before)).
+    #[inline(always)]
+    fn shared_bytes(&self, user: u32) -> u32 {
+        user
+    }
+
     /// The build to launch in `ctx` with arguments `args` (not checked yet: their count and
     /// sizes are checked against the build's parameters after).
     fn build(

@@ -1,0 +1,1126 @@
+//! Writes the race-checked PTX: the plan of each kernel (which accesses, barriers and warp
+//! synchronizations get which check) and the code for it, in one pass over the statements.
+//! The shadow layout and the soundness argument are in the module docs of [`super`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use super::intervals;
+use super::record::{bits, RaceEventKind};
+use super::{RaceCoverage, RaceKernel, RaceOptions, RacePtx, RaceSite, RaceSiteKind};
+use super::{RaceUnchecked, SourceLoc};
+use crate::instrument::{callee, demangle, demangle_var, splice_text, SkipReason};
+use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
+use crate::ir::{effects, Address, Flow, MemKind, Sync};
+
+/// The reporting function every race-checked module gets, and the dynamic shared array the
+/// shadow is addressed from.
+const RUNTIME: &str = r#"
+// ---- cudacheck race checking (see cudacheck_core::race) ----
+.extern .shared .align 16 .b8 __ccr_dyn[];
+.func __ccr_report(.param .b64 __ccr_p0, .param .b32 __ccr_p1, .param .b64 __ccr_p2, .param .b64 __ccr_p3, .param .b32 __ccr_p4)
+{
+	.reg .b64 %a<4>;
+	.reg .b32 %b<8>;
+	.reg .pred %q<2>;
+	ld.param.u64 %a0, [__ccr_p0];
+	atom.global.add.u32 %b0, [%a0+4], 1;
+	atom.global.cas.b32 %b1, [%a0], 0, 1;
+	setp.ne.u32 %q0, %b1, 0;
+	@%q0 bra $__ccr_rdone;
+	ld.param.u32 %b2, [__ccr_p1];
+	st.global.u32 [%a0+8], %b2;
+	ld.param.u32 %b3, [__ccr_p4];
+	st.global.u32 [%a0+12], %b3;
+	ld.param.u64 %a1, [__ccr_p2];
+	st.global.u64 [%a0+16], %a1;
+	ld.param.u64 %a2, [__ccr_p3];
+	st.global.u64 [%a0+24], %a2;
+	mov.u32 %b4, %ctaid.x;
+	st.global.u32 [%a0+32], %b4;
+	mov.u32 %b5, %ctaid.y;
+	st.global.u32 [%a0+36], %b5;
+	mov.u32 %b6, %ctaid.z;
+	st.global.u32 [%a0+40], %b6;
+$__ccr_rdone:
+	ret;
+}
+"#;
+
+/// The registers a race-checked kernel declares (`%__ccr_*`).
+const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_q<8>;\n";
+
+/// What one statement gets.
+enum Plan {
+    Access {
+        id: u32,
+        kind: RaceSiteKind,
+        operand: usize,
+        bytes: u64,
+        generic: bool,
+        array: Option<String>,
+    },
+    Barrier {
+        id: u32,
+    },
+    WarpSync {
+        id: u32,
+    },
+    /// A warp collective: the warp epoch moves on after it.
+    Collective,
+}
+
+/// Which non-inlined functions synchronize or touch shared memory, themselves or through
+/// their callees.
+struct FuncFacts {
+    syncs: BTreeSet<String>,
+    shared: BTreeSet<String>,
+}
+
+fn func_facts(m: &Module) -> FuncFacts {
+    let mut syncs = BTreeSet::new();
+    let mut shared = BTreeSet::new();
+    let mut calls: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for f in m.functions.iter().filter(|f| !f.entry) {
+        for i in f.instrs() {
+            let e = effects(i);
+            if matches!(e.sync, Some(s) if s != Sync::Fence) {
+                syncs.insert(f.name.clone());
+            }
+            if e.mem
+                .iter()
+                .any(|a| matches!(a.space, Space::Shared | Space::SharedCluster))
+            {
+                shared.insert(f.name.clone());
+            }
+            if e.flow == Flow::Call {
+                if let Some(c) = callee(i) {
+                    calls.entry(f.name.as_str()).or_default().push(c);
+                }
+            }
+        }
+    }
+    // Through callees, to a fixed point.
+    loop {
+        let mut changed = false;
+        for (f, cs) in &calls {
+            for c in cs {
+                if syncs.contains(*c) && syncs.insert(f.to_string()) {
+                    changed = true;
+                }
+                if shared.contains(*c) && shared.insert(f.to_string()) {
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    FuncFacts { syncs, shared }
+}
+
+pub(super) fn emit(text: &str, m: &Module, opts: &RaceOptions) -> RacePtx {
+    let facts = func_facts(m);
+    let mut pieces: Vec<(usize, String)> = Vec::new();
+    let mut kernels = Vec::new();
+    let mut any = false;
+    for f in m.functions.iter().filter(|f| f.entry) {
+        let mut k = KernelRace::new(m, f, opts);
+        k.plan(&facts);
+        k.prune();
+        let changed = k.emit(&mut pieces);
+        any |= changed;
+        kernels.push(k.finish(changed));
+    }
+    if any {
+        pieces.insert(0, (m.header_end, RUNTIME.to_string()));
+    }
+    pieces.sort_by_key(|p| p.0);
+    RacePtx {
+        ptx: splice_text(text, &pieces),
+        kernels,
+    }
+}
+
+struct KernelRace<'a> {
+    m: &'a Module,
+    f: &'a Function,
+    opts: &'a RaceOptions,
+    plans: Vec<(usize, Option<Loc>, Plan)>,
+    /// Calls into functions that touch shared memory (for the interval pruning).
+    shared_calls: Vec<usize>,
+    /// Accesses that cannot race (`intervals.rs`): no check.
+    pruned: BTreeSet<usize>,
+    sites: Vec<RaceSite>,
+    coverage: RaceCoverage,
+    defs: BTreeMap<&'a str, Vec<usize>>,
+}
+
+/// What an address register leads back to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Trace {
+    /// A cycle: says nothing.
+    Neutral,
+    /// `sym`: the shared array, when one; `cvta`: a generic address made from a shared one.
+    Found {
+        sym: Option<String>,
+        cvta: bool,
+    },
+    Unknown,
+}
+
+impl<'a> KernelRace<'a> {
+    fn new(m: &'a Module, f: &'a Function, opts: &'a RaceOptions) -> Self {
+        let mut defs: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (k, s) in f.stmts.iter().enumerate() {
+            if let StmtKind::Instr(i) = &s.kind {
+                for d in effects(i).defs {
+                    defs.entry(d).or_default().push(k);
+                }
+            }
+        }
+        KernelRace {
+            m,
+            f,
+            opts,
+            plans: Vec::new(),
+            shared_calls: Vec::new(),
+            pruned: BTreeSet::new(),
+            sites: Vec::new(),
+            coverage: RaceCoverage::default(),
+            defs,
+        }
+    }
+
+    fn is_shared_var(&self, name: &str) -> bool {
+        name == "__ccr_dyn"
+            || self
+                .m
+                .var(self.f, name)
+                .is_some_and(|v| v.space == Space::Shared)
+    }
+
+    fn trace(&self, reg: &str, depth: u32, seen: &mut BTreeSet<String>) -> Trace {
+        if depth > 16 {
+            return Trace::Unknown;
+        }
+        if !seen.insert(reg.to_string()) {
+            return Trace::Neutral;
+        }
+        let Some(ds) = self.defs.get(reg) else {
+            return Trace::Unknown;
+        };
+        let mut all = Trace::Neutral;
+        for &k in ds {
+            let Some(i) = self.f.instr(k) else { continue };
+            let t = self.trace_instr(i, depth, seen);
+            all = match (all, t) {
+                (Trace::Unknown, _) | (_, Trace::Unknown) => Trace::Unknown,
+                (Trace::Neutral, t) | (t, Trace::Neutral) => t,
+                (Trace::Found { sym: a, cvta: ca }, Trace::Found { sym: b, cvta: cb }) => {
+                    Trace::Found {
+                        sym: if a == b { a } else { None },
+                        cvta: ca && cb,
+                    }
+                }
+            };
+        }
+        all
+    }
+
+    fn trace_operand(&self, o: &str, depth: u32, seen: &mut BTreeSet<String>) -> Trace {
+        let o = o.trim();
+        if crate::ir::is_reg(o) {
+            return self.trace(o, depth + 1, seen);
+        }
+        if crate::ir::immediate(o).is_some() {
+            return Trace::Found {
+                sym: None,
+                cvta: false,
+            };
+        }
+        if self.is_shared_var(o) {
+            return Trace::Found {
+                sym: Some(o.to_string()),
+                cvta: false,
+            };
+        }
+        Trace::Unknown
+    }
+
+    fn trace_instr(&self, i: &Instr, depth: u32, seen: &mut BTreeSet<String>) -> Trace {
+        let ops = &i.operands;
+        let pick = |idx: &[usize], seen: &mut BTreeSet<String>| -> Trace {
+            // Of the operands that may carry the base, the one that names an array.
+            let mut best = Trace::Found {
+                sym: None,
+                cvta: false,
+            };
+            for &k in idx {
+                let Some(o) = ops.get(k) else { continue };
+                match self.trace_operand(o, depth, seen) {
+                    Trace::Found { sym: Some(s), cvta } => {
+                        return Trace::Found { sym: Some(s), cvta }
+                    }
+                    Trace::Found { sym: None, cvta } => {
+                        if let Trace::Found { cvta: c, .. } = &mut best {
+                            *c |= cvta;
+                        }
+                    }
+                    Trace::Unknown | Trace::Neutral => {}
+                }
+            }
+            best
+        };
+        match i.op() {
+            "mov" | "cvt" => pick(&[1], seen),
+            "add" | "or" => pick(&[1, 2], seen),
+            "sub" => pick(&[1], seen),
+            "mad" => pick(&[3], seen),
+            "cvta" => {
+                let t = pick(&[1], seen);
+                match t {
+                    Trace::Found { sym, .. } if i.has("shared") && !i.has("to") => {
+                        Trace::Found { sym, cvta: true }
+                    }
+                    t => t,
+                }
+            }
+            _ => Trace::Found {
+                sym: None,
+                cvta: false,
+            },
+        }
+    }
+
+    fn new_site(
+        &mut self,
+        kind: RaceSiteKind,
+        loc: Option<Loc>,
+        array: Option<String>,
+        bytes: u64,
+    ) -> Option<u32> {
+        let id = self.sites.len() as u32 + 1;
+        if id > bits::SITE_MAX {
+            return None;
+        }
+        let (loc, inlined_at) = self.site_loc(loc);
+        self.sites.push(RaceSite {
+            id,
+            kind,
+            loc,
+            inlined_at,
+            array: array.map(|a| demangle_var(&a)),
+            bytes: bytes as u32,
+        });
+        Some(id)
+    }
+
+    fn site_loc(&self, loc: Option<Loc>) -> (Option<SourceLoc>, Option<SourceLoc>) {
+        match loc {
+            Some(l) if l.line > 0 => (
+                Some(crate::instrument::source_loc(
+                    self.m, l.file, l.line, l.column,
+                )),
+                l.inlined_at
+                    .map(|(f, li, c)| crate::instrument::source_loc(self.m, f, li, c)),
+            ),
+            _ => (None, None),
+        }
+    }
+
+    fn unchecked(&mut self, loc: Option<Loc>, i: &Instr, reason: String) {
+        let (loc, _) = self.site_loc(loc);
+        self.coverage.unchecked.push(RaceUnchecked {
+            loc,
+            instruction: i.opcode.clone(),
+            reason,
+        });
+    }
+
+    fn refuse(&mut self, why: String) {
+        if self.coverage.not_checked.is_none() {
+            self.coverage.not_checked = Some(why);
+        }
+    }
+
+    /// Whether a block barrier orders the whole block: an immediate barrier number and no
+    /// thread count.
+    fn whole_block(i: &Instr) -> bool {
+        let ops: Vec<&str> = i.operands.iter().map(|o| o.trim()).collect();
+        let id_and_count: &[&str] = if i.has("red") {
+            // bar.red.op.type d, a{, b}, {!}c
+            match ops.len() {
+                3 => &ops[1..2],
+                _ => return false,
+            }
+        } else {
+            &ops[..]
+        };
+        id_and_count.len() == 1 && crate::ir::immediate(id_and_count[0]).is_some()
+    }
+
+    fn plan(&mut self, facts: &FuncFacts) {
+        let f = self.f;
+        let mut loc = None;
+        for (k, s) in f.stmts.iter().enumerate() {
+            let i = match &s.kind {
+                StmtKind::Loc(l) => {
+                    loc = Some(*l);
+                    continue;
+                }
+                StmtKind::Instr(i) => i,
+                _ => continue,
+            };
+            let e = effects(i);
+            let op = i.op();
+            if e.flow == Flow::Call {
+                if let Some(c) = callee(i) {
+                    if facts.syncs.contains(c) {
+                        self.refuse(format!(
+                            "it calls device function `{}`, which synchronizes threads and was not inlined",
+                            demangle(c)
+                        ));
+                    } else if facts.shared.contains(c) {
+                        self.shared_calls.push(k);
+                        self.unchecked(
+                            loc,
+                            i,
+                            SkipReason::NotInlined {
+                                function: demangle(c),
+                            }
+                            .to_string(),
+                        );
+                    }
+                }
+            }
+            if op == "mbarrier" || i.opcode.starts_with("cp.async.bulk") || op == "tcgen05" {
+                self.refuse(format!(
+                    "`{}` synchronizes through shared memory in a way the checker does not model",
+                    i.opcode
+                ));
+                continue;
+            }
+            if !e.known && i.opcode.contains("shared") {
+                self.refuse(format!(
+                    "`{}` touches shared memory in a way the checker does not know",
+                    i.opcode
+                ));
+                continue;
+            }
+            match e.sync {
+                Some(Sync::Block { .. }) => {
+                    if Self::whole_block(i) {
+                        if let Some(id) = self.new_site(RaceSiteKind::Barrier, loc, None, 0) {
+                            self.plans.push((k, loc, Plan::Barrier { id }));
+                            self.coverage.barriers += 1;
+                        } else {
+                            self.refuse(
+                                "it has more checked places than a site number holds".into(),
+                            );
+                        }
+                    } else {
+                        self.refuse(format!(
+                            "`{} {}` is a named barrier with a thread count or a computed number, which the checker does not model",
+                            i.opcode,
+                            i.operands.join(", ")
+                        ));
+                    }
+                    continue;
+                }
+                Some(Sync::Arrive) | Some(Sync::Cluster) => {
+                    self.refuse(format!(
+                        "`{}` is a split or cluster barrier, which the checker does not model",
+                        i.opcode
+                    ));
+                    continue;
+                }
+                Some(Sync::Warp) => {
+                    if let Some(id) = self.new_site(RaceSiteKind::WarpSync, loc, None, 0) {
+                        self.plans.push((k, loc, Plan::WarpSync { id }));
+                        self.coverage.warp_syncs += 1;
+                    } else {
+                        self.plans.push((k, loc, Plan::Collective));
+                    }
+                    continue;
+                }
+                Some(Sync::Collective) => {
+                    if e.mem
+                        .iter()
+                        .any(|a| matches!(a.space, Space::Shared | Space::Generic))
+                    {
+                        self.unchecked(
+                            loc,
+                            i,
+                            format!(
+                                "`{}` is a warp-collective access: which lane touches which bytes \
+                                 is not modelled",
+                                i.opcode
+                            ),
+                        );
+                    }
+                    self.plans.push((k, loc, Plan::Collective));
+                    continue;
+                }
+                _ => {}
+            }
+            for a in &e.mem {
+                let generic = a.space == Space::Generic;
+                if a.space == Space::SharedCluster {
+                    self.unchecked(loc, i, SkipReason::Cluster.to_string());
+                    continue;
+                }
+                if a.space != Space::Shared && !generic {
+                    continue;
+                }
+                let Some(addr) = i.operands.get(a.operand).and_then(|o| Address::parse(o)) else {
+                    if !generic {
+                        self.unchecked(loc, i, "the address cannot be read".into());
+                    }
+                    continue;
+                };
+                let trace = if addr.base_is_reg() {
+                    self.trace(addr.base, 0, &mut BTreeSet::new())
+                } else if self.is_shared_var(addr.base) {
+                    Trace::Found {
+                        sym: Some(addr.base.to_string()),
+                        cvta: generic,
+                    }
+                } else {
+                    Trace::Found {
+                        sym: None,
+                        cvta: false,
+                    }
+                };
+                let array = match &trace {
+                    Trace::Found { sym, .. } => sym.clone(),
+                    _ => None,
+                };
+                if generic && !matches!(trace, Trace::Found { cvta: true, .. }) {
+                    // Not proven to be shared memory: global accesses are not raced on here.
+                    continue;
+                }
+                let Some(bytes) = a.bytes else {
+                    self.unchecked(
+                        loc,
+                        i,
+                        SkipReason::UnknownSize {
+                            op: i.opcode.clone(),
+                        }
+                        .to_string(),
+                    );
+                    continue;
+                };
+                let kind = match a.kind {
+                    MemKind::Read => RaceSiteKind::Read,
+                    MemKind::Write => RaceSiteKind::Write,
+                    MemKind::Atomic | MemKind::Reduce => RaceSiteKind::Atomic,
+                };
+                match self.new_site(kind, loc, array.clone(), bytes) {
+                    Some(id) => {
+                        self.plans.push((
+                            k,
+                            loc,
+                            Plan::Access {
+                                id,
+                                kind,
+                                operand: a.operand,
+                                bytes,
+                                generic,
+                                array,
+                            },
+                        ));
+                        self.coverage.checked += 1;
+                    }
+                    None => self.unchecked(
+                        loc,
+                        i,
+                        "the kernel has more shared accesses than a site number holds".into(),
+                    ),
+                }
+            }
+        }
+    }
+
+    /// The array an access's conflicts are looked for in: its symbol, one name for every
+    /// `extern` array (they all start the dynamic shared memory), `None` for any.
+    fn alias_key(&self, array: &Option<String>) -> Option<String> {
+        let a = array.as_ref()?;
+        match self.m.var(self.f, a) {
+            Some(v) if v.bytes.is_none() => Some("<dynamic>".to_string()),
+            _ => Some(a.clone()),
+        }
+    }
+
+    /// Leaves out the checks of accesses that cannot race (`intervals.rs`).
+    fn prune(&mut self) {
+        let mut touches = Vec::new();
+        let mut barriers = Vec::new();
+        for (k, _, plan) in &self.plans {
+            match plan {
+                Plan::Access { kind, array, .. } => touches.push(intervals::Touch {
+                    stmt: *k,
+                    array: self.alias_key(array),
+                    used: match kind {
+                        RaceSiteKind::Read => intervals::Use::Read,
+                        RaceSiteKind::Write => intervals::Use::Write,
+                        _ => intervals::Use::Atomic,
+                    },
+                }),
+                Plan::Barrier { .. } => {
+                    let guarded = self.f.instr(*k).is_some_and(|i| i.guard.is_some());
+                    barriers.push((*k, guarded));
+                }
+                _ => {}
+            }
+        }
+        for &k in &self.shared_calls {
+            touches.push(intervals::Touch {
+                stmt: k,
+                array: None,
+                used: intervals::Use::Any,
+            });
+        }
+        // Statements with several shared accesses keep them all.
+        let mut per_stmt: BTreeMap<usize, usize> = BTreeMap::new();
+        for t in &touches {
+            *per_stmt.entry(t.stmt).or_default() += 1;
+        }
+        self.pruned = intervals::unneeded(self.f, &barriers, &touches)
+            .into_iter()
+            .filter(|k| per_stmt.get(k) == Some(&1))
+            .collect();
+        self.coverage.proven = self
+            .plans
+            .iter()
+            .filter(|(k, _, p)| matches!(p, Plan::Access { .. }) && self.pruned.contains(k))
+            .count() as u32;
+    }
+
+    fn has_shadow(&self) -> bool {
+        self.coverage.checked > 0 || self.coverage.barriers > 0
+    }
+
+    /// Appends this kernel's insertions; whether it changed anything.
+    fn emit(&self, pieces: &mut Vec<(usize, String)>) -> bool {
+        if self.coverage.not_checked.is_some()
+            || (!self.has_shadow() && self.coverage.warp_syncs == 0)
+        {
+            return false;
+        }
+        let f = self.f;
+        if !f.params.iter().any(|p| p.name == "__cc_rec") {
+            return false;
+        }
+        pieces.push((f.body_open, DECLS.to_string()));
+        // Before the first statement that is no declaration, or after the last declaration of
+        // a shared array (which the prologue names), when the bounds checks' own prologue
+        // comes before it.
+        let first = f
+            .stmts
+            .iter()
+            .find(|s| !matches!(s.kind, StmtKind::Directive(_)))
+            .map_or(f.body_close, |s| s.span.start);
+        let last_shared = f
+            .stmts
+            .iter()
+            .filter(|s| matches!(&s.kind, StmtKind::Directive(d) if d.contains(".shared")))
+            .map(|s| s.span.end)
+            .max()
+            .unwrap_or(0);
+        let first = first.max(last_shared);
+        pieces.push((first, self.prologue()));
+        let mut label = 0u32;
+        for (k, _, plan) in &self.plans {
+            let s = &f.stmts[*k];
+            let Some(i) = f.instr(*k) else { continue };
+            label += 1;
+            match plan {
+                Plan::Access { .. } if self.pruned.contains(k) => {}
+                Plan::Access {
+                    id,
+                    kind,
+                    operand,
+                    bytes,
+                    generic,
+                    array,
+                } => {
+                    if let Some(code) =
+                        self.access(i, *id, *kind, *operand, *bytes, *generic, array, label)
+                    {
+                        pieces.push((s.span.start, code));
+                    }
+                }
+                Plan::Barrier { id } => {
+                    pieces.push((s.span.start, guarded(i, &barrier_before(*id, label))));
+                    pieces.push((s.span.end, guarded(i, &barrier_after(*id, label))));
+                }
+                Plan::WarpSync { id } => {
+                    let (before, replaced) = warp_sync(i, *id, label);
+                    pieces.push((s.span.start, before));
+                    pieces.push((s.span.start, format!("\0{}\0{replaced}", s.span.end)));
+                    pieces.push((s.span.end, guarded(i, WARP_EPOCH)));
+                }
+                Plan::Collective => {
+                    if self.has_shadow() {
+                        pieces.push((s.span.end, guarded(i, WARP_EPOCH)));
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn prologue(&self) -> String {
+        let mut s = String::from(
+            "\n\t// cudacheck race checking: thread index, epochs, shadow\n\
+             \tmov.u32 %__ccr_t0, %tid.x;\n\tmov.u32 %__ccr_t1, %tid.y;\n\tmov.u32 %__ccr_t2, %tid.z;\n\
+             \tmov.u32 %__ccr_t3, %ntid.x;\n\tmov.u32 %__ccr_t4, %ntid.y;\n\tmov.u32 %__ccr_t5, %ntid.z;\n\
+             \tmad.lo.u32 %__ccr_t6, %__ccr_t2, %__ccr_t4, %__ccr_t1;\n\
+             \tmad.lo.u32 %__ccr_T, %__ccr_t6, %__ccr_t3, %__ccr_t0;\n\
+             \tmul.lo.u32 %__ccr_t6, %__ccr_t3, %__ccr_t4;\n\tmul.lo.u32 %__ccr_N, %__ccr_t6, %__ccr_t5;\n\
+             \tld.param.u64 %__ccr_rec, [__cc_rec];\n\tcvta.to.global.u64 %__ccr_rec, %__ccr_rec;\n\
+             \tadd.s64 %__ccr_rec, %__ccr_rec, 128;\n\
+             \tmov.u32 %__ccr_B, 1;\n\tcvt.u64.u32 %__ccr_E, %__ccr_T;\n\
+             \tor.b64 %__ccr_E, %__ccr_E, 274877906944;\n",
+        );
+        if !self.has_shadow() {
+            s.push_str("\tsetp.ne.u32 %__ccr_on, 0, 0;\n");
+            return s;
+        }
+        // The lowest shared address in use: the static arrays come before the dynamic ones.
+        s.push_str("\tmov.u32 %__ccr_lo, __ccr_dyn;\n");
+        // The arrays this function names (module-scope ones declared after it cannot be).
+        let named: BTreeSet<&str> = self
+            .f
+            .instrs()
+            .flat_map(|i| i.operands.iter())
+            .flat_map(|o| o.split(|c: char| !(c.is_ascii_alphanumeric() || "_$.".contains(c))))
+            .collect();
+        let mut vars: Vec<&str> = self
+            .f
+            .vars
+            .iter()
+            .chain(&self.m.vars)
+            .filter(|v| v.space == Space::Shared && v.bytes.is_some())
+            .map(|v| v.name.as_str())
+            .filter(|v| named.contains(v))
+            .collect();
+        vars.sort_unstable();
+        vars.dedup();
+        for v in vars {
+            let _ = write!(
+                s,
+                "\tmov.u32 %__ccr_t7, {v};\n\tmin.u32 %__ccr_lo, %__ccr_lo, %__ccr_t7;\n"
+            );
+        }
+        let udyn = self.opts.dynamic_shared_bytes;
+        let _ = write!(
+            s,
+            "\tmov.u32 %__ccr_t8, __ccr_dyn;\n\
+             \tadd.u32 %__ccr_sh, %__ccr_t8, {};\n\
+             \tand.b32 %__ccr_sh, %__ccr_sh, -16;\n\
+             \tsub.u32 %__ccr_t0, %__ccr_sh, %__ccr_lo;\n\
+             \tshr.u32 %__ccr_nw, %__ccr_t0, 2;\n\
+             \tshl.b32 %__ccr_nw8, %__ccr_nw, 3;\n\
+             \tadd.u32 %__ccr_W, %__ccr_sh, 32;\n\
+             \tmad.lo.u32 %__ccr_t1, %__ccr_nw, 24, 47;\n\
+             \tand.b32 %__ccr_t1, %__ccr_t1, -16;\n\
+             \tmov.u32 %__ccr_t2, %dynamic_smem_size;\n\
+             \tsub.u32 %__ccr_t3, %__ccr_sh, %__ccr_t8;\n\
+             \tsetp.le.u32 %__ccr_q0, %__ccr_t3, %__ccr_t2;\n\
+             \tsub.u32 %__ccr_t2, %__ccr_t2, %__ccr_t3;\n\
+             \tsetp.le.and.u32 %__ccr_on, %__ccr_t1, %__ccr_t2, %__ccr_q0;\n\
+             \tsetp.eq.u32 %__ccr_q1, %__ccr_T, 0;\n\
+             \t@!%__ccr_on bra $__ccr_off;\n\
+             \tshr.u32 %__ccr_t1, %__ccr_t1, 4;\n\
+             \tmov.u32 %__ccr_t4, %__ccr_T;\n\
+             \tmov.b64 %__ccr_u0, 0;\n\
+             $__ccr_clear:\n\
+             \tsetp.ge.u32 %__ccr_q2, %__ccr_t4, %__ccr_t1;\n\
+             \t@%__ccr_q2 bra $__ccr_cleared;\n\
+             \tmad.lo.u32 %__ccr_t5, %__ccr_t4, 16, %__ccr_sh;\n\
+             \tst.shared.v2.u64 [%__ccr_t5], {{%__ccr_u0, %__ccr_u0}};\n\
+             \tadd.u32 %__ccr_t4, %__ccr_t4, %__ccr_N;\n\
+             \tbra.uni $__ccr_clear;\n\
+             $__ccr_off:\n\
+             \tmov.u32 %__ccr_t6, 1;\n\
+             \t@%__ccr_q1 st.global.u32 [%__ccr_rec+64], %__ccr_t6;\n\
+             $__ccr_cleared:\n\
+             \tbar.sync 0;\n",
+            u64::from(udyn) + 15
+        );
+        s
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn access(
+        &self,
+        i: &Instr,
+        id: u32,
+        kind: RaceSiteKind,
+        operand: usize,
+        bytes: u64,
+        generic: bool,
+        array: &Option<String>,
+        label: u32,
+    ) -> Option<String> {
+        let addr = Address::parse(i.operands.get(operand)?)?;
+        let skip = format!("$__ccr_s{label}");
+        let mut s = String::from("\n");
+        if let Some((neg, p)) = &i.guard {
+            let _ = writeln!(s, "\t@{}{p} bra {skip};", if *neg { "" } else { "!" });
+        }
+        let _ = writeln!(s, "\t@!%__ccr_on bra {skip};");
+        // The shared-window address, into %__ccr_a.
+        let off = addr.offset;
+        if addr.base.is_empty() {
+            let _ = writeln!(s, "\tmov.u32 %__ccr_a, {};", off as u32);
+        } else if !addr.base_is_reg() {
+            let _ = writeln!(
+                s,
+                "\tmov.u32 %__ccr_a, {};\n\tadd.u32 %__ccr_a, %__ccr_a, {};",
+                addr.base, off as i32
+            );
+        } else {
+            let wide = self
+                .f
+                .reg_type(addr.base)
+                .is_some_and(|t| t.ends_with("64"));
+            if generic {
+                let _ = writeln!(
+                    s,
+                    "\tcvta.to.shared.u64 %__ccr_u0, {};\n\tcvt.u32.u64 %__ccr_a, %__ccr_u0;",
+                    addr.base
+                );
+            } else if wide {
+                let _ = writeln!(s, "\tcvt.u32.u64 %__ccr_a, {};", addr.base);
+            } else {
+                let _ = writeln!(s, "\tmov.u32 %__ccr_a, {};", addr.base);
+            }
+            let _ = writeln!(s, "\tadd.u32 %__ccr_a, %__ccr_a, {};", off as i32);
+        }
+        let code: u64 = match kind {
+            RaceSiteKind::Read => 1,
+            RaceSiteKind::Write => 2,
+            _ => 3,
+        };
+        let whole = bytes >= 4;
+        let konst = (code << bits::KIND_SHIFT)
+            | (u64::from(id) << bits::SITE_SHIFT)
+            | if whole { bits::BYTES_MASK } else { 0 };
+        let _ = write!(
+            s,
+            "\tsub.u32 %__ccr_t0, %__ccr_a, %__ccr_lo;\n\tshr.u32 %__ccr_w, %__ccr_t0, 2;\n\
+             \tor.b64 %__ccr_me, %__ccr_E, {konst};\n"
+        );
+        if !whole {
+            let _ = write!(
+                s,
+                "\tand.b32 %__ccr_t1, %__ccr_a, 3;\n\tshl.b32 %__ccr_t2, {}, %__ccr_t1;\n\
+                 \tand.b32 %__ccr_t2, %__ccr_t2, 15;\n\tcvt.u64.u32 %__ccr_u2, %__ccr_t2;\n\
+                 \tshl.b64 %__ccr_u2, %__ccr_u2, 24;\n\tor.b64 %__ccr_me, %__ccr_me, %__ccr_u2;\n",
+                (1u32 << bytes) - 1
+            );
+        }
+        let words = (bytes / 4).max(1);
+        for w in 0..words {
+            let _ = write!(
+                s,
+                "\tadd.u32 %__ccr_t3, %__ccr_w, {w};\n\tsetp.ge.u32 %__ccr_q0, %__ccr_t3, %__ccr_nw;\n\
+                 \t@%__ccr_q0 bra {skip};\n\tmad.lo.u32 %__ccr_t4, %__ccr_t3, 8, %__ccr_W;\n\
+                 \tadd.u32 %__ccr_t5, %__ccr_t4, %__ccr_nw8;\n"
+            );
+            let report_label = format!("$__ccr_k{label}_{w}");
+            if kind == RaceSiteKind::Read {
+                // Record this read first (in R1 when R1 is stale or this thread's, else in R2),
+                // then look at W: a writer swaps itself into W before it looks at R1 and R2, so
+                // of a read and a write of one epoch, the later one sees the earlier.
+                s.push_str(
+                    "\tld.shared.u64 %__ccr_x, [%__ccr_t5];\n\
+                     \txor.b64 %__ccr_d, %__ccr_x, %__ccr_me;\n",
+                );
+                let _ = write!(
+                    s,
+                    "\tand.b64 %__ccr_u1, %__ccr_d, {};\n\tsetp.ne.u64 %__ccr_q2, %__ccr_u1, 0;\n\
+                     \tand.b64 %__ccr_u1, %__ccr_d, {};\n\tsetp.eq.or.u64 %__ccr_q2, %__ccr_u1, 0, %__ccr_q2;\n\
+                     \t@%__ccr_q2 st.shared.u64 [%__ccr_t5], %__ccr_me;\n\
+                     \tadd.u32 %__ccr_t5, %__ccr_t5, %__ccr_nw8;\n\
+                     \t@!%__ccr_q2 st.shared.u64 [%__ccr_t5], %__ccr_me;\n",
+                    bits::BEPOCH_MASK,
+                    bits::TID_MASK
+                );
+                s.push_str("\tld.shared.u64 %__ccr_x, [%__ccr_t4];\n");
+                s.push_str(&conflict(
+                    "%__ccr_x",
+                    false,
+                    "%__ccr_q1",
+                    &format!("$__ccr_w{label}_{w}"),
+                ));
+                s.push_str("\tmov.u64 %__ccr_y, %__ccr_x;\n");
+                s.push_str(&report(
+                    "%__ccr_q1",
+                    "%__ccr_y",
+                    RaceEventKind::Race,
+                    array,
+                    w,
+                    &report_label,
+                ));
+            } else {
+                s.push_str("\tatom.shared.exch.b64 %__ccr_x, [%__ccr_t4], %__ccr_me;\n");
+                s.push_str(&conflict(
+                    "%__ccr_x",
+                    kind == RaceSiteKind::Atomic,
+                    "%__ccr_q1",
+                    &format!("$__ccr_w{label}_{w}"),
+                ));
+                s.push_str("\tld.shared.u64 %__ccr_y, [%__ccr_t5];\n");
+                s.push_str(&conflict(
+                    "%__ccr_y",
+                    false,
+                    "%__ccr_q2",
+                    &format!("$__ccr_r{label}_{w}"),
+                ));
+                s.push_str("\tadd.u32 %__ccr_t5, %__ccr_t5, %__ccr_nw8;\n");
+                s.push_str("\tld.shared.u64 %__ccr_z, [%__ccr_t5];\n");
+                s.push_str(&conflict(
+                    "%__ccr_z",
+                    false,
+                    "%__ccr_q3",
+                    &format!("$__ccr_v{label}_{w}"),
+                ));
+                // The first conflicting record of W, R1, R2.
+                s.push_str(
+                    "\tselp.b64 %__ccr_z, %__ccr_y, %__ccr_z, %__ccr_q2;\n\
+                     \tselp.b64 %__ccr_y, %__ccr_x, %__ccr_z, %__ccr_q1;\n\
+                     \tor.pred %__ccr_q1, %__ccr_q1, %__ccr_q2;\n\
+                     \tor.pred %__ccr_q1, %__ccr_q1, %__ccr_q3;\n",
+                );
+                s.push_str(&report(
+                    "%__ccr_q1",
+                    "%__ccr_y",
+                    RaceEventKind::Race,
+                    array,
+                    w,
+                    &report_label,
+                ));
+            }
+        }
+        let _ = writeln!(s, "{skip}:");
+        Some(s)
+    }
+
+    fn finish(self, changed: bool) -> RaceKernel {
+        let mut coverage = self.coverage;
+        if !changed && coverage.not_checked.is_none() && coverage.warp_syncs + coverage.checked > 0
+        {
+            coverage.not_checked =
+                Some("the module is not bounds-checked (no fault record to report to)".into());
+        }
+        RaceKernel {
+            symbol: self.f.name.clone(),
+            name: demangle(&self.f.name),
+            shadow: changed && (coverage.checked > 0 || coverage.barriers > 0),
+            sites: self.sites,
+            coverage,
+        }
+    }
+}
+
+/// Code that sets `p` when the record in `x` conflicts with this access (`%__ccr_me`): same
+/// block epoch, another thread, another warp or the same warp epoch, a byte in common, and
+/// (`write_only`: for an atomic against `W`) a plain write; ends at label `done`.
+fn conflict(x: &str, write_only: bool, p: &str, done: &str) -> String {
+    // Most records are of an earlier epoch: one test, and out (`p` is false at `done`).
+    let mut s = format!(
+        "\txor.b64 %__ccr_d, {x}, %__ccr_me;\n\
+         \tand.b64 %__ccr_u1, %__ccr_d, {bm};\n\tsetp.eq.u64 {p}, %__ccr_u1, 0;\n\
+         \t@!{p} bra {done};\n\
+         \tand.b64 %__ccr_u1, %__ccr_d, {tm};\n\tsetp.ne.and.u64 {p}, %__ccr_u1, 0, {p};\n\
+         \tand.b64 %__ccr_u1, %__ccr_d, {wm};\n\tsetp.ne.u64 %__ccr_q7, %__ccr_u1, 0;\n\
+         \tand.b64 %__ccr_u1, %__ccr_d, {em};\n\tsetp.eq.or.u64 %__ccr_q7, %__ccr_u1, 0, %__ccr_q7;\n\
+         \tand.pred {p}, {p}, %__ccr_q7;\n\
+         \tand.b64 %__ccr_u1, {x}, %__ccr_me;\n\tand.b64 %__ccr_u1, %__ccr_u1, {ym};\n\
+         \tsetp.ne.and.u64 {p}, %__ccr_u1, 0, {p};\n",
+        bm = bits::BEPOCH_MASK,
+        tm = bits::TID_MASK,
+        wm = bits::WARP_MASK,
+        em = bits::WEPOCH_MASK,
+        ym = bits::BYTES_MASK,
+    );
+    if write_only {
+        let _ = write!(
+            s,
+            "\tshr.u64 %__ccr_u1, {x}, {};\n\tsetp.eq.and.u64 {p}, %__ccr_u1, 2, {p};\n",
+            bits::KIND_SHIFT
+        );
+    }
+    let _ = writeln!(s, "{done}:");
+    s
+}
+
+/// A call of `__ccr_report` when `p` holds: this access (`%__ccr_me`) against `other`, at the
+/// raced word's byte offset in `array` (its shared address when the array is unknown).
+fn report(
+    p: &str,
+    other: &str,
+    kind: RaceEventKind,
+    array: &Option<String>,
+    word: u64,
+    label: &str,
+) -> String {
+    let mut s = format!("\t@!{p} bra {label};\n");
+    match array {
+        Some(a) => {
+            let _ = write!(
+                s,
+                "\tmov.u32 %__ccr_t6, {a};\n\tsub.u32 %__ccr_t7, %__ccr_a, %__ccr_t6;\n\
+                 \tadd.u32 %__ccr_t7, %__ccr_t7, {};\n",
+                word * 4
+            );
+        }
+        None => {
+            let _ = writeln!(s, "\tadd.u32 %__ccr_t7, %__ccr_a, {};", word * 4);
+        }
+    }
+    let _ = write!(
+        s,
+        "\t{{\n\t.param .b64 __ccr_a0;\n\tst.param.b64 [__ccr_a0], %__ccr_rec;\n\
+         \t.param .b32 __ccr_a1;\n\tst.param.b32 [__ccr_a1], {};\n\
+         \t.param .b64 __ccr_a2;\n\tst.param.b64 [__ccr_a2], %__ccr_me;\n\
+         \t.param .b64 __ccr_a3;\n\tst.param.b64 [__ccr_a3], {other};\n\
+         \t.param .b32 __ccr_a4;\n\tst.param.b32 [__ccr_a4], %__ccr_t7;\n\
+         \tcall __ccr_report, (__ccr_a0, __ccr_a1, __ccr_a2, __ccr_a3, __ccr_a4);\n\t}}\n{label}:\n",
+        kind.code()
+    );
+    s
+}
+
+/// The warp epoch moves on (modulo 2^10, not carrying into the block epoch).
+const WARP_EPOCH: &str = "\tadd.u64 %__ccr_u3, %__ccr_E, 268435456;\n\
+     \tand.b64 %__ccr_u3, %__ccr_u3, 274609471488;\n\
+     \tand.b64 %__ccr_E, %__ccr_E, -274609471489;\n\
+     \tor.b64 %__ccr_E, %__ccr_E, %__ccr_u3;\n";
+
+/// `code` run only when `i`'s guard holds.
+fn guarded(i: &Instr, code: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    match &i.guard {
+        None => format!("\n{code}"),
+        Some((neg, p)) => {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            format!(
+                "\n\t@{}{p} bra $__ccr_g{n};\n{code}$__ccr_g{n}:\n",
+                if *neg { "" } else { "!" }
+            )
+        }
+    }
+}
+
+/// Before a block barrier: `(epoch, site, thread)` into the epoch's two slots, by one lane of
+/// each group of lanes that arrive together (the others are at the same barrier: the lowest
+/// active lane speaks for them, so a barrier costs two atomics a warp, not two a thread).
+fn barrier_before(id: u32, label: u32) -> String {
+    format!(
+        "\t@!%__ccr_on bra $__ccr_b{label};\n\
+         \tand.b32 %__ccr_t0, %__ccr_B, 1;\n\tmad.lo.u32 %__ccr_t9, %__ccr_t0, 16, %__ccr_sh;\n\
+         \tactivemask.b32 %__ccr_t1;\n\tmov.u32 %__ccr_t2, %lanemask_lt;\n\
+         \tand.b32 %__ccr_t1, %__ccr_t1, %__ccr_t2;\n\tsetp.ne.u32 %__ccr_q3, %__ccr_t1, 0;\n\
+         \t@%__ccr_q3 bra $__ccr_b{label};\n\
+         \tcvt.u64.u32 %__ccr_u0, %__ccr_B;\n\tshl.b64 %__ccr_u0, %__ccr_u0, 40;\n\
+         \tcvt.u64.u32 %__ccr_u1, %__ccr_T;\n\tor.b64 %__ccr_u0, %__ccr_u0, %__ccr_u1;\n\
+         \tor.b64 %__ccr_u1, %__ccr_u0, {};\n\tred.shared.max.u64 [%__ccr_t9], %__ccr_u1;\n\
+         \tor.b64 %__ccr_u1, %__ccr_u0, {};\n\tred.shared.max.u64 [%__ccr_t9+8], %__ccr_u1;\n\
+         $__ccr_b{label}:\n",
+        u64::from(id) << 10,
+        u64::from(0x3FFF_FFFF - id) << 10,
+    )
+}
+
+/// After a block barrier: two sites in this epoch's slots mean a divergent barrier, reported
+/// by the thread the first slot names; every thread that sees it then ends (all of them read
+/// the same slot, so the whole block stops here, where waiting at the next barrier would hang
+/// it). Otherwise the epochs move on.
+fn barrier_after(_id: u32, label: u32) -> String {
+    format!(
+        "\t@!%__ccr_on bra $__ccr_c{label};\n\
+         \tld.shared.u64 %__ccr_x, [%__ccr_t9];\n\tld.shared.u64 %__ccr_y, [%__ccr_t9+8];\n\
+         \tcvt.u64.u32 %__ccr_u0, %__ccr_B;\n\
+         \tshr.u64 %__ccr_u1, %__ccr_x, 40;\n\tsetp.eq.u64 %__ccr_q1, %__ccr_u1, %__ccr_u0;\n\
+         \tshr.u64 %__ccr_u1, %__ccr_y, 40;\n\tsetp.eq.and.u64 %__ccr_q1, %__ccr_u1, %__ccr_u0, %__ccr_q1;\n\
+         \tshr.u64 %__ccr_u1, %__ccr_x, 10;\n\tand.b64 %__ccr_u1, %__ccr_u1, 1073741823;\n\
+         \tshr.u64 %__ccr_u2, %__ccr_y, 10;\n\tand.b64 %__ccr_u2, %__ccr_u2, 1073741823;\n\
+         \tsub.u64 %__ccr_u2, 1073741823, %__ccr_u2;\n\
+         \tsetp.ne.and.u64 %__ccr_q1, %__ccr_u1, %__ccr_u2, %__ccr_q1;\n\
+         \t@!%__ccr_q1 bra $__ccr_c{label};\n\
+         \tand.b64 %__ccr_u1, %__ccr_x, 1023;\n\tcvt.u64.u32 %__ccr_u3, %__ccr_T;\n\
+         \tsetp.ne.u64 %__ccr_q2, %__ccr_u1, %__ccr_u3;\n\
+         \t@%__ccr_q2 bra $__ccr_e{label};\n\
+         \tand.b64 %__ccr_d, %__ccr_y, 1023;\n\tshl.b64 %__ccr_u2, %__ccr_u2, 10;\n\tor.b64 %__ccr_d, %__ccr_d, %__ccr_u2;\n\
+         \tshr.u64 %__ccr_u1, %__ccr_x, 10;\n\tand.b64 %__ccr_u1, %__ccr_u1, 1073741823;\n\
+         \tshl.b64 %__ccr_u1, %__ccr_u1, 10;\n\tor.b64 %__ccr_me, %__ccr_u1, %__ccr_u3;\n\
+         \t{{\n\t.param .b64 __ccr_a0;\n\tst.param.b64 [__ccr_a0], %__ccr_rec;\n\
+         \t.param .b32 __ccr_a1;\n\tst.param.b32 [__ccr_a1], {};\n\
+         \t.param .b64 __ccr_a2;\n\tst.param.b64 [__ccr_a2], %__ccr_me;\n\
+         \t.param .b64 __ccr_a3;\n\tst.param.b64 [__ccr_a3], %__ccr_d;\n\
+         \t.param .b32 __ccr_a4;\n\tst.param.b32 [__ccr_a4], 0;\n\
+         \tcall __ccr_report, (__ccr_a0, __ccr_a1, __ccr_a2, __ccr_a3, __ccr_a4);\n\t}}\n\
+         $__ccr_e{label}:\n\
+         \texit;\n\
+         $__ccr_c{label}:\n\
+         \tadd.u32 %__ccr_B, %__ccr_B, 1;\n\tand.b32 %__ccr_B, %__ccr_B, 16777215;\n\
+         \tcvt.u64.u32 %__ccr_E, %__ccr_B;\n\tshl.b64 %__ccr_E, %__ccr_E, 38;\n\
+         \tcvt.u64.u32 %__ccr_u0, %__ccr_T;\n\tor.b64 %__ccr_E, %__ccr_E, %__ccr_u0;\n",
+        RaceEventKind::DivergentBarrier.code()
+    )
+}
+
+/// `__syncwarp(mask)`: the mask check before, and the call itself skipped when the mask
+/// leaves out the calling lane (undefined behaviour, a hang on some GPUs).
+fn warp_sync(i: &Instr, id: u32, label: u32) -> (String, String) {
+    let mask = i.operands.first().map_or("-1", |m| m.trim());
+    let mut s = format!(
+        "\n\tmov.u32 %__ccr_t0, %laneid;\n\tmov.b32 %__ccr_t1, {mask};\n\
+         \tshr.b32 %__ccr_t2, %__ccr_t1, %__ccr_t0;\n\tand.b32 %__ccr_t2, %__ccr_t2, 1;\n\
+         \tsetp.eq.u32 %__ccr_q4, %__ccr_t2, 0;\n"
+    );
+    if let Some((neg, p)) = &i.guard {
+        // Only a call that runs is checked.
+        let _ = writeln!(
+            s,
+            "\tand.pred %__ccr_q4, %__ccr_q4, {}{p};",
+            if *neg { "!" } else { "" }
+        );
+    }
+    let _ = write!(
+        s,
+        "\t@!%__ccr_q4 bra $__ccr_m{label};\n\
+         \tor.b64 %__ccr_me, %__ccr_E, {};\n\
+         \tcvt.u64.u32 %__ccr_y, %__ccr_t1;\n\
+         \t{{\n\t.param .b64 __ccr_a0;\n\tst.param.b64 [__ccr_a0], %__ccr_rec;\n\
+         \t.param .b32 __ccr_a1;\n\tst.param.b32 [__ccr_a1], {};\n\
+         \t.param .b64 __ccr_a2;\n\tst.param.b64 [__ccr_a2], %__ccr_me;\n\
+         \t.param .b64 __ccr_a3;\n\tst.param.b64 [__ccr_a3], %__ccr_y;\n\
+         \t.param .b32 __ccr_a4;\n\tst.param.b32 [__ccr_a4], %__ccr_t1;\n\
+         \tcall __ccr_report, (__ccr_a0, __ccr_a1, __ccr_a2, __ccr_a3, __ccr_a4);\n\t}}\n\
+         $__ccr_m{label}:\n",
+        u64::from(id) << bits::SITE_SHIFT,
+        RaceEventKind::WarpMask.code()
+    );
+    // The call runs when its guard holds and the mask is good.
+    let replaced = match &i.guard {
+        None => format!(
+            "@!%__ccr_q4 {} {};",
+            i.opcode,
+            i.operands.join(", ")
+        ),
+        Some((neg, p)) => format!(
+            "{{\n\t.reg .pred %__ccr_g;\n\tnot.pred %__ccr_g, %__ccr_q4;\n\tand.pred %__ccr_g, %__ccr_g, {}{p};\n\t@%__ccr_g {} {};\n\t}}",
+            if *neg { "!" } else { "" },
+            i.opcode,
+            i.operands.join(", ")
+        ),
+    };
+    (s, replaced)
+}

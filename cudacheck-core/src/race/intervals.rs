@@ -1,0 +1,138 @@
+//! Barrier intervals: which shared accesses can run between the same two block barriers, and so
+//! which accesses need a race check at all.
+//!
+//! Every thread of a block passes the same sequence of block barriers (the barrier check makes
+//! sure of it: threads that meet at different barrier instructions are reported and stopped
+//! there). So two accesses of one epoch start from the same barrier instruction (or the entry)
+//! and are both reachable from it without crossing another barrier: the *interval* of that
+//! barrier. An access can only race with accesses that share an interval with it. A read of an
+//! array that no write or atomic of any of its intervals can touch cannot race, and neither can
+//! an atomic that no plain read or write of its intervals can touch: neither gets a check (the
+//! tiles of a GEMM are written in one interval and read in the next; a histogram's atomics have
+//! an interval to themselves). Writes keep theirs: two threads may run the same store.
+//! Arrays are told apart by the symbol the address leads back to; every `extern` array is one
+//! (they share the dynamic shared memory), and an access whose array is unknown may touch any.
+//! A call into a function that touches shared memory counts as a read and a write of anything.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::ir::read::Function;
+use crate::ir::Cfg;
+
+/// How an access touches its array, for the pruning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Use {
+    Read,
+    Write,
+    Atomic,
+    /// A call that may do anything to shared memory.
+    Any,
+}
+
+/// One access as the pruning sees it: its statement, its array (`None`: any), its use.
+#[derive(Clone, Debug)]
+pub(super) struct Touch {
+    pub stmt: usize,
+    pub array: Option<String>,
+    pub used: Use,
+}
+
+/// The intervals statement by statement: for each statement of `wanted`, the intervals (0: the
+/// entry's; k: the barrier at `barriers[k - 1]`'s) it may run in.
+fn intervals_of(
+    cfg: &Cfg,
+    barriers: &[(usize, bool)],
+    wanted: &BTreeSet<usize>,
+) -> BTreeMap<usize, BTreeSet<usize>> {
+    // A guarded barrier starts an interval for the threads that wait at it, and ends none: a
+    // thread whose guard is false goes on in the interval it was in.
+    let is_barrier: BTreeSet<usize> = barriers
+        .iter()
+        .filter(|(_, guarded)| !guarded)
+        .map(|&(b, _)| b)
+        .collect();
+    let mut out: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    let starts = std::iter::once(0usize).chain(barriers.iter().map(|&(b, _)| b + 1));
+    for (interval, start) in starts.enumerate() {
+        // Walk from `start` until barriers end every path.
+        let mut seen_blocks = BTreeSet::new();
+        let mut work: Vec<(usize, usize)> = Vec::new();
+        match cfg.block_of(start) {
+            Some(b) => work.push((b, start)),
+            None => {
+                // The barrier ends its block: go on at the successors.
+                if let Some(b) = start.checked_sub(1).and_then(|s| cfg.block_of(s)) {
+                    for &s in &cfg.blocks[b].succs {
+                        work.push((s, cfg.blocks[s].stmts.start));
+                    }
+                }
+            }
+        }
+        while let Some((b, from)) = work.pop() {
+            let blk = &cfg.blocks[b];
+            let whole = from == blk.stmts.start;
+            if whole && !seen_blocks.insert(b) {
+                continue;
+            }
+            let mut stopped = false;
+            for k in from..blk.stmts.end {
+                if is_barrier.contains(&k) {
+                    stopped = true;
+                    break;
+                }
+                if wanted.contains(&k) {
+                    out.entry(k).or_default().insert(interval);
+                }
+            }
+            if !stopped {
+                for &s in &blk.succs {
+                    work.push((s, cfg.blocks[s].stmts.start));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn alias(a: &Option<String>, b: &Option<String>) -> bool {
+    a.is_none() || b.is_none() || a == b
+}
+
+/// The statements of `touches` whose race check can be left out (see the module docs);
+/// `barriers` are the block barriers' statements, each with whether it is guarded.
+pub(super) fn unneeded(
+    f: &Function,
+    barriers: &[(usize, bool)],
+    touches: &[Touch],
+) -> BTreeSet<usize> {
+    let cfg = Cfg::new(f);
+    let wanted: BTreeSet<usize> = touches.iter().map(|t| t.stmt).collect();
+    let ivs = intervals_of(&cfg, barriers, &wanted);
+    // Per interval, what touches it.
+    let mut by_interval: BTreeMap<usize, Vec<&Touch>> = BTreeMap::new();
+    for t in touches {
+        for &i in ivs.get(&t.stmt).into_iter().flatten() {
+            by_interval.entry(i).or_default().push(t);
+        }
+    }
+    let conflicts = |a: Use, b: Use| {
+        use Use::*;
+        !matches!((a, b), (Read, Read) | (Atomic, Atomic))
+    };
+    touches
+        .iter()
+        .filter(|t| matches!(t.used, Use::Read | Use::Atomic))
+        .filter(|t| {
+            let Some(mine) = ivs.get(&t.stmt) else {
+                // Never reached: nothing to check.
+                return true;
+            };
+            !mine.iter().any(|i| {
+                by_interval[i]
+                    .iter()
+                    .any(|o| alias(&t.array, &o.array) && conflicts(t.used, o.used))
+            })
+        })
+        .map(|t| t.stmt)
+        .collect()
+}

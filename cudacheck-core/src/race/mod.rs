@@ -1,0 +1,309 @@
+//! Shared-memory race and barrier checking by rewriting PTX.
+//!
+//! A race-checked build is a bounds-checked build ([`crate::instrument`]) rewritten once more:
+//! [`race_ptx`] gives every `__shared__` access a shadow check and every barrier a divergence
+//! check, so that a launch reports the first race of the launch as a typed error naming the
+//! array, the element, both threads, both accesses and both source lines, where without it
+//! the kernel computes numbers that change from run to run.
+//!
+//! # The model
+//! Two accesses race when different threads of one block touch a byte of the same shared
+//! word, at least one writes (an atomic counts as a write except against another atomic),
+//! and nothing orders them:
+//! - a block barrier (`bar.sync`/`barrier.sync` of the whole block, `bar.red`, i.e.
+//!   `__syncthreads()` and `__syncthreads_count/and/or`) orders every thread of the block: each
+//!   thread counts the barriers it passed (its *block epoch*), and accesses of different epochs
+//!   never race;
+//! - a warp synchronization (`bar.warp.sync`, i.e. `__syncwarp`, and the `.sync` collectives:
+//!   shuffles, votes, `match`, `redux`, and the warp-wide matrix operations) orders the threads
+//!   of one warp: each thread counts them since its last block barrier (its *warp epoch*), and
+//!   accesses of two threads of one warp with different warp epochs do not race.
+//!
+//! Threads of one warp are not assumed to run in lockstep (independent thread scheduling):
+//! two lanes touching one word in the same warp epoch race.
+//!
+//! # The shadow
+//! The launch gets extra dynamic shared memory after the user's ([`shadow_bytes`]): two
+//! barrier slots, then per 4-byte word of the block's shared memory three 64-bit records, the
+//! last write or atomic (`W`), the first reader of the current epoch (`R1`) and the latest
+//! reader other than that one (`R2`). An [`AccessWord`] packs thread, site, the bytes of the
+//! word, and both epochs. Every thread clears the shadow at the start of the kernel (one extra
+//! barrier, before any user code). A read records itself in `R1` (when `R1` is stale or its
+//! own) or `R2`, then loads `W` and reports when it is a conflicting write of another thread in
+//! the same epoch. A write swaps itself into `W` (`atom.exch`, so of two racing writes the
+//! second always sees the first), then tests the old `W`, `R1` and `R2`. Both record before
+//! they look, so whichever of a racing read and write comes second finds the first (the shadow
+//! accesses of one warp are ordered; across warps PTX promises no order without a fence, so
+//! two accesses in the same few cycles may miss each other, and a race in user code repeats
+//! over elements and iterations). Of two readers of one word, a writer finds
+//! at least one other than itself (`R1` and `R2` hold different threads), so the in-place
+//! update `s[t] = s[t - 1] + s[t]` is found whichever reader came last.
+//!
+//! A report is a sound statement about the program, never a guess: it names two accesses of
+//! different threads that touched the same bytes with the same barrier count and, in one
+//! warp, the same warp-synchronization count. The converse is not promised: epochs are kept
+//! modulo 2^24 barriers and 2^10 warp synchronizations, a word keeps one writer and two
+//! readers, and two writers of different bytes of one word keep only the later one.
+//!
+//! Most accesses need no check at all: an access can only race with accesses between the same
+//! two block barriers, so a read of an array nothing writes in its barrier interval (a GEMM's
+//! tiles after the barrier that follows their load), and an atomic alone with other atomics,
+//! are left unchanged ([`RaceCoverage::proven`]; the argument is in `intervals.rs`).
+//!
+//! # Barriers
+//! Before a block barrier each thread folds `(epoch, site, thread)` into two per-epoch slots
+//! with `atom.max` (one keyed by the site, one by its complement); after it, every thread reads
+//! both back: two different sites in one epoch mean threads met at different barriers
+//! (`if (t < 32) __syncthreads(); else __syncthreads();`), reported as
+//! [`RaceEventKind::DivergentBarrier`] with a thread at each, and the whole block ends there
+//! (every thread reads the same slots): a divergent barrier is undefined behaviour that
+//! usually hangs the block at its next barrier. Only the lowest lane of each group of lanes
+//! that arrive together writes the slots. The slots alternate by epoch parity, so nothing
+//! clears them: a slot is written again only after every thread read it.
+//! `__syncwarp(mask)` with a mask that leaves out the calling lane (undefined behaviour) is
+//! reported ([`RaceEventKind::WarpMask`]) and that call skipped.
+//!
+//! # What is not checked
+//! Kernels that synchronize in ways the two epochs cannot follow are left unchanged and say
+//! why ([`RaceCoverage::not_checked`]): named barriers with a thread count (`bar.sync 1, 64`),
+//! `bar.arrive`, cluster barriers, `mbarrier` and bulk copies, and calls to device functions
+//! that synchronize. Warp-collective shared accesses (`ldmatrix`, `stmatrix`, `wmma`), accesses
+//! inside non-inlined device functions and other blocks' shared memory (`shared::cluster`) are
+//! listed as unchecked with the reason. A launch whose shared memory leaves no room for the
+//! shadow runs unchecked and says so. Lanes of one warp waiting at different barriers are not
+//! reported: `__syncthreads()` is an aligned barrier, and such a warp hangs in it before any
+//! check after it can run (the same hang as without the checker; divergence between warps is
+//! reported). Races through global memory are not looked for.
+
+mod emit;
+mod intervals;
+mod record;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+
+use serde::{Deserialize, Serialize};
+
+pub use record::{
+    decode_race, AccessKind, AccessWord, RaceEventKind, RaceRecord, RACE_RECORD_BYTES,
+    RACE_RECORD_OFFSET,
+};
+
+use crate::instrument::SourceLoc;
+use crate::ir::read::{self, PtxError};
+
+/// The source of the rewrite, for build caches (a race-checked build stored by one version of
+/// the checker must not answer for another).
+#[doc(hidden)]
+pub const RACE_SOURCES: &[&str] = &[
+    include_str!("mod.rs"),
+    include_str!("emit.rs"),
+    include_str!("record.rs"),
+];
+
+/// What a race-checked build is made for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RaceOptions {
+    /// The dynamic shared memory the user's launches give (`extern __shared__` arrays): the
+    /// shadow goes after it.
+    pub dynamic_shared_bytes: u32,
+}
+
+impl RaceOptions {
+    pub const fn new(dynamic_shared_bytes: u32) -> Self {
+        RaceOptions {
+            dynamic_shared_bytes,
+        }
+    }
+}
+
+/// One race-checked place: a shared access or a barrier.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaceSite {
+    /// Unique within its kernel; what [`AccessWord::site`] holds.
+    pub id: u32,
+    pub kind: RaceSiteKind,
+    pub loc: Option<SourceLoc>,
+    pub inlined_at: Option<SourceLoc>,
+    /// The `__shared__` array accessed, when the address leads back to one.
+    pub array: Option<String>,
+    /// Bytes accessed (0 for barriers).
+    pub bytes: u32,
+}
+
+/// What a [`RaceSite`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RaceSiteKind {
+    Read,
+    Write,
+    Atomic,
+    /// A block barrier (`__syncthreads()`).
+    Barrier,
+    /// `__syncwarp(mask)`.
+    WarpSync,
+}
+
+impl fmt::Display for RaceSiteKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RaceSiteKind::Read => "read",
+            RaceSiteKind::Write => "write",
+            RaceSiteKind::Atomic => "atomic",
+            RaceSiteKind::Barrier => "barrier",
+            RaceSiteKind::WarpSync => "__syncwarp",
+        })
+    }
+}
+
+/// A shared access left without a race check, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaceUnchecked {
+    pub loc: Option<SourceLoc>,
+    pub instruction: String,
+    pub reason: String,
+}
+
+/// What a kernel's race check covers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaceCoverage {
+    /// Shared accesses with a shadow check.
+    pub checked: u32,
+    /// Of `checked`, those that cannot race and have no check: nothing in their barrier
+    /// intervals can conflict with them (`intervals.rs`).
+    #[serde(default)]
+    pub proven: u32,
+    /// Block barriers with a divergence check.
+    pub barriers: u32,
+    /// `__syncwarp` calls with a mask check.
+    pub warp_syncs: u32,
+    pub unchecked: Vec<RaceUnchecked>,
+    /// Why the whole kernel is left unchanged, when it is.
+    pub not_checked: Option<String>,
+}
+
+impl RaceCoverage {
+    /// Every shared access and barrier of the kernel is checked.
+    pub fn is_complete(&self) -> bool {
+        self.unchecked.is_empty() && self.not_checked.is_none()
+    }
+}
+
+/// One race-checked kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaceKernel {
+    pub symbol: String,
+    /// Readable name (`reduce<float>`).
+    pub name: String,
+    pub sites: Vec<RaceSite>,
+    pub coverage: RaceCoverage,
+    /// The kernel has a shadow: its launches need [`shadow_bytes`] more dynamic shared memory.
+    pub shadow: bool,
+}
+
+impl RaceKernel {
+    pub fn site(&self, id: u32) -> Option<&RaceSite> {
+        self.sites.iter().find(|s| s.id == id)
+    }
+}
+
+/// A race-checked module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RacePtx {
+    pub ptx: String,
+    pub kernels: Vec<RaceKernel>,
+}
+
+impl RacePtx {
+    pub fn kernel(&self, symbol: &str) -> Option<&RaceKernel> {
+        self.kernels.iter().find(|k| k.symbol == symbol)
+    }
+}
+
+/// Bytes of shadow a launch needs after `dynamic_shared_bytes` of its own, for a kernel with
+/// `static_shared_bytes` of `__shared__` arrays: alignment, two barrier slots, and three
+/// 8-byte records per 4-byte word (six times the block's shared memory, plus a margin for the
+/// alignment of the arrays, which the kernel measures itself and checks against what it got).
+pub const fn shadow_bytes(static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
+    let words = (static_shared_bytes as u64 + dynamic_shared_bytes as u64 + 256).div_ceil(4);
+    let bytes = 16 + 32 + 24 * words;
+    if bytes > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        bytes as u32
+    }
+}
+
+/// Adds race and barrier checks to every kernel of a bounds-checked module (the output of
+/// [`crate::instrument::instrument_ptx_with`]: the checks report through its fault record).
+///
+/// # Errors
+/// [`PtxError`] when the text cannot be read as PTX.
+pub fn race_ptx(ptx: &str, opts: &RaceOptions) -> Result<RacePtx, PtxError> {
+    let m = read::parse(ptx)?;
+    Ok(emit::emit(ptx, &m, opts))
+}
+
+/// A report for a person: per kernel, what is race-checked and what is not, and why.
+pub fn render_race_report(file_name: &str, kernels: &[RaceKernel]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{file_name}: race checking");
+    for k in kernels {
+        let c = &k.coverage;
+        if let Some(why) = &c.not_checked {
+            let _ = writeln!(out, "  kernel `{}`: not race-checked: {why}", k.name);
+            continue;
+        }
+        if c.checked == 0 && c.unchecked.is_empty() && c.barriers == 0 && c.warp_syncs == 0 {
+            let _ = writeln!(
+                out,
+                "  kernel `{}`: no shared memory, nothing to check",
+                k.name
+            );
+            continue;
+        }
+        let _ = write!(
+            out,
+            "  kernel `{}`: {} shared access{} race-checked",
+            k.name,
+            c.checked,
+            if c.checked == 1 { "" } else { "es" },
+        );
+        if c.proven > 0 {
+            let _ = write!(
+                out,
+                " ({} of them cannot race: nothing in their barrier interval conflicts)",
+                c.proven
+            );
+        }
+        let _ = write!(
+            out,
+            ", {} barrier{}",
+            c.barriers,
+            if c.barriers == 1 { "" } else { "s" }
+        );
+        if c.warp_syncs > 0 {
+            let _ = write!(out, ", {} __syncwarp", c.warp_syncs);
+        }
+        if c.unchecked.is_empty() {
+            let _ = writeln!(out, ", none left unchecked");
+            continue;
+        }
+        let _ = writeln!(out, ", {} left unchecked:", c.unchecked.len());
+        for u in &c.unchecked {
+            crate::instrument::unchecked_line(&mut out, u.loc.as_ref(), &u.instruction, &u.reason);
+        }
+    }
+    out
+}
+
+/// Per-kernel summaries by symbol, for tests and tools.
+pub fn coverage_by_symbol(r: &RacePtx) -> BTreeMap<&str, &RaceCoverage> {
+    r.kernels
+        .iter()
+        .map(|k| (k.symbol.as_str(), &k.coverage))
+        .collect()
+}

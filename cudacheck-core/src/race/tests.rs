@@ -1,0 +1,217 @@
+//! The race checker's plan and code on small PTX kernels (no NVRTC, no GPU): what is checked,
+//! what is refused and why, and that the user's instructions stay as they were.
+
+use super::*;
+
+/// A bounds-checked-looking kernel (it has the fault record parameter) with `body`.
+fn kernel(decls: &str, body: &str) -> String {
+    format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n{decls}\n\
+         .visible .entry k(.param .u64 k_param_0, .param .u64 __cc_rec)\n{{\n\
+         \t.reg .b32 %r<20>;\n\t.reg .f32 %f<10>;\n\t.reg .b64 %rd<10>;\n\t.reg .pred %p<5>;\n\
+         \t.shared .align 4 .b8 tile[1024];\n\
+         {body}\n\tret;\n}}\n"
+    )
+}
+
+fn race(ptx: &str) -> RacePtx {
+    race_ptx(ptx, &RaceOptions::new(0)).unwrap()
+}
+
+#[test]
+fn shared_accesses_and_barriers_are_checked_and_the_user_code_kept() {
+    let body = "\tmov.u32 %r1, %tid.x;\n\tshl.b32 %r2, %r1, 2;\n\tmov.u32 %r3, tile;\n\
+                \tadd.s32 %r4, %r3, %r2;\n\tst.shared.f32 [%r4], %f1;\n\tbar.sync 0;\n\
+                \tld.shared.f32 %f2, [%r4+4];\n\tatom.shared.add.u32 %r5, [tile+64], 1;";
+    let ptx = kernel("", body);
+    let r = race(&ptx);
+    let k = &r.kernels[0];
+    assert_eq!(k.coverage.checked, 3, "{:?}", k.coverage);
+    assert_eq!(k.coverage.barriers, 1);
+    assert!(k.coverage.is_complete());
+    assert!(k.shadow);
+    let kinds: Vec<RaceSiteKind> = k.sites.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            RaceSiteKind::Write,
+            RaceSiteKind::Barrier,
+            RaceSiteKind::Read,
+            RaceSiteKind::Atomic
+        ]
+    );
+    // Every access names `tile`, through the address chain or directly.
+    for s in k.sites.iter().filter(|s| s.bytes > 0) {
+        assert_eq!(s.array.as_deref(), Some("tile"), "{s:?}");
+    }
+    // The user's instructions are all still there, unchanged.
+    for line in body.lines() {
+        assert!(r.ptx.contains(line.trim()), "lost `{line}`");
+    }
+    assert!(r.ptx.contains(".extern .shared .align 16 .b8 __ccr_dyn[];"));
+    assert!(r.ptx.contains("call __ccr_report"));
+    // Writes swap themselves into W; reads load it.
+    assert!(r.ptx.contains("atom.shared.exch.b64"));
+    assert!(r.ptx.contains("red.shared.max.u64"));
+}
+
+#[test]
+fn kernels_without_shared_memory_are_left_as_they_are() {
+    let ptx = kernel(
+        "",
+        "\tld.param.u64 %rd1, [k_param_0];\n\tld.global.f32 %f1, [%rd1];\n\tst.global.f32 [%rd1], %f1;",
+    );
+    let r = race(&ptx);
+    assert_eq!(r.ptx, ptx);
+    assert_eq!(r.kernels[0].coverage, RaceCoverage::default());
+    assert!(!r.kernels[0].shadow);
+}
+
+#[test]
+fn named_barriers_with_a_count_and_mbarriers_leave_the_kernel_unchecked_with_the_reason() {
+    for (body, word) in [
+        (
+            "\tst.shared.f32 [tile], %f1;\n\tbar.sync 1, 64;",
+            "thread count",
+        ),
+        ("\tst.shared.f32 [tile], %f1;\n\tbar.arrive 1, 64;", "split"),
+        (
+            "\tst.shared.f32 [tile], %f1;\n\tmbarrier.init.shared.b64 [tile+8], 32;",
+            "does not model",
+        ),
+        (
+            "\tst.shared.f32 [tile], %f1;\n\tbarrier.cluster.arrive;",
+            "cluster",
+        ),
+    ] {
+        let ptx = kernel("", body);
+        let r = race(&ptx);
+        let why = r.kernels[0]
+            .coverage
+            .not_checked
+            .clone()
+            .unwrap_or_default();
+        assert!(why.contains(word), "{body}: {why}");
+        assert_eq!(r.ptx, ptx, "{body}: a refused kernel is left unchanged");
+    }
+}
+
+#[test]
+fn calls_to_functions_that_synchronize_leave_the_kernel_unchecked() {
+    let func = ".func f()\n{\n\tbar.sync 0;\n\tret;\n}\n";
+    let ptx = kernel(func, "\tst.shared.f32 [tile], %f1;\n\tcall f, ();");
+    let r = race(&ptx);
+    let why = r.kernels[0]
+        .coverage
+        .not_checked
+        .clone()
+        .unwrap_or_default();
+    assert!(why.contains("`f`"), "{why}");
+}
+
+#[test]
+fn collective_shared_accesses_are_listed_unchecked() {
+    let ptx = kernel(
+        "",
+        "\tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\
+         \tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [tile];",
+    );
+    let r = race(&ptx);
+    let c = &r.kernels[0].coverage;
+    assert_eq!(c.checked, 1);
+    assert_eq!(c.unchecked.len(), 1, "{c:?}");
+    assert!(c.unchecked[0].instruction.starts_with("ldmatrix"));
+    assert!(c.unchecked[0].reason.contains("warp-collective access"));
+}
+
+#[test]
+fn guarded_accesses_are_checked_only_when_they_run() {
+    let ptx = kernel(
+        "",
+        "\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 st.shared.f32 [tile], %f1;",
+    );
+    let r = race(&ptx);
+    assert_eq!(r.kernels[0].coverage.checked, 1);
+    assert!(r.ptx.contains("@!%p1 bra $__ccr_s"), "{}", r.ptx);
+    assert!(r.ptx.contains("@%p1 st.shared.f32 [tile], %f1;"));
+}
+
+#[test]
+fn syncwarp_masks_are_checked_and_a_bad_call_skipped() {
+    let ptx = kernel("", "\tst.shared.f32 [tile], %f1;\n\tbar.warp.sync 65535;");
+    let r = race(&ptx);
+    let k = &r.kernels[0];
+    assert_eq!(k.coverage.warp_syncs, 1);
+    assert!(
+        r.ptx.contains("@!%__ccr_q4 bar.warp.sync 65535;"),
+        "{}",
+        r.ptx
+    );
+    assert!(r.ptx.contains("%laneid"));
+    assert!(!r.ptx.contains("\tbar.warp.sync 65535;"));
+}
+
+#[test]
+fn generic_accesses_are_checked_only_when_proven_shared() {
+    let ptx = kernel(
+        "",
+        "\tmov.u64 %rd1, tile;\n\tcvta.shared.u64 %rd2, %rd1;\n\tst.f32 [%rd2], %f1;\n\
+         \tld.param.u64 %rd3, [k_param_0];\n\tst.f32 [%rd3], %f1;",
+    );
+    let r = race(&ptx);
+    let k = &r.kernels[0];
+    assert_eq!(k.coverage.checked, 1, "{:?}", k.coverage);
+    assert_eq!(k.sites[0].array.as_deref(), Some("tile"));
+    assert!(r.ptx.contains("cvta.to.shared.u64 %__ccr_u0, %rd2;"));
+}
+
+#[test]
+fn a_module_without_the_fault_record_is_not_race_checked() {
+    let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+               .visible .entry k()\n{\n\t.shared .align 4 .b8 t[64];\n\t.reg .f32 %f<2>;\n\
+               \tst.shared.f32 [t], %f1;\n\tret;\n}\n";
+    let r = race(ptx);
+    assert_eq!(r.ptx, ptx);
+    assert!(r.kernels[0]
+        .coverage
+        .not_checked
+        .as_deref()
+        .is_some_and(|w| w.contains("not bounds-checked")));
+}
+
+#[test]
+fn shadow_sizes_cover_every_word_with_a_margin() {
+    // 1 KiB static + 512 B dynamic: 384 words plus the margin, 24 bytes each, plus the slots.
+    let b = shadow_bytes(1024, 512);
+    assert!(b >= 48 + 24 * 384, "{b}");
+    assert!(b < 48 + 24 * 384 + 24 * 100, "{b}");
+    assert_eq!(shadow_bytes(u32::MAX, u32::MAX), u32::MAX);
+}
+
+#[test]
+fn reads_with_no_write_in_their_barrier_interval_get_no_check() {
+    // A GEMM's shape: the tile is written, a barrier, read in a loop, a barrier, around again.
+    let body = "$L_top:\n\tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\
+                \tmov.u32 %r1, 0;\n$L_k:\n\tld.shared.f32 %f2, [tile+4];\n\tadd.s32 %r1, %r1, 1;\n\
+                \tsetp.lt.s32 %p1, %r1, 16;\n\t@%p1 bra $L_k;\n\tbar.sync 0;\n\
+                \tsetp.lt.s32 %p2, %r2, 4;\n\t@%p2 bra $L_top;";
+    let r = race(&kernel("", body));
+    let c = &r.kernels[0].coverage;
+    assert_eq!((c.checked, c.proven), (2, 1), "{c:?}");
+    // The write keeps its check; the read has none.
+    assert_eq!(r.ptx.matches("atom.shared.exch.b64").count(), 1);
+    assert!(!r.ptx.contains("ld.shared.u64 %__ccr_x, [%__ccr_t5]"));
+
+    // Without the barrier between them, the read may race with the next round's write.
+    let racy = body.replacen("\tbar.sync 0;\n\tsetp.lt.s32 %p2", "\tsetp.lt.s32 %p2", 1);
+    let r = race(&kernel("", &racy));
+    let c = &r.kernels[0].coverage;
+    assert_eq!((c.checked, c.proven), (2, 0), "{c:?}");
+
+    // Atomics alone in their interval cannot race with each other.
+    let hist = "\tst.shared.u32 [tile], 0;\n\tbar.sync 0;\n\tatom.shared.add.u32 %r3, [tile], 1;\n\
+                \tbar.sync 0;\n\tld.shared.u32 %r4, [tile];";
+    let r = race(&kernel("", hist));
+    let c = &r.kernels[0].coverage;
+    assert_eq!((c.checked, c.proven), (3, 2), "{c:?}");
+}
