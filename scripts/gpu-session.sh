@@ -26,6 +26,7 @@
 #   (scripts/race-compare.py).
 # races-final: the race tests, the race-checked benchmark (kernels with shared memory only),
 #   racecheck on the ones not timed under it yet, then the third-party harness race-checked.
+# races-confirm: the race tests, and kernels/ race-checked (CUDACHECK_RACES=1 bench_instrument).
 # races-tier: the whole GPU tier (scripts/gpu-run.sh tests), then the third-party harness with
 #   CUDACHECK_RACES=1 (every checked launch race-checked too) when carried.
 set -uo pipefail
@@ -105,6 +106,12 @@ races-final)
   rest=$(( 570 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && [ -f target/gpu-carry/thirdparty.tar.xz ] && \
     CUDACHECK_RACES=1 step "$rest" thirdparty_races scripts/thirdparty.sh run
+  ;;
+races-confirm)
+  t=target/gpu-bundle/tests
+  step 200 gpu_races "$t/gpu_races" --test-threads=1 --nocapture
+  CUDACHECK_RACES=1 step 60 bench_instrument_races target/gpu-bundle/release/bench_instrument \
+    "$run/bench_instrument_races.json" "$run/bench_instrument_races.md"
   ;;
 races-tier)
   step 280 tests scripts/gpu-run.sh tests

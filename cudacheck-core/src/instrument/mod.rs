@@ -81,8 +81,8 @@ use std::fmt::Write as _;
 use thiserror::Error;
 
 pub use coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
-pub use emit::{demangle, demangle_var};
 pub(crate) use emit::{callee, source_loc, splice as splice_text};
+pub use emit::{demangle, demangle_var};
 pub use guard::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues};
 
 pub use ptx::PtxError;

@@ -264,3 +264,31 @@ extern "C" __global__ void ok_two_phase_reuse(float* out, const float* in, int n
     }
     out[gid] = acc;
 }
+
+// Double buffering with cp.async: tile k + 1 is copied into buf[(k + 1) % 2] asynchronously
+// while buf[k % 2] is read; `cp.async.wait_group 1` and a barrier before the reads, a barrier
+// after them. The asynchronous copy counts as a write by its thread when it is issued.
+// launch: grid=2 block=128 shared=0
+extern "C" __global__ void ok_cp_async_double_buffer(float* out, const float* in, int n)
+{
+    __shared__ float buf[2][128];
+    int t = threadIdx.x;
+    int base = blockIdx.x * 4 * 128;
+    float acc = 0.0f;
+    unsigned s0 = (unsigned)__cvta_generic_to_shared(&buf[0][t]);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s0), "l"(in + base + t));
+    asm volatile("cp.async.commit_group;\n" ::);
+    for (int k = 0; k < 4; ++k) {
+        if (k + 1 < 4) {
+            unsigned sn = (unsigned)__cvta_generic_to_shared(&buf[(k + 1) % 2][t]);
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sn),
+                         "l"(in + base + (k + 1) * 128 + t));
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+        asm volatile("cp.async.wait_group 1;\n" ::);
+        __syncthreads();
+        acc += buf[k % 2][(t + 1) % 128];
+        __syncthreads();
+    }
+    out[blockIdx.x * blockDim.x + t] = acc;
+}
