@@ -26,6 +26,7 @@
 #   (scripts/race-compare.py).
 # races-final: the race tests, the race-checked benchmark (kernels with shared memory only),
 #   racecheck on the ones not timed under it yet, then the third-party harness race-checked.
+# races-example: examples/06_races (release build).
 # races-confirm: the race tests, and kernels/ race-checked (CUDACHECK_RACES=1 bench_instrument).
 # races-tier: the whole GPU tier (scripts/gpu-run.sh tests), then the third-party harness with
 #   CUDACHECK_RACES=1 (every checked launch race-checked too) when carried.
@@ -106,6 +107,9 @@ races-final)
   rest=$(( 570 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && [ -f target/gpu-carry/thirdparty.tar.xz ] && \
     CUDACHECK_RACES=1 step "$rest" thirdparty_races scripts/thirdparty.sh run
+  ;;
+races-example)
+  step 120 example_06_races target/gpu-bundle/release/06_races
   ;;
 races-confirm)
   t=target/gpu-bundle/tests

@@ -113,6 +113,7 @@ pub struct RaceOptions {
 }
 
 impl RaceOptions {
+    /// For launches that give `dynamic_shared_bytes` of dynamic shared memory.
     pub const fn new(dynamic_shared_bytes: u32) -> Self {
         RaceOptions {
             dynamic_shared_bytes,
@@ -126,7 +127,9 @@ pub struct RaceSite {
     /// Unique within its kernel; what [`AccessWord::site`] holds.
     pub id: u32,
     pub kind: RaceSiteKind,
+    /// Where it is, from the PTX's line information.
     pub loc: Option<SourceLoc>,
+    /// The call site it was inlined into, when it was.
     pub inlined_at: Option<SourceLoc>,
     /// The `__shared__` array accessed, when the address leads back to one.
     pub array: Option<String>,
@@ -162,8 +165,11 @@ impl fmt::Display for RaceSiteKind {
 /// A shared access left without a race check, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RaceUnchecked {
+    /// Where the access is.
     pub loc: Option<SourceLoc>,
+    /// Its opcode (`ldmatrix.sync.aligned.m8n8.x4.shared.b16`).
     pub instruction: String,
+    /// Why it has no race check.
     pub reason: String,
 }
 
@@ -195,16 +201,20 @@ impl RaceCoverage {
 /// One race-checked kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RaceKernel {
+    /// The PTX symbol.
     pub symbol: String,
     /// Readable name (`reduce<float>`).
     pub name: String,
+    /// Every race-checked access and barrier.
     pub sites: Vec<RaceSite>,
+    /// What is checked and what is not.
     pub coverage: RaceCoverage,
     /// The kernel has a shadow: its launches need [`shadow_bytes`] more dynamic shared memory.
     pub shadow: bool,
 }
 
 impl RaceKernel {
+    /// The site with this id.
     pub fn site(&self, id: u32) -> Option<&RaceSite> {
         self.sites.iter().find(|s| s.id == id)
     }
@@ -213,11 +223,14 @@ impl RaceKernel {
 /// A race-checked module.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RacePtx {
+    /// The rewritten PTX, ready for `ptxas`.
     pub ptx: String,
+    /// Every kernel of the module, in order.
     pub kernels: Vec<RaceKernel>,
 }
 
 impl RacePtx {
+    /// The kernel whose PTX symbol is `symbol`.
     pub fn kernel(&self, symbol: &str) -> Option<&RaceKernel> {
         self.kernels.iter().find(|k| k.symbol == symbol)
     }

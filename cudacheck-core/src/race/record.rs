@@ -31,6 +31,7 @@ pub enum RaceEventKind {
 }
 
 impl RaceEventKind {
+    /// The number the device code stores in [`RaceRecord::kind`].
     pub const fn code(self) -> u32 {
         match self {
             RaceEventKind::Race => 1,
@@ -39,6 +40,7 @@ impl RaceEventKind {
         }
     }
 
+    /// The event a stored code stands for, if any.
     pub const fn from_code(c: u32) -> Option<Self> {
         Some(match c {
             1 => RaceEventKind::Race,
@@ -102,6 +104,7 @@ impl AccessWord {
     pub fn thread(self) -> u32 {
         (self.0 & bits::TID_MASK) as u32
     }
+    /// The race site ([`RaceSite::id`](super::RaceSite::id)) of the access or barrier.
     pub fn site(self) -> u32 {
         ((self.0 >> bits::SITE_SHIFT) & u64::from(bits::SITE_MAX)) as u32
     }
@@ -113,6 +116,7 @@ impl AccessWord {
     pub fn barriers(self) -> u32 {
         (((self.0 & bits::BEPOCH_MASK) >> bits::BEPOCH_SHIFT) as u32).saturating_sub(1)
     }
+    /// Read, write or atomic (`None` for a barrier event).
     pub fn kind(self) -> Option<AccessKind> {
         match self.0 >> bits::KIND_SHIFT {
             1 => Some(AccessKind::Read),
@@ -126,9 +130,11 @@ impl AccessWord {
 /// The race record as the device wrote it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RaceRecord {
+    /// 1 when something was recorded (the first report wins), else 0.
     pub faulted: u32,
     /// How many reports the launch made (every conflicting access counts).
     pub count: u32,
+    /// A [`RaceEventKind`] code.
     pub kind: u32,
     /// Byte offset of the word in its array (or its shared address, see the module docs); for
     /// [`RaceEventKind::WarpMask`], the mask.
@@ -137,6 +143,7 @@ pub struct RaceRecord {
     pub current: AccessWord,
     /// The earlier access it conflicts with (or the other barrier).
     pub other: AccessWord,
+    /// `blockIdx` of the block it happened in.
     pub block: [u32; 3],
     /// Non-zero when the launch's shared memory left no room for the shadow: nothing was
     /// race-checked.
@@ -144,6 +151,7 @@ pub struct RaceRecord {
 }
 
 impl RaceRecord {
+    /// The recorded event, if the code is one.
     pub fn event(&self) -> Option<RaceEventKind> {
         RaceEventKind::from_code(self.kind)
     }

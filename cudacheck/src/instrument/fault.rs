@@ -502,7 +502,9 @@ pub(super) fn line_text(source: &CudaSource, file: &str, line: u32) -> Option<St
             .and_then(|i| text.lines().nth(i as usize))
             .map(str::to_string)
     };
-    if file == source.name || file.is_empty() {
+    // NVRTC may name an in-memory source by the working directory joined with its name.
+    let in_memory = source.dir.is_none() && std::path::Path::new(file).ends_with(&source.name);
+    if file == source.name || file.is_empty() || in_memory {
         return nth(&source.text);
     }
     let path = std::path::Path::new(file);
@@ -974,6 +976,18 @@ mod tests {
             }],
             races: None,
         }
+    }
+
+    #[test]
+    fn in_memory_sources_give_their_lines_under_the_name_nvrtc_writes() {
+        let src = CudaSource {
+            name: "k.cu".into(),
+            text: "a\nb\nc\n".into(),
+            dir: None,
+        };
+        assert_eq!(line_text(&src, "k.cu", 2).as_deref(), Some("b"));
+        assert_eq!(line_text(&src, "/some/cwd/k.cu", 3).as_deref(), Some("c"));
+        assert_eq!(line_text(&src, "/some/cwd/other.cu", 3), None);
     }
 
     fn run(rec: &FaultRecord) -> Option<Fault> {

@@ -18,6 +18,7 @@ use super::fault::{dim3, launched, line_text, snippet, Fault, FaultContext};
 pub struct RaceAccess {
     /// `threadIdx` of the thread that made it (same block as the other).
     pub thread: Dim3,
+    /// Read, write or atomic.
     pub kind: AccessKind,
     /// The CUDA source file, 1-based line and column (empty and 0 without line information).
     pub file: String,
@@ -34,9 +35,11 @@ pub struct RaceAccess {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SharedRace {
+    /// The kernel's name.
     pub kernel: Arc<str>,
     /// Where in the Rust program the launch was made.
     pub site: &'static Location<'static>,
+    /// The launch's configuration as the user gave it (without the checker's shadow).
     pub config: LaunchConfig,
     /// The shared array, as named in the CUDA source (`tile`), or `shared memory` when the
     /// address does not lead back to one array.
@@ -46,6 +49,7 @@ pub struct SharedRace {
     pub element: u64,
     /// The byte offset of the raced 4-byte word in the array.
     pub byte_offset: u32,
+    /// `blockIdx` of the block both threads are in.
     pub block: Dim3,
     /// The access that came first.
     pub first: RaceAccess,
@@ -70,18 +74,25 @@ pub enum BarrierErrorKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BarrierMisuse {
+    /// The kernel's name.
     pub kernel: Arc<str>,
+    /// Where in the Rust program the launch was made.
     pub site: &'static Location<'static>,
+    /// The launch's configuration as the user gave it.
     pub config: LaunchConfig,
+    /// What is wrong.
     pub kind: BarrierErrorKind,
+    /// `blockIdx` of the block.
     pub block: Dim3,
     /// A thread at the barrier, and where it is.
     pub thread: Dim3,
+    /// The CUDA source file and 1-based line of that barrier, and the line's text.
     pub file: String,
     pub line: u32,
     pub source_line: Option<String>,
     /// For a divergent barrier: a thread at the other barrier, and where that is.
     pub other: Option<(Dim3, String, u32, Option<String>)>,
+    /// How many reports the launch made.
     pub count: u32,
 }
 
