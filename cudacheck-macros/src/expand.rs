@@ -266,6 +266,9 @@ fn kernel_builder(m: &Model, checked: &Checked) -> TokenStream {
         let mode = if on { quote!(On) } else { quote!(Off) };
         options.push(quote!(.instrument(::cudacheck::__private::InstrumentMode::#mode)));
     }
+    if let Some(on) = m.races {
+        options.push(quote!(.races(#on)));
+    }
     let params = m.params.iter().enumerate().map(|(i, p)| {
         let pname = p.ident.to_string();
         let c_type = checked.c_types.get(i).cloned().flatten();

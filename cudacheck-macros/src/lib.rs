@@ -52,6 +52,7 @@
 //! | `cluster` | blocks per thread-block cluster, `(2, 1, 1)` (sm_90 and later) |
 //! | `requires` | `requires(expr, ..)`: conditions over the parameters, checked before every launch |
 //! | `instrument` | bounds checking, `true`/`false` |
+//! | `races` | race checking (shared-memory races, misused barriers; implies bounds checking), `true`/`false` |
 //!
 //! The stages each live in one module and only look forward: `attr` (syntax) -> `model`
 //! (typed values) -> `check` (rules) -> `expand` (`quote!` only); `typemap` maps Rust

@@ -35,11 +35,12 @@ pub enum Key {
     Cluster,
     Requires,
     Instrument,
+    Races,
 }
 
 impl Key {
     /// Every key, in the order the docs list them.
-    pub const ALL: [Key; 16] = [
+    pub const ALL: [Key; 17] = [
         Key::File,
         Key::Source,
         Key::PtxFile,
@@ -56,6 +57,7 @@ impl Key {
         Key::Cluster,
         Key::Requires,
         Key::Instrument,
+        Key::Races,
     ];
 
     /// As written in the attribute.
@@ -77,6 +79,7 @@ impl Key {
             Key::Cluster => "cluster",
             Key::Requires => "requires",
             Key::Instrument => "instrument",
+            Key::Races => "races",
         }
     }
 
@@ -116,6 +119,8 @@ const HINTS: &[(&str, &str)] = &[
     ("registers", "max_registers"),
     ("require", "requires"),
     ("bounds_check", "instrument"),
+    ("race_check", "races"),
+    ("racecheck", "races"),
 ];
 
 /// Accumulates errors so that every mistake is reported at once.
@@ -222,6 +227,8 @@ pub struct Model {
     pub shared: Option<Spanned<u64>>,
     pub requires: Vec<Requirement>,
     pub instrument: Option<bool>,
+    /// `races = true`: launches are race-checked (`KernelBuilder::races`).
+    pub races: Option<bool>,
     /// Whether `block`/`grid` were given at all, even malformed: the wrapper's signature depends
     /// on it, and the stub emitted on error must have the signature the user expects.
     pub block_given: bool,
@@ -284,6 +291,7 @@ pub fn build(args: RawArgs, item: KernelItem, errors: &mut Errors) -> Model {
         shared: None,
         requires: Vec::new(),
         instrument: None,
+        races: None,
         block_given: false,
         grid_given: false,
     };
@@ -422,13 +430,22 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
                 m.requires.push(Requirement { expr, text });
             }
         }
-        Key::Instrument => match &arg.value {
-            RawValue::Flag => m.instrument = Some(true),
-            RawValue::Eq(Expr::Lit(ExprLit {
-                lit: Lit::Bool(b), ..
-            })) => m.instrument = Some(b.value),
-            _ => malformed(&arg, "`true` or `false`", errors),
-        },
+        Key::Instrument => m.instrument = flag(&arg, errors),
+        Key::Races => m.races = flag(&arg, errors),
+    }
+}
+
+/// A yes/no key: `key`, `key = true` or `key = false`.
+fn flag(arg: &RawArg, errors: &mut Errors) -> Option<bool> {
+    match &arg.value {
+        RawValue::Flag => Some(true),
+        RawValue::Eq(Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        })) => Some(b.value),
+        _ => {
+            malformed(arg, "`true` or `false`", errors);
+            None
+        }
     }
 }
 

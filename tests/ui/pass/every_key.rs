@@ -27,7 +27,8 @@ use cudacheck::cudarc::driver::{CudaSlice, CudaStream};
     shared = 16 * 16 * 4,
     cluster = (2, 1, 1),
     requires(input.len() >= n as usize, out.len() >= 8),
-    instrument = false
+    instrument = false,
+    races = false
 )]
 pub fn tile_sum(out: &mut CudaSlice<f32>, input: &CudaSlice<f32>, n: u32);
 
