@@ -984,17 +984,23 @@ fn report(
             let _ = writeln!(s, "\tadd.u32 %__ccr_t7, %__ccr_a, {};", word * 4);
         }
     }
-    let _ = write!(
-        s,
+    s.push_str(&call_report(kind, "%__ccr_me", other, "%__ccr_t7"));
+    let _ = writeln!(s, "{label}:");
+    s
+}
+
+/// The call of `__ccr_report`: event `kind`, the access or barrier word `me`, the `other` one,
+/// and `off` (the byte offset, or the mask).
+fn call_report(kind: RaceEventKind, me: &str, other: &str, off: &str) -> String {
+    format!(
         "\t{{\n\t.param .b64 __ccr_a0;\n\tst.param.b64 [__ccr_a0], %__ccr_rec;\n\
          \t.param .b32 __ccr_a1;\n\tst.param.b32 [__ccr_a1], {};\n\
-         \t.param .b64 __ccr_a2;\n\tst.param.b64 [__ccr_a2], %__ccr_me;\n\
+         \t.param .b64 __ccr_a2;\n\tst.param.b64 [__ccr_a2], {me};\n\
          \t.param .b64 __ccr_a3;\n\tst.param.b64 [__ccr_a3], {other};\n\
-         \t.param .b32 __ccr_a4;\n\tst.param.b32 [__ccr_a4], %__ccr_t7;\n\
-         \tcall __ccr_report, (__ccr_a0, __ccr_a1, __ccr_a2, __ccr_a3, __ccr_a4);\n\t}}\n{label}:\n",
+         \t.param .b32 __ccr_a4;\n\tst.param.b32 [__ccr_a4], {off};\n\
+         \tcall __ccr_report, (__ccr_a0, __ccr_a1, __ccr_a2, __ccr_a3, __ccr_a4);\n\t}}\n",
         kind.code()
-    );
-    s
+    )
 }
 
 /// The warp epoch moves on (modulo 2^10, not carrying into the block epoch).
@@ -1060,19 +1066,14 @@ fn barrier_after(_id: u32, label: u32) -> String {
          \tand.b64 %__ccr_d, %__ccr_y, 1023;\n\tshl.b64 %__ccr_u2, %__ccr_u2, 10;\n\tor.b64 %__ccr_d, %__ccr_d, %__ccr_u2;\n\
          \tshr.u64 %__ccr_u1, %__ccr_x, 10;\n\tand.b64 %__ccr_u1, %__ccr_u1, 1073741823;\n\
          \tshl.b64 %__ccr_u1, %__ccr_u1, 10;\n\tor.b64 %__ccr_me, %__ccr_u1, %__ccr_u3;\n\
-         \t{{\n\t.param .b64 __ccr_a0;\n\tst.param.b64 [__ccr_a0], %__ccr_rec;\n\
-         \t.param .b32 __ccr_a1;\n\tst.param.b32 [__ccr_a1], {};\n\
-         \t.param .b64 __ccr_a2;\n\tst.param.b64 [__ccr_a2], %__ccr_me;\n\
-         \t.param .b64 __ccr_a3;\n\tst.param.b64 [__ccr_a3], %__ccr_d;\n\
-         \t.param .b32 __ccr_a4;\n\tst.param.b32 [__ccr_a4], 0;\n\
-         \tcall __ccr_report, (__ccr_a0, __ccr_a1, __ccr_a2, __ccr_a3, __ccr_a4);\n\t}}\n\
+         {call}\
          $__ccr_e{label}:\n\
          \texit;\n\
          $__ccr_c{label}:\n\
          \tadd.u32 %__ccr_B, %__ccr_B, 1;\n\tand.b32 %__ccr_B, %__ccr_B, 16777215;\n\
          \tcvt.u64.u32 %__ccr_E, %__ccr_B;\n\tshl.b64 %__ccr_E, %__ccr_E, 38;\n\
          \tcvt.u64.u32 %__ccr_u0, %__ccr_T;\n\tor.b64 %__ccr_E, %__ccr_E, %__ccr_u0;\n",
-        RaceEventKind::DivergentBarrier.code()
+        call = call_report(RaceEventKind::DivergentBarrier, "%__ccr_me", "%__ccr_d", "0")
     )
 }
 
@@ -1098,15 +1099,15 @@ fn warp_sync(i: &Instr, id: u32, label: u32) -> (String, String) {
         "\t@!%__ccr_q4 bra $__ccr_m{label};\n\
          \tor.b64 %__ccr_me, %__ccr_E, {};\n\
          \tcvt.u64.u32 %__ccr_y, %__ccr_t1;\n\
-         \t{{\n\t.param .b64 __ccr_a0;\n\tst.param.b64 [__ccr_a0], %__ccr_rec;\n\
-         \t.param .b32 __ccr_a1;\n\tst.param.b32 [__ccr_a1], {};\n\
-         \t.param .b64 __ccr_a2;\n\tst.param.b64 [__ccr_a2], %__ccr_me;\n\
-         \t.param .b64 __ccr_a3;\n\tst.param.b64 [__ccr_a3], %__ccr_y;\n\
-         \t.param .b32 __ccr_a4;\n\tst.param.b32 [__ccr_a4], %__ccr_t1;\n\
-         \tcall __ccr_report, (__ccr_a0, __ccr_a1, __ccr_a2, __ccr_a3, __ccr_a4);\n\t}}\n\
+         {}\
          $__ccr_m{label}:\n",
         u64::from(id) << bits::SITE_SHIFT,
-        RaceEventKind::WarpMask.code()
+        call_report(
+            RaceEventKind::WarpMask,
+            "%__ccr_me",
+            "%__ccr_y",
+            "%__ccr_t1"
+        )
     );
     // The call runs when its guard holds and the mask is good.
     let replaced = match &i.guard {
