@@ -688,6 +688,35 @@ __global__ void k(lib::Pair* p) { p[threadIdx.x].a = 1.0f; }
 }
 
 #[test]
+fn a_platform_struct_with_all_caps_member_types_is_host_code() {
+    // NVIDIA's samples' `multithreading.h`: one struct per platform, the Windows one of
+    // `CRITICAL_SECTION` and `HANDLE` fields. An all-caps type in front of a data member is
+    // a type, not an annotation standing for `__device__`: both definitions go.
+    let src = r#"#if defined(_WIN32)
+#include <windows.h>
+struct Barrier { CRITICAL_SECTION cs; HANDLE event; int count; };
+#else
+#include <pthread.h>
+struct Barrier { pthread_mutex_t mutex; pthread_cond_t cond; int count; };
+#endif
+Barrier make_barrier(int n);
+Barrier the_barrier;
+__global__ void k(int* d) { d[threadIdx.x] += 1; }
+"#;
+    let host = set_aside_host_code(src).unwrap();
+    assert!(!host.text.contains("pthread_mutex_t"), "{}", host.text);
+    assert!(!host.text.contains("CRITICAL_SECTION"), "{}", host.text);
+    assert!(host.text.contains("__global__ void k"), "{}", host.text);
+
+    // A member function behind an all-caps word still keeps its class: the word may stand
+    // for `__device__`.
+    let annotated = src.replace("int count; };\n#else", "int count; HD int get() const; };\n#else");
+    assert_ne!(annotated, src);
+    let host = set_aside_host_code(&annotated).unwrap();
+    assert!(host.text.contains("HD int get()"), "{}", host.text);
+}
+
+#[test]
 fn functions_marked_host_alone_are_set_aside_wherever_they_are() {
     let src = r#"struct fastdiv {
   unsigned d, m;

@@ -114,6 +114,26 @@ fn nvrtc_infinity_without_any_include() {
 }
 
 #[test]
+fn nvrtc_device_runtime_api_without_any_include() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // nvcc's implicit <cuda_runtime.h> declares the device runtime's functions for device code
+    // (NVIDIA's graphConditionalNodes sample calls cudaGraphSetConditional with no include of
+    // its own); NVRTC's <cuda_runtime.h> leaves them out, cudacheck's implicit header does not.
+    let src = "__global__ void set(cudaGraphConditionalHandle h, const int* v) {\n\
+                   if (threadIdx.x == 0) cudaGraphSetConditional(h, *v);\n\
+               }\n\
+               __global__ void wait() { cudaGridDependencySynchronize(); }\n";
+    let c = build("devrt.cu", src).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        kernel_symbols(&c),
+        ["_Z3setyPKi", "_Z4waitv"],
+        "both kernels compiled"
+    );
+}
+
+#[test]
 fn nvrtc_host_code_that_cannot_be_set_aside_names_construct_and_fix() {
     if !nvrtc_or_skip() {
         return;

@@ -152,6 +152,11 @@ fn member_specifiers<'t>(text: &'t str, body: Node) -> impl Iterator<Item = &'t 
             Some(member)
         };
         let Some(func) = func else { continue };
+        // A data member (`CRITICAL_SECTION cs;`, `HANDLE event;`) takes no annotation: an
+        // all-caps type name in front of it stands for a type, not for `__device__`.
+        if func.kind() != "function_definition" && function_declarator(func).is_none() {
+            continue;
+        }
         let end = function_declarator(func)
             .or_else(|| func.child_by_field_name("declarator"))
             .map_or(func.end_byte(), |d| d.start_byte());

@@ -11,6 +11,11 @@
 #if __has_include(<cuda_runtime.h>)
 #include <cuda_runtime.h>
 #endif
+// nvcc's <cuda_runtime.h> also declares the device runtime's functions for device code
+// (cudaGraphSetConditional, cudaGetParameterBuffer, ...); under NVRTC it leaves them out.
+#if __has_include(<cuda_device_runtime_api.h>)
+#include <cuda_device_runtime_api.h>
+#endif
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
