@@ -349,6 +349,29 @@ fn a_launch_that_deduces_template_arguments_names_the_deduced_kernel() {
 }
 
 #[test]
+fn deduction_reads_file_scope_variables_and_temporaries_of_named_types() {
+    // llm.c's `matmul_backward_bias.cu`: a kernel's `bool` parameter deduced from a
+    // `std::bool_constant<...>{}` argument, its element type from a file-scope buffer. An
+    // argument whose type cannot be read (`n * 2`) binds nothing, and `T` still comes from
+    // the other arguments.
+    let src = "template <typename Out, bool Atomic>\n\
+               __global__ void bias(Out* out, const float* in, int n, std::bool_constant<Atomic>) {}\n\
+               float* scratch;\n\
+               void run(double* out, const float* in, int n) {\n\
+                   bias<<<1, 32>>>(out, in, n * 2, std::bool_constant<false>{});\n\
+                   bias<<<1, 32>>>(scratch, in, n, std::bool_constant<true>{});\n\
+               }\n\
+               void prototype(int scratch_len, unsigned* out);\n";
+    let host = set_aside_host_code(src).unwrap();
+    assert_eq!(host.launched, ["bias<double, false>", "bias<float, true>"]);
+    // A parameter only an unreadable argument could bind leaves that launch undeduced: it
+    // names no instantiation, so NVRTC is never asked for a wrong one.
+    let src = src.replace("(out, in, n * 2,", "(out + 1, in, n,");
+    let host = set_aside_host_code(&src).unwrap();
+    assert_eq!(host.launched, ["bias<float, true>"]);
+}
+
+#[test]
 fn a_header_helper_the_including_file_names_is_kept() {
     let header = "constexpr int div_ceil(int a, int b) { return (a + b - 1) / b; }\n";
     let host = cudacheck_core::source::set_aside_host_code(header).unwrap();
@@ -710,7 +733,10 @@ __global__ void k(int* d) { d[threadIdx.x] += 1; }
 
     // A member function behind an all-caps word still keeps its class: the word may stand
     // for `__device__`.
-    let annotated = src.replace("int count; };\n#else", "int count; HD int get() const; };\n#else");
+    let annotated = src.replace(
+        "int count; };\n#else",
+        "int count; HD int get() const; };\n#else",
+    );
     assert_ne!(annotated, src);
     let host = set_aside_host_code(&annotated).unwrap();
     assert!(host.text.contains("HD int get()"), "{}", host.text);

@@ -61,11 +61,19 @@ impl<'a, 't> Launches<'a, 't> {
         let mut constants = HashMap::new();
         let mut types_of: HashMap<usize, HashMap<String, String>> = HashMap::new();
         let template_kernels = template_kernels(text, root);
+        // What a launch's argument may name besides the launcher's own parameters and locals:
+        // the file's namespace-scope variables (`float* dbias_buffer;`).
+        let globals = file_scope_types(text, root);
+        let with_globals = |func: Node| {
+            let mut types = globals.clone();
+            types.extend(declared_types(text, func));
+            types
+        };
         for &i in &set_aside {
             let Some(body) = items[i].body else { continue };
             locals.insert(i, local_names(text, items[i].func));
             constants.insert(i, constexpr_locals(text, body));
-            types_of.insert(i, declared_types(text, items[i].func));
+            types_of.insert(i, with_globals(items[i].func));
             let mut stack = vec![body];
             while let Some(n) = stack.pop() {
                 // A kernel specialization host code names without `<<<`: its address passed to
@@ -99,7 +107,7 @@ impl<'a, 't> Launches<'a, 't> {
                             .and_then(|t| {
                                 let types = n
                                     .child_by_field_name("arguments")
-                                    .and_then(|a| argument_types(text, a, &types_of[&i]))?;
+                                    .map(|a| argument_types(text, a, &types_of[&i]))?;
                                 t.deduce(&callee, &types)
                             });
                         let kernel = deduced.unwrap_or(callee);
@@ -184,8 +192,8 @@ impl<'a, 't> Launches<'a, 't> {
             let (Some(decl), Some(tdecl)) = (decl, tdecl) else {
                 continue;
             };
-            let deduced = argument_types(text, args, &declared_types(text, items[w].func))
-                .and_then(|types| template_signature(text, tdecl, decl).deduce(short, &types));
+            let types = argument_types(text, args, &with_globals(items[w].func));
+            let deduced = template_signature(text, tdecl, decl).deduce(short, &types);
             if let Some(d) = deduced {
                 let targs = split_template_args(&d[short.len()..]);
                 calls.push((callee, within, targs));
@@ -713,7 +721,9 @@ impl KernelTemplate {
     /// `k<float>` for a launch of `k` with arguments of `arg_types`, deducing each template
     /// parameter from the first function parameter that mentions it, the way a call does after
     /// dropping qualifiers (`const T* __restrict__` against `float*` gives `T = float`).
-    pub(super) fn deduce(&self, kernel: &str, arg_types: &[String]) -> Option<String> {
+    /// An argument whose type is not known (`None`) deduces nothing; a parameter only such
+    /// arguments could bind leaves the launch undeduced.
+    pub(super) fn deduce(&self, kernel: &str, arg_types: &[Option<String>]) -> Option<String> {
         let plain = |t: &str| -> String {
             t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == ':'))
                 .filter(|w| !matches!(*w, "" | "const" | "volatile" | "__restrict__" | "restrict"))
@@ -724,7 +734,7 @@ impl KernelTemplate {
         let mut args: Vec<String> = Vec::new();
         for (name, has_default) in &self.template_params {
             let found = self.param_types.iter().zip(arg_types).find_map(|(p, a)| {
-                let (p, a) = (plain(p), plain(a));
+                let (p, a) = (plain(p), plain(a.as_deref()?));
                 let at = p.split(' ').position(|w| w.trim_end_matches('*') == name)?;
                 let words: Vec<&str> = p.split(' ').collect();
                 let pre = words[..at].join(" ");
@@ -875,19 +885,49 @@ pub(super) fn declared_types(text: &str, func: Node) -> HashMap<String, String> 
     out
 }
 
-/// The type of each argument of a launch, when every one is plain to read: a variable of the
-/// launcher, a cast, or a literal. `None` otherwise.
+/// The declared types of the file's namespace-scope variables (in namespaces, `extern "C"`
+/// blocks and conditionals), by name; function bodies are not entered.
+pub(super) fn file_scope_types(text: &str, root: Node) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        let mut cursor = n.walk();
+        for child in n.named_children(&mut cursor) {
+            match child.kind() {
+                // Not a function's declaration: its parameters are no variables of the file.
+                "declaration" if function_declarator(child).is_none() => {
+                    out.extend(declared_types(text, child))
+                }
+                "namespace_definition" | "linkage_specification" => {
+                    stack.extend(child.child_by_field_name("body"))
+                }
+                "preproc_if" | "preproc_ifdef" | "preproc_else" | "preproc_elif" => {
+                    stack.push(child)
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The type of each argument of a launch where it is plain to read (a variable of the
+/// launcher or of the file, a cast, a literal, a temporary of a named type), `None` where not.
 pub(super) fn argument_types(
     text: &str,
     args: Node,
     declared: &HashMap<String, String>,
-) -> Option<Vec<String>> {
+) -> Vec<Option<String>> {
     let mut cursor = args.walk();
     let list: Vec<Node> = args.named_children(&mut cursor).collect();
     list.into_iter()
         .filter(|a| a.kind() != "comment")
         .map(|a| match a.kind() {
             "identifier" => declared.get(&text[a.byte_range()]).cloned(),
+            // A temporary of a named type: `std::bool_constant<true>{}`, `Params{...}`.
+            "compound_literal_expression" => a
+                .child_by_field_name("type")
+                .map(|t| collapse(&text[t.byte_range()])),
             "cast_expression" => a
                 .child_by_field_name("type")
                 .map(|t| collapse(&text[t.byte_range()])),
