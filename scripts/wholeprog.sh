@@ -150,6 +150,23 @@ reference)
       -o "$WP_OUT/objects/$name.o" -I"$(dirname "$f")" $flags > "$log" 2>&1
     rc=$?
     rm -f "$WP_OUT/objects/$name.o"
+    # Which entry functions address shared memory through 32-bit registers in nvcc's PTX
+    # (`ld.shared.f32 %f1, [%r4]`): nvcc's front end lays shared pointers out in 32 bits,
+    # NVRTC's in 64 (see results/wholeprog.md), which changes such kernels' registers.
+    local -A short=()
+    if [ $rc -eq 0 ] && timeout "$WP_FILE_LIMIT" "$WP_NVCC" -arch=sm_90 -std=c++17 -ptx "$f" \
+      -o "$WP_OUT/objects/$name.ptx" -I"$(dirname "$f")" $flags > /dev/null 2>&1; then
+      local current="" re_ptx_entry="\.entry ([A-Za-z0-9_\$]+)"
+      local re_short="\.shared[.a-z0-9:]*[[:space:]].*\[%r[0-9]"
+      while IFS= read -r line; do
+        if [[ $line =~ $re_ptx_entry ]]; then
+          current="${BASH_REMATCH[1]}"
+        elif [[ -n $current && $line =~ $re_short ]]; then
+          short[$current]=1
+        fi
+      done < "$WP_OUT/objects/$name.ptx"
+    fi
+    rm -f "$WP_OUT/objects/$name.ptx"
     local re_entry="Compiling entry function '([^']+)'" re_props="Function properties for ([^ ]+)"
     local re_stack="([0-9]+) bytes stack frame" re_regs="Used ([0-9]+) registers"
     local re_smem="([0-9]+) bytes smem"
@@ -166,8 +183,8 @@ reference)
           regs="${BASH_REMATCH[1]}"
           smem=0
           [[ $line =~ $re_smem ]] && smem="${BASH_REMATCH[1]}"
-          lines+=$'\n'"$(printf 'kernel\t%s\t%s\t%d\t%d\t%d' "$key" "$entry" "$regs" "$smem" \
-            "${stack[$entry]:-0}")"
+          lines+=$'\n'"$(printf 'kernel\t%s\t%s\t%d\t%d\t%d\t%d' "$key" "$entry" "$regs" \
+            "$smem" "${stack[$entry]:-0}" "${short[$entry]:-0}")"
           entry=""
         fi
       done < "$log"
@@ -256,16 +273,31 @@ if os.environ["MODE"] == "standin":
     print("stand-in reference of %d files written to %s/reference.tsv" % (len(ours), ref))
     sys.exit(0)
 
-theirs, verdict = defaultdict(dict), {}
+theirs, verdict, short = defaultdict(dict), {}, set()
 for line in open(os.path.join(ref, "reference.tsv")):
     p = line.rstrip("\n").split("\t")
     if p[0] == "file":
         verdict[p[1]] = (p[2], p[3] if len(p) > 3 else "")
     elif p[0] == "kernel":
         theirs[p[1]][p[2]] = tuple(int(x) for x in p[3:6])
+        if len(p) > 6 and p[6] == "1":
+            short.add((p[1], p[2]))
+
+# Kernels are matched by symbol, or where the symbols differ by their demangled names with
+# CCCL's `cuda::std::__N::` read as `std::`: cudacheck's <type_traits> and <utility> give
+# `std::integral_constant` as CCCL's, which nvcc takes from libstdc++ (same kernel, another
+# namespace in its mangled name).
+import re, shutil, subprocess
+def demangled(symbols):
+    symbols = sorted(symbols)
+    if not symbols or not shutil.which("c++filt"):
+        return {s: s for s in symbols}
+    out = subprocess.run(["c++filt"], input="\n".join(symbols), capture_output=True,
+                         text=True).stdout.splitlines()
+    return {s: re.sub(r"cuda::std::__\d+::", "std::", d) for s, d in zip(symbols, out)}
 
 rows = defaultdict(lambda: defaultdict(int))
-failures, mismatches, unreferenced = [], [], []
+failures, mismatches, unreferenced, pointer_only = [], [], [], []
 for key in sorted(ours):
     c = rows[corpus_of[key]]
     c["files"] += 1
@@ -282,31 +314,49 @@ for key in sorted(ours):
         failures.append((key, " / ".join(first)))
         continue
     want = theirs.get(key, {})
-    bad = []
+    # Symbols cudacheck has under another mangling, renamed to nvcc's.
+    names = demangled(set(want) | set(kernels))
+    by_name = {names[s]: s for s in want}
+    kernels = {(s if s in want else by_name.get(names[s], s)): v for s, v in kernels.items()}
+    bad, explained = [], []
     for s in sorted(set(want) | set(kernels)):
         if s not in kernels:
             bad.append("%s: nvcc has it, cudacheck does not" % s)
         elif s not in want:
             bad.append("%s: cudacheck has it, nvcc does not" % s)
-        elif kernels[s][:2] != want[s][:2]:
-            bad.append("%s: registers/shared cudacheck %s, nvcc %s" % (s, kernels[s][:2], want[s][:2]))
+        elif kernels[s][1] != want[s][1]:
+            bad.append("%s: shared cudacheck %d, nvcc %d" % (s, kernels[s][1], want[s][1]))
+        elif kernels[s][0] != want[s][0]:
+            line = "%s: registers cudacheck %d, nvcc %d" % (s, kernels[s][0], want[s][0])
+            # Registers alone, in a kernel whose nvcc PTX addresses shared memory through
+            # 32-bit registers: the one layout difference of the two front ends.
+            (explained if (key, s) in short else bad).append(line)
     c["kernels"] += len(want)
     if bad:
-        mismatches.append((key, bad))
+        mismatches.append((key, bad + explained))
+    elif explained:
+        c["pointer"] += 1
+        pointer_only.append((key, explained))
     else:
         c["pass"] += 1
 
-print("| corpus @ commit | files | nvcc compiles | cudacheck passes (resources equal) | kernels compared |")
-print("| --- | ---: | ---: | ---: | ---: |")
+print("| corpus @ commit | files | nvcc compiles | cudacheck passes, resources equal to nvcc's | "
+      "+ registers differing only by shared-pointer width | kernels compared |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
 for name in sorted(rows):
     c = rows[name]
-    pct = 100.0 * c["pass"] / c["nvcc_ok"] if c["nvcc_ok"] else 0.0
-    print("| %s @ %s | %d | %d | %d (%.1f%%) | %d |" % (name, commits[name][:8], c["files"],
-          c["nvcc_ok"], c["pass"], pct, c["kernels"]))
+    n = c["nvcc_ok"] or 1
+    print("| %s @ %s | %d | %d | %d (%.1f%%) | %d (%.1f%%) | %d |" % (name, commits[name][:8],
+          c["files"], c["nvcc_ok"], c["pass"], 100.0 * c["pass"] / n,
+          c["pass"] + c["pointer"], 100.0 * (c["pass"] + c["pointer"]) / n, c["kernels"]))
 if failures:
     print("\nnvcc compiles, cudacheck check does not:")
     for key, why in failures:
         print("- %s: %s" % (key, why[:300]))
+if pointer_only:
+    print("\nregisters differ only in kernels nvcc addresses shared memory with 32-bit pointers:")
+    for key, why in pointer_only:
+        print("- %s: %s" % (key, "; ".join(why[:4]) + (" ..." if len(why) > 4 else "")))
 if mismatches:
     print("\nkernels that differ:")
     for key, bad in mismatches:
