@@ -18,6 +18,11 @@
 #   scripts/wholeprog.sh compare REFERENCE_DIR CORPUS_DIR...
 #       here: `cudacheck check --arch sm_90 --json` per corpus, compared kernel by kernel with
 #       REFERENCE_DIR/reference.tsv; prints the table and the files that fail, with why
+#   scripts/wholeprog.sh layout
+#       here, with nvcc ($NVCC) and NVRTC: one device-only kernel (a shared-memory tile copy,
+#       no host code, no include) compiled by both; prints each one's registers and how nvcc's
+#       PTX addresses shared memory. nvcc's front end lays shared pointers out in 32 bits,
+#       NVRTC's in 64: the registers of such kernels differ for the same source
 #   scripts/wholeprog.sh standin OUTDIR CORPUS_DIR...
 #       here, without nvcc: a reference.tsv from another cudacheck build ($CUDACHECK_BIN, e.g.
 #       the one before a change), for `compare` to check that kernels did not change
@@ -214,6 +219,31 @@ reference)
     esac
   done < "$out/reference.tsv"
   echo "nvcc compiles $ok of $n files, $k kernels" | tee "$out/summary.txt"
+  ;;
+layout)
+  nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
+  [ -x "$nvcc" ] || { echo "wholeprog: set NVCC to an nvcc (pip: nvidia-cuda-nvcc)" >&2; exit 2; }
+  bin="${CUDACHECK_BIN:-$root/target/release/cudacheck}"
+  eval "$("$root/scripts/setup-cuda.sh")"
+  work="$(mktemp -d)"
+  cat > "$work/tile.cu" <<'CU'
+__global__ void tile_copy(float* out, const float* in, int width, int height) {
+  __shared__ float tile[32][32];
+  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+  int index = x + width * y;
+  for (int i = 0; i < 32; i += 16)
+    if (x < width && y < height) tile[threadIdx.y + i][threadIdx.x] = in[index + i * width];
+  __syncthreads();
+  for (int i = 0; i < 32; i += 16)
+    if (x < height && y < width) out[index + i * width] = tile[threadIdx.y + i][threadIdx.x];
+}
+CU
+  echo "nvcc:  $("$nvcc" -arch=sm_90 -Xptxas -v -c "$work/tile.cu" -o "$work/tile.o" 2>&1 | grep -o 'Used [0-9]* registers')"
+  "$nvcc" -arch=sm_90 -ptx "$work/tile.cu" -o "$work/tile.ptx"
+  echo "       PTX: $(grep -c 'shared.f32.*\[%r[0-9]' "$work/tile.ptx") shared accesses through 32-bit registers, $(grep -c 'shared.f32.*\[%rd' "$work/tile.ptx") through 64-bit"
+  echo "NVRTC: Used $(CUDACHECK_CACHE=0 "$bin" check --arch sm_90 --json "$work/tile.cu" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["files"][0]["kernels"][0]["resources"]["registers"])') registers"
+  rm -rf "$work"
   ;;
 compare | standin)
   if [ "$mode" = compare ]; then
