@@ -23,6 +23,12 @@
 #       no host code, no include) compiled by both; prints each one's registers and how nvcc's
 #       PTX addresses shared memory. nvcc's front end lays shared pointers out in 32 bits,
 #       NVRTC's in 64: the registers of such kernels differ for the same source
+#   scripts/wholeprog.sh check-bundle OUTDIR
+#       GPU machine (its cores, its toolkit's NVRTC and library headers; with
+#       WHOLEPROG_NO_SETUP=1 and CUDACHECK_BIN): `cudacheck check --json` of the bundle's
+#       corpora into OUTDIR, for compare-from
+#   scripts/wholeprog.sh compare-from REFERENCE_DIR CHECK_DIR
+#       here: compare's table and lists from check-bundle's OUTDIR
 #   scripts/wholeprog.sh standin OUTDIR CORPUS_DIR...
 #       here, without nvcc: a reference.tsv from another cudacheck build ($CUDACHECK_BIN, e.g.
 #       the one before a change), for `compare` to check that kernels did not change
@@ -245,33 +251,61 @@ CU
     python3 -c 'import json,sys; print(json.load(sys.stdin)["files"][0]["kernels"][0]["resources"]["registers"])') registers"
   rm -rf "$work"
   ;;
-compare | standin)
-  if [ "$mode" = compare ]; then
-    ref="${1:?usage: wholeprog.sh compare REFERENCE_DIR CORPUS_DIR...}"
-  else
-    ref="${1:?usage: wholeprog.sh standin OUTDIR CORPUS_DIR...}"
-    mkdir -p "$ref"
-  fi
-  shift
-  [ $# -gt 0 ] || set -- "${default_corpora[@]}"
-  bin="${CUDACHECK_BIN:-$root/target/release/cudacheck}"
-  [ -x "$bin" ] || { echo "wholeprog: build it first: cargo build --release -p cudacheck-cli" >&2; exit 2; }
-  eval "$("$root/scripts/setup-cuda.sh")"
-  work="$(mktemp -d)"
-  : > "$work/runs"
-  for dir in "$@"; do
-    co="$(checkout_of "$dir")"
-    base="$(dirname "$co")"
-    flags="$(flags_for "$co")"
-    n="$(wc -l < "$work/runs")"
-    mapfile -t files < <(cu_files "$dir")
-    # shellcheck disable=SC2086
-    (cd "$base" && CUDACHECK_CACHE="${CUDACHECK_CACHE:-0}" "$bin" check --arch sm_90 --json \
-      $flags ${WHOLEPROG_CHECK_FLAGS:-} "${files[@]#"$base"/}" > "$work/$n.json" \
-      2> "$work/$n.err") || true
-    printf '%s\t%s\t%s\n' "$work/$n.json" "$(basename "$co")" \
-      "$(git -C "$co" rev-parse HEAD 2>/dev/null || cat "$co/.wholeprog-commit")" >> "$work/runs"
-  done
+compare | standin | compare-from | check-bundle)
+  # `cudacheck check --json` of each corpus into WORK/N.json, listed in WORK/runs as
+  # "N.json<TAB>checkout name<TAB>commit".
+  check_corpora() { # WORK CORPUS_DIR...
+    local work="$1" dir co base flags n files
+    shift
+    bin="${CUDACHECK_BIN:-$root/target/release/cudacheck}"
+    [ -x "$bin" ] || { echo "wholeprog: build it first: cargo build --release -p cudacheck-cli" >&2; exit 2; }
+    # Where NVRTC is not installed by setup-cuda.sh (the GPU machine's toolkit), it is found
+    # by cudacheck itself.
+    [ -n "${WHOLEPROG_NO_SETUP:-}" ] || eval "$("$root/scripts/setup-cuda.sh")"
+    : > "$work/runs"
+    for dir in "$@"; do
+      co="$(checkout_of "$dir")"
+      base="$(dirname "$co")"
+      flags="$(flags_for "$co")"
+      n="$(wc -l < "$work/runs")"
+      mapfile -t files < <(cu_files "$dir")
+      # shellcheck disable=SC2086
+      (cd "$base" && CUDACHECK_CACHE="${CUDACHECK_CACHE:-0}" "$bin" check --arch sm_90 --json \
+        $flags ${WHOLEPROG_CHECK_FLAGS:-} "${files[@]#"$base"/}" > "$work/$n.json" \
+        2> "$work/$n.err") || true
+      printf '%s\t%s\t%s\n' "$n.json" "$(basename "$co")" \
+        "$(git -C "$co" rev-parse HEAD 2>/dev/null || cat "$co/.wholeprog-commit")" >> "$work/runs"
+    done
+  }
+  case "$mode" in
+  compare | standin)
+    ref="${1:?usage: wholeprog.sh $mode REFERENCE_DIR CORPUS_DIR...}"
+    [ "$mode" = compare ] || mkdir -p "$ref"
+    shift
+    [ $# -gt 0 ] || set -- "${default_corpora[@]}"
+    work="$(mktemp -d)"
+    check_corpora "$work" "$@"
+    ;;
+  check-bundle)
+    # GPU machine (16 cores): the bundle's corpora checked into OUTDIR, for compare-from here.
+    out="${1:?usage: wholeprog.sh check-bundle OUTDIR}"
+    mkdir -p "$out"
+    out="$(cd "$out" && pwd)"
+    stage="$(mktemp -d)"
+    tar -C "$stage" -xJf "$root/$bundle"
+    corpora=()
+    while IFS= read -r c; do corpora+=("$stage/$c"); done < "$stage/corpora"
+    check_corpora "$out" "${corpora[@]}"
+    "$bin" --version > "$out/cudacheck-version.txt" 2>&1 || true
+    rm -rf "$stage"
+    exit 0
+    ;;
+  compare-from)
+    ref="${1:?usage: wholeprog.sh compare-from REFERENCE_DIR CHECK_DIR}"
+    work="${2:?usage: wholeprog.sh compare-from REFERENCE_DIR CHECK_DIR}"
+    mode=compare
+    ;;
+  esac
   MODE="$mode" REF="$ref" python3 - "$work/runs" <<'PY'
 import json, os, sys
 from collections import defaultdict
@@ -282,7 +316,7 @@ corpus_of = {}   # key -> checkout name
 commits = {}
 for path, name, commit in runs:
     commits[name] = commit
-    report = json.load(open(path))
+    report = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), path)))
     for f in report["files"]:
         kernels = {k["resources"]["symbol"]: (k["resources"]["registers"],
                     k["resources"]["static_shared_bytes"], k["resources"]["local_bytes"])
@@ -394,7 +428,7 @@ if mismatches:
 if unreferenced:
     print("\nnot in the reference (%d): %s" % (len(unreferenced), ", ".join(unreferenced[:10])))
 PY
-  rm -rf "$work"
+  [ "${2:-}" = "$work" ] || rm -rf "$work"
   ;;
 *)
   sed -n '2,40p' "$0"
