@@ -30,6 +30,10 @@
 # races-confirm: the race tests, and kernels/ race-checked (CUDACHECK_RACES=1 bench_instrument).
 # races-tier: the whole GPU tier (scripts/gpu-run.sh tests), then the third-party harness with
 #   CUDACHECK_RACES=1 (every checked launch race-checked too) when carried.
+# wholeprog (issue 23; needs only target/gpu-carry/wholeprog.tar.xz and target/gpu-carry/cudacheck,
+#   no test bundle): nvcc's reference compile of the whole-program corpora, with which kernels
+#   nvcc's PTX addresses shared memory through 32-bit registers, then `cudacheck check` of the
+#   same files on this machine's cores with its toolkit's NVRTC and library headers.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -45,6 +49,15 @@ step() { # seconds, name, command...
   echo "== $name: exit $? after $(( $(date +%s) - start )) s" | tee -a "$run/session.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$run/session.log"
+if [ "$mode" = wholeprog ]; then
+  nproc >> "$run/session.log"
+  step 280 wholeprog_reference scripts/wholeprog.sh reference-carried "$run/wholeprog"
+  rest=$(( 570 - ($(date +%s) - start) ))
+  WHOLEPROG_NO_SETUP=1 CUDACHECK_BIN="$root/target/gpu-carry/cudacheck" \
+    step "$rest" wholeprog_check scripts/wholeprog.sh check-bundle "$run/wholeprog_check"
+  tar -C "$base" -czf "$base/run.tgz" run
+  exit 0
+fi
 tar -C target -xJf target/gpu-carry/bundle.tar.xz
 export CUDACHECK_REQUIRE_GPU=1 CUDACHECK_REQUIRE_NVRTC=1 CUDACHECK_REPO="$root"
 bench=target/gpu-bundle/release/bench_launch
