@@ -391,6 +391,66 @@ fn nvrtc_missing_headers_of_host_bindings_are_set_aside_and_device_ones_are_not(
 }
 
 #[test]
+fn nvrtc_a_found_host_library_header_reached_through_another_is_set_aside() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // cuBLAS in a full toolkit: the file includes `<cublas_v2.h>`, which includes
+    // `cublas_api.h`, whose host API names types NVRTC does not declare. NVRTC finds the
+    // headers (here a library directory outside the project, passed as a system include the
+    // way the toolkit's is) and fails inside the second one.
+    let lib = std::env::temp_dir().join(format!("cudacheck-hostlib-{}", std::process::id()));
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(
+        lib.join("fakeblas_v2.h"),
+        "#pragma once\n#include \"fakeblas_api.h\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lib.join("fakeblas_api.h"),
+        "#pragma once\n\
+         typedef struct { float x, y; } fakeComplex;\n\
+         int fakeblasSetLogger(fakeLoggerHost_t callback);\n\
+         int fakeblasSetMantissa(fakeMantissaControl control);\n",
+    )
+    .unwrap();
+    let opts = CompileOptions {
+        extra_options: vec![format!("-I{}", lib.display())],
+        ..CompileOptions::new("sm_90".parse().unwrap())
+    };
+    let src = "#include <fakeblas_v2.h>\n\
+               __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n\
+               int main() { fakeblasSetLogger(0); twice<<<1, 32>>>(0); return 0; }\n";
+    let c = compile(&CudaSource::from_str("blas.cu", src), &opts).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel_symbols(&c), ["_Z5twicePf"]);
+    let remark = c
+        .warnings
+        .iter()
+        .find(|d| d.severity == Severity::Remark && d.message.contains("fakeblas_v2.h"));
+    assert!(
+        remark.is_some_and(|d| d.line == Some(1)),
+        "{:#?}",
+        c.warnings
+    );
+
+    // Device code that uses the library's types still fails, and the error names the header.
+    let src = "#include <fakeblas_v2.h>\n\
+               __global__ void k(fakeComplex* z) { z[threadIdx.x].x = 0.0f; }\n";
+    let e = compile(&CudaSource::from_str("blas_dev.cu", src), &opts)
+        .expect_err("device code needs the header");
+    let CompileError::Failed { diagnostics, .. } = e else {
+        panic!("{e}")
+    };
+    let named = diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .flat_map(|d| &d.notes)
+        .any(|n| n.contains("fakeblas_v2.h"));
+    assert!(named, "{diagnostics:#?}");
+    std::fs::remove_dir_all(&lib).ok();
+}
+
+#[test]
 fn nvrtc_a_headers_launcher_template_instantiates_what_its_callers_launch() {
     if !nvrtc_or_skip() {
         return;

@@ -456,9 +456,11 @@ impl Prepared {
                 .contains("__host__ function is not allowed in JIT mode")
                 || d.message
                     .contains("host functions are not allowed in JIT mode")
+                || host_declaration_error(d)
             {
                 found.extend(
                     self.including(&d.file)
+                        .or_else(|| self.reaching(&d.file))
                         .map(|(unit, line, spelling)| MissingHeader {
                             spelling: spelling.to_string(),
                             unit: unit.to_string(),
@@ -492,6 +494,30 @@ impl Prepared {
                 let spelling = include_spelling(line)?;
                 let matches = path == spelling || path.ends_with(&format!("/{spelling}"));
                 (matches && !self.local_spellings.contains(spelling))
+                    .then(|| (unit, u32::try_from(i + 1).unwrap_or(u32::MAX), spelling))
+            })
+        })
+    }
+
+    /// Where the file or one of its own headers includes a library header that in turn
+    /// includes (at any depth, through headers of the same library directory) the header at
+    /// `path`: cuBLAS's `<cublas_v2.h>` reaching `cublas_api.h`, whose host API NVRTC
+    /// rejects. The library's headers are read from `path`'s own directory, the include root
+    /// they name each other from; at most [`REACH_FILES`] of them.
+    fn reaching(&self, path: &str) -> Option<(&str, u32, &str)> {
+        let target = Path::new(path);
+        let root = target.parent()?;
+        let units = self.unit_texts();
+        if units.iter().any(|(n, _)| *n == path) {
+            return None;
+        }
+        units.into_iter().find_map(|(unit, text)| {
+            text.lines().enumerate().find_map(|(i, line)| {
+                let spelling = include_spelling(line)?;
+                if self.local_spellings.contains(spelling) {
+                    return None;
+                }
+                includes_at_any_depth(root, spelling, target)
                     .then(|| (unit, u32::try_from(i + 1).unwrap_or(u32::MAX), spelling))
             })
         })
@@ -924,6 +950,43 @@ fn static_assert_around(text: &str, line: u32) -> Option<(u32, u32)> {
 }
 
 /// The header an `#include` line spells (`thrust/scan.h` in `#include <thrust/scan.h>`).
+/// How many of a library's headers [`Prepared::reaching`] reads looking for one.
+const REACH_FILES: usize = 64;
+
+/// Whether `root/spelling` is `target` or includes it, directly or through other headers
+/// under `root`, reading at most [`REACH_FILES`] of them.
+fn includes_at_any_depth(root: &Path, spelling: &str, target: &Path) -> bool {
+    let mut queue = vec![root.join(spelling)];
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    while let Some(file) = queue.pop() {
+        if file == target {
+            return true;
+        }
+        if seen.len() >= REACH_FILES || !seen.insert(file.clone()) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        queue.extend(
+            text.lines()
+                .filter_map(include_spelling)
+                .map(|s| root.join(s))
+                .filter(|p| p.is_file()),
+        );
+    }
+    false
+}
+
+/// An error a host API's declarations draw under NVRTC, in a header and not in a template
+/// the kernels instantiate (whose errors are the kernels' own): a host-only type it names
+/// (`FILE`, a runtime type NVRTC does not declare) is undefined.
+fn host_declaration_error(d: &Diagnostic) -> bool {
+    let undefined =
+        d.message.starts_with("identifier \"") && d.message.ends_with("\" is undefined");
+    undefined && !d.notes.iter().any(|n| n.contains("detected during"))
+}
+
 fn include_spelling(line: &str) -> Option<&str> {
     let rest = line.trim_start().strip_prefix('#')?.trim_start();
     let rest = rest.strip_prefix("include")?.trim_start();
