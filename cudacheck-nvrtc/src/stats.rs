@@ -1,5 +1,9 @@
 //! Counts of what this process compiled and what the cache answered, for tests and
 //! benchmarks that must tell a hit from a compile without timing it.
+//!
+//! The bottom layer of the crate: the compiler (`nvrtc`) counts its compiles and assemblies
+//! and the cache its hits, each from its own layer, so neither names the other to count.
+//! Read through [`cache::stats`](crate::cache::stats).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
