@@ -27,7 +27,18 @@
 //!
 //! `--sequence` (after `--cpu`, if given) runs fresh processes in a row on one emptied cache,
 //! cold then three warm ones, and reports the median per position: the first warm process
-//! (the one a user sees after a compile) against the third.
+//! (the one a user sees after a compile) against the third. `--full-lookup` after it removes
+//! the manifests before each warm process, so each keys its module by the full header lookup
+//! (as after a change to a header of the project), from the toolkit scans the compiling
+//! process kept (issue 23, item 5). On the GPU machine (release build, from the repository
+//! root, with NVRTC set up):
+//!
+//! ```text
+//! CUDACHECK_BENCH_RUNS=5 target/release/examples/bench_cache --sequence seq.json seq.md
+//! CUDACHECK_BENCH_RUNS=5 target/release/examples/bench_cache --sequence --full-lookup full.json full.md
+//! ```
+//!
+//! and without a GPU the same with `--cpu` first (`results/warm_start_cpu.md`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -205,7 +216,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     if args.first().map(String::as_str) == Some("--sequence") {
         args.remove(0);
-        return sequence(mode, &dir, &args);
+        let full_lookup = args.first().map(String::as_str) == Some("--full-lookup");
+        if full_lookup {
+            args.remove(0);
+        }
+        return sequence(mode, &dir, full_lookup, &args);
     }
     let (cold_runs, warm_runs) = runs(mode)?;
     let mut rows = Vec::new();
@@ -309,14 +324,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// then the first, second and third warm ones, `CUDACHECK_BENCH_RUNS` (default 7) times; the
 /// median per position. What a user sees after a compile is the first warm one; it should
 /// cost what the third does (everything later runs reuse is written by the compiling process).
-fn sequence(mode: Mode, dir: &Path, outputs: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+/// `full_lookup`: the manifests are removed before each warm process.
+fn sequence(
+    mode: Mode,
+    dir: &Path,
+    full_lookup: bool,
+    outputs: &[String],
+) -> Result<(), Box<dyn std::error::Error>> {
     let reps: usize = std::env::var("CUDACHECK_BENCH_RUNS")
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(7);
     const POSITIONS: [&str; 4] = ["cold", "warm 1", "warm 2", "warm 3"];
     let mut md = format!(
-        "Fresh processes in a row on one cache ({}; median of {reps} sequences; ms to {})\n\n\
+        "Fresh processes in a row on one cache ({}; median of {reps} sequences; ms to {}{})\n\n\
          | case | {} | warm 1 / warm 3 |\n| --- |{}\n",
         if mode == Mode::Cpu {
             "CPU only, sm_90"
@@ -328,6 +349,11 @@ fn sequence(mode: Mode, dir: &Path, outputs: &[String]) -> Result<(), Box<dyn st
         } else {
             "the first finished launch"
         },
+        if full_lookup {
+            "; no manifest: each warm process looks its headers up in full"
+        } else {
+            ""
+        },
         POSITIONS.join(" | "),
         " --- |".repeat(POSITIONS.len() + 1),
     );
@@ -338,6 +364,9 @@ fn sequence(mode: Mode, dir: &Path, outputs: &[String]) -> Result<(), Box<dyn st
         for _ in 0..reps {
             let _ = std::fs::remove_dir_all(dir);
             for (times, cubins) in by_position.iter_mut().zip(cubin_by_position.iter_mut()) {
+                if full_lookup {
+                    remove_manifests(dir);
+                }
                 let sample = spawn(mode, case, dir, true)?;
                 times.push(sample.first_launch_ms);
                 cubins.push(sample.cubin_ms);
@@ -373,11 +402,24 @@ fn sequence(mode: Mode, dir: &Path, outputs: &[String]) -> Result<(), Box<dyn st
     print!("{md}");
     let json = serde_json::json!({
         "benchmark": "bench_cache --sequence",
+        "full_lookup": full_lookup,
         "mode": if mode == Mode::Cpu { "cpu" } else { "gpu" },
         "rows": json_rows,
     });
     write_outputs(outputs, &md, &json)?;
     Ok(())
+}
+
+/// Removes the manifests of the cache in `dir` (`--full-lookup`); none there is fine.
+fn remove_manifests(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir.join("v1")) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.path().extension().is_some_and(|x| x == "manifest") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// Children per row, cold and warm: `CUDACHECK_BENCH_RUNS=COLD,WARM`, else the mode's default.

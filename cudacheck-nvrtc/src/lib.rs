@@ -3,26 +3,25 @@
 //!
 //! - [`nvrtc`]: NVRTC and nvJitLink found and loaded by path (not through cudarc, so the
 //!   application's cudarc linking mode never redirects them), the compatibility headers that let
-//!   files written for nvcc compile unchanged, and `compile` with rustc-style diagnostics.
+//!   files written for nvcc compile unchanged, and the compiler with rustc-style diagnostics.
 //! - [`cache`]: the on-disk module cache every compile goes through.
+//! - [`compile`]: the entry point, the cache in front of the compiler.
 //! - [`prepared`]: compiled resources kept beside a crate (`cudacheck prepare`), read by the
 //!   macro where NVRTC is absent.
 //!
-//! The `cudacheck` crate re-exports both modules as `cudacheck::nvrtc` and `cudacheck::cache`;
-//! `cudacheck-macros` uses this crate directly to compile kernels at `cargo build`. Use it
-//! through `cudacheck`.
+//! The `cudacheck` crate re-exports these as `cudacheck::nvrtc` (with `compile`),
+//! `cudacheck::cache` and `cudacheck::prepared`; `cudacheck-macros` uses this crate directly to
+//! compile kernels at `cargo build`. Use it through `cudacheck`.
 #![warn(unsafe_op_in_unsafe_fn)]
 
-pub mod cache;
-pub mod nvrtc;
-pub mod prepared;
+// Layers, bottom up: a module uses only those declared before it (`tests/layers.rs` checks
+// this, and `nvrtc/mod.rs`'s own list inside `nvrtc`; ARCHITECTURE.md's table follows both).
+mod stats; //         counts of compiles, assemblies and cache hits
+pub mod nvrtc; //     the compiler without the cache: FFI and discovery, input preparation, NVRTC
+pub mod cache; //     the module cache, in front of the compiler
+mod cached; //        `compile`: the cached entry point
+pub mod prepared; //  `cudacheck prepare`'s records
 
-/// A library load error read as the system loader reports it, with its cause (one wording for
-/// NVRTC, nvJitLink and the driver).
+pub use cached::compile;
 #[doc(hidden)]
-pub fn describe_load_error(e: &libloading::Error) -> String {
-    match std::error::Error::source(e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    }
-}
+pub use nvrtc::describe_load_error;

@@ -68,6 +68,10 @@ pub mod nvrtc {
     pub use crate::doctor::{doctor_report, DoctorReport, DriverStatus};
     #[doc(inline)]
     pub use cudacheck_nvrtc::nvrtc::*;
+    // The cached entry point sits above the cache in the compiler layer, outside its `nvrtc`
+    // module; here it keeps its place beside the options and errors it takes and gives.
+    #[doc(inline)]
+    pub use cudacheck_nvrtc::compile;
 }
 
 #[doc(hidden)]

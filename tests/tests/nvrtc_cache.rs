@@ -612,3 +612,79 @@ fn nvrtc_cache_warm_checked_start_loads_neither_nvrtc_nor_nvjitlink() {
     assert!(warm.contains("nvjitlink_loaded=false"), "{warm}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The child of the test below: one compile of `k.cu` (which includes the project's `mine.h`
+/// and `<cuda_fp16.h>`) into the cache the parent names, whose directory may not exist yet;
+/// prints the process's counts.
+#[test]
+fn nvrtc_cache_child_toolkit_scans() {
+    let Some(src_dir) = std::env::var_os("CUDACHECK_CACHE_TEST_SCANS_SRC") else {
+        return;
+    };
+    let src = CudaSource::from_file(PathBuf::from(src_dir).join("k.cu")).unwrap();
+    compile(&src, &opts_in(&child_dir())).expect("k.cu compiles");
+    let s = stats();
+    println!("nvrtc_compiles={}", s.nvrtc_compiles);
+    println!("toolkit_scans={}", s.toolkit_scans);
+    println!("child finished");
+}
+
+/// Issue 23, item 5: what a later process reuses is written by the process that compiles. A
+/// first compile into a cache directory that does not exist yet keys its module before the
+/// directory is made; the scans of the toolkit headers it read must still reach the disk, so
+/// that the next process, whose lookup cannot use the manifest (a header of the project
+/// changed), reads none of those headers again.
+#[test]
+fn nvrtc_cache_first_compile_keeps_the_toolkit_scans_for_the_next_process() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let base = fresh_dir("scans");
+    let cache = base.join("cache"); // not made: the cold process makes it
+    let src_dir = base.join("src");
+    std::fs::create_dir_all(&src_dir).unwrap();
+    std::fs::write(
+        src_dir.join("k.cu"),
+        "#include <cuda_fp16.h>\n#include \"mine.h\"\n\
+         extern \"C\" __global__ void k(__half* p) { p[0] = __float2half(SCALE); }\n",
+    )
+    .unwrap();
+    std::fs::write(src_dir.join("mine.h"), "#define SCALE 1.0f\n").unwrap();
+    let (cache_s, src_s) = (cache.display().to_string(), src_dir.display().to_string());
+    let vars = [
+        ("CUDACHECK_CACHE_DIR", cache_s.as_str()),
+        (CHILD, "1"),
+        ("CUDACHECK_CACHE_TEST_SCANS_SRC", src_s.as_str()),
+    ];
+    let count = |out: &str, name: &str| -> u64 {
+        out.split(&format!("{name}="))
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in:\n{out}"))
+    };
+    let (ok, cold) = run_in_child("nvrtc_cache_child_toolkit_scans", &vars);
+    assert!(ok && cold.contains("child finished"), "{cold}");
+    assert!(count(&cold, "nvrtc_compiles") >= 1, "{cold}");
+    // <cuda_fp16.h> and the implicit <cuda_runtime.h> reach hundreds of toolkit headers.
+    assert!(count(&cold, "toolkit_scans") > 50, "{cold}");
+    let memo = cache.join("toolkit-scan-v2");
+    let kept = memo.is_file();
+
+    // A later tick of the file system's clock than the cold lookup's stamp of `mine.h`.
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(src_dir.join("mine.h"), "#define SCALE 2.0f\n").unwrap();
+    let (ok, warm) = run_in_child("nvrtc_cache_child_toolkit_scans", &vars);
+    assert!(ok && warm.contains("child finished"), "{warm}");
+    assert!(
+        count(&warm, "nvrtc_compiles") >= 1,
+        "a changed header compiles again:\n{warm}"
+    );
+    assert_eq!(
+        count(&warm, "toolkit_scans"),
+        0,
+        "the first process after the compiling one read toolkit headers again:\n{warm}"
+    );
+    assert!(kept, "the compiling process wrote {}", memo.display());
+    let _ = std::fs::remove_dir_all(&base);
+}

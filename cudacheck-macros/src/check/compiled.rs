@@ -212,7 +212,7 @@ fn build_cuda(source: &CudaSource, opts: &CompileOptions, kernel: &str) -> Resul
     };
     let compiler = format!("NVRTC {}.{}", nvrtc.version.0, nvrtc.version.1);
     let before = cache::stats();
-    let out = match nvrtc::compile(source, opts) {
+    let out = match cudacheck_nvrtc::compile(source, opts) {
         Ok(out) => out,
         Err(CompileError::NvrtcNotFound(_)) => return Err(Failure::NoCompiler),
         Err(e) => {

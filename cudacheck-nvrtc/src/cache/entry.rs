@@ -94,7 +94,7 @@ impl Frame {
 }
 
 /// What a compile produced, as the cache keeps it: everything a consumer of
-/// [`nvrtc::compile`](crate::nvrtc::compile) reads, so a hit answers exactly as the compile did
+/// [`compile`](crate::compile) reads, so a hit answers exactly as the compile did
 /// (the CLI's output from a warm cache is byte-identical to a cold one).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

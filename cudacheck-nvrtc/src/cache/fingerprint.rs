@@ -4,8 +4,7 @@
 
 use super::deps::{header_files, InMemory, SearchPath, Unlisted};
 use super::stamp::Watch;
-use crate::nvrtc::compile::user_dirs;
-use crate::nvrtc::{CompileOptions, CudaSource};
+use crate::nvrtc::request::{user_dirs, CompileOptions, CudaSource};
 
 /// The digest of `source`'s text and of the content of every header file it may include from
 /// its own directory and `opts`'s include directories, in the order first reached. Toolkit

@@ -1,4 +1,4 @@
-//! The cache between [`nvrtc::compile`](crate::nvrtc::compile) and NVRTC, and between a
+//! The cache between [`compile`](crate::compile) and NVRTC, and between a
 //! kernel's bounds-checked build and the instrumenter and nvJitLink: key the build, answer
 //! from an entry on a hit, store what was built on a miss.
 //!
@@ -13,16 +13,18 @@ use super::checked::CheckedBuild;
 use super::deps::{header_files, InMemory, SearchPath};
 use super::manifest::Manifest;
 use super::stamp::{Stamp, Watch};
-use super::stats::{count, Event};
 use super::store::Kind;
 use super::toolkit;
 use super::{warn_once, CacheMode, Entry, Key, KeyBuilder, ModuleCache, Outcome};
-use crate::nvrtc::compile::{compilation_failed, user_dirs};
+use crate::nvrtc::compile::{compilation_failed, CompileError, Compiled};
+use crate::nvrtc::diagnostic::parse_log;
+use crate::nvrtc::discover::{loaded_nvrtc, nvrtc, Nvrtc};
 use crate::nvrtc::headers::{compat_headers_probed, users_own, IMPLICIT_HEADER_NAME};
-use crate::nvrtc::{
-    loaded_jitlink, loaded_nvrtc, locate, locate_jitlink, nvrtc, parse_log, CompileError,
-    CompileOptions, Compiled, CudaSource, Located, Nvrtc,
-};
+use crate::nvrtc::jitlink::{loaded_jitlink, locate_jitlink};
+use crate::nvrtc::locate::{locate, Located};
+use crate::nvrtc::nvcc;
+use crate::nvrtc::request::{user_dirs, CompileOptions, CudaSource};
+use crate::stats::{count, Event};
 
 /// Runs `compile` (NVRTC itself) through the cache `opts.cache` names.
 ///
@@ -321,7 +323,7 @@ fn revive(
             // What a fresh compile adds to NVRTC's errors (`compile_uncached`): the files the
             // user can open, and the help notes. Only failures pay for preparing the source.
             let mut diagnostics = users_own(parse_log(&entry.log));
-            let mut prepared = crate::nvrtc::nvcc::prepare(source, opts);
+            let mut prepared = nvcc::prepare(source, opts);
             prepared.recall_missing(&diagnostics);
             prepared.restore_header_paths(&mut diagnostics);
             prepared.explain(&mut diagnostics);

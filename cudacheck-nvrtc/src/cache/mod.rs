@@ -1,7 +1,7 @@
 //! The on-disk module cache: a compile NVRTC already did, in this process or another, is read
 //! back instead of done again.
 //!
-//! [`nvrtc::compile`](crate::nvrtc::compile) uses it, so `cudacheck::Kernel`, the
+//! [`compile`](crate::compile) uses it, so `cudacheck::Kernel`, the
 //! `#[checked_kernel]` wrappers and `cudacheck check` all do. The [`Key`] covers everything that
 //! can change the output: the source's name and text, every header file it may include (found
 //! conservatively, see `deps.rs`), the compatibility headers handed over in memory, every
@@ -39,7 +39,6 @@ mod hook;
 mod key;
 mod manifest;
 mod stamp;
-pub(crate) mod stats;
 mod store;
 mod toolkit;
 
@@ -49,6 +48,7 @@ use std::sync::OnceLock;
 
 use thiserror::Error;
 
+pub use crate::stats::{stats, CacheStats};
 #[doc(hidden)]
 pub use checked::CheckedBuild;
 pub use entry::{Entry, EntryError, Outcome};
@@ -59,8 +59,9 @@ pub use hook::through_checked;
 #[doc(hidden)]
 pub use key::code_digest;
 pub use key::{Key, KeyBuilder};
-pub use stats::{stats, CacheStats};
-pub use store::{CacheError, CacheInfo, Lookup, ModuleCache, DEFAULT_MAX_BYTES};
+// Declared with the compile options that carry them; what they do is this module's.
+pub use crate::nvrtc::request::{CacheMode, ModuleCache};
+pub use store::{CacheError, CacheInfo, Lookup, DEFAULT_MAX_BYTES};
 
 /// `CUDACHECK_CACHE`: `0`, `off`, `false` or `no` turn the cache off.
 pub const ENV_ENABLE: &str = "CUDACHECK_CACHE";
@@ -68,20 +69,6 @@ pub const ENV_ENABLE: &str = "CUDACHECK_CACHE";
 pub const ENV_DIR: &str = "CUDACHECK_CACHE_DIR";
 /// `CUDACHECK_CACHE_MAX_BYTES`: the size cap in bytes.
 pub const ENV_MAX_BYTES: &str = "CUDACHECK_CACHE_MAX_BYTES";
-
-/// Which cache a compile uses (a field of
-/// [`CompileOptions`](crate::nvrtc::CompileOptions)).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CacheMode {
-    /// The one the environment sets up (see the module docs); the default.
-    #[default]
-    FromEnv,
-    /// Compile every time.
-    Off,
-    /// This one, whatever the environment says.
-    In(ModuleCache),
-}
 
 /// The cache settings the environment asks for.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

@@ -25,6 +25,7 @@ use thiserror::Error;
 
 use super::entry::{Entry, EntryError};
 use super::key::Key;
+use super::ModuleCache;
 
 /// The default size cap: 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
@@ -61,13 +62,6 @@ impl Kind {
     fn is_entry(self) -> bool {
         !matches!(self, Kind::Manifest)
     }
-}
-
-/// An on-disk cache of compiled modules. Cheap to clone; holds no open files.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModuleCache {
-    dir: PathBuf,
-    max_bytes: u64,
 }
 
 /// A cache directory that cannot be used.

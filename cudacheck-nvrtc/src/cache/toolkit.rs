@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::deps::{scan, Include, Scanned};
 use super::stamp::Stamp;
+use crate::stats::{count, Event};
 
 /// The memo file's name in the cache directory.
 pub(crate) const MEMO_FILE: &str = "toolkit-scan-v2";
@@ -29,8 +30,13 @@ struct Memo {
     scans: HashMap<PathBuf, (Stamp, Arc<Scanned>)>,
     /// Memo files already read into `scans`.
     loaded: Vec<PathBuf>,
-    /// Scans not yet written to disk.
-    added: bool,
+    /// Counts the scans kept; `saved` is its value when the memo was last written whole. A
+    /// write that fails (the cache directory not made yet, a full disk) leaves `saved` as it
+    /// was, so the next [`save`] writes them: a process's first compile into a new cache
+    /// directory keys its module before the directory exists, and its scans must still reach
+    /// the disk for the next process (issue 23, item 5).
+    added: u64,
+    saved: u64,
 }
 
 fn memo() -> std::sync::MutexGuard<'static, Memo> {
@@ -64,31 +70,31 @@ pub(crate) fn toolkit_scan(
         }
     }
     let scanned = Arc::new(scan(&fs::read(path).ok()?));
+    count(Event::ToolkitScan);
     if settled {
         let mut m = memo();
         m.scans
             .insert(path.to_path_buf(), (now, Arc::clone(&scanned)));
-        m.added = true;
+        m.added += 1;
     }
     Some(scanned)
 }
 
 /// Writes the memo to `file` when scans were added since it was last written. A failure is
-/// ignored: the memo only saves time.
+/// ignored (the memo only saves time) and the scans stay pending, for the next call.
 pub(crate) fn save(file: &Path) {
-    let body = {
-        let mut m = memo();
-        if !m.added {
+    let (body, added) = {
+        let m = memo();
+        if m.added == m.saved {
             return;
         }
-        m.added = false;
         let mut body = String::new();
         for (path, (s, scanned)) in &m.scans {
             if let Some(line) = line(path, *s, scanned) {
                 body.push_str(&line);
             }
         }
-        body
+        (body, m.added)
     };
     let text = format!(
         "{MAGIC}\t{}\n{body}",
@@ -103,7 +109,11 @@ pub(crate) fn save(file: &Path) {
         tmp.persist(file).map_err(|e| e.error)?;
         Ok(())
     };
-    let _ = write();
+    if write().is_ok() {
+        let mut m = memo();
+        // Another thread may have written a later memo meanwhile.
+        m.saved = m.saved.max(added);
+    }
 }
 
 /// `path \t ino \t len \t mtime \t ctime \t digest \t computed-line or - \t <name or "name
@@ -220,6 +230,25 @@ mod tests {
         fs::write(&f, good.replace("/x.h", "/y.h")).unwrap();
         assert!(read(&f).is_empty());
         let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn scans_a_failed_write_left_are_written_next_time() {
+        let d = std::env::temp_dir().join(format!("cudacheck-memo-late-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(d.join("inc")).unwrap();
+        let h = d.join("inc/late.h");
+        fs::write(&h, "#include <x.h>\n").unwrap();
+        toolkit_scan(&h, Stamp::of(&h).unwrap(), true, None).unwrap();
+        // The cache directory is not made yet, as in a process's first compile into it.
+        let file = d.join("cache").join(MEMO_FILE);
+        save(&file);
+        assert!(!file.exists());
+        fs::create_dir_all(d.join("cache")).unwrap();
+        save(&file);
+        let kept = read(&file);
+        let _ = fs::remove_dir_all(&d);
+        assert!(kept.iter().any(|(p, _)| *p == h), "{kept:?}");
     }
 
     #[test]

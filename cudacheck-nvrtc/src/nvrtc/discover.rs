@@ -8,11 +8,10 @@ use libloading::Library;
 use thiserror::Error;
 
 use super::ffi::{self, Bound};
-use super::headers;
-use super::search::{builtins_beside, candidates, lib_files_in, Place, SearchEnv, SearchStep};
-
-/// The environment variable that names NVRTC explicitly (a file or a directory), or `none`.
-pub const ENV_VAR: &str = "CUDACHECK_NVRTC";
+use super::include_dirs::cuda_include_dirs;
+use super::search::{
+    builtins_beside, candidates, lib_files_in, Place, SearchEnv, SearchStep, ENV_VAR,
+};
 
 /// One place looked at, and why NVRTC was not taken from there.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,7 +78,7 @@ pub struct Nvrtc {
     /// `nvrtcVersion`: (13, 0) for CUDA 13.0.
     pub version: (i32, i32),
     pub found_by: SearchStep,
-    /// CUDA header directories found next to it (see [`super::headers`]); added after the
+    /// CUDA header directories found next to it (see [`super::headers::HeaderDir`]); added after the
     /// user's include directories on every compile.
     pub include_dirs: Vec<PathBuf>,
     /// `nvrtcGetSupportedArchs`, as `sm_XY`, oldest first.
@@ -275,7 +274,7 @@ fn finish(l: Loaded, found_by: SearchStep, env: &SearchEnv) -> Result<Nvrtc, Str
         None => (None, None),
     };
     Ok(Nvrtc {
-        include_dirs: headers::cuda_include_dirs(Some(&l.path), env),
+        include_dirs: cuda_include_dirs(Some(&l.path), env),
         path: l.path,
         version,
         found_by,

@@ -150,8 +150,18 @@ fn check(call: &'static str, code: c_int) -> Result<(), CallError> {
     }
 }
 
+/// A library load error read as the system loader reports it, with its cause (one wording for
+/// NVRTC, nvJitLink and the driver).
+#[doc(hidden)]
+pub fn describe_load_error(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
+}
+
 /// Load errors read as the driver's loader reads them (one function for both).
-pub(crate) use crate::describe_load_error as describe;
+pub(crate) use describe_load_error as describe;
 
 /// Opens a shared library by path (or, without a slash, by the system loader's search).
 pub(crate) fn open_library(path: &Path) -> Result<Library, libloading::Error> {

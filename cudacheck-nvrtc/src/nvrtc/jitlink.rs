@@ -17,7 +17,10 @@ use std::sync::OnceLock;
 
 use thiserror::Error;
 
+use super::discover::{loaded_nvrtc, nvrtc};
 use super::jitlink_ffi::{bind, JitCallError, JitLinkLib, Linker};
+use super::locate::locate;
+use crate::stats::{count, Event};
 use cudacheck_core::Arch;
 
 /// Where `CUDACHECK_NVJITLINK` may point: a `libnvJitLink.so*` file or its directory.
@@ -138,11 +141,11 @@ fn places(nvrtc_dir: Option<&Path>, searched: &mut Vec<String>) -> Vec<PathBuf> 
 /// The directory of the NVRTC in use: the loaded one, else the one a load would take (found
 /// without loading it), else the one loading finds.
 fn nvrtc_dir() -> Option<PathBuf> {
-    let lib = match super::loaded_nvrtc() {
+    let lib = match loaded_nvrtc() {
         Some(n) => n.path.clone(),
-        None => match super::locate() {
+        None => match locate() {
             Some(l) => l.path.clone(),
-            None => super::nvrtc().ok()?.path.clone(),
+            None => nvrtc().ok()?.path.clone(),
         },
     };
     lib.parent().map(Path::to_path_buf)
@@ -156,9 +159,9 @@ pub(crate) fn locate_jitlink() -> Option<&'static Path> {
     static LOCATED: OnceLock<Option<PathBuf>> = OnceLock::new();
     LOCATED
         .get_or_init(|| {
-            let dir = match super::loaded_nvrtc() {
+            let dir = match loaded_nvrtc() {
                 Some(n) => n.path.parent().map(Path::to_path_buf),
-                None => super::locate()?.path.parent().map(Path::to_path_buf),
+                None => locate()?.path.parent().map(Path::to_path_buf),
             };
             places(dir.as_deref(), &mut Vec::new())
                 .into_iter()
@@ -218,7 +221,7 @@ impl From<JitCallError> for AssembleError {
 /// when the PTX does not assemble, [`AssembleError::Call`] for other failures.
 pub fn assemble_ptx(ptx: &str, arch: Arch, name: &str) -> Result<Assembled, AssembleError> {
     let jl = jitlink()?;
-    crate::cache::stats::count(crate::cache::stats::Event::Assembly);
+    count(Event::Assembly);
     let options = [
         CString::new(format!("-arch={}", arch.sm_name())).expect("no NUL in sm_XY"),
         CString::new("-verbose").expect("static"),

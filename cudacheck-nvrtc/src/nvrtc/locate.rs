@@ -12,10 +12,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use super::discover::ENV_VAR;
 use super::ffi;
-use super::headers::cuda_include_dirs;
-use super::search::{builtins_beside, candidates, lib_files_in, Place, SearchEnv};
+use super::include_dirs::cuda_include_dirs;
+use super::search::{builtins_beside, candidates, lib_files_in, Place, SearchEnv, ENV_VAR};
 
 /// The library discovery would load and what a compile derives from its location.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,12 @@
 //! NVRTC, found without panicking, compiling to CUBINs with rustc-style diagnostics.
 //!
+//! This module is the compiler without the module cache; [`compile`](crate::compile), the
+//! entry point every caller uses, sits above both (`cudacheck::nvrtc::compile` through the
+//! `cudacheck` crate).
+//!
 //! ```no_run
-//! use cudacheck_nvrtc::nvrtc::{compile, CompileOptions, CudaSource};
+//! use cudacheck_nvrtc::compile;
+//! use cudacheck_nvrtc::nvrtc::{CompileOptions, CudaSource};
 //!
 //! // 1. A source, from a file (`CudaSource::from_file`) or from memory.
 //! let src = CudaSource::from_str(
@@ -47,29 +52,42 @@
 //! See [`headers`]: CUDA include directories are found automatically, and small compatibility
 //! headers make `<stdint.h>`, `<cmath>`, `<cfloat>`, `<climits>`, ... resolve under NVRTC.
 
-pub(crate) mod compile;
-mod diagnostic;
-mod discover;
+// Layers, bottom up: a module uses only those declared before it (`tests/layers.rs` checks
+// this, and ARCHITECTURE.md's table follows this order). Above this module's files come
+// `crate::cache`, then the cached `crate::compile`.
+//
+// 1. FFI and discovery: the libraries found, loaded and called (every raw call is in `ffi.rs`
+//    or `jitlink_ffi.rs`), and the CUDA header directories found beside NVRTC.
 mod ffi;
-pub mod headers;
-mod jitlink;
 mod jitlink_ffi;
-mod locate;
-pub(crate) mod nvcc;
 mod search;
+mod include_dirs;
+pub(crate) mod discover;
+pub(crate) mod locate;
+// 2. Input preparation: what a compile is asked for, and what makes a file written for nvcc
+//    ready for NVRTC (compatibility headers, nvcc's device pass), with the diagnostics both
+//    speak.
+pub(crate) mod diagnostic;
+pub mod headers;
+pub(crate) mod request;
+pub(crate) mod nvcc;
+// 3. The uncached compiler: NVRTC's compile and nvJitLink's assembly.
+pub(crate) mod compile;
+pub(crate) mod jitlink;
 
-pub use compile::{compile, CompileError, CompileOptions, Compiled, CudaSource, SourceReadError};
+pub use compile::{CompileError, Compiled};
 #[cfg(any(test, fuzzing))]
 #[doc(hidden)]
 pub use diagnostic::check_parse_log;
 pub use diagnostic::{parse_log, Diagnostic, Severity};
 #[doc(hidden)]
 pub use discover::loaded_nvrtc;
-pub use discover::{nvrtc, Nvrtc, NvrtcNotFound, SearchAttempt, ENV_VAR};
+pub use discover::{nvrtc, Nvrtc, NvrtcNotFound, SearchAttempt};
+#[doc(hidden)]
+pub use ffi::describe_load_error;
 pub use jitlink::{
     assemble_ptx, jitlink, AssembleError, Assembled, JitLink, JitLinkNotFound, NVJITLINK_ENV_VAR,
 };
-pub(crate) use jitlink::{loaded_jitlink, locate_jitlink};
-pub(crate) use locate::{locate, Located};
 pub use nvcc::{device_code, has_device_code, DeviceCode};
-pub use search::SearchStep;
+pub use request::{CompileOptions, CudaSource, SourceReadError};
+pub use search::{SearchStep, ENV_VAR};

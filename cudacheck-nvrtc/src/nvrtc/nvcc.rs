@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 
 use cudacheck_core::source::{parse_source, set_aside_host_code_unit, HostCode, HostDecision};
 
-use super::compile::{CompileOptions, CudaSource};
 use super::diagnostic::{Diagnostic, Severity};
 use super::headers::{HOST_ONLY_HEADERS, IMPLICIT_HEADER_NAME};
+use super::request::{CompileOptions, CudaSource};
 
 /// How many of a file's own headers are read, at most: a guard against include cycles through
 /// differently spelled paths and against pathological trees.
@@ -175,7 +175,7 @@ pub(crate) fn prepare(source: &CudaSource, opts: &CompileOptions) -> Prepared {
 /// helper beside the kernel files, CUDA-graph capture code) compiles to no kernels, which is
 /// right, and nothing is there to check.
 ///
-/// [`compile`]: super::compile
+/// [`compile`]: crate::compile
 pub fn has_device_code(source: &CudaSource, include_dirs: &[PathBuf]) -> bool {
     device_code(source, include_dirs) != DeviceCode::None
 }
@@ -198,7 +198,7 @@ pub enum DeviceCode {
 /// The device code of a file and of the project's headers it includes (found as [`compile`]
 /// finds them); see [`DeviceCode`].
 ///
-/// [`compile`]: super::compile
+/// [`compile`]: crate::compile
 pub fn device_code(source: &CudaSource, include_dirs: &[PathBuf]) -> DeviceCode {
     let words = |t: &str, w: &str| {
         t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))

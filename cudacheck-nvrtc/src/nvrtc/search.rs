@@ -6,7 +6,8 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::discover::ENV_VAR;
+/// The environment variable that names NVRTC explicitly (a file or a directory), or `none`.
+pub const ENV_VAR: &str = "CUDACHECK_NVRTC";
 
 /// The bare sonames steps 2 and 7 ask the loader for, hands the system loader, newest first.
 pub(crate) const SYSTEM_SONAMES: &[&str] = &["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"];

@@ -1,5 +1,9 @@
 //! Counts of what this process compiled and what the cache answered, for tests and
 //! benchmarks that must tell a hit from a compile without timing it.
+//!
+//! The bottom layer of the crate: the compiler (`nvrtc`) counts its compiles and assemblies
+//! and the cache its hits, each from its own layer, so neither names the other to count.
+//! Read through [`cache::stats`](crate::cache::stats).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,9 +20,12 @@ pub(crate) enum Event {
     ManifestHit,
     /// A bounds-checked build came from the cache.
     CheckedHit,
+    /// A toolkit header was read and scanned, its scan in neither this process's memory nor
+    /// the cache's memo file.
+    ToolkitScan,
 }
 
-static COUNTS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+static COUNTS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
 
 pub(crate) fn count(e: Event) {
     COUNTS[e as usize].fetch_add(1, Ordering::Relaxed);
@@ -39,6 +46,10 @@ pub struct CacheStats {
     /// Bounds-checked builds answered from the cache, without NVRTC, the instrumenter or
     /// nvJitLink.
     pub checked_hits: u64,
+    /// Toolkit headers read and scanned for a full header lookup because no earlier process
+    /// had kept their scans (`cache/toolkit.rs`): after one compile with the cache, a later
+    /// process reads none of those headers again.
+    pub toolkit_scans: u64,
 }
 
 /// What this process compiled and what the cache answered, so far. Counts only grow; compare
@@ -51,5 +62,6 @@ pub fn stats() -> CacheStats {
         module_hits: get(Event::ModuleHit),
         manifest_hits: get(Event::ManifestHit),
         checked_hits: get(Event::CheckedHit),
+        toolkit_scans: get(Event::ToolkitScan),
     }
 }
