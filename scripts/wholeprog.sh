@@ -18,6 +18,12 @@
 #   scripts/wholeprog.sh compare REFERENCE_DIR CORPUS_DIR...
 #       here: `cudacheck check --arch sm_90 --json` per corpus, compared kernel by kernel with
 #       REFERENCE_DIR/reference.tsv; prints the table and the files that fail, with why
+#   scripts/wholeprog.sh device-reference CORPUS_DIR... OUTDIR
+#       reference's nvcc compile of what cudacheck hands NVRTC for each file (host code set
+#       aside; CUDACHECK_DUMP_DEVICE_CODE), with --expt-relaxed-constexpr for the host
+#       constexpr helpers NVRTC compiles with -default-device
+#   scripts/wholeprog.sh compare-refs REFERENCE_DIR OTHER_DIR
+#       files both compile, and whether each kernel's registers and shared memory are equal
 #   scripts/wholeprog.sh layout
 #       here, with nvcc ($NVCC) and NVRTC: one device-only kernel (a shared-memory tile copy,
 #       no host code, no include) compiled by both; prints each one's registers and how nvcc's
@@ -121,6 +127,16 @@ reference-bundle | reference-carried)
   "$0" reference "${corpora[@]}" "$out"
   rm -rf "$stage"
   ;;
+device-reference)
+  # Like reference, on the device code cudacheck hands NVRTC (CUDACHECK_DUMP_DEVICE_CODE):
+  # equal to reference's kernels means setting host code aside changed no kernel as nvcc
+  # compiles it; what then differs from cudacheck's own figures is NVRTC against nvcc.
+  WP_CUDACHECK="${CUDACHECK_BIN:-$root/target/release/cudacheck}"
+  WP_CUDACHECK="$(cd "$(dirname "$WP_CUDACHECK")" && pwd)/$(basename "$WP_CUDACHECK")"
+  export WP_CUDACHECK
+  [ -n "${WHOLEPROG_NO_SETUP:-}" ] || eval "$("$root/scripts/setup-cuda.sh")"
+  "$0" reference "$@"
+  ;;
 reference)
   # Needs bash, coreutils, findutils (find, xargs), tar/xz for the bundle and nvcc: no awk,
   # grep or python, which a GPU image need not have. Each file's lines are appended to
@@ -156,6 +172,21 @@ reference)
     IFS=$'\t' read -r f key flags <<< "$1"
     name="${key//\//%}"
     log="$WP_OUT/logs/$name.log"
+    if [ -n "${WP_CUDACHECK:-}" ]; then
+      # device-reference: nvcc compiles what cudacheck handed NVRTC (host code set aside),
+      # with the file's own directory after the dump's for what was not dumped.
+      local dump="$WP_OUT/device/$name" orig
+      orig="$(dirname "$f")"
+      # shellcheck disable=SC2086
+      (cd "$orig" && CUDACHECK_DUMP_DEVICE_CODE="$dump" CUDACHECK_CACHE=0 "$WP_CUDACHECK" check \
+        --arch sm_90 -j 1 $flags "$f" > /dev/null 2>&1)
+      if [ ! -f "$dump/$(basename "$f")" ]; then
+        printf 'file\t%s\tfail\tcudacheck check did not compile it\n' "$key" >> "$WP_OUT/reference.tsv"
+        return
+      fi
+      f="$dump/$(basename "$f")"
+      flags="$flags -I$orig --expt-relaxed-constexpr"
+    fi
     # shellcheck disable=SC2086
     timeout "$WP_FILE_LIMIT" "$WP_NVCC" -arch=sm_90 -std=c++17 -Xptxas -v -c "$f" \
       -o "$WP_OUT/objects/$name.o" -I"$(dirname "$f")" $flags > "$log" 2>&1
@@ -225,6 +256,48 @@ reference)
     esac
   done < "$out/reference.tsv"
   echo "nvcc compiles $ok of $n files, $k kernels" | tee "$out/summary.txt"
+  ;;
+compare-refs)
+  python3 - "${1:?usage: wholeprog.sh compare-refs REF OTHER}/reference.tsv" "${2:?}/reference.tsv" <<'PY'
+import sys
+from collections import defaultdict
+def read(path):
+    verdict, kernels = {}, defaultdict(dict)
+    for line in open(path):
+        p = line.rstrip("\n").split("\t")
+        if p[0] == "file":
+            verdict[p[1]] = (p[2], p[3] if len(p) > 3 else "")
+        elif p[0] == "kernel":
+            kernels[p[1]][p[2]] = (int(p[3]), int(p[4]))
+    return verdict, kernels
+(va, ka), (vb, kb) = read(sys.argv[1]), read(sys.argv[2])
+rows = defaultdict(lambda: defaultdict(int))
+notes = []
+for key in sorted(va):
+    if va[key][0] != "ok" or key not in vb:
+        continue
+    corpus = key.split("/")[0]
+    r = rows[corpus]
+    r["ok"] += 1
+    if vb[key][0] != "ok":
+        notes.append("- %s: the device code does not compile: %s" % (key, vb[key][1][:200]))
+        continue
+    r["compiles"] += 1
+    diff = ["%s %s -> %s" % (s, ka[key].get(s), kb[key].get(s))
+            for s in sorted(set(ka[key]) | set(kb[key])) if ka[key].get(s) != kb[key].get(s)]
+    if diff:
+        notes.append("- %s: %s" % (key, "; ".join(diff[:3]) + (" ..." if len(diff) > 3 else "")))
+    else:
+        r["equal"] += 1
+print("| corpus | nvcc compiles the file | nvcc compiles its device code | every kernel equal (registers, shared) |")
+print("| --- | ---: | ---: | ---: |")
+for c in sorted(rows):
+    r = rows[c]
+    print("| %s | %d | %d | %d |" % (c, r["ok"], r["compiles"], r["equal"]))
+if notes:
+    print()
+    print("\n".join(notes))
+PY
   ;;
 layout)
   nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"

@@ -4,6 +4,7 @@
 //! [`crate::compile`]).
 
 use std::ffi::CString;
+use std::path::Path;
 
 use cudacheck_core::Arch;
 use thiserror::Error;
@@ -141,8 +142,8 @@ pub(crate) fn compile_uncached(
     // aside, nvcc's implicit includes, and a retry without the launch references when an
     // error came from them.
     let mut prepared = nvcc::prepare(source, opts);
-    let first = prepared.first();
-    let mut result = compile_prepared(&first.source, &first.headers, opts, &first.options);
+    let mut last = prepared.first();
+    let mut result = compile_prepared(&last.source, &last.headers, opts, &last.options);
     // Headers NVRTC cannot find (a host library's `<cublas_v2.h>`, `<omp.h>`), library headers
     // that only host code needs (Thrust beside a host launcher), and layout assertions on
     // `offsetof`: each round sets aside what NVRTC failed at, as long as it finds something
@@ -157,8 +158,8 @@ pub(crate) fn compile_uncached(
         if !more {
             break;
         }
-        let next = prepared.first();
-        result = compile_prepared(&next.source, &next.headers, opts, &next.options);
+        last = prepared.first();
+        result = compile_prepared(&last.source, &last.headers, opts, &last.options);
     }
     for attempt in 0..2 {
         let retry = match &result {
@@ -167,9 +168,15 @@ pub(crate) fn compile_uncached(
         };
         match retry {
             Some(next) => {
-                result = compile_prepared(&next.source, &next.headers, opts, &next.options)
+                result = compile_prepared(&next.source, &next.headers, opts, &next.options);
+                last = next;
             }
             None => break,
+        }
+    }
+    if result.is_ok() {
+        if let Some(dir) = std::env::var_os(DUMP_ENV) {
+            dump_device_code(Path::new(&dir), &last);
         }
     }
     // The remarks go into the log as well, in NVRTC's own form, so that a result the module
@@ -202,6 +209,42 @@ pub(crate) fn compile_uncached(
         Err(_) => {}
     }
     result
+}
+
+/// `CUDACHECK_DUMP_DEVICE_CODE=DIR`: every successful uncached compile writes what NVRTC was
+/// handed (the file with host code set aside, and the project's headers so changed, or
+/// compiled as empty) under `DIR`, and the options cudacheck added in `DIR/<file>.options`:
+/// to see what device code cudacheck kept, or to compile it with another compiler
+/// (`scripts/wholeprog.sh device-reference` compiles it with nvcc).
+pub const DUMP_ENV: &str = "CUDACHECK_DUMP_DEVICE_CODE";
+
+/// Writes `attempt` under `dir` (see [`DUMP_ENV`]): the source by its file name, each
+/// in-memory header by its spelling. A header spelled with `..` or as an absolute path is not
+/// written (the original on disk stands for it). Failures to write are ignored: the dump is a
+/// diagnostic aid, never a reason for a compile to fail.
+fn dump_device_code(dir: &Path, attempt: &nvcc::Attempt) {
+    let name = attempt
+        .source
+        .name
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(&attempt.source.name);
+    let safe = |spelling: &str| {
+        let p = Path::new(spelling);
+        p.is_relative() && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+    };
+    let write = |rel: &str, text: &str| {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let _ = std::fs::write(path, text);
+    };
+    write(name, &attempt.source.text);
+    for (spelling, text) in attempt.headers.iter().filter(|(s, _)| safe(s)) {
+        write(spelling, text);
+    }
+    write(&format!("{name}.options"), &(attempt.options.join("\n") + "\n"));
 }
 
 /// How many times at most [`compile_uncached`] sets library includes aside and compiles again
