@@ -30,6 +30,10 @@
 # races-confirm: the race tests, and kernels/ race-checked (CUDACHECK_RACES=1 bench_instrument).
 # races-tier: the whole GPU tier (scripts/gpu-run.sh tests), then the third-party harness with
 #   CUDACHECK_RACES=1 (every checked launch race-checked too) when carried.
+# wholeprog-device: as wholeprog, with nvcc compiling the device code cudacheck keeps of each
+#   file (CUDACHECK_DUMP_DEVICE_CODE) instead of the file itself.
+# tier-warm: the GPU tier (scripts/gpu-run.sh tests), then fresh processes in a row on one
+#   module cache (bench_cache --sequence, and --sequence --full-lookup).
 # wholeprog (issue 23; needs only target/gpu-carry/wholeprog.tar.xz and target/gpu-carry/cudacheck,
 #   no test bundle): nvcc's reference compile of the whole-program corpora, with which kernels
 #   nvcc's PTX addresses shared memory through 32-bit registers, then `cudacheck check` of the
@@ -49,9 +53,15 @@ step() { # seconds, name, command...
   echo "== $name: exit $? after $(( $(date +%s) - start )) s" | tee -a "$run/session.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$run/session.log"
-if [ "$mode" = wholeprog ]; then
+if [ "$mode" = wholeprog ] || [ "$mode" = wholeprog-device ]; then
   nproc >> "$run/session.log"
-  step 280 wholeprog_reference scripts/wholeprog.sh reference-carried "$run/wholeprog"
+  if [ "$mode" = wholeprog ]; then
+    step 280 wholeprog_reference scripts/wholeprog.sh reference-carried "$run/wholeprog"
+  else
+    # nvcc on the device code cudacheck keeps (scripts/wholeprog.sh device-reference).
+    WHOLEPROG_NO_SETUP=1 CUDACHECK_BIN="$root/target/gpu-carry/cudacheck" \
+      step 250 wholeprog_device scripts/wholeprog.sh device-reference-bundle "$run/wholeprog_device"
+  fi
   rest=$(( 570 - ($(date +%s) - start) ))
   WHOLEPROG_NO_SETUP=1 CUDACHECK_BIN="$root/target/gpu-carry/cudacheck" \
     step "$rest" wholeprog_check scripts/wholeprog.sh check-bundle "$run/wholeprog_check"
@@ -68,6 +78,13 @@ full)
   step 170 thirdparty_ptx scripts/thirdparty.sh run-ptx
   rest=$(( 560 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && step "$rest" thirdparty scripts/thirdparty.sh run
+  ;;
+tier-warm)
+  step 300 tests scripts/gpu-run.sh tests
+  CUDACHECK_BENCH_RUNS=5 step 90 bench_cache_sequence target/gpu-bundle/release/bench_cache \
+    --sequence "$run/bench_cache_sequence.json" "$run/bench_cache_sequence.md"
+  CUDACHECK_BENCH_RUNS=5 step 90 bench_cache_sequence_full target/gpu-bundle/release/bench_cache \
+    --sequence --full-lookup "$run/bench_cache_sequence_full.json" "$run/bench_cache_sequence_full.md"
   ;;
 issues)
   step 260 tests scripts/gpu-run.sh tests compat examples

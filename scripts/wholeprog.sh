@@ -117,14 +117,18 @@ bundle)
   du -sh "$stage" "$bundle"
   cat "$stage/corpora"
   ;;
-reference-bundle | reference-carried)
-  out="${1:?usage: wholeprog.sh reference-bundle OUTDIR}"
+reference-bundle | reference-carried | device-reference-bundle)
+  out="${1:?usage: wholeprog.sh $mode OUTDIR}"
   cd "$root"
   stage="$(mktemp -d)"
   tar -C "$stage" -xJf "$bundle"
   corpora=()
   while IFS= read -r c; do corpora+=("$stage/$c"); done < "$stage/corpora"
-  "$0" reference "${corpora[@]}" "$out"
+  if [ "$mode" = device-reference-bundle ]; then
+    "$0" device-reference "${corpora[@]}" "$out"
+  else
+    "$0" reference "${corpora[@]}" "$out"
+  fi
   rm -rf "$stage"
   ;;
 device-reference)
