@@ -219,7 +219,8 @@ pub(crate) fn compile_uncached(
 pub const DUMP_ENV: &str = "CUDACHECK_DUMP_DEVICE_CODE";
 
 /// Writes `attempt` under `dir` (see [`DUMP_ENV`]): the source by its file name, each
-/// in-memory header by its spelling. A header spelled with `..` or as an absolute path is not
+/// in-memory header by its spelling (a header compiled as empty only named in the options
+/// file). A header spelled with `..` or as an absolute path is not
 /// written (the original on disk stands for it). Failures to write are ignored: the dump is a
 /// diagnostic aid, never a reason for a compile to fail.
 fn dump_device_code(dir: &Path, attempt: &nvcc::Attempt) {
@@ -241,10 +242,17 @@ fn dump_device_code(dir: &Path, attempt: &nvcc::Attempt) {
         let _ = std::fs::write(path, text);
     };
     write(name, &attempt.source.text);
+    // A header compiled as empty is listed, not written: another compiler has the real one
+    // (a C++ library's `<ratio>`, a toolkit's `<cublas_v2.h>`), and host code may need it.
+    let mut listing = attempt.options.join("\n") + "\n";
     for (spelling, text) in attempt.headers.iter().filter(|(s, _)| safe(s)) {
-        write(spelling, text);
+        if text == nvcc::MISSING_HEADER_STUB {
+            listing.push_str(&format!("# compiled as empty: {spelling}\n"));
+        } else {
+            write(spelling, text);
+        }
     }
-    write(&format!("{name}.options"), &(attempt.options.join("\n") + "\n"));
+    write(&format!("{name}.options"), &listing);
 }
 
 /// How many times at most [`compile_uncached`] sets library includes aside and compiles again

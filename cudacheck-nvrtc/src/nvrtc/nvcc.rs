@@ -87,7 +87,7 @@ impl Missing {
 }
 
 /// The text of a header compiled as empty (see [`MissingHeader`]).
-const MISSING_HEADER_STUB: &str = "// cudacheck: NVRTC cannot find or compile this header; it is \
+pub(crate) const MISSING_HEADER_STUB: &str = "// cudacheck: NVRTC cannot find or compile this header; it is \
 compiled as empty. Host code that uses it is set\n// aside, as nvcc's device pass sets it aside; \
 device code that uses it fails, and the error names this header.\n";
 
