@@ -30,6 +30,8 @@
 # races-confirm: the race tests, and kernels/ race-checked (CUDACHECK_RACES=1 bench_instrument).
 # races-tier: the whole GPU tier (scripts/gpu-run.sh tests), then the third-party harness with
 #   CUDACHECK_RACES=1 (every checked launch race-checked too) when carried.
+# matrix: candle's and mistral.rs's 92 kernel files under each NVRTC release carried
+#   (scripts/matrix-corpus.sh bundle LABEL), all cores.
 # wholeprog-device: as wholeprog, with nvcc compiling the device code cudacheck keeps of each
 #   file (CUDACHECK_DUMP_DEVICE_CODE) instead of the file itself.
 # tier-warm: the GPU tier (scripts/gpu-run.sh tests), then fresh processes in a row on one
@@ -53,6 +55,19 @@ step() { # seconds, name, command...
   echo "== $name: exit $? after $(( $(date +%s) - start )) s" | tee -a "$run/session.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$run/session.log"
+if [ "$mode" = matrix ]; then
+  # Issue 23 item 3: candle and mistral.rs under each carried NVRTC release
+  # (scripts/matrix-corpus.sh bundle LABEL here first), one after the other.
+  nproc >> "$run/session.log"
+  for b in target/gpu-carry/matrix-*.tar.xz; do
+    label="${b##*/matrix-}"
+    label="${label%.tar.xz}"
+    rest=$(( 570 - ($(date +%s) - start) ))
+    [ "$rest" -gt 30 ] && step "$rest" "matrix_$label" scripts/matrix-corpus.sh run "$label" "$run/matrix"
+  done
+  tar -C "$base" -czf "$base/run.tgz" run
+  exit 0
+fi
 if [ "$mode" = wholeprog ] || [ "$mode" = wholeprog-device ]; then
   nproc >> "$run/session.log"
   if [ "$mode" = wholeprog ]; then

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Issue 23, item 3: candle's and mistral.rs's kernel files (results/corpus.md's 92) under each
+# NVRTC release of the matrix, on the GPU machine's cores (a release takes over an hour on the
+# 2-core development VM). The release's NVRTC and headers travel in the bundle, laid out as
+# pip installs them, so cudacheck finds the headers beside the library as it does here.
+#
+#   scripts/matrix-corpus.sh bundle LABEL        # here: target/gpu-carry/matrix-LABEL.tar.xz
+#       (LABEL: 12.4, 12.9 or 13.5 from scripts/setup-cuda.sh's matrix; "toolkit" carries no
+#       NVRTC and uses the GPU machine's own CUDA 13.0), with the corpus files and
+#       target/release/cudacheck
+#   scripts/matrix-corpus.sh run LABEL OUTDIR    # GPU machine: `cudacheck check --json` of
+#       the 92 files with the release's NVRTC, all cores; OUTDIR/LABEL-*.json, doctor's report
+#   scripts/matrix-corpus.sh summary OUTDIR...   # here: per release, files that compile with
+#       kernels, and the ones that do not
+#
+# The files: candle @ candle-kernels/src (26); mistral.rs @ mistralrs-quant/kernels and
+# mistralrs-core/src/cuda (51), mistralrs-paged-attn/src/cuda (15, with -DENABLE_FP8); paths
+# containing cutlass, dummy or fa3/ left out (results/corpus.md).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mode="${1:-}"
+shift || true
+candle_repo="${CANDLE_REPO:-/work/corpus/huggingface+candle}"
+mistral_repo="${MISTRAL_REPO:-/work/corpus/EricLBuehler+mistral.rs}"
+# Each group: a name, its folder inside the bundle, the flags it is checked with.
+groups=("candle candle/candle-kernels/src" "mistral mistral/mistralrs-quant/kernels"
+  "mistral-core mistral/mistralrs-core/src/cuda" "paged mistral/mistralrs-paged-attn/src/cuda -DENABLE_FP8")
+excluded() { case "$1" in *cutlass* | *dummy* | *fa3/*) return 0 ;; *) return 1 ;; esac; }
+
+case "$mode" in
+bundle)
+  label="${1:?usage: matrix-corpus.sh bundle LABEL}"
+  cd "$root"
+  stage="$(mktemp -d)"
+  mkdir -p "$stage/corpus/candle" "$stage/corpus/mistral" target/gpu-carry
+  cp -r "$candle_repo/candle-kernels" "$stage/corpus/candle/"
+  git -C "$candle_repo" rev-parse HEAD > "$stage/corpus/candle/.commit"
+  for d in mistralrs-quant/kernels mistralrs-core/src/cuda mistralrs-paged-attn/src/cuda; do
+    mkdir -p "$stage/corpus/mistral/$(dirname "$d")"
+    cp -r "$mistral_repo/$d" "$stage/corpus/mistral/$d"
+  done
+  git -C "$mistral_repo" rev-parse HEAD > "$stage/corpus/mistral/.commit"
+  # Sources and headers only.
+  find "$stage/corpus" -type f ! \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.hpp' \
+    -o -name '*.inl' -o -name '.commit' \) -delete
+  cp target/release/cudacheck "$stage/cudacheck"
+  strip "$stage/cudacheck" 2>/dev/null || true
+  if [ "$label" != toolkit ]; then
+    eval "$(scripts/setup-cuda.sh)"
+    lib=""
+    for entry in $CUDACHECK_NVRTC_MATRIX; do
+      [ "${entry%%=*}" = "$label" ] && lib="${entry#*=}"
+    done
+    [ -n "$lib" ] || { echo "matrix-corpus: no NVRTC $label in $CUDACHECK_NVRTC_MATRIX" >&2; exit 2; }
+    # The pip root of that release: the folder holding nvidia/.
+    pip_root="${lib%/nvidia/*}"
+    (cd "$pip_root" && find nvidia \( -path '*/include/*' -o -name 'libnvrtc.so*' \
+      -o -name 'libnvrtc-builtins.so*' \) ! -name '*.alt.*' \( -type f -o -type l \) -print0 |
+      tar -cf - --null -T -) | tar -C "$stage" -xf -
+    echo "${lib#"$pip_root"/}" > "$stage/nvrtc-path"
+  fi
+  echo "$label" > "$stage/label"
+  tar -C "$stage" -cJf "target/gpu-carry/matrix-$label.tar.xz" .
+  rm -rf "$stage"
+  ls -la "target/gpu-carry/matrix-$label.tar.xz"
+  ;;
+run)
+  label="${1:?usage: matrix-corpus.sh run LABEL OUTDIR}"
+  out="${2:?usage: matrix-corpus.sh run LABEL OUTDIR}"
+  mkdir -p "$out"
+  out="$(cd "$out" && pwd)"
+  stage="$(mktemp -d)"
+  tar -C "$stage" -xJf "$root/target/gpu-carry/matrix-$label.tar.xz"
+  if [ -f "$stage/nvrtc-path" ]; then
+    export CUDACHECK_NVRTC="$stage/$(cat "$stage/nvrtc-path")"
+  fi
+  "$stage/cudacheck" doctor > "$out/$label-doctor.txt" 2>&1 || true
+  for g in "${groups[@]}"; do
+    read -r name dir flags <<< "$g"
+    mapfile -t files < <(cd "$stage/corpus" && find "$dir" -name '*.cu' -type f | LC_ALL=C sort)
+    keep=()
+    for f in "${files[@]}"; do excluded "$f" || keep+=("$f"); done
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    (cd "$stage/corpus" && CUDACHECK_CACHE=0 "$stage/cudacheck" check --arch sm_90 --json \
+      $flags "${keep[@]}" > "$out/$label-$name.json" 2> "$out/$label-$name.err") || true
+    echo "$name: ${#keep[@]} files, $(( $(date +%s) - start )) s" | tee -a "$out/$label-times.txt"
+  done
+  rm -rf "$stage"
+  ;;
+summary)
+  python3 - "$@" <<'PY'
+import glob, json, os, sys
+rows = {}
+for d in sys.argv[1:]:
+    for path in sorted(glob.glob(os.path.join(d, "*-*.json"))):
+        label, group = os.path.basename(path)[:-5].split("-", 1)
+        try:
+            report = json.load(open(path))
+        except ValueError:
+            rows.setdefault(label, []).append((group, None, "no report (the run was cut short)"))
+            continue
+        for f in report["files"]:
+            ok = not f["error"] and len(f["kernels"]) > 0
+            why = "" if ok else ((f["error"] or f.get("note") or "no kernels").strip().splitlines() or [""])[0]
+            rows.setdefault(label, []).append((group, f["path"], why))
+print("| NVRTC | files | compile, with kernels | kernels |")
+print("| --- | ---: | ---: | ---: |")
+for label in sorted(rows):
+    files = [r for r in rows[label] if r[1]]
+    ok = [r for r in files if not r[2]]
+    print("| %s | %d | %d | |" % (label, len(files), len(ok)))
+for label in sorted(rows):
+    bad = [r for r in rows[label] if r[2]]
+    for group, path, why in bad:
+        print("- %s %s %s: %s" % (label, group, path or "", why[:200]))
+PY
+  ;;
+*)
+  sed -n '2,18p' "$0"
+  exit 2
+  ;;
+esac
