@@ -75,23 +75,28 @@ run)
     export CUDACHECK_NVRTC="$stage/$(cat "$stage/nvrtc-path")"
   fi
   "$stage/cudacheck" doctor > "$out/$label-doctor.txt" 2>&1 || true
+  # The groups side by side: each is bounded by its slowest file, not by the cores.
   for g in "${groups[@]}"; do
-    read -r name dir flags <<< "$g"
-    mapfile -t files < <(cd "$stage/corpus" && find "$dir" -name '*.cu' -type f | LC_ALL=C sort)
-    keep=()
-    for f in "${files[@]}"; do excluded "$f" || keep+=("$f"); done
-    start=$(date +%s)
-    # shellcheck disable=SC2086
-    (cd "$stage/corpus" && CUDACHECK_CACHE=0 "$stage/cudacheck" check --arch sm_90 --json \
-      $flags "${keep[@]}" > "$out/$label-$name.json" 2> "$out/$label-$name.err") || true
-    echo "$name: ${#keep[@]} files, $(( $(date +%s) - start )) s" | tee -a "$out/$label-times.txt"
+    (
+      read -r name dir flags <<< "$g"
+      mapfile -t files < <(cd "$stage/corpus" && find "$dir" -name '*.cu' -type f | LC_ALL=C sort)
+      keep=()
+      for f in "${files[@]}"; do excluded "$f" || keep+=("$f"); done
+      start=$(date +%s)
+      # shellcheck disable=SC2086
+      (cd "$stage/corpus" && CUDACHECK_CACHE=0 "$stage/cudacheck" check --arch sm_90 --json \
+        $flags "${keep[@]}" > "$out/$label-$name.json" 2> "$out/$label-$name.err") || true
+      echo "$name: ${#keep[@]} files, $(( $(date +%s) - start )) s" >> "$out/$label-times.txt"
+    ) &
   done
+  wait
+  cat "$out/$label-times.txt"
   rm -rf "$stage"
   ;;
 summary)
   python3 - "$@" <<'PY'
 import glob, json, os, sys
-rows = {}
+rows, kernels = {}, {}
 for d in sys.argv[1:]:
     for path in sorted(glob.glob(os.path.join(d, "*-*.json"))):
         label, group = os.path.basename(path)[:-5].split("-", 1)
@@ -102,6 +107,7 @@ for d in sys.argv[1:]:
             continue
         for f in report["files"]:
             ok = not f["error"] and len(f["kernels"]) > 0
+            kernels[label] = kernels.get(label, 0) + len(f["kernels"])
             why = "" if ok else ((f["error"] or f.get("note") or "no kernels").strip().splitlines() or [""])[0]
             rows.setdefault(label, []).append((group, f["path"], why))
 print("| NVRTC | files | compile, with kernels | kernels |")
@@ -109,7 +115,7 @@ print("| --- | ---: | ---: | ---: |")
 for label in sorted(rows):
     files = [r for r in rows[label] if r[1]]
     ok = [r for r in files if not r[2]]
-    print("| %s | %d | %d | |" % (label, len(files), len(ok)))
+    print("| %s | %d | %d | %d |" % (label, len(files), len(ok), kernels.get(label, 0)))
 for label in sorted(rows):
     bad = [r for r in rows[label] if r[2]]
     for group, path, why in bad:
