@@ -85,7 +85,7 @@ pub(super) fn parse(text: &str, file_name: &str) -> Result<SourceModel, SourceEr
     // Definitions come from a parse of the directives alone, at their own offsets: in the
     // whole file, an invocation without a semicolon before a `#define`
     // (`UNARY_OP(__half, usqrt_f16, hsqrt(x))`) can make the parser's recovery swallow it.
-    let directives = macros::directives_only(text);
+    let directives = crate::text::directive::directives_only(text);
     let dtree = parser.parse(&directives, None).ok_or_else(failed)?;
     model.kernel_macros = macros::collect_definitions(text, dtree.root_node());
     let cx = Cx {

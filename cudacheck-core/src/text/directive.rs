@@ -132,6 +132,23 @@ pub fn directive_ranges(src: &str) -> Vec<Range<usize>> {
     directives(src).into_iter().map(|d| d.span).collect()
 }
 
+/// `src` with every byte outside directives blanked to a space, line breaks kept: every
+/// directive stays at its byte offset, line and column, so a syntax tree of this text indexes
+/// `src`.
+pub fn directives_only(src: &str) -> String {
+    let mut out: Vec<u8> = src
+        .bytes()
+        .map(|b| if b == b'\n' { b'\n' } else { b' ' })
+        .collect();
+    for r in directive_ranges(src) {
+        if let (Some(to), Some(from)) = (out.get_mut(r.clone()), src.as_bytes().get(r.clone())) {
+            to.copy_from_slice(from);
+        }
+    }
+    // Whole lines were kept or blanked to ASCII: the result is UTF-8 where `src` was.
+    String::from_utf8(out).unwrap_or_else(|_| src.to_owned())
+}
+
 /// The headers the `__has_include` / `__has_include_next` tests of a directive's text name.
 pub fn has_includes(rest: &str) -> Vec<HeaderName> {
     let mut out = Vec::new();
@@ -266,5 +283,6 @@ mod tests {
     fn ranges_cover_continued_lines() {
         let src = "int x;\n#define M \\\n  1\nint y;\n";
         assert_eq!(directive_ranges(src), vec![(7..23)]);
+        assert_eq!(directives_only(src), "      \n#define M \\\n  1\n      \n");
     }
 }

@@ -224,7 +224,7 @@ impl FileMacros {
     /// `name(args)` expanded, and every macro invocation in the expansion expanded in turn.
     pub(super) fn expand(&self, name: &str, args: &[String]) -> Option<String> {
         let def = self.defs.get(name)?;
-        let once = expand(&def.body, &def.params, args);
+        let once = expand(name, &def.body, &def.params, args);
         Some(normalize_chevrons(&self.expand_text(&once, Self::DEPTH)))
     }
 
@@ -254,7 +254,7 @@ impl FileMacros {
                         j += 1;
                     }
                     if let Some((args, end)) = split_call_args(s, j) {
-                        let e = expand(&def.body, &def.params, &args);
+                        let e = expand(word, &def.body, &def.params, &args);
                         out.push_str(&self.expand_text(&e, depth - 1));
                         out.push(' ');
                         i = end;
