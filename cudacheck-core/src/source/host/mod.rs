@@ -63,6 +63,9 @@ pub const TRANSFORM_SOURCES: &[&str] = &[
     include_str!("launches.rs"),
     include_str!("text.rs"),
     include_str!("../macros.rs"),
+    include_str!("../../text/lex.rs"),
+    include_str!("../../text/directive.rs"),
+    include_str!("../../text/expand.rs"),
 ];
 
 use decls::{member_definitions, HostDecl};
