@@ -55,8 +55,17 @@ pub fn header_name(s: &str) -> Option<HeaderName> {
 /// not followed: for reading one line a diagnostic points at).
 pub fn include_on_line(line: &str) -> Option<HeaderName> {
     let rest = line.trim_start().strip_prefix('#')?.trim_start();
-    let rest = rest.strip_prefix("include")?;
-    header_name(rest.strip_prefix("_next").unwrap_or(rest))
+    header_name(rest.strip_prefix("include")?)
+}
+
+/// One header a text names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IncludeRef {
+    pub header: HeaderName,
+    /// The 1-based line of the directive naming it.
+    pub line: usize,
+    /// Named by a `__has_include` test rather than included.
+    pub tested: bool,
 }
 
 /// What a text's includes are.
@@ -64,9 +73,16 @@ pub fn include_on_line(line: &str) -> Option<HeaderName> {
 pub struct Includes {
     /// Every header an `#include`, `#include_next`, `#import` or `__has_include` names, in
     /// order, in every conditional branch, outside comments.
-    pub headers: Vec<HeaderName>,
+    pub refs: Vec<IncludeRef>,
     /// The line of the first computed include (`#include MACRO`), if any.
     pub computed: Option<usize>,
+}
+
+impl Includes {
+    /// The headers the text includes (not those it only tests for), in order.
+    pub fn included(&self) -> impl Iterator<Item = &HeaderName> {
+        self.refs.iter().filter(|r| !r.tested).map(|r| &r.header)
+    }
 }
 
 /// The includes of `src`.
@@ -75,14 +91,23 @@ pub fn includes(src: &str) -> Includes {
     for d in directives(src) {
         if let DirectiveKind::Include(h) = &d.kind {
             match h {
-                Some(h) => out.headers.push(h.clone()),
+                Some(h) => out.refs.push(IncludeRef {
+                    header: h.clone(),
+                    line: d.line,
+                    tested: false,
+                }),
                 None => {
                     out.computed.get_or_insert(d.line);
                 }
             }
         }
         // `#if __has_include(<x>)`: whether x exists changes what is compiled.
-        out.headers.extend(has_includes(&d.rest));
+        out.refs
+            .extend(has_includes(&d.rest).into_iter().map(|header| IncludeRef {
+                header,
+                line: d.line,
+                tested: true,
+            }));
     }
     out
 }
@@ -164,7 +189,7 @@ pub struct Included {
     pub text: Option<String>,
 }
 
-/// The includes of `src` (a file in `dir`) that `follow` accepts, resolved on `search`
+/// The `#include`s of `src` (a file in `dir`) that `follow` accepts, resolved on `search`
 /// through `files`, and theirs in turn, depth first; at most `max_files` files are read.
 /// An include that resolves to nothing is passed over.
 pub fn include_closure(
@@ -177,7 +202,7 @@ pub fn include_closure(
 ) -> Vec<Included> {
     let mut out = Vec::new();
     let mut seen: HashSet<PathBuf> = HashSet::new();
-    let first: Vec<HeaderName> = includes(src).headers;
+    let first: Vec<HeaderName> = includes(src).included().cloned().collect();
     let mut work: Vec<(Option<PathBuf>, Vec<HeaderName>)> =
         vec![(dir.map(Path::to_path_buf), first)];
     while let Some((from, headers)) = work.pop() {
@@ -192,7 +217,10 @@ pub fn include_closure(
                 None
             };
             if let Some(t) = &text {
-                next.push((path.parent().map(Path::to_path_buf), includes(t).headers));
+                next.push((
+                    path.parent().map(Path::to_path_buf),
+                    includes(t).included().cloned().collect(),
+                ));
             }
             out.push(Included {
                 header: h,
@@ -284,10 +312,19 @@ mod tests {
     #[test]
     fn includes_and_computed_includes() {
         let i = includes("#include <a.h>\n// #include <b.h>\n#if __has_include(\"c.h\")\n#include MACRO\n#endif\n");
+        let all: Vec<(&HeaderName, usize, bool)> = i
+            .refs
+            .iter()
+            .map(|r| (&r.header, r.line, r.tested))
+            .collect();
         assert_eq!(
-            i.headers,
-            [HeaderName::angled("a.h"), HeaderName::quoted("c.h")]
+            all,
+            [
+                (&HeaderName::angled("a.h"), 1, false),
+                (&HeaderName::quoted("c.h"), 3, true)
+            ]
         );
+        assert_eq!(i.included().count(), 1);
         assert_eq!(i.computed, Some(4));
         assert_eq!(
             include_on_line("  # include <thrust/scan.h>"),

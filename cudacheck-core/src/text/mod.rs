@@ -29,8 +29,8 @@ pub use directive::{
 };
 pub use expand::{call_args, render, Macro, Macros};
 pub use include::{
-    include_closure, include_on_line, includes, Disk, FileReader, HeaderName, Included, Includes,
-    SearchPath,
+    include_closure, include_on_line, includes, Disk, FileReader, HeaderName, IncludeRef, Included,
+    Includes, SearchPath,
 };
 pub use lex::{
     blank, blank_comments, identifiers, is_identifier, lex, tokens, CommentKind, Kind, Lexed,
