@@ -97,6 +97,10 @@ pub(super) fn parse(text: &str, file_name: &str) -> Result<SourceModel, SourceEr
             .map(|m| (m.name.clone(), m.extern_c))
             .collect(),
     };
+    model.includes = crate::text::includes(text)
+        .included()
+        .map(|h| h.name.clone())
+        .collect();
     let mut walk = Walk::default();
     walk.items(&cx, root, &Scope::default(), &mut model);
     for (name, args) in walk.instantiations {
@@ -207,13 +211,6 @@ impl Walk {
             // Error nodes are searched too, since recovery can wrap good definitions in them.
             "preproc_if" | "preproc_ifdef" | "preproc_else" | "preproc_elif"
             | "preproc_elifdef" | "ERROR" => self.items(cx, node, scope, model),
-            "preproc_include" => {
-                if let Some(path) = node.child_by_field_name("path") {
-                    let p = cx.text(path);
-                    let p = p.trim_matches(|c| matches!(c, '"' | '<' | '>'));
-                    model.includes.push(p.to_owned());
-                }
-            }
             "struct_specifier" | "class_specifier" => {
                 structs::from_specifier(cx, node, &[], &mut model.structs);
             }
