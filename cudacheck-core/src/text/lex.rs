@@ -110,10 +110,15 @@ impl<'a> Lexer<'a> {
     }
 }
 
-impl Iterator for Lexer<'_> {
-    type Item = Token;
+impl Lexer<'_> {
+    /// The next token's kind and span, with no text copied: for readers that only look at
+    /// kinds and positions (comments, braces) in long texts.
+    pub fn next_span(&mut self) -> Option<(Kind, Range<usize>)> {
+        self.next_raw().map(|(k, r, _, _)| (k, r))
+    }
 
-    fn next(&mut self) -> Option<Token> {
+    /// The next token's kind, span, and whether space and a line start stand before it.
+    fn next_raw(&mut self) -> Option<(Kind, Range<usize>, bool, bool)> {
         let src = self.src;
         let b = src.as_bytes();
         let mut i = self.i;
@@ -182,21 +187,37 @@ impl Iterator for Lexer<'_> {
                 i += 1;
                 Kind::Other
             };
-            let tok = Token {
-                kind,
-                text: src.get(start..i).unwrap_or("").to_owned(),
-                span: start..i,
-                space_before: self.space,
-                line_start: self.line_start,
-            };
+            let out = (kind, start..i, self.space, self.line_start);
             self.i = i;
             self.space = false;
             self.line_start = false;
-            return Some(tok);
+            return Some(out);
         }
         self.i = i;
         None
     }
+}
+
+impl Iterator for Lexer<'_> {
+    type Item = Token;
+
+    fn next(&mut self) -> Option<Token> {
+        let (kind, span, space_before, line_start) = self.next_raw()?;
+        Some(Token {
+            kind,
+            text: self.src.get(span.clone()).unwrap_or("").to_owned(),
+            span,
+            space_before,
+            line_start,
+        })
+    }
+}
+
+/// The comments of `src`, with no tokens built.
+pub fn comments(src: &str) -> Vec<(Range<usize>, CommentKind)> {
+    let mut l = Lexer::new(src);
+    while l.next_span().is_some() {}
+    l.comments
 }
 
 /// The tokens of `src`, comments skipped.
@@ -293,7 +314,7 @@ pub fn blank(src: &str, spans: impl IntoIterator<Item = Range<usize>>) -> String
 
 /// `src` with every comment made spaces (see [`blank`]).
 pub fn blank_comments(src: &str) -> String {
-    blank(src, lex(src).comments.into_iter().map(|(r, _)| r))
+    blank(src, comments(src).into_iter().map(|(r, _)| r))
 }
 
 /// Whether `s` is one identifier (ASCII).

@@ -33,6 +33,6 @@ pub use include::{
     Includes, SearchPath,
 };
 pub use lex::{
-    blank, blank_comments, identifiers, is_identifier, lex, tokens, CommentKind, Kind, Lexed,
-    Lexer, Token,
+    blank, blank_comments, comments, identifiers, is_identifier, lex, tokens, CommentKind, Kind,
+    Lexed, Lexer, Token,
 };

@@ -8,8 +8,12 @@ pub(super) use crate::text::{identifiers, is_identifier};
 /// closing more than was opened.
 pub(super) fn braces_balance(s: &str) -> bool {
     let mut depth = 0i64;
-    for t in pp::Lexer::new(s).filter(|t| t.kind == Kind::Punct) {
-        match t.text.as_str() {
+    let mut lexer = pp::Lexer::new(s);
+    while let Some((kind, span)) = lexer.next_span() {
+        if kind != Kind::Punct {
+            continue;
+        }
+        match &s[span] {
             "{" | "<%" => depth += 1,
             "}" | "%>" => {
                 depth -= 1;
@@ -26,7 +30,7 @@ pub(super) fn braces_balance(s: &str) -> bool {
 /// `text` with every `/* ... */` comment's bytes made spaces (line breaks kept): same length,
 /// same byte offsets.
 pub(super) fn blank_block_comments(text: &str) -> String {
-    let comments = pp::lex(text).comments;
+    let comments = pp::comments(text);
     pp::blank(
         text,
         comments
@@ -127,15 +131,16 @@ pub(super) fn substitute(s: &str, params: &[String], args: &[String]) -> String 
     }
     let mut out = String::with_capacity(s.len());
     let mut copied = 0;
-    for t in pp::Lexer::new(s).filter(|t| t.kind == Kind::Ident) {
+    let mut lexer = pp::Lexer::new(s);
+    while let Some((kind, span)) = lexer.next_span() {
         let Some(a) = params
             .iter()
-            .position(|p| *p == t.text)
+            .position(|p| kind == Kind::Ident && *p == s[span.clone()])
             .and_then(|i| args.get(i))
         else {
             continue;
         };
-        out.push_str(&s[copied..t.span.start]);
+        out.push_str(&s[copied..span.start]);
         if is_identifier(a) || a.parse::<i64>().is_ok() || a.contains('<') {
             out.push_str(a);
         } else {
@@ -143,7 +148,7 @@ pub(super) fn substitute(s: &str, params: &[String], args: &[String]) -> String 
             out.push_str(a);
             out.push(')');
         }
-        copied = t.span.end;
+        copied = span.end;
     }
     out.push_str(&s[copied..]);
     out
@@ -155,7 +160,7 @@ pub(super) fn collapse(s: &str) -> String {
 
 /// `s` with its `//` comments made spaces, for text that is put on one line.
 pub(super) fn strip_line_comments(s: &str) -> String {
-    let comments = pp::lex(s).comments;
+    let comments = pp::comments(s);
     pp::blank(
         s,
         comments
