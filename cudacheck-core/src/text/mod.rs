@@ -36,3 +36,81 @@ pub use lex::{
     blank, blank_comments, comments, identifiers, is_identifier, lex, tokens, CommentKind, Kind,
     Lexed, Lexer, Token,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// Texts made of the fragments most likely to trip a reader (unclosed literals, comments
+    /// and calls, pastes at the edges, continuations, multi-byte characters), from a fixed
+    /// seed: every entry point must answer without panicking.
+    #[test]
+    fn no_input_panics_any_entry_point() {
+        const PIECES: &[&str] = &[
+            "#define F(a, ...) a ## __VA_ARGS__ #a\n",
+            "#define G(x) F(x, G(x))\n",
+            "#define H ## x\n",
+            "#define I(a) # ## a\n",
+            "#define\n",
+            "#define J(\n",
+            "F(",
+            "G(1)",
+            "H",
+            "I(é)",
+            "(",
+            ")",
+            ",",
+            "\"",
+            "'",
+            "R\"d(",
+            ")d\"",
+            "/*",
+            "*/",
+            "//",
+            "\\\n",
+            "\\",
+            "#include ",
+            "<",
+            ">",
+            "__has_include(",
+            "#if 1\n",
+            "#endif\n",
+            "é",
+            "u8'",
+            "1e+",
+            "\n",
+            " ",
+            "#",
+            "##",
+            "%:%:",
+            "...",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2000 {
+            let mut s = String::new();
+            for _ in 0..24 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                s.push_str(PIECES[(seed % PIECES.len() as u64) as usize]);
+            }
+            let m = Macros::defined_in(&s);
+            let _ = m.expand_text(&s);
+            let _ = m.invoke_text("F", &[s.clone(), String::new()]);
+            let _ = call_args(&s, s.find('(').unwrap_or(0));
+            let _ = conditionals(&directives(&s));
+            let _ = directive::directives_only(&s);
+            let _ = blank_comments(&s);
+            let _ = includes(&s);
+            let _ = include_closure(
+                &s,
+                Some(Path::new("/")),
+                &SearchPath::default(),
+                &Disk,
+                &|_| false,
+                1,
+            );
+        }
+    }
+}
