@@ -159,14 +159,14 @@ pub(super) enum HostMacro {
 }
 
 impl FileMacros {
-    /// The file's macros and its headers' (`headers`: text and tree), the file's own winning
+    /// The file's macros and its headers' (`headers`: their texts), the file's own winning
     /// where both define a name.
-    pub(super) fn with_headers(text: &str, root: Node, headers: &[(&str, Node)]) -> Self {
+    pub(super) fn with_headers(text: &str, headers: &[&str]) -> Self {
         let mut defs = HashMap::new();
-        for (t, r) in headers {
-            collect_defs(t, *r, &mut defs);
+        for t in headers {
+            collect_defs(t, &mut defs);
         }
-        collect_defs(text, root, &mut defs);
+        collect_defs(text, &mut defs);
         Self::classified(defs)
     }
 
@@ -235,66 +235,29 @@ impl FileMacros {
     }
 }
 
-/// The function-like macros `root` (of `text`) defines, and the object-like ones that carry an
-/// execution space, into `defs`.
-fn collect_defs(text: &str, root: Node, defs: &mut HashMap<String, MacroDef>) {
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        if n.kind() == "preproc_function_def" {
-            let body = n
-                .child_by_field_name("value")
-                .map(|v| &text[v.byte_range()]);
-            let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
-            if let (Some(body), Some(name)) = (body, name) {
-                let params = n
-                    .child_by_field_name("parameters")
-                    .map(|p| {
-                        let mut c = p.walk();
-                        let names: Vec<String> = p
-                            .children(&mut c)
-                            .filter(|c| c.kind() == "identifier" || c.kind() == "...")
-                            .map(|c| text[c.byte_range()].to_owned())
-                            .collect();
-                        names
-                    })
-                    .unwrap_or_default();
-                defs.insert(
-                    name.to_owned(),
-                    MacroDef {
-                        params,
-                        body: body.to_owned(),
-                        host: None,
-                        object: false,
-                    },
-                );
-            }
+/// The function-like macros `text` defines, and the object-like ones that carry an execution
+/// space, into `defs`; where `text` defines a name twice (in two branches), the first wins.
+fn collect_defs(text: &str, defs: &mut HashMap<String, MacroDef>) {
+    for d in directives(text).into_iter().rev() {
+        let DirectiveKind::Define(Some(m)) = d.kind else {
             continue;
-        }
+        };
+        let object = m.params.is_none();
         // Object-like macros that carry an execution space (`#define KERNEL extern "C"
         // __global__`): a function-like macro whose body says `KERNEL void NAME(...)`
         // defines device code, not host code.
-        if n.kind() == "preproc_def" {
-            let body = n
-                .child_by_field_name("value")
-                .map(|v| &text[v.byte_range()]);
-            let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
-            if let (Some(body), Some(name)) = (body, name) {
-                if identifiers(body).any(|w| matches!(w, "__device__" | "__global__")) {
-                    defs.insert(
-                        name.to_owned(),
-                        MacroDef {
-                            params: Vec::new(),
-                            body: body.to_owned(),
-                            host: None,
-                            object: true,
-                        },
-                    );
-                }
-            }
+        if object && !identifiers(&m.body_text).any(|w| matches!(w, "__device__" | "__global__")) {
             continue;
         }
-        let mut cursor = n.walk();
-        stack.extend(n.named_children(&mut cursor));
+        defs.insert(
+            m.name.clone(),
+            MacroDef {
+                params: m.params.unwrap_or_default(),
+                body: m.body_text,
+                host: None,
+                object,
+            },
+        );
     }
 }
 
