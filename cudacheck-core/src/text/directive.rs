@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use super::expand::Macro;
 use super::include::{header_name, HeaderName};
-use super::lex::{blank_comments, tokens, Kind, Token};
+use super::lex::{blank_comments, tokens, Kind};
 
 /// One directive.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,11 +202,6 @@ pub fn conditionals(dirs: &[Directive]) -> Vec<Conditional> {
         }
     }
     out
-}
-
-/// Whether `t` is the `#` that starts a directive: the first token of its line.
-pub fn is_directive_start(t: &Token) -> bool {
-    t.line_start && (t.is("#") || t.is("%:"))
 }
 
 #[cfg(test)]
