@@ -1,11 +1,11 @@
 //! The one CUDA text layer: everything that reads CUDA source as preprocessor text.
 //!
-//! - [`lex`]: preprocessing tokens (comments skipped with their spans kept, line continuations
-//!   read as white space);
+//! - [`lex`](mod@lex): preprocessing tokens (comments skipped with their spans kept, line
+//!   continuations read as white space);
 //! - [`directive`]: the directives, `#define`s, includes and the structure of conditionals;
 //! - [`expand`]: macro definitions and their expansion (`#`, `##`, `__VA_ARGS__`, rescanning);
-//! - [`include`]: include resolution in NVRTC's search order, through an injectable
-//!   [`FileReader`].
+//! - [`include`](mod@include): include resolution in NVRTC's search order, through an
+//!   injectable [`FileReader`].
 //!
 //! The layer is pure: it neither compiles nor touches the file system except through a
 //! [`FileReader`] ([`Disk`] is the one that does). It is best effort and never panics:
