@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Tree};
 
-use super::parse::{kernels_in, location, Cx};
+use super::parse::{kernels_in, location_of, Cx};
 use super::Location;
 use crate::text::{self, Kind, Macro, Macros};
 
@@ -45,35 +45,29 @@ pub struct MacroInvocation {
     pub generated_kernels: Vec<String>,
 }
 
-pub(super) fn collect_definitions(src: &str, root: Node) -> Vec<MacroKernel> {
-    let mut defs = Vec::new();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        if matches!(n.kind(), "preproc_def" | "preproc_function_def") {
-            defs.push(n);
-            continue;
-        }
-        let mut cursor = n.walk();
-        let children: Vec<Node> = n.named_children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev());
-    }
+/// The `#define`s anywhere in the file whose body mentions `__global__`, directly or through
+/// an object-like macro that does (`#define KERNEL extern "C" __global__` used in
+/// `#define UNARY(T, NAME) KERNEL void NAME(...)`), read by the text layer.
+pub(super) fn collect_definitions(src: &str) -> Vec<MacroKernel> {
+    let defs: Vec<MacroKernel> = text::directives(src)
+        .into_iter()
+        .filter_map(|d| definition(src, d))
+        .collect();
     let mut words = vec!["__global__".to_string()];
     let mut out: Vec<MacroKernel> = Vec::new();
     let mut taken = vec![false; defs.len()];
     // Each round adds the macros that mention a word found in the one before.
     loop {
         let before = out.len();
-        for (k, &n) in defs.iter().enumerate() {
-            if taken[k] {
+        for (k, m) in defs.iter().enumerate() {
+            if taken[k] || !mentions(&m.body, &words) {
                 continue;
             }
-            if let Some(m) = definition(src, n, &words) {
-                if !m.function_like {
-                    words.push(m.name.clone());
-                }
-                taken[k] = true;
-                out.push(m);
+            if !m.function_like {
+                words.push(m.name.clone());
             }
+            taken[k] = true;
+            out.push(m.clone());
         }
         if out.len() == before {
             break;
@@ -83,39 +77,52 @@ pub(super) fn collect_definitions(src: &str, root: Node) -> Vec<MacroKernel> {
     out
 }
 
-fn definition(src: &str, n: Node, kernel_words: &[String]) -> Option<MacroKernel> {
-    let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
-    let body = text(n.child_by_field_name("value")?);
-    let toks = text::tokens(body);
-    if !toks
+/// Whether `body` names one of `words`.
+fn mentions(body: &str, words: &[String]) -> bool {
+    text::tokens(body)
         .iter()
-        .any(|t| t.kind == Kind::Ident && kernel_words.contains(&t.text))
+        .any(|t| t.kind == Kind::Ident && words.contains(&t.text))
+}
+
+/// The macro a directive defines, with its body as written (from after the name or the
+/// parameter list to the end of the directive, continuations included).
+fn definition(src: &str, d: text::Directive) -> Option<MacroKernel> {
+    let text::DirectiveKind::Define(Some(m)) = d.kind else {
+        return None;
+    };
+    let written = src.get(d.span.clone())?;
+    let after_define = written.find("define")? + "define".len();
+    let name_at = d.span.start + after_define + written[after_define..].find(m.name.as_str())?;
+    let name_end = name_at + m.name.len();
+    let body_start = match m.params {
+        Some(_) => name_end + src.get(name_end..d.span.end)?.find(')')? + 1,
+        None => name_end,
+    };
+    // As the grammar's `preproc_arg`: from the first character that is not white space or a
+    // line continuation.
+    let rest = src.get(body_start..d.span.end)?;
+    let rest = rest.strip_suffix('\n').unwrap_or(rest);
+    let mut body = rest.strip_suffix('\r').unwrap_or(rest).trim_start();
+    while let Some(rest) = body
+        .strip_prefix('\\')
+        .filter(|r| r.starts_with(['\n', '\r']))
     {
+        body = rest.trim_start();
+    }
+    if body.trim().is_empty() {
         return None;
     }
-    let extern_c = toks
+    let extern_c = m
+        .body
         .windows(2)
         .any(|w| w[0].is("extern") && w[1].kind == Kind::Str && w[1].text == "\"C\"");
-    let params_node = n.child_by_field_name("parameters");
-    let params = params_node
-        .map(|p| {
-            let mut cursor = p.walk();
-            let names: Vec<String> = p
-                .children(&mut cursor)
-                .filter(|c| c.kind() == "identifier" || c.kind() == "...")
-                .map(|c| text(c).to_owned())
-                .collect();
-            names
-        })
-        .unwrap_or_default();
-    let name = n.child_by_field_name("name")?;
     Some(MacroKernel {
-        name: text(name).to_owned(),
-        params,
-        function_like: params_node.is_some(),
+        function_like: m.params.is_some(),
+        params: m.params.unwrap_or_default(),
         extern_c,
         body: body.to_owned(),
-        location: location(src, name),
+        location: location_of(src, name_at..name_end),
+        name: m.name,
         invocations: Vec::new(),
     })
 }

@@ -46,6 +46,19 @@ pub(super) fn location(src: &str, n: Node) -> Location {
     }
 }
 
+/// The location of the bytes `range` of `src`.
+pub(super) fn location_of(src: &str, range: std::ops::Range<usize>) -> Location {
+    let before = src.get(..range.start).unwrap_or("");
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = before[line_start..].chars().count() + 1;
+    Location {
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column: u32::try_from(column).unwrap_or(u32::MAX),
+        byte_range: range,
+    }
+}
+
 /// Lexical scope of an item: the namespaces around it and whether it has C linkage.
 #[derive(Clone, Default)]
 pub(super) struct Scope {
@@ -82,12 +95,10 @@ pub(super) fn parse(text: &str, file_name: &str) -> Result<SourceModel, SourceEr
         file_name: file_name.to_owned(),
         ..SourceModel::default()
     };
-    // Definitions come from a parse of the directives alone, at their own offsets: in the
-    // whole file, an invocation without a semicolon before a `#define`
-    // (`UNARY_OP(__half, usqrt_f16, hsqrt(x))`) can make the parser's recovery swallow it.
-    let directives = crate::text::directive::directives_only(text);
-    let dtree = parser.parse(&directives, None).ok_or_else(failed)?;
-    model.kernel_macros = macros::collect_definitions(text, dtree.root_node());
+    // Definitions come from the text layer's directives, not the tree: in the whole file, an
+    // invocation without a semicolon before a `#define` (`UNARY_OP(__half, usqrt_f16,
+    // hsqrt(x))`) can make the parser's recovery swallow it.
+    model.kernel_macros = macros::collect_definitions(text);
     let cx = Cx {
         src: text,
         prefix_macros: model

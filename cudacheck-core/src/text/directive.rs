@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use super::expand::Macro;
 use super::include::{header_name, HeaderName};
-use super::lex::{blank_comments, tokens, Kind};
+use super::lex::{blank, tokens, Kind, Lexer};
 
 /// One directive.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +50,27 @@ pub enum DirectiveKind {
 /// The directives of `src`, in order. A `#` inside a comment or after other tokens on its line
 /// starts none.
 pub fn directives(src: &str) -> Vec<Directive> {
-    let blanked = blank_comments(src);
+    read_directives(src, false)
+}
+
+/// The directives of `src` and the lines inside multi-line string literals that read as
+/// directives (JIT source in a raw string): for listing what a text may include where one
+/// header too many costs a needless recompile and one too few a stale module.
+pub fn directives_and_literal_lines(src: &str) -> Vec<Directive> {
+    read_directives(src, true)
+}
+
+fn read_directives(src: &str, in_literals: bool) -> Vec<Directive> {
+    // One pass finds the comments and the literals that span lines (raw strings): a line
+    // inside one (the `#include` lines of JIT source in `R"(...)"`) is no directive.
+    let mut lexer = Lexer::new(src);
+    let mut multi_line: Vec<Range<usize>> = Vec::new();
+    while let Some((kind, span)) = lexer.next_span() {
+        if !in_literals && kind == Kind::Str && src[span.clone()].contains('\n') {
+            multi_line.push(span);
+        }
+    }
+    let blanked = blank(src, lexer.comments.into_iter().map(|(r, _)| r));
     let mut out = Vec::new();
     let mut at = 0;
     let mut line_no = 0;
@@ -59,7 +79,9 @@ pub fn directives(src: &str) -> Vec<Directive> {
         line_no += 1;
         let start = at;
         at += line.len();
-        if !line.trim_start().starts_with('#') {
+        if !line.trim_start().starts_with('#')
+            || multi_line.iter().any(|r| r.start < start && start < r.end)
+        {
             continue;
         }
         let first = line_no;
@@ -130,23 +152,6 @@ fn read_directive(logical: &str, line: usize, span: Range<usize>) -> Directive {
 /// The byte ranges of `src`'s directives (see [`Directive::span`]).
 pub fn directive_ranges(src: &str) -> Vec<Range<usize>> {
     directives(src).into_iter().map(|d| d.span).collect()
-}
-
-/// `src` with every byte outside directives blanked to a space, line breaks kept: every
-/// directive stays at its byte offset, line and column, so a syntax tree of this text indexes
-/// `src`.
-pub fn directives_only(src: &str) -> String {
-    let mut out: Vec<u8> = src
-        .bytes()
-        .map(|b| if b == b'\n' { b'\n' } else { b' ' })
-        .collect();
-    for r in directive_ranges(src) {
-        if let (Some(to), Some(from)) = (out.get_mut(r.clone()), src.as_bytes().get(r.clone())) {
-            to.copy_from_slice(from);
-        }
-    }
-    // Whole lines were kept or blanked to ASCII: the result is UTF-8 where `src` was.
-    String::from_utf8(out).unwrap_or_else(|_| src.to_owned())
 }
 
 /// The headers the `__has_include` / `__has_include_next` tests of a directive's text name.
@@ -248,6 +253,11 @@ mod tests {
         assert_eq!(inc(2), Some(HeaderName::angled("d.h")));
         assert_eq!(inc(3), None);
         assert_eq!(d.len(), 6, "a directive in a comment is none");
+        let jit = directives("auto s = R\"(\n#include <jit.h>\n)\";\n#include <real.h>\n");
+        assert_eq!(jit.len(), 1, "a line inside a raw string is no directive");
+        assert_eq!(jit[0].line, 4);
+        let all = directives_and_literal_lines("auto s = R\"(\n#include <jit.h>\n)\";\n");
+        assert_eq!(all.len(), 1);
         assert_eq!(
             has_includes(&d[4].rest),
             [HeaderName::angled("e.h"), HeaderName::quoted("f.h")]
@@ -278,6 +288,5 @@ mod tests {
     fn ranges_cover_continued_lines() {
         let src = "int x;\n#define M \\\n  1\nint y;\n";
         assert_eq!(directive_ranges(src), vec![(7..23)]);
-        assert_eq!(directives_only(src), "      \n#define M \\\n  1\n      \n");
     }
 }

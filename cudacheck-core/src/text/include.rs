@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::directive::{directives, has_includes, DirectiveKind};
+use super::directive::{directives, directives_and_literal_lines, has_includes, DirectiveKind};
 
 /// The header an include names.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -87,8 +87,19 @@ impl Includes {
 
 /// The includes of `src`.
 pub fn includes(src: &str) -> Includes {
+    includes_of(directives(src))
+}
+
+/// The includes of `src` and those of `#include` lines inside its multi-line string literals
+/// (JIT source in a raw string), for a cache key: listing a header too many costs a needless
+/// recompile, one too few a stale module.
+pub fn all_includes(src: &str) -> Includes {
+    includes_of(directives_and_literal_lines(src))
+}
+
+fn includes_of(dirs: Vec<super::directive::Directive>) -> Includes {
     let mut out = Includes::default();
-    for d in directives(src) {
+    for d in dirs {
         if let DirectiveKind::Include(h) = &d.kind {
             match h {
                 Some(h) => out.refs.push(IncludeRef {

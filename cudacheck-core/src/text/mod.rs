@@ -29,8 +29,8 @@ pub use directive::{
 };
 pub use expand::{call_args, render, Macro, Macros};
 pub use include::{
-    include_closure, include_on_line, includes, Disk, FileReader, HeaderName, IncludeRef, Included,
-    Includes, SearchPath,
+    all_includes, include_closure, include_on_line, includes, Disk, FileReader, HeaderName,
+    IncludeRef, Included, Includes, SearchPath,
 };
 pub use lex::{
     blank, blank_comments, comments, identifiers, is_identifier, lex, tokens, CommentKind, Kind,
@@ -100,7 +100,6 @@ mod tests {
             let _ = m.invoke_text("F", &[s.clone(), String::new()]);
             let _ = call_args(&s, s.find('(').unwrap_or(0));
             let _ = conditionals(&directives(&s));
-            let _ = directive::directives_only(&s);
             let _ = blank_comments(&s);
             let _ = includes(&s);
             let _ = include_closure(

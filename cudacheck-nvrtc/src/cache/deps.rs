@@ -195,7 +195,7 @@ fn candidates(inc: &Include, from_dir: &Path, search: &SearchPath<'_>) -> Vec<Pa
 /// in.
 pub(super) fn scan(bytes: &[u8]) -> Scanned {
     let digest = *blake3::hash(bytes).as_bytes();
-    let found = cudacheck_core::text::includes(&String::from_utf8_lossy(bytes));
+    let found = cudacheck_core::text::all_includes(&String::from_utf8_lossy(bytes));
     Scanned {
         digest,
         includes: found
