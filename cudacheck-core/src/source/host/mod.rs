@@ -52,7 +52,8 @@ mod text;
 
 /// The source text of the host-code transform, for caches keyed on everything that changes
 /// what NVRTC is given (`cudacheck::cache`): a changed transform must not be answered with
-/// results the old one produced.
+/// results the old one produced. The text layer it reads CUDA through is
+/// [`crate::text::SOURCES`].
 #[doc(hidden)]
 pub const TRANSFORM_SOURCES: &[&str] = &[
     include_str!("mod.rs"),
@@ -63,9 +64,6 @@ pub const TRANSFORM_SOURCES: &[&str] = &[
     include_str!("launches.rs"),
     include_str!("text.rs"),
     include_str!("../macros.rs"),
-    include_str!("../../text/lex.rs"),
-    include_str!("../../text/directive.rs"),
-    include_str!("../../text/expand.rs"),
 ];
 
 use decls::{member_definitions, HostDecl};
