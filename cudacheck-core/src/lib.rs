@@ -20,6 +20,7 @@ pub mod ptx_entry;
 pub mod race;
 pub mod resources;
 pub mod source;
+pub mod text;
 pub mod validate;
 
 pub use arch::Arch;

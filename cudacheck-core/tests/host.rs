@@ -177,7 +177,7 @@ fn launches_through_nested_statement_macros_are_expanded() {
                #define BY_TYPE(T) switch (b) { case 32: BY_BLOCK(T, 32); break; default: BY_BLOCK(T, 64); }\n\
                extern \"C\" void run(float* x, int b) { BY_TYPE(float); }\n";
     let host = set_aside_host_code(src).unwrap();
-    assert_eq!(host.launched, ["g < float , 32 >", "g < float , 64 >"]);
+    assert_eq!(host.launched, ["g<float, 32>", "g<float, 64>"]);
 }
 
 #[test]
@@ -266,7 +266,7 @@ fn launches_through_a_statement_macro_are_expanded() {
                    switch (t) { case 0: { LAUNCH_G(32); break; } case 1: { LAUNCH_G(256); break; } }\n\
                }\n";
     let host = set_aside_host_code(src).unwrap();
-    assert_eq!(host.launched, ["g < 32 >", "g < 256 >"]);
+    assert_eq!(host.launched, ["g<32>", "g<256>"]);
 }
 
 #[test]
@@ -292,7 +292,7 @@ fn an_invocation_that_defines_host_launchers_is_blanked_not_the_macro() {
     assert!(kept.contains("#define LAUNCHER(tag, T)"), "{kept}");
     assert!(!kept.contains("LAUNCHER(f32"), "{kept}");
     assert_eq!(position(kept, "__global__"), position(src, "__global__"));
-    assert_eq!(host.launched, ["k < float >", "k < double >"]);
+    assert_eq!(host.launched, ["k<float>", "k<double>"]);
     assert!(host.functions.iter().all(|f| f.name == "LAUNCHER"
         && f.decision == HostDecision::SetAside(SetAsideKind::MacroHostFunctions)));
 }

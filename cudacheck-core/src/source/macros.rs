@@ -3,16 +3,15 @@
 //! learn the kernel names it generates.
 //!
 //! tree-sitter does not run the preprocessor: a macro's body is one opaque token
-//! (`preproc_arg`). The small tokenizer here only reads those bodies; everything else comes from
-//! the syntax tree.
-
-use std::collections::HashMap;
+//! (`preproc_arg`). Bodies are read and invocations expanded by the text layer
+//! ([`crate::text`]); everything else comes from the syntax tree.
 
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Tree};
 
-use super::parse::{kernels_in, location, Cx};
+use super::parse::{kernels_in, location_of, Cx};
 use super::Location;
+use crate::text::{self, Kind, Macro, Macros};
 
 /// A `#define` whose body contains `__global__`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,150 +45,29 @@ pub struct MacroInvocation {
     pub generated_kernels: Vec<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tok<'a> {
-    Ident(&'a str),
-    /// `#` (stringize) and `##` (paste).
-    Hash,
-    Paste,
-    Other(&'a str),
-}
-
-impl<'a> Tok<'a> {
-    fn text(self) -> &'a str {
-        match self {
-            Tok::Ident(s) | Tok::Other(s) => s,
-            Tok::Hash => "#",
-            Tok::Paste => "##",
-        }
-    }
-}
-
-/// Splits a macro body into preprocessing tokens, dropping comments and line continuations.
-fn pp_tokens(s: &str) -> Vec<Tok<'_>> {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        let start = i;
-        if c.is_ascii_whitespace() || c == b'\\' {
-            i += 1;
-        } else if b[i..].starts_with(b"//") {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if b[i..].starts_with(b"/*") {
-            i += 2;
-            while i < b.len() && !b[i..].starts_with(b"*/") {
-                i += 1;
-            }
-            i = (i + 2).min(b.len());
-        } else if c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80 {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] >= 0x80) {
-                i += 1;
-            }
-            let word = &s[start..i];
-            out.push(if c.is_ascii_digit() {
-                Tok::Other(word)
-            } else {
-                Tok::Ident(word)
-            });
-        } else if c == b'"' || c == b'\'' {
-            i += 1;
-            while i < b.len() && b[i] != c {
-                i += if b[i] == b'\\' { 2 } else { 1 };
-            }
-            i = (i + 1).min(b.len());
-            out.push(Tok::Other(s.get(start..i).unwrap_or("")));
-        } else if b[i..].starts_with(b"##") {
-            i += 2;
-            out.push(Tok::Paste);
-        } else if c == b'#' {
-            i += 1;
-            out.push(Tok::Hash);
-        } else {
-            // One punctuation byte; multi-byte UTF-8 never reaches here (>= 0x80 is ident).
-            i += 1;
-            out.push(Tok::Other(&s[start..i]));
-        }
-    }
-    out
-}
-
 /// The `#define`s anywhere in the file whose body mentions `__global__`, directly or through
 /// an object-like macro that does (`#define KERNEL extern "C" __global__` used in
-/// `#define UNARY(T, NAME) KERNEL void NAME(...)`).
-/// `text` with every byte outside preprocessor directives (a line starting with `#`, and its
-/// `\`-continued lines) blanked to a space, newlines kept: every directive stays at its byte
-/// offset, line and column, so a tree of this text indexes the original.
-pub(super) fn directives_only(text: &str) -> String {
-    let mut out = vec![b' '; text.len()];
-    for (k, b) in text.bytes().enumerate() {
-        if b == b'\n' {
-            out[k] = b'\n';
-        }
-    }
-    for r in directive_ranges(text) {
-        out[r.clone()].copy_from_slice(&text.as_bytes()[r]);
-    }
-    // Whole lines were kept or blanked to ASCII: the result is UTF-8 where `text` was.
-    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
-}
-
-/// The byte ranges of `text`'s preprocessor directives: a line starting with `#` and the
-/// lines its trailing `\` continues it onto.
-pub(super) fn directive_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
-    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
-    let mut in_directive = false;
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        let body = line.trim_end_matches(['\n', '\r']);
-        let continued = in_directive;
-        if !in_directive {
-            in_directive = body.trim_start().starts_with('#');
-        }
-        if in_directive {
-            match out.last_mut() {
-                Some(r) if continued => r.end = at + line.len(),
-                _ => out.push(at..at + line.len()),
-            }
-        }
-        in_directive = in_directive && body.ends_with('\\');
-        at += line.len();
-    }
-    out
-}
-
-pub(super) fn collect_definitions(src: &str, root: Node) -> Vec<MacroKernel> {
-    let mut defs = Vec::new();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        if matches!(n.kind(), "preproc_def" | "preproc_function_def") {
-            defs.push(n);
-            continue;
-        }
-        let mut cursor = n.walk();
-        let children: Vec<Node> = n.named_children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev());
-    }
+/// `#define UNARY(T, NAME) KERNEL void NAME(...)`), read by the text layer.
+pub(super) fn collect_definitions(src: &str) -> Vec<MacroKernel> {
+    let defs: Vec<MacroKernel> = text::directives(src)
+        .into_iter()
+        .filter_map(|d| definition(src, d))
+        .collect();
     let mut words = vec!["__global__".to_string()];
     let mut out: Vec<MacroKernel> = Vec::new();
     let mut taken = vec![false; defs.len()];
     // Each round adds the macros that mention a word found in the one before.
     loop {
         let before = out.len();
-        for (k, &n) in defs.iter().enumerate() {
-            if taken[k] {
+        for (k, m) in defs.iter().enumerate() {
+            if taken[k] || !mentions(&m.body, &words) {
                 continue;
             }
-            if let Some(m) = definition(src, n, &words) {
-                if !m.function_like {
-                    words.push(m.name.clone());
-                }
-                taken[k] = true;
-                out.push(m);
+            if !m.function_like {
+                words.push(m.name.clone());
             }
+            taken[k] = true;
+            out.push(m.clone());
         }
         if out.len() == before {
             break;
@@ -199,39 +77,52 @@ pub(super) fn collect_definitions(src: &str, root: Node) -> Vec<MacroKernel> {
     out
 }
 
-fn definition(src: &str, n: Node, kernel_words: &[String]) -> Option<MacroKernel> {
-    let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
-    let body = text(n.child_by_field_name("value")?);
-    let toks = pp_tokens(body);
-    if !kernel_words
+/// Whether `body` names one of `words`.
+fn mentions(body: &str, words: &[String]) -> bool {
+    text::tokens(body)
         .iter()
-        .any(|w| toks.contains(&Tok::Ident(w.as_str())))
+        .any(|t| t.kind == Kind::Ident && words.contains(&t.text))
+}
+
+/// The macro a directive defines, with its body as written (from after the name or the
+/// parameter list to the end of the directive, continuations included).
+fn definition(src: &str, d: text::Directive) -> Option<MacroKernel> {
+    let text::DirectiveKind::Define(Some(m)) = d.kind else {
+        return None;
+    };
+    let written = src.get(d.span.clone())?;
+    let after_define = written.find("define")? + "define".len();
+    let name_at = d.span.start + after_define + written[after_define..].find(m.name.as_str())?;
+    let name_end = name_at + m.name.len();
+    let body_start = match m.params {
+        Some(_) => name_end + src.get(name_end..d.span.end)?.find(')')? + 1,
+        None => name_end,
+    };
+    // As the grammar's `preproc_arg`: from the first character that is not white space or a
+    // line continuation.
+    let rest = src.get(body_start..d.span.end)?;
+    let rest = rest.strip_suffix('\n').unwrap_or(rest);
+    let mut body = rest.strip_suffix('\r').unwrap_or(rest).trim_start();
+    while let Some(rest) = body
+        .strip_prefix('\\')
+        .filter(|r| r.starts_with(['\n', '\r']))
     {
+        body = rest.trim_start();
+    }
+    if body.trim().is_empty() {
         return None;
     }
-    let extern_c = toks
+    let extern_c = m
+        .body
         .windows(2)
-        .any(|w| w == [Tok::Ident("extern"), Tok::Other("\"C\"")]);
-    let params_node = n.child_by_field_name("parameters");
-    let params = params_node
-        .map(|p| {
-            let mut cursor = p.walk();
-            let names: Vec<String> = p
-                .children(&mut cursor)
-                .filter(|c| c.kind() == "identifier" || c.kind() == "...")
-                .map(|c| text(c).to_owned())
-                .collect();
-            names
-        })
-        .unwrap_or_default();
-    let name = n.child_by_field_name("name")?;
+        .any(|w| w[0].is("extern") && w[1].kind == Kind::Str && w[1].text == "\"C\"");
     Some(MacroKernel {
-        name: text(name).to_owned(),
-        params,
-        function_like: params_node.is_some(),
+        function_like: m.params.is_some(),
+        params: m.params.unwrap_or_default(),
         extern_c,
         body: body.to_owned(),
-        location: location(src, name),
+        location: location_of(src, name_at..name_end),
+        name: m.name,
         invocations: Vec::new(),
     })
 }
@@ -263,47 +154,12 @@ pub(super) fn leaves<'t>(root: Node<'t>, out: &mut Vec<Node<'t>>, skip_bodies: b
     }
 }
 
-/// Index of the `)` closing the `(` at `open`, and the leaf ranges of each argument between.
+/// Index of the leaf `)` closing the leaf `(` at `open`, and the text of each argument between
+/// (read by [`text::call_args`]).
 pub(super) fn call_args(src: &str, l: &[Node], open: usize) -> Option<(usize, Vec<String>)> {
-    let text = |n: &Node| src.get(n.byte_range()).unwrap_or("");
-    let mut depth = 0usize;
-    let mut args = Vec::new();
-    let mut arg_start: Option<usize> = None;
-    for (j, leaf) in l.iter().enumerate().skip(open) {
-        let t = text(leaf);
-        let finish = |args: &mut Vec<String>, start: Option<usize>| {
-            let s = start.map_or("", |s| {
-                src.get(l[s].start_byte()..l[j - 1].end_byte())
-                    .unwrap_or("")
-            });
-            args.push(s.trim().to_owned());
-        };
-        match t {
-            "(" | "[" | "{" => {
-                depth += 1;
-                if depth == 1 {
-                    continue;
-                }
-            }
-            ")" | "]" | "}" => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    if arg_start.is_some() || !args.is_empty() {
-                        finish(&mut args, arg_start);
-                    }
-                    return Some((j, args));
-                }
-            }
-            "," if depth == 1 => {
-                finish(&mut args, arg_start);
-                arg_start = None;
-                continue;
-            }
-            _ => {}
-        }
-        arg_start.get_or_insert(j);
-    }
-    None
+    let (args, end) = text::call_args(src, l.get(open)?.start_byte())?;
+    let close = open + l[open..].iter().position(|n| n.end_byte() == end)?;
+    Some((close, args))
 }
 
 /// Finds invocations of the function-like kernel macros outside functions and expands them.
@@ -315,7 +171,7 @@ pub(super) fn collect_invocations(cx: &Cx, root: Node, macros: &mut [MacroKernel
     leaves(root, &mut l, true);
     // Directives the parser did not read as such (after an invocation without a semicolon)
     // hold no invocations either.
-    let directives = directive_ranges(cx.src);
+    let directives = text::directive_ranges(cx.src);
     l.retain(|n| !directives.iter().any(|r| r.contains(&n.start_byte())));
     let text = |n: &Node| cx.src.get(n.byte_range()).unwrap_or("");
     let mut i = 0;
@@ -330,7 +186,7 @@ pub(super) fn collect_invocations(cx: &Cx, root: Node, macros: &mut [MacroKernel
                     i += 1;
                     continue;
                 };
-                let expanded = expand(&m.body, &m.params, &args);
+                let expanded = expand(&m.name, &m.body, &m.params, &args);
                 let generated_kernels = kernels_in(&expanded, &cx.prefix_macros)
                     .into_iter()
                     .map(|k| k.name)
@@ -351,50 +207,16 @@ impl MacroKernel {
     /// The text one invocation expands to (arguments substituted, `#` and `##` applied; other
     /// macros inside are left as written), for reading the kernels it defines.
     pub fn expansion(&self, invocation: &MacroInvocation) -> String {
-        expand(&self.body, &self.params, &invocation.args)
+        expand(&self.name, &self.body, &self.params, &invocation.args)
     }
 }
 
-/// Substitutes `args` for `params` in `body`, with `#x` stringizing and `a ## b` pasting. The
-/// arguments are not themselves macro-expanded (nothing else is known about other macros).
-pub(super) fn expand(body: &str, params: &[String], args: &[String]) -> String {
-    let lookup: HashMap<&str, String> = params
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            if p == "..." {
-                ("__VA_ARGS__", args.get(i..).unwrap_or(&[]).join(", "))
-            } else {
-                (p.as_str(), args.get(i).cloned().unwrap_or_default())
-            }
-        })
-        .collect();
-    let toks = pp_tokens(body);
-    let mut pieces: Vec<String> = Vec::new();
-    let mut paste = false;
-    let mut i = 0;
-    while i < toks.len() {
-        let piece = match (toks[i], toks.get(i + 1)) {
-            (Tok::Paste, _) => {
-                paste = true;
-                i += 1;
-                continue;
-            }
-            (Tok::Hash, Some(Tok::Ident(p))) if lookup.contains_key(p) => {
-                i += 1;
-                format!("{:?}", lookup[p])
-            }
-            (Tok::Ident(p), _) => lookup.get(p).cloned().unwrap_or_else(|| p.to_owned()),
-            (t, _) => t.text().to_owned(),
-        };
-        match pieces.last_mut() {
-            Some(last) if paste => last.push_str(&piece),
-            _ => pieces.push(piece),
-        }
-        paste = false;
-        i += 1;
-    }
-    pieces.join(" ")
+/// The function-like macro `name(params) body` invoked with `args`, by the text layer alone:
+/// other macros are not known here and stay as written.
+pub(super) fn expand(name: &str, body: &str, params: &[String], args: &[String]) -> String {
+    let mut m = Macros::new();
+    m.define(Macro::function(name, params, body));
+    m.invoke_text(name, args).unwrap_or_default()
 }
 
 /// The text with every `__align__(N)` / `__builtin_align__(N)` replaced by spaces (newlines
@@ -429,31 +251,15 @@ mod tests {
 
     #[test]
     fn expansion_pastes_and_substitutes() {
+        let p = |s: &str| vec![s.to_owned()];
         let e = expand(
+            "K",
             "__global__ void add_##T(T* a) { a[0] = 1; }",
-            &["T".to_owned()],
-            &["float".to_owned()],
+            &p("T"),
+            &p("float"),
         );
-        assert_eq!(
-            e,
-            "__global__ void add_float ( float * a ) { a [ 0 ] = 1 ; }"
-        );
-        let e = expand("name##_k #name", &["name".to_owned()], &["foo".to_owned()]);
+        assert_eq!(e, "__global__ void add_float(float* a) { a[0] = 1; }");
+        let e = expand("K", "name##_k #name", &p("name"), &p("foo"));
         assert_eq!(e, "foo_k \"foo\"");
-    }
-
-    #[test]
-    fn tokens_skip_comments_and_continuations() {
-        let t = pp_tokens("a /* x */ b \\\n // c\n \"s\\\"\" ## #");
-        assert_eq!(
-            t,
-            vec![
-                Tok::Ident("a"),
-                Tok::Ident("b"),
-                Tok::Other("\"s\\\"\""),
-                Tok::Paste,
-                Tok::Hash
-            ]
-        );
     }
 }

@@ -129,7 +129,8 @@ pub struct SourceModel {
     pub structs: Vec<StructDecl>,
     /// `__shared__` variables declared outside any function.
     pub shared_globals: Vec<SharedArray>,
-    /// `#include` paths, without their `""` or `<>`.
+    /// `#include` paths, without their `""` or `<>`, as the text layer reads them
+    /// ([`crate::text::includes`]: every branch, outside comments).
     pub includes: Vec<String>,
     /// Syntax errors the parser recovered from.
     pub errors: Vec<SyntaxIssue>,

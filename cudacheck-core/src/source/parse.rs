@@ -46,6 +46,19 @@ pub(super) fn location(src: &str, n: Node) -> Location {
     }
 }
 
+/// The location of the bytes `range` of `src`.
+pub(super) fn location_of(src: &str, range: std::ops::Range<usize>) -> Location {
+    let before = src.get(..range.start).unwrap_or("");
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = before[line_start..].chars().count() + 1;
+    Location {
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column: u32::try_from(column).unwrap_or(u32::MAX),
+        byte_range: range,
+    }
+}
+
 /// Lexical scope of an item: the namespaces around it and whether it has C linkage.
 #[derive(Clone, Default)]
 pub(super) struct Scope {
@@ -82,12 +95,10 @@ pub(super) fn parse(text: &str, file_name: &str) -> Result<SourceModel, SourceEr
         file_name: file_name.to_owned(),
         ..SourceModel::default()
     };
-    // Definitions come from a parse of the directives alone, at their own offsets: in the
-    // whole file, an invocation without a semicolon before a `#define`
-    // (`UNARY_OP(__half, usqrt_f16, hsqrt(x))`) can make the parser's recovery swallow it.
-    let directives = macros::directives_only(text);
-    let dtree = parser.parse(&directives, None).ok_or_else(failed)?;
-    model.kernel_macros = macros::collect_definitions(text, dtree.root_node());
+    // Definitions come from the text layer's directives, not the tree: in the whole file, an
+    // invocation without a semicolon before a `#define` (`UNARY_OP(__half, usqrt_f16,
+    // hsqrt(x))`) can make the parser's recovery swallow it.
+    model.kernel_macros = macros::collect_definitions(text);
     let cx = Cx {
         src: text,
         prefix_macros: model
@@ -97,6 +108,10 @@ pub(super) fn parse(text: &str, file_name: &str) -> Result<SourceModel, SourceEr
             .map(|m| (m.name.clone(), m.extern_c))
             .collect(),
     };
+    model.includes = crate::text::includes(text)
+        .included()
+        .map(|h| h.name.clone())
+        .collect();
     let mut walk = Walk::default();
     walk.items(&cx, root, &Scope::default(), &mut model);
     for (name, args) in walk.instantiations {
@@ -207,13 +222,6 @@ impl Walk {
             // Error nodes are searched too, since recovery can wrap good definitions in them.
             "preproc_if" | "preproc_ifdef" | "preproc_else" | "preproc_elif"
             | "preproc_elifdef" | "ERROR" => self.items(cx, node, scope, model),
-            "preproc_include" => {
-                if let Some(path) = node.child_by_field_name("path") {
-                    let p = cx.text(path);
-                    let p = p.trim_matches(|c| matches!(c, '"' | '<' | '>'));
-                    model.includes.push(p.to_owned());
-                }
-            }
             "struct_specifier" | "class_specifier" => {
                 structs::from_specifier(cx, node, &[], &mut model.structs);
             }

@@ -180,145 +180,34 @@ pub(crate) fn header_files(
 
 /// Every place NVRTC may find `inc` when `from_dir`'s file includes it.
 fn candidates(inc: &Include, from_dir: &Path, search: &SearchPath<'_>) -> Vec<PathBuf> {
-    let name = Path::new(&inc.name);
-    if name.is_absolute() {
-        return vec![name.to_path_buf()];
+    let header = cudacheck_core::text::HeaderName {
+        name: inc.name.clone(),
+        quoted: inc.quoted,
+    };
+    cudacheck_core::text::SearchPath {
+        user_dirs: search.user_dirs,
+        toolkit_dirs: search.cuda_dirs,
     }
-    let here = inc.quoted.then(|| from_dir.join(name));
-    here.into_iter()
-        .chain(
-            search
-                .user_dirs
-                .iter()
-                .chain(search.cuda_dirs)
-                .map(|d| d.join(name)),
-        )
-        .collect()
+    .candidates(&header, Some(from_dir))
 }
 
 /// Hashes `bytes` and lists its include directives, outside comments, whatever `#if` they sit
 /// in.
 pub(super) fn scan(bytes: &[u8]) -> Scanned {
     let digest = *blake3::hash(bytes).as_bytes();
-    let text = String::from_utf8_lossy(bytes);
-    let mut includes = Vec::new();
-    let mut computed = None;
-    for (line_no, line) in logical_lines(&strip_comments(&text)) {
-        let Some(rest) = line.trim_start().strip_prefix('#') else {
-            continue;
-        };
-        let rest = rest.trim_start();
-        let directive = ["include_next", "include", "import"]
-            .iter()
-            .find_map(|d| rest.strip_prefix(d));
-        if let Some(operand) = directive {
-            match quoted_name(operand) {
-                Some(inc) => includes.push(inc),
-                None => {
-                    computed.get_or_insert(line_no);
-                }
-            }
-        }
-        // `#if __has_include(<x>)`: whether x exists changes what is compiled.
-        let mut s = rest;
-        while let Some(i) = s.find("__has_include") {
-            s = &s[i + "__has_include".len()..];
-            let operand = s.trim_start_matches("_next").trim_start();
-            if let Some(inc) = operand.strip_prefix('(').and_then(quoted_name) {
-                includes.push(inc);
-            }
-        }
-    }
+    let found = cudacheck_core::text::all_includes(&String::from_utf8_lossy(bytes));
     Scanned {
         digest,
-        includes,
-        computed,
+        includes: found
+            .refs
+            .into_iter()
+            .map(|r| Include {
+                name: r.header.name,
+                quoted: r.header.quoted,
+            })
+            .collect(),
+        computed: found.computed,
     }
-}
-
-/// `<name>` or `"name"` at the start of `s` (after spaces).
-fn quoted_name(s: &str) -> Option<Include> {
-    let s = s.trim_start();
-    let (close, quoted) = match s.chars().next()? {
-        '<' => ('>', false),
-        '"' => ('"', true),
-        _ => return None,
-    };
-    let body = &s[1..];
-    let end = body.find(close)?;
-    Some(Include {
-        name: body[..end].to_string(),
-        quoted,
-    })
-}
-
-/// The text with comments replaced by a space (newlines kept, so line numbers hold), string
-/// and character literals left as they are.
-fn strip_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '/' if chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut prev = ' ';
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        out.push('\n');
-                    }
-                    if prev == '*' && c == '/' {
-                        break;
-                    }
-                    prev = c;
-                }
-                out.push(' ');
-            }
-            '"' | '\'' => {
-                out.push(c);
-                let mut escaped = false;
-                for d in chars.by_ref() {
-                    out.push(d);
-                    if d == '\n' || (d == c && !escaped) {
-                        break;
-                    }
-                    escaped = d == '\\' && !escaped;
-                }
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Lines joined at backslash-newline, each with its 1-based starting line number.
-fn logical_lines(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut start = 1;
-    for (i, line) in text.lines().enumerate() {
-        if current.is_empty() {
-            start = i + 1;
-        }
-        match line.strip_suffix('\\') {
-            Some(head) => current.push_str(head),
-            None => {
-                current.push_str(line);
-                out.push((start, std::mem::take(&mut current)));
-            }
-        }
-    }
-    if !current.is_empty() {
-        out.push((start, current));
-    }
-    out
 }
 
 #[cfg(test)]

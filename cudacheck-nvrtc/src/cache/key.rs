@@ -101,6 +101,7 @@ fn compile_path_digest() -> &'static [u8; 32] {
             COMPILE_PATH
                 .iter()
                 .chain(cudacheck_core::source::TRANSFORM_SOURCES)
+                .chain(cudacheck_core::text::SOURCES)
                 .copied(),
         )
     })
@@ -117,7 +118,9 @@ fn direct_path_digest() -> &'static [u8; 32] {
             .flat_map(|(name, text)| [*name, *text])
             .chain(HOST_ONLY_HEADERS.iter().copied())
             .chain([HOST_ONLY_STUB, IMPLICIT_HEADER_NAME, IMPLICIT_HEADER]);
-        digest(DIRECT_PATH.iter().copied().chain(compat))
+        // The include scan reads directives through the text layer.
+        let text = cudacheck_core::text::SOURCES.iter().copied();
+        digest(DIRECT_PATH.iter().copied().chain(text).chain(compat))
     })
 }
 

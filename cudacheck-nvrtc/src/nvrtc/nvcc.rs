@@ -24,7 +24,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use cudacheck_core::source::{parse_source, set_aside_host_code_unit, HostCode, HostDecision};
+use cudacheck_core::source::{set_aside_host_code_unit, HostCode, HostDecision};
 
 use super::diagnostic::{Diagnostic, Severity};
 use super::headers::{HOST_ONLY_HEADERS, IMPLICIT_HEADER_NAME};
@@ -232,16 +232,20 @@ fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> LocalHeaders 
     let mut spellings: HashMap<String, Option<PathBuf>> = HashMap::new();
     let mut texts: HashMap<PathBuf, String> = HashMap::new();
     let mut queue: Vec<(String, Option<PathBuf>)> = vec![(source.text.clone(), source.dir.clone())];
+    let search = cudacheck_core::text::SearchPath {
+        user_dirs: include_dirs,
+        toolkit_dirs: &[],
+    };
     while let Some((text, dir)) = queue.pop() {
-        let Ok(model) = parse_source(&text, "") else {
-            continue;
-        };
-        for spelling in model.includes {
-            let candidates = dir.iter().chain(include_dirs).map(|d| d.join(&spelling));
-            let Some(path) = candidates
-                .filter(|p| p.is_file())
-                .find_map(|p| p.canonicalize().ok())
-            else {
+        for h in cudacheck_core::text::includes(&text).included() {
+            // The file's directory is on the include path (`-I`), so `<...>` includes are
+            // looked for there first too, as `"..."` ones are.
+            let spelling = h.name.clone();
+            let Some(path) = search.resolve(
+                &cudacheck_core::text::HeaderName::quoted(&spelling),
+                dir.as_deref(),
+                &cudacheck_core::text::Disk,
+            ) else {
                 continue;
             };
             let entry = spellings
@@ -988,15 +992,10 @@ fn host_declaration_error(d: &Diagnostic) -> bool {
 }
 
 fn include_spelling(line: &str) -> Option<&str> {
-    let rest = line.trim_start().strip_prefix('#')?.trim_start();
-    let rest = rest.strip_prefix("include")?.trim_start();
-    let (open, close) = match rest.chars().next()? {
-        '<' => ('<', '>'),
-        '"' => ('"', '"'),
-        _ => return None,
-    };
-    let inner = rest.strip_prefix(open)?;
-    Some(inner[..inner.find(close)?].trim()).filter(|s| !s.is_empty())
+    let h = cudacheck_core::text::include_on_line(line)?;
+    let name = h.name.trim();
+    let at = line.find(name).filter(|_| !name.is_empty())?;
+    line.get(at..at + name.len())
 }
 
 /// `name` in `... has no member "name"`.

@@ -10,6 +10,7 @@ use cudacheck_core::instrument::{
     FaultKind, FaultRecord, InstrumentedKernel, SourceLoc, Target, WidestAccess,
 };
 use cudacheck_core::source::parse_source;
+use cudacheck_core::text::{self, Macro, Macros};
 use cudacheck_core::validate::LaunchConfig;
 use cudacheck_core::Dim3;
 
@@ -170,22 +171,18 @@ pub(crate) fn param_names(source: &CudaSource, name: &str) -> Vec<String> {
         return names_of(k);
     }
     // A kernel made by a macro: read each invocation's expansion, with object-like macros of
-    // the file (`#define KERNEL extern "C" __global__`) substituted in it.
-    let objects: Vec<(&str, &str)> = model
-        .kernel_macros
-        .iter()
-        .filter(|m| !m.function_like)
-        .map(|m| (m.name.as_str(), m.body.as_str()))
-        .collect();
+    // the file (`#define KERNEL extern "C" __global__`) expanded in it.
+    let mut objects = Macros::new();
+    for m in model.kernel_macros.iter().filter(|m| !m.function_like) {
+        objects.define(Macro::object(&m.name, &m.body));
+    }
     for m in model.kernel_macros.iter().filter(|m| m.function_like) {
         for inv in &m.invocations {
-            let mut text = m.expansion(inv);
+            let text = m.expansion(inv);
             if !text.contains(name) {
                 continue;
             }
-            for (obj, body) in &objects {
-                text = replace_word(&text, obj, body);
-            }
+            let text = objects.expand_text(&text);
             if let Ok(expanded) = parse_source(&text, &source.name) {
                 if let Some(k) = expanded.kernel(name) {
                     return names_of(k);
@@ -194,175 +191,6 @@ pub(crate) fn param_names(source: &CudaSource, name: &str) -> Vec<String> {
         }
     }
     names_through_included_macros(source, name).unwrap_or_default()
-}
-
-/// A `#define` read by [`defines_in`]: name, parameters (`None` for an object-like macro), body.
-type Define = (String, Option<Vec<String>>, String);
-
-/// The `#define`s of `text`, continuation lines joined.
-fn defines_in(text: &str) -> Vec<Define> {
-    let mut out = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let t = line.trim_start();
-        let Some(rest) = t.strip_prefix('#') else {
-            continue;
-        };
-        let Some(rest) = rest.trim_start().strip_prefix("define") else {
-            continue;
-        };
-        if !rest.starts_with(char::is_whitespace) {
-            continue;
-        }
-        let mut def = rest.trim_start().to_string();
-        while def.ends_with('\\') {
-            def.pop();
-            def.push('\n');
-            match lines.next() {
-                Some(l) => def.push_str(l),
-                None => break,
-            }
-        }
-        let end = def
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(def.len());
-        let name = def[..end].to_string();
-        if name.is_empty() {
-            continue;
-        }
-        let after = &def[end..];
-        // Function-like only when `(` follows the name immediately.
-        let (params, body) = match after.strip_prefix('(') {
-            Some(p) => match p.find(')') {
-                Some(close) => (
-                    Some(
-                        p[..close]
-                            .split(',')
-                            .map(|x| x.trim().to_string())
-                            .filter(|x| !x.is_empty())
-                            .collect(),
-                    ),
-                    p[close + 1..].to_string(),
-                ),
-                None => continue,
-            },
-            None => (None, after.to_string()),
-        };
-        out.push((name, params, body));
-    }
-    out
-}
-
-/// The files `text` includes with quotes (`#include "binary_op_macros.cuh"`).
-fn quoted_includes(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let rest = l.trim_start().strip_prefix('#')?.trim_start();
-            let rest = rest.strip_prefix("include")?.trim_start();
-            let rest = rest.strip_prefix('"')?;
-            Some(rest[..rest.find('"')?].to_string())
-        })
-        .collect()
-}
-
-/// The arguments of the invocation whose `(` is at `open` in `text`, and the byte after its
-/// `)`: top-level commas split, brackets and string literals kept whole.
-fn invocation_args(text: &str, open: usize) -> Option<(Vec<String>, usize)> {
-    let b = text.as_bytes();
-    let mut depth = 0usize;
-    let mut args = Vec::new();
-    let mut start = open + 1;
-    let mut i = open;
-    while i < b.len() {
-        match b[i] {
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    let last = text[start..i].trim();
-                    if !last.is_empty() || !args.is_empty() {
-                        args.push(last.to_string());
-                    }
-                    return Some((args, i + 1));
-                }
-            }
-            b',' if depth == 1 => {
-                args.push(text[start..i].trim().to_string());
-                start = i + 1;
-            }
-            b'"' | b'\'' => {
-                let q = b[i];
-                i += 1;
-                while i < b.len() && b[i] != q {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// `text` with every invocation of a function-like macro of `defs` replaced by its expansion
-/// (arguments substituted, `#` and `##` applied), and whether anything was replaced.
-fn expand_once(text: &str, defs: &[Define]) -> (String, bool) {
-    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut changed = false;
-    let mut i = 0;
-    let mut copied = 0;
-    while i < b.len() {
-        if !ident(b[i]) || (i > 0 && ident(b[i - 1])) {
-            i += 1;
-            continue;
-        }
-        let mut j = i;
-        while j < b.len() && ident(b[j]) {
-            j += 1;
-        }
-        let word = &text[i..j];
-        let open = j + text[j..].len() - text[j..].trim_start().len();
-        let def = defs
-            .iter()
-            .find(|(n, p, _)| n == word && p.is_some() && text[open..].starts_with('('));
-        let Some((name, Some(params), body)) = def else {
-            i = j;
-            continue;
-        };
-        let Some((args, end)) = invocation_args(text, open) else {
-            i = j;
-            continue;
-        };
-        let m = cudacheck_core::source::MacroKernel {
-            name: name.clone(),
-            params: params.clone(),
-            function_like: true,
-            extern_c: false,
-            body: body.clone(),
-            location: cudacheck_core::source::Location {
-                line: 0,
-                column: 0,
-                byte_range: 0..0,
-            },
-            invocations: Vec::new(),
-        };
-        let inv = cudacheck_core::source::MacroInvocation {
-            args,
-            location: m.location.clone(),
-            generated_kernels: Vec::new(),
-        };
-        out.push_str(&text[copied..i]);
-        out.push(' ');
-        out.push_str(&m.expansion(&inv));
-        out.push(' ');
-        copied = end;
-        i = end;
-        changed = true;
-    }
-    out.push_str(&text[copied..]);
-    (out, changed)
 }
 
 /// The parameter names of a kernel stamped out by a macro the source model does not follow: one
@@ -374,45 +202,23 @@ fn expand_once(text: &str, defs: &[Define]) -> (String, bool) {
 /// kernel is expanded, nested invocations too, and the expansion parsed.
 fn names_through_included_macros(source: &CudaSource, name: &str) -> Option<Vec<String>> {
     const MAX_FILES: usize = 32;
-    let mut defs = defines_in(&source.text);
-    let mut seen: Vec<std::path::PathBuf> = Vec::new();
-    let mut todo: Vec<(std::path::PathBuf, String)> = source
-        .dir
-        .iter()
-        .flat_map(|d| {
-            quoted_includes(&source.text)
-                .into_iter()
-                .map(move |f| (d.clone(), f))
-        })
-        .collect();
-    while let Some((dir, file)) = todo.pop() {
-        let path = dir.join(&file);
-        if seen.contains(&path) || seen.len() >= MAX_FILES {
-            continue;
-        }
-        seen.push(path.clone());
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        let here = path
-            .parent()
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or(dir);
-        todo.extend(
-            quoted_includes(&text)
-                .into_iter()
-                .map(|f| (here.clone(), f)),
-        );
-        defs.extend(defines_in(&text));
+    let headers = text::include_closure(
+        &source.text,
+        source.dir.as_deref(),
+        &text::SearchPath::default(),
+        &text::Disk,
+        &|h| h.quoted,
+        MAX_FILES,
+    );
+    // The file's own definitions win over its headers'.
+    let mut defs = Macros::new();
+    for h in headers.iter().rev() {
+        defs.add_defines(h.text.as_deref().unwrap_or(""));
     }
-    if !defs.iter().any(|(_, p, _)| p.is_some()) {
+    defs.add_defines(&source.text);
+    if !defs.iter().any(Macro::is_function_like) {
         return None;
     }
-    let objects: Vec<(&str, &str)> = defs
-        .iter()
-        .filter(|(_, p, b)| p.is_none() && !b.trim().is_empty())
-        .map(|(n, _, b)| (n.as_str(), b.trim()))
-        .collect();
     let is_word = |text: &str| {
         text.match_indices(name).any(|(i, _)| {
             let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
@@ -423,56 +229,24 @@ fn names_through_included_macros(source: &CudaSource, name: &str) -> Option<Vec<
     // The invocations in the file that name the kernel: one per line that does.
     for line in source.text.lines().filter(|l| is_word(l)) {
         let start = source.text.find(line)?;
-        let def = defs
-            .iter()
-            .find(|(n, p, _)| p.is_some() && line.trim_start().starts_with(n.as_str()));
-        let Some((macro_name, _, _)) = def else {
+        let first = text::identifiers(line).next().unwrap_or("");
+        if !defs.get(first).is_some_and(Macro::is_function_like) {
             continue;
-        };
-        let at = start + line.find(macro_name.as_str())?;
-        let open = at + macro_name.len();
+        }
+        let at = start + line.find(first)?;
+        let open = at + first.len();
         let open = open + source.text[open..].len() - source.text[open..].trim_start().len();
-        let Some((_, end)) = invocation_args(&source.text, open) else {
+        let Some((_, end)) = text::call_args(&source.text, open) else {
             continue;
         };
-        let mut text = source.text[at..end].to_string();
-        for _ in 0..8 {
-            let (next, changed) = expand_once(&text, &defs);
-            text = next;
-            if !changed {
-                break;
-            }
-        }
-        for (obj, body) in &objects {
-            text = replace_word(&text, obj, body);
-        }
-        if let Ok(expanded) = parse_source(&text, &source.name) {
-            if let Some(k) = expanded.kernel(name) {
+        let expanded = defs.expand_text(&source.text[at..end]);
+        if let Ok(model) = parse_source(&expanded, &source.name) {
+            if let Some(k) = model.kernel(name) {
                 return Some(names_of(k));
             }
         }
     }
     None
-}
-
-/// `text` with every whole-word `word` replaced by `with`.
-fn replace_word(text: &str, word: &str, with: &str) -> String {
-    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(word) {
-        let before = rest[..i].chars().next_back();
-        let after = rest[i + word.len()..].chars().next();
-        out.push_str(&rest[..i]);
-        if before.is_some_and(ident) || after.is_some_and(ident) {
-            out.push_str(word);
-        } else {
-            out.push_str(with);
-        }
-        rest = &rest[i + word.len()..];
-    }
-    out.push_str(rest);
-    out
 }
 
 fn names_of(k: &cudacheck_core::KernelDecl) -> Vec<String> {
@@ -1271,10 +1045,6 @@ mod tests {
             "#define KERNEL extern \"C\" __global__\n#define UNARY(T, NAME) KERNEL void NAME(const T* inp, T* out) { out[0] = inp[0]; }\nUNARY(float, neg_f32)\n",
         );
         assert_eq!(param_names(&src, "neg_f32"), vec!["inp", "out"]);
-        assert_eq!(
-            replace_word("KERNEL void KERNELS", "KERNEL", "K"),
-            "K void KERNELS"
-        );
     }
     /// candle's binary kernels: the file invokes `BINARY_OP(...)`, defined in a header it
     /// includes as `BINARY_OP_OUT(...)`, the macro that holds `__global__`.

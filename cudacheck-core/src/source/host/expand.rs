@@ -9,9 +9,10 @@ use tree_sitter::Node;
 use super::items::{looks_like_macro, throws_or_streams};
 use super::launches::*;
 use super::text::*;
-use crate::source::macros::{call_args, expand, leaves};
+use crate::source::macros::{call_args, leaves};
 use crate::source::parse::{location, new_parser};
 use crate::source::Location;
+use crate::text::{directives, DirectiveKind, Macro, Macros};
 
 /// A namespace-scope invocation of a macro whose expansion is host launchers only.
 pub(super) struct HostMacroUse {
@@ -133,6 +134,8 @@ pub(super) fn enclosing_namespaces(text: &str, n: Node) -> Vec<String> {
 /// The file's function-like macros, with the host code among them marked.
 pub(super) struct FileMacros {
     pub(super) defs: HashMap<String, MacroDef>,
+    /// The same macros, for the text layer to expand.
+    expander: Macros,
 }
 
 pub(super) struct MacroDef {
@@ -156,22 +159,27 @@ pub(super) enum HostMacro {
 }
 
 impl FileMacros {
-    /// How deep macros that invoke macros are expanded.
-    pub(super) const DEPTH: u32 = 8;
-
-    /// The file's macros and its headers' (`headers`: text and tree), the file's own winning
+    /// The file's macros and its headers' (`headers`: their texts), the file's own winning
     /// where both define a name.
-    pub(super) fn with_headers(text: &str, root: Node, headers: &[(&str, Node)]) -> Self {
+    pub(super) fn with_headers(text: &str, headers: &[&str]) -> Self {
         let mut defs = HashMap::new();
-        for (t, r) in headers {
-            collect_defs(t, *r, &mut defs);
+        for t in headers {
+            collect_defs(t, &mut defs);
         }
-        collect_defs(text, root, &mut defs);
+        collect_defs(text, &mut defs);
         Self::classified(defs)
     }
 
     fn classified(defs: HashMap<String, MacroDef>) -> Self {
-        let mut macros = FileMacros { defs };
+        let mut expander = Macros::new();
+        for (name, d) in &defs {
+            expander.define(if d.object {
+                Macro::object(name, &d.body)
+            } else {
+                Macro::function(name, &d.params, &d.body)
+            });
+        }
+        let mut macros = FileMacros { defs, expander };
         // Classified on the expansion with the parameters' own names as arguments.
         let names: Vec<String> = macros
             .defs
@@ -223,155 +231,33 @@ impl FileMacros {
 
     /// `name(args)` expanded, and every macro invocation in the expansion expanded in turn.
     pub(super) fn expand(&self, name: &str, args: &[String]) -> Option<String> {
-        let def = self.defs.get(name)?;
-        let once = expand(&def.body, &def.params, args);
-        Some(normalize_chevrons(&self.expand_text(&once, Self::DEPTH)))
-    }
-
-    pub(super) fn expand_text(&self, s: &str, depth: u32) -> String {
-        if depth == 0 {
-            return s.to_owned();
-        }
-        let mut out = String::with_capacity(s.len());
-        let mut i = 0;
-        let b = s.as_bytes();
-        while i < b.len() {
-            let c = b[i];
-            if c.is_ascii_alphabetic() || c == b'_' {
-                let start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                    i += 1;
-                }
-                let word = &s[start..i];
-                if let Some(def) = self.defs.get(word).filter(|d| d.object) {
-                    out.push_str(&self.expand_text(&def.body, depth - 1));
-                    out.push(' ');
-                    continue;
-                }
-                if let Some(def) = self.defs.get(word) {
-                    let mut j = i;
-                    while j < b.len() && b[j].is_ascii_whitespace() {
-                        j += 1;
-                    }
-                    if let Some((args, end)) = split_call_args(s, j) {
-                        let e = expand(&def.body, &def.params, &args);
-                        out.push_str(&self.expand_text(&e, depth - 1));
-                        out.push(' ');
-                        i = end;
-                        continue;
-                    }
-                }
-                out.push_str(word);
-                continue;
-            }
-            let ch = s[i..].chars().next().unwrap_or(' ');
-            out.push(ch);
-            i += ch.len_utf8();
-        }
-        out
+        self.expander.invoke_text(name, args)
     }
 }
 
-/// The expander joins single-character tokens with spaces: `< < <`.
-pub(super) fn normalize_chevrons(s: &str) -> String {
-    s.replace("< < <", "<<<")
-        .replace("> > >", ">>>")
-        .replace(": :", "::")
-}
-
-/// The arguments of the call whose `(` is at `open`, and the index after its `)`.
-pub(super) fn split_call_args(s: &str, open: usize) -> Option<(Vec<String>, usize)> {
-    let b = s.as_bytes();
-    if b.get(open) != Some(&b'(') {
-        return None;
-    }
-    let (mut depth, mut i, mut start) = (0i32, open, open + 1);
-    let mut args = Vec::new();
-    while i < b.len() {
-        match b[i] {
-            b'"' | b'\'' => i = skip_literal(b, i),
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    let last = s[start..i].trim();
-                    if !last.is_empty() || !args.is_empty() {
-                        args.push(last.to_owned());
-                    }
-                    return Some((args, i + 1));
-                }
-            }
-            b',' if depth == 1 => {
-                args.push(s[start..i].trim().to_owned());
-                start = i + 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// The function-like macros `root` (of `text`) defines, and the object-like ones that carry an
-/// execution space, into `defs`.
-fn collect_defs(text: &str, root: Node, defs: &mut HashMap<String, MacroDef>) {
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        if n.kind() == "preproc_function_def" {
-            let body = n
-                .child_by_field_name("value")
-                .map(|v| &text[v.byte_range()]);
-            let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
-            if let (Some(body), Some(name)) = (body, name) {
-                let params = n
-                    .child_by_field_name("parameters")
-                    .map(|p| {
-                        let mut c = p.walk();
-                        let names: Vec<String> = p
-                            .children(&mut c)
-                            .filter(|c| c.kind() == "identifier" || c.kind() == "...")
-                            .map(|c| text[c.byte_range()].to_owned())
-                            .collect();
-                        names
-                    })
-                    .unwrap_or_default();
-                defs.insert(
-                    name.to_owned(),
-                    MacroDef {
-                        params,
-                        body: body.to_owned(),
-                        host: None,
-                        object: false,
-                    },
-                );
-            }
+/// The function-like macros `text` defines, and the object-like ones that carry an execution
+/// space, into `defs`; where `text` defines a name twice (in two branches), the first wins.
+fn collect_defs(text: &str, defs: &mut HashMap<String, MacroDef>) {
+    for d in directives(text).into_iter().rev() {
+        let DirectiveKind::Define(Some(m)) = d.kind else {
             continue;
-        }
+        };
+        let object = m.params.is_none();
         // Object-like macros that carry an execution space (`#define KERNEL extern "C"
         // __global__`): a function-like macro whose body says `KERNEL void NAME(...)`
         // defines device code, not host code.
-        if n.kind() == "preproc_def" {
-            let body = n
-                .child_by_field_name("value")
-                .map(|v| &text[v.byte_range()]);
-            let name = n.child_by_field_name("name").map(|v| &text[v.byte_range()]);
-            if let (Some(body), Some(name)) = (body, name) {
-                if identifiers(body).any(|w| matches!(w, "__device__" | "__global__")) {
-                    defs.insert(
-                        name.to_owned(),
-                        MacroDef {
-                            params: Vec::new(),
-                            body: body.to_owned(),
-                            host: None,
-                            object: true,
-                        },
-                    );
-                }
-            }
+        if object && !identifiers(&m.body_text).any(|w| matches!(w, "__device__" | "__global__")) {
             continue;
         }
-        let mut cursor = n.walk();
-        stack.extend(n.named_children(&mut cursor));
+        defs.insert(
+            m.name.clone(),
+            MacroDef {
+                params: m.params.unwrap_or_default(),
+                body: m.body_text,
+                host: None,
+                object,
+            },
+        );
     }
 }
 
@@ -388,38 +274,21 @@ fn collect_defs(text: &str, root: Node, defs: &mut HashMap<String, MacroDef>) {
 pub(super) fn plain_macros(texts: &[&str]) -> HashSet<String> {
     let mut bodies: HashMap<String, Vec<String>> = HashMap::new();
     for text in texts {
-        let mut lines = text.lines();
         let mut branches = Branches::default();
-        while let Some(line) = lines.next() {
-            let Some(rest) = line.trim_start().strip_prefix('#') else {
+        for d in directives(text) {
+            if branches.directive(&d.name, &d.rest) || !branches.taken() {
+                continue;
+            }
+            let DirectiveKind::Define(Some(m)) = &d.kind else {
                 continue;
             };
-            if branches.directive(rest.trim_start()) {
-                continue;
-            }
-            let Some(rest) = rest.trim_start().strip_prefix("define") else {
-                continue;
-            };
-            if !branches.taken() {
-                continue;
-            }
-            if !rest.starts_with([' ', '\t']) {
-                continue;
-            }
-            let rest = rest.trim_start();
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            let name = &rest[..end];
-            let mut body = rest[end..].to_owned();
-            while body.trim_end().ends_with('\\') {
-                match lines.next() {
-                    Some(next) => body.push_str(next),
-                    None => break,
-                }
-            }
-            if looks_like_macro(name) {
-                bodies.entry(name.to_owned()).or_default().push(body);
+            // The parameter list counts with the body: `identifiers` of both.
+            let body = d.rest.get(m.name.len()..).unwrap_or("");
+            if looks_like_macro(&m.name) {
+                bodies
+                    .entry(m.name.clone())
+                    .or_default()
+                    .push(body.to_owned());
             }
         }
     }
@@ -509,12 +378,8 @@ struct Branches {
 }
 
 impl Branches {
-    /// Follows a directive (the text after `#`); whether it was a conditional one.
-    fn directive(&mut self, d: &str) -> bool {
-        let word_end = d
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(d.len());
-        let (word, rest) = d.split_at(word_end);
+    /// Follows a directive (its name and the text after it); whether it was a conditional one.
+    fn directive(&mut self, word: &str, rest: &str) -> bool {
         match word {
             "if" => self.stack.push((platform_condition(rest), false)),
             "ifdef" => self

@@ -52,7 +52,8 @@ mod text;
 
 /// The source text of the host-code transform, for caches keyed on everything that changes
 /// what NVRTC is given (`cudacheck::cache`): a changed transform must not be answered with
-/// results the old one produced.
+/// results the old one produced. The text layer it reads CUDA through is
+/// [`crate::text::SOURCES`].
 #[doc(hidden)]
 pub const TRANSFORM_SOURCES: &[&str] = &[
     include_str!("mod.rs"),
@@ -320,12 +321,7 @@ pub fn set_aside_host_code_for(text: &str, unit: &Unit) -> Result<HostCode, Sour
         header,
     } = *unit;
     let parsed = Parsed::new(text)?;
-    let others: Vec<Parsed> = headers.iter().filter_map(|h| Parsed::new(h).ok()).collect();
-    let other_roots: Vec<(&str, Node)> = others
-        .iter()
-        .map(|p| (p.uncommented.as_str(), p.root()))
-        .collect();
-    let macros = FileMacros::with_headers(text, parsed.root(), &other_roots);
+    let macros = FileMacros::with_headers(text, headers);
     let plain = plain_macros(
         &std::iter::once(text)
             .chain(headers.iter().copied())
@@ -441,13 +437,13 @@ pub fn set_aside_host_code_unit(main: &str, headers: &[&str]) -> UnitHostCode {
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let others: Vec<(&str, Node)> = parsed
+            let others: Vec<&str> = parsed
                 .iter()
                 .enumerate()
                 .filter(|(j, _)| *j != i)
-                .map(|(_, o)| (o.uncommented.as_str(), o.root()))
+                .map(|(_, o)| o.text)
                 .collect();
-            FileMacros::with_headers(p.text, p.root(), &others)
+            FileMacros::with_headers(p.text, &others)
         })
         .collect();
     let plain = plain_macros(&parsed.iter().map(|p| p.text).collect::<Vec<_>>());

@@ -23,8 +23,7 @@ use crate::source::SourceError;
 /// One file of the unit, parsed.
 pub(super) struct Parsed<'a> {
     pub(super) text: &'a str,
-    /// The text with block comments blanked, which the tree was parsed from (offsets equal).
-    pub(super) uncommented: String,
+    /// Parsed from the text with block comments blanked (offsets equal).
     pub(super) tree: Tree,
 }
 
@@ -46,11 +45,7 @@ impl<'a> Parsed<'a> {
         if let Some(blanked) = crate::source::macros::blank_align_attributes(&tree, &uncommented) {
             tree = parser.parse(&blanked, None).ok_or_else(failed)?;
         }
-        Ok(Parsed {
-            text,
-            uncommented,
-            tree,
-        })
+        Ok(Parsed { text, tree })
     }
 
     pub(super) fn root(&self) -> Node<'_> {

@@ -1,33 +1,21 @@
 //! Text helpers of the host-code transform: identifiers, literals and comments, template
 //! arguments, and the kernel expression before a `<<<`.
 
-pub(super) fn is_identifier(s: &str) -> bool {
-    let mut b = s.bytes();
-    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
-        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
-}
+use crate::text::{self as pp, CommentKind, Kind};
+pub(super) use crate::text::{identifiers, is_identifier};
 
-/// The identifiers in a piece of text (a macro body, a template argument).
-pub(super) fn identifiers(s: &str) -> impl Iterator<Item = &str> {
-    s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| is_identifier(w))
-}
-
-/// Whether `{` and `}` balance outside string and character literals and line comments
-/// (block comments are already blanked), never closing more than was opened.
+/// Whether `{` and `}` balance outside string and character literals and comments, never
+/// closing more than was opened.
 pub(super) fn braces_balance(s: &str) -> bool {
-    let b = s.as_bytes();
-    let (mut depth, mut i) = (0i64, 0);
-    while i < b.len() {
-        match b[i] {
-            b'"' | b'\'' => i = skip_literal(b, i),
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'{' => depth += 1,
-            b'}' => {
+    let mut depth = 0i64;
+    let mut lexer = pp::Lexer::new(s);
+    while let Some((kind, span)) = lexer.next_span() {
+        if kind != Kind::Punct {
+            continue;
+        }
+        match &s[span] {
+            "{" | "<%" => depth += 1,
+            "}" | "%>" => {
                 depth -= 1;
                 if depth < 0 {
                     return false;
@@ -35,50 +23,21 @@ pub(super) fn braces_balance(s: &str) -> bool {
             }
             _ => {}
         }
-        i += 1;
     }
     depth == 0
 }
 
-/// The index of the closing quote of the literal opening at `i` (or the end).
-pub(super) fn skip_literal(b: &[u8], i: usize) -> usize {
-    let q = b[i];
-    let mut j = i + 1;
-    while j < b.len() && b[j] != q && b[j] != b'\n' {
-        j += if b[j] == b'\\' { 2 } else { 1 };
-    }
-    j.min(b.len())
-}
-
-/// `text` with every `/* ... */` comment's bytes made spaces (line breaks kept), outside string
-/// and character literals and line comments: same length, same byte offsets.
+/// `text` with every `/* ... */` comment's bytes made spaces (line breaks kept): same length,
+/// same byte offsets.
 pub(super) fn blank_block_comments(text: &str) -> String {
-    let mut b = text.as_bytes().to_vec();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'"' | b'\'' => i = skip_literal(&b, i),
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let end = text[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
-                for c in &mut b[i..end] {
-                    if *c != b'\n' {
-                        *c = b' ';
-                    }
-                }
-                i = end;
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    // Whole comments were replaced, byte for byte, by ASCII: still UTF-8.
-    String::from_utf8(b).unwrap_or_else(|_| text.to_owned())
+    let comments = pp::comments(text);
+    pp::blank(
+        text,
+        comments
+            .into_iter()
+            .filter(|(_, k)| *k == CommentKind::Block)
+            .map(|(r, _)| r),
+    )
 }
 
 /// The kernel expression just before the `<<<` at `at`: an optionally qualified name with
@@ -164,39 +123,34 @@ pub(super) fn split_template_args(s: &str) -> Vec<String> {
     out
 }
 
-/// Replaces whole identifiers `params[i]` by `args[i]` (parenthesized when not a single word).
+/// Replaces the identifiers `params[i]` by `args[i]` (parenthesized when not a single word),
+/// outside literals and comments, the rest kept as written.
 pub(super) fn substitute(s: &str, params: &[String], args: &[String]) -> String {
     if args.is_empty() {
         return s.to_owned();
     }
     let mut out = String::with_capacity(s.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        match params
+    let mut copied = 0;
+    let mut lexer = pp::Lexer::new(s);
+    while let Some((kind, span)) = lexer.next_span() {
+        let Some(a) = params
             .iter()
-            .position(|p| p == word)
+            .position(|p| kind == Kind::Ident && *p == s[span.clone()])
             .and_then(|i| args.get(i))
-        {
-            Some(a) if is_identifier(a) || a.parse::<i64>().is_ok() => out.push_str(a),
-            Some(a) if a.contains('<') => out.push_str(a),
-            Some(a) => {
-                out.push('(');
-                out.push_str(a);
-                out.push(')');
-            }
-            None => out.push_str(word),
-        }
-        word.clear();
-    };
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            word.push(c);
+        else {
+            continue;
+        };
+        out.push_str(&s[copied..span.start]);
+        if is_identifier(a) || a.parse::<i64>().is_ok() || a.contains('<') {
+            out.push_str(a);
         } else {
-            flush(&mut word, &mut out);
-            out.push(c);
+            out.push('(');
+            out.push_str(a);
+            out.push(')');
         }
+        copied = span.end;
     }
-    flush(&mut word, &mut out);
+    out.push_str(&s[copied..]);
     out
 }
 
@@ -204,10 +158,14 @@ pub(super) fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `s` without its `//` comments (to the end of each line), for text that is put on one line.
+/// `s` with its `//` comments made spaces, for text that is put on one line.
 pub(super) fn strip_line_comments(s: &str) -> String {
-    s.lines()
-        .map(|l| l.find("//").map_or(l, |at| &l[..at]))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let comments = pp::comments(s);
+    pp::blank(
+        s,
+        comments
+            .into_iter()
+            .filter(|(_, k)| *k == CommentKind::Line)
+            .map(|(r, _)| r),
+    )
 }
