@@ -232,7 +232,9 @@ fn dump_device_code(dir: &Path, attempt: &nvcc::Attempt) {
         .unwrap_or(&attempt.source.name);
     let safe = |spelling: &str| {
         let p = Path::new(spelling);
-        p.is_relative() && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+        p.is_relative()
+            && p.components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
     };
     let write = |rel: &str, text: &str| {
         let path = dir.join(rel);

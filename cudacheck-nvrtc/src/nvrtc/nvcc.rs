@@ -87,7 +87,8 @@ impl Missing {
 }
 
 /// The text of a header compiled as empty (see [`MissingHeader`]).
-pub(crate) const MISSING_HEADER_STUB: &str = "// cudacheck: NVRTC cannot find or compile this header; it is \
+pub(crate) const MISSING_HEADER_STUB: &str =
+    "// cudacheck: NVRTC cannot find or compile this header; it is \
 compiled as empty. Host code that uses it is set\n// aside, as nvcc's device pass sets it aside; \
 device code that uses it fails, and the error names this header.\n";
 
@@ -958,28 +959,39 @@ fn static_assert_around(text: &str, line: u32) -> Option<(u32, u32)> {
 const REACH_FILES: usize = 64;
 
 /// Whether `root/spelling` is `target` or includes it, directly or through other headers
-/// under `root`, reading at most [`REACH_FILES`] of them.
+/// under `root` (the library's include root, searched as a `-I` directory), reading at most
+/// [`REACH_FILES`] of them through the text layer.
 fn includes_at_any_depth(root: &Path, spelling: &str, target: &Path) -> bool {
-    let mut queue = vec![root.join(spelling)];
-    let mut seen: HashSet<PathBuf> = HashSet::new();
-    while let Some(file) = queue.pop() {
-        if file == target {
-            return true;
-        }
-        if seen.len() >= REACH_FILES || !seen.insert(file.clone()) {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&file) else {
-            continue;
-        };
-        queue.extend(
-            text.lines()
-                .filter_map(include_spelling)
-                .map(|s| root.join(s))
-                .filter(|p| p.is_file()),
-        );
+    use cudacheck_core::text::{include_closure, Disk, FileReader, HeaderName, SearchPath};
+    let dirs = [root.to_path_buf()];
+    let search = SearchPath {
+        user_dirs: &dirs,
+        toolkit_dirs: &[],
+    };
+    let same = |p: &Path| {
+        p == target
+            || p.canonicalize()
+                .is_ok_and(|c| Some(c) == target.canonicalize().ok())
+    };
+    let Some(first) = search.resolve(&HeaderName::angled(spelling), None, &Disk) else {
+        return false;
+    };
+    if same(&first) {
+        return true;
     }
-    false
+    let Some(text) = Disk.read(&first) else {
+        return false;
+    };
+    include_closure(
+        &text,
+        first.parent(),
+        &search,
+        &Disk,
+        &|_| true,
+        REACH_FILES,
+    )
+    .iter()
+    .any(|i| same(&i.path))
 }
 
 /// An error a host API's declarations draw under NVRTC, in a header and not in a template

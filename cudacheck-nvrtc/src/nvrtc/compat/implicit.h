@@ -13,8 +13,18 @@
 #endif
 // nvcc's <cuda_runtime.h> also declares the device runtime's functions for device code
 // (cudaGraphSetConditional, cudaGetParameterBuffer, ...); under NVRTC it leaves them out.
+// It includes crt/host_defines.h, which warns unless included from the runtime's own headers
+// (they define the macro below around it, as here).
 #if __has_include(<cuda_device_runtime_api.h>)
+#if !defined(__CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__)
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
+#define CUDACHECK_UNDEF_INTERNAL_HEADERS
+#endif
 #include <cuda_device_runtime_api.h>
+#if defined(CUDACHECK_UNDEF_INTERNAL_HEADERS)
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
+#undef CUDACHECK_UNDEF_INTERNAL_HEADERS
+#endif
 #endif
 #include <cmath>
 #include <cstdlib>
