@@ -35,7 +35,8 @@
 # wholeprog-device: as wholeprog, with nvcc compiling the device code cudacheck keeps of each
 #   file (CUDACHECK_DUMP_DEVICE_CODE) instead of the file itself.
 # tier-warm: the GPU tier (scripts/gpu-run.sh tests), then fresh processes in a row on one
-#   module cache (bench_cache --sequence, and --sequence --full-lookup).
+#   module cache (bench_cache --sequence, and --sequence --full-lookup), then the matrix
+#   bundles carried, with the time left.
 # wholeprog (issue 23; needs only target/gpu-carry/wholeprog.tar.xz and target/gpu-carry/cudacheck,
 #   no test bundle): nvcc's reference compile of the whole-program corpora, with which kernels
 #   nvcc's PTX addresses shared memory through 32-bit registers, then `cudacheck check` of the
@@ -100,6 +101,14 @@ tier-warm)
     --sequence "$run/bench_cache_sequence.json" "$run/bench_cache_sequence.md"
   CUDACHECK_BENCH_RUNS=5 step 90 bench_cache_sequence_full target/gpu-bundle/release/bench_cache \
     --sequence --full-lookup "$run/bench_cache_sequence_full.json" "$run/bench_cache_sequence_full.md"
+  # With the time left, the matrix bundles carried (scripts/matrix-corpus.sh).
+  for b in target/gpu-carry/matrix-*.tar.xz; do
+    [ -f "$b" ] || continue
+    label="${b##*/matrix-}"
+    label="${label%.tar.xz}"
+    rest=$(( 570 - ($(date +%s) - start) ))
+    [ "$rest" -gt 30 ] && step "$rest" "matrix_$label" scripts/matrix-corpus.sh run "$label" "$run/matrix"
+  done
   ;;
 issues)
   step 260 tests scripts/gpu-run.sh tests compat examples
