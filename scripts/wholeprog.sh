@@ -383,7 +383,7 @@ compare | standin | compare-from | check-bundle)
     mode=compare
     ;;
   esac
-  MODE="$mode" REF="$ref" python3 - "$work/runs" <<'PY'
+  MODE="$mode" REF="$ref" DEVICE_REF="${WHOLEPROG_DEVICE_REF:-}" python3 - "$work/runs" <<'PY'
 import json, os, sys
 from collections import defaultdict
 
@@ -423,6 +423,21 @@ for line in open(os.path.join(ref, "reference.tsv")):
         theirs[p[1]][p[2]] = tuple(int(x) for x in p[3:6])
         if len(p) > 6 and p[6] == "1":
             short.add((p[1], p[2]))
+
+# WHOLEPROG_DEVICE_REF: a device-reference run's directory. A file then also counts as passing
+# against "NVRTC's compile of the device code alone" when cudacheck finds the same kernels with
+# the same shared memory, and nvcc's compile of the device code cudacheck keeps gives every
+# kernel the registers and shared memory of nvcc's compile of the file (so the device code is
+# the file's, and the registers cudacheck reports are NVRTC's compile of exactly it).
+device_ref = defaultdict(dict)
+device_ok = set()
+if os.environ.get("DEVICE_REF"):
+    for line in open(os.path.join(os.environ["DEVICE_REF"], "reference.tsv")):
+        p = line.rstrip("\n").split("\t")
+        if p[0] == "file" and p[2] == "ok":
+            device_ok.add(p[1])
+        elif p[0] == "kernel":
+            device_ref[p[1]][p[2]] = tuple(int(x) for x in p[3:5])
 
 # Kernels are matched by symbol, or where the symbols differ by their demangled names with
 # CCCL's `cuda::std::__N::` read as `std::`: cudacheck's <type_traits> and <utility> give
@@ -473,6 +488,11 @@ for key in sorted(ours):
             # 32-bit registers: the one layout difference of the two front ends.
             (explained if (key, s) in short else bad).append(line)
     c["kernels"] += len(want)
+    same_kernels = not any("does not" in b or "shared cudacheck" in b for b in bad)
+    if (same_kernels and key in device_ok
+            and all(device_ref[key].get(s) == want[s][:2] for s in want)
+            and set(device_ref[key]) == set(want)):
+        c["device"] += 1
     if bad:
         mismatches.append((key, bad + explained))
     elif explained:
@@ -481,15 +501,19 @@ for key in sorted(ours):
     else:
         c["pass"] += 1
 
+device_col = bool(os.environ.get("DEVICE_REF"))
 print("| corpus @ commit | files | nvcc compiles | cudacheck passes, resources equal to nvcc's | "
-      "+ registers differing only by shared-pointer width | kernels compared |")
-print("| --- | ---: | ---: | ---: | ---: | ---: |")
+      "+ registers differing only by shared-pointer width |"
+      + (" passes, equal to NVRTC's compile of the device code alone |" if device_col else "")
+      + " kernels compared |")
+print("| --- | ---: | ---: | ---: | ---: |" + (" ---: |" if device_col else "") + " ---: |")
 for name in sorted(rows):
     c = rows[name]
     n = c["nvcc_ok"] or 1
-    print("| %s @ %s | %d | %d | %d (%.1f%%) | %d (%.1f%%) | %d |" % (name, commits[name][:8],
+    dev = " %d (%.1f%%) |" % (c["device"], 100.0 * c["device"] / n) if device_col else ""
+    print("| %s @ %s | %d | %d | %d (%.1f%%) | %d (%.1f%%) |%s %d |" % (name, commits[name][:8],
           c["files"], c["nvcc_ok"], c["pass"], 100.0 * c["pass"] / n,
-          c["pass"] + c["pointer"], 100.0 * (c["pass"] + c["pointer"]) / n, c["kernels"]))
+          c["pass"] + c["pointer"], 100.0 * (c["pass"] + c["pointer"]) / n, dev, c["kernels"]))
 if failures:
     print("\nnvcc compiles, cudacheck check does not:")
     for key, why in failures:
