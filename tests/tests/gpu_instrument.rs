@@ -936,7 +936,7 @@ fn gpu_planted_bugs_in_host_checked_loops_are_named_exactly() {
     // of a rows x cols matrix is at r = rows - 1, index rows * cols.
     let k = planted("loop_column_past_end");
     let m = up(&s, &data[..rows * cols]);
-    let mut out = up(&s, &vec![0.0f32; 1]);
+    let mut out = up(&s, &[0.0f32; 1]);
     let r = unsafe {
         k.launch(&s)
             .grid(1)
