@@ -490,17 +490,8 @@ impl Prepared {
     /// path `path` ends with. `None` for one of the file's own units, or a header only another
     /// library header includes.
     fn including(&self, path: &str) -> Option<(&str, u32, &str)> {
-        let units = self.unit_texts();
-        if units.iter().any(|(n, _)| *n == path) {
-            return None;
-        }
-        units.into_iter().find_map(|(unit, text)| {
-            text.lines().enumerate().find_map(|(i, line)| {
-                let spelling = include_spelling(line)?;
-                let matches = path == spelling || path.ends_with(&format!("/{spelling}"));
-                (matches && !self.local_spellings.contains(spelling))
-                    .then(|| (unit, u32::try_from(i + 1).unwrap_or(u32::MAX), spelling))
-            })
+        self.library_include(path, |spelling| {
+            path == spelling || path.ends_with(&format!("/{spelling}"))
         })
     }
 
@@ -512,6 +503,19 @@ impl Prepared {
     fn reaching(&self, path: &str) -> Option<(&str, u32, &str)> {
         let target = Path::new(path);
         let root = target.parent()?;
+        self.library_include(path, |spelling| {
+            includes_at_any_depth(root, spelling, target)
+        })
+    }
+
+    /// The first include line of the file or one of its own headers whose spelling is not one
+    /// of the project's own and passes `leads_to` (the unit, the line, the spelling); `None`
+    /// when `path` is itself one of those units.
+    fn library_include(
+        &self,
+        path: &str,
+        leads_to: impl Fn(&str) -> bool,
+    ) -> Option<(&str, u32, &str)> {
         let units = self.unit_texts();
         if units.iter().any(|(n, _)| *n == path) {
             return None;
@@ -519,10 +523,7 @@ impl Prepared {
         units.into_iter().find_map(|(unit, text)| {
             text.lines().enumerate().find_map(|(i, line)| {
                 let spelling = include_spelling(line)?;
-                if self.local_spellings.contains(spelling) {
-                    return None;
-                }
-                includes_at_any_depth(root, spelling, target)
+                (!self.local_spellings.contains(spelling) && leads_to(spelling))
                     .then(|| (unit, u32::try_from(i + 1).unwrap_or(u32::MAX), spelling))
             })
         })
