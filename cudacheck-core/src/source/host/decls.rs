@@ -62,7 +62,7 @@ pub(super) fn host_classes(
 /// blocks, conditionals.
 /// Calls `visit` on every node at namespace scope below `root`: inside namespaces, `extern
 /// "C" { }` blocks and conditionals, at any depth.
-fn namespace_scope<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>)) {
+pub(super) fn namespace_scope<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>)) {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         let mut cursor = n.walk();

@@ -889,25 +889,12 @@ pub(super) fn declared_types(text: &str, func: Node) -> HashMap<String, String> 
 /// blocks and conditionals), by name; function bodies are not entered.
 pub(super) fn file_scope_types(text: &str, root: Node) -> HashMap<String, String> {
     let mut out = HashMap::new();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        let mut cursor = n.walk();
-        for child in n.named_children(&mut cursor) {
-            match child.kind() {
-                // Not a function's declaration: its parameters are no variables of the file.
-                "declaration" if function_declarator(child).is_none() => {
-                    out.extend(declared_types(text, child))
-                }
-                "namespace_definition" | "linkage_specification" => {
-                    stack.extend(child.child_by_field_name("body"))
-                }
-                "preproc_if" | "preproc_ifdef" | "preproc_else" | "preproc_elif" => {
-                    stack.push(child)
-                }
-                _ => {}
-            }
+    super::decls::namespace_scope(root, |child| {
+        // Not a function's declaration: its parameters are no variables of the file.
+        if child.kind() == "declaration" && function_declarator(child).is_none() {
+            out.extend(declared_types(text, child));
         }
-    }
+    });
     out
 }
 
