@@ -12,6 +12,11 @@
 //! unreadable definitions, unterminated invocations and missing headers come back as `None`
 //! or are left as written.
 //!
+//! Where it differs from a C preprocessor: a macro call's arguments are also grouped by `[]`
+//! and `{}`, not only `()` (as the code it replaced did, for lambdas and initializer lists in
+//! arguments); `__VA_OPT__` is not supported; conditionals are read for their structure, and
+//! only the callers that need it (the host splitter's platform tests) evaluate them.
+//!
 //! ```
 //! use cudacheck_core::text::Macros;
 //!
