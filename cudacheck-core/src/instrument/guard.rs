@@ -1025,7 +1025,7 @@ pub(crate) struct Guards<'a> {
     loops: Vec<Loop>,
 }
 
-const MAX_DEPTH: u32 = 24;
+const MAX_DEPTH: u32 = 48;
 const MAX_SIZE: usize = 400;
 
 impl<'a> Guards<'a> {
@@ -1175,6 +1175,13 @@ impl<'a> Guards<'a> {
         }
     }
 
+    /// The definition of `reg` that statement `at` reads: its only one, or the one that
+    /// reaches `at` on every path ([`Self::reaching_def`]).
+    fn def_reaching(&self, reg: &str, at: usize) -> Option<&'a Instr> {
+        self.single_def(reg)
+            .or_else(|| self.instr(self.reaching_def(reg, at)?))
+    }
+
     /// A comparison bound: an immediate, a register only ever loaded from a whole scalar
     /// parameter, or one only ever set to such a register plus an immediate (in the
     /// parameter's width).
@@ -1238,15 +1245,17 @@ impl<'a> Guards<'a> {
     /// `sub r, x, y` where `y = q * d` and `q = x / d` (single definitions, same operands):
     /// NVVM's remainder when it also needs the quotient. `(bits, signed)` of the division,
     /// and the divisor.
-    fn remainder_of(&self, i: &Instr) -> Option<((u8, bool), &'a str)> {
+    fn remainder_of(&self, i: &Instr, at: usize) -> Option<((u8, bool), &'a str)> {
         let (x, y) = (i.operands.get(1)?, i.operands.get(2)?);
-        let m = self.single_def(y)?;
+        let m = self.def_reaching(y, at)?;
         if m.op() != "mul" || !m.has("lo") {
             return None;
         }
         let (a, c) = (m.operands.get(1)?, m.operands.get(2)?);
         for (q, d) in [(a, c), (c, a)] {
-            let Some(div) = self.single_def(q).filter(|q| q.op() == "div") else {
+            // The quotient register may be one NVVM also sets on another path (the 32-bit
+            // fast path of a 64-bit division): the definition that reaches the `sub`.
+            let Some(div) = self.def_reaching(q, at).filter(|q| q.op() == "div") else {
                 continue;
             };
             if div.operands.get(1) == Some(x) && div.operands.get(2) == Some(d) {
@@ -1781,7 +1790,8 @@ impl<'a> Guards<'a> {
                 // where only one definition reaches, the value is that definition's.
                 Some(k) => self.def_value(k, depth + 1, None),
                 None => self
-                    .induction(op, bits, depth + 1)
+                    .wide_division(op, depth + 1)
+                    .or_else(|| self.induction(op, bits, depth + 1))
                     .or_else(|| self.counted(op, at, depth + 1)),
             },
             _ => None,
@@ -1843,6 +1853,147 @@ impl<'a> Guards<'a> {
         found
     }
 
+    /// NVVM's 64-bit division with a 32-bit fast path: `reg` is set on two paths after a
+    /// test `((a | b) & 0xFFFFFFFF00000000) == 0`, by `div.s64`/`rem.s64` (or `a - (a / b) * b`)
+    /// of `a` and `b` on one and by the same operation in 32 bits on their low halves,
+    /// widened, on the other. The 32-bit path runs only when both lie in `[0, 2^32)`, where
+    /// the two agree; so the register holds the 64-bit operation's value of `a` and `b` as
+    /// the test reads them, on either path. Each step is checked: the test, the branch into
+    /// the 32-bit block (its only predecessor), the low halves taken of the same registers,
+    /// and no definition of `a` or `b` between the test and either operation.
+    fn wide_division(&self, reg: &str, depth: u32) -> Option<HostExpr> {
+        use HostExpr::*;
+        let ks = self.defs.get(reg)?;
+        let [k0, k1] = ks.as_slice() else {
+            return None;
+        };
+        // `(operation is rem, type, a, b)` of a division or remainder statement.
+        let op_of = |k: usize| -> Option<(bool, (u8, bool), &'a str, &'a str)> {
+            let i = self.instr(k).filter(|i| i.guard.is_none())?;
+            let ty = i.parts().filter_map(int_type).last()?;
+            let (x, y) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
+            match i.op() {
+                "div" | "rem" => Some((i.op() == "rem", ty, x, y)),
+                "sub" => {
+                    let (t, d) = self.remainder_of(i, k)?;
+                    Some((true, t, x, d))
+                }
+                _ => None,
+            }
+        };
+        let narrow_of = |k: usize| -> Option<(usize, (bool, (u8, bool), &'a str, &'a str))> {
+            let i = self.instr(k).filter(|i| i.guard.is_none())?;
+            let parts: Vec<&str> = i.parts().collect();
+            if i.op() != "cvt" || parts.get(1..) != Some(&["u64", "u32"][..]) {
+                return None;
+            }
+            let r = i.operands.get(1)?;
+            let [kr] = self.defs.get(r.as_str())?.as_slice() else {
+                return None;
+            };
+            Some((*kr, op_of(*kr)?))
+        };
+        let (kw, kn, (kr, narrow)) = match (narrow_of(*k0), narrow_of(*k1)) {
+            (None, Some(n)) => (*k0, *k1, n),
+            (Some(n), None) => (*k1, *k0, n),
+            _ => return None,
+        };
+        let (rem, ty, a, b) = op_of(kw)?;
+        if ty.0 != 64 || narrow.0 != rem || narrow.1 != (32, false) {
+            return None;
+        }
+        // The narrow operands are the low halves of `a` and `b`.
+        let low_of = |r: &str, wide: &str| {
+            self.single_def(r).is_some_and(|i| {
+                let parts: Vec<&str> = i.parts().collect();
+                i.op() == "cvt"
+                    && parts.get(1..) == Some(&["u32", "u64"][..])
+                    && i.operands.get(1).map(String::as_str) == Some(wide)
+            })
+        };
+        if !low_of(narrow.2, a) || !low_of(narrow.3, b) {
+            return None;
+        }
+        // The 32-bit block: entered only from the test's branch, when its predicate says
+        // the high halves are zero.
+        let bn = *self.block_of.get(kn)?;
+        if *self.block_of.get(kr)? != bn {
+            return None;
+        }
+        let [bp] = self.preds[bn].as_slice() else {
+            return None;
+        };
+        let blk = &self.blocks[*bp];
+        let (bra_k, bra) = (blk.start..blk.end)
+            .rev()
+            .find_map(|k| self.instr(k).map(|i| (k, i)))?;
+        let (_, pred) = bra.guard.as_ref().filter(|_| bra.op() == "bra")?;
+        let taken_when = blk
+            .succs
+            .iter()
+            .find(|(t, _)| *t == bn)
+            .and_then(|(_, e)| match e {
+                Edge::When(v) => Some(*v),
+                Edge::Always => None,
+            })?;
+        let setp = self.single_def(pred)?;
+        let sparts: Vec<&str> = setp.parts().collect();
+        let high_zero_when = match sparts.as_slice() {
+            [_, "eq", t] if t.ends_with("64") => true,
+            [_, "ne", t] if t.ends_with("64") => false,
+            _ => return None,
+        };
+        if taken_when != high_zero_when || imm(setp.operands.get(2)?) != Some(0) {
+            return None;
+        }
+        let and = self.single_def(setp.operands.get(1)?)?;
+        if and.op() != "and" || imm(and.operands.get(2)?) != Some(-4_294_967_296) {
+            return None;
+        }
+        let or_reg = and.operands.get(1)?;
+        let [k_or] = self.defs.get(or_reg.as_str())?.as_slice() else {
+            return None;
+        };
+        let or = self
+            .instr(*k_or)
+            .filter(|i| i.op() == "or" && i.guard.is_none())?;
+        let (o1, o2) = (or.operands.get(1)?.as_str(), or.operands.get(2)?.as_str());
+        if !((o1 == a && o2 == b) || (o1 == b && o2 == a)) || self.block_of.get(*k_or)? != bp {
+            return None;
+        }
+        // No definition of `a` or `b` after the test in its block, in the 32-bit block, or
+        // before the 64-bit operation in its block (entered from the test's block alone).
+        let bw = *self.block_of.get(kw)?;
+        if self.preds[bw].as_slice() != [*bp] {
+            return None;
+        }
+        let redefined = |from: usize, to: usize| {
+            [a, b].iter().any(|r| {
+                self.defs
+                    .get(*r)
+                    .is_some_and(|ds| ds.iter().any(|&d| d > from && d < to))
+            })
+        };
+        if redefined(*k_or, bra_k)
+            || redefined(self.blocks[bn].start, kn)
+            || redefined(self.blocks[bw].start, kw)
+        {
+            return None;
+        }
+        let w = |e: HostExpr| {
+            Box::new(Wrap {
+                e: Box::new(e),
+                bits: 64,
+                signed: ty.1,
+            })
+        };
+        let (x, y) = (
+            w(self.value(a, *k_or, depth + 1, None)?),
+            w(self.value(b, *k_or, depth + 1, None)?),
+        );
+        Some(if rem { Rem(x, y) } else { Div(x, y) })
+    }
+
     /// A register with several definitions, as an increasing induction variable.
     fn induction(&self, reg: &str, bits: u8, depth: u32) -> Option<HostExpr> {
         let mut inits = Vec::new();
@@ -1880,25 +2031,19 @@ impl<'a> Guards<'a> {
                 };
                 let step = self.value(x, k, depth + 1, None)?;
                 steps.push(IvStep { step, guard: g });
-            } else if matches!(
-                i.op(),
-                "mov" | "add" | "sub" | "mul" | "mad" | "shl" | "cvt" | "ld"
-            ) {
-                inits.push(self.def_value(k, depth + 1, None)?);
             } else {
-                return None;
+                // Any definition whose value can be described (`def_value` gives up on the
+                // others, and then so does this).
+                inits.push(self.def_value(k, depth + 1, None)?);
             }
         }
         if steps.is_empty() {
-            // Only plain definitions (a value merged after a branch): the join of them.
-            // Represented as an induction variable with no steps: its least value, up to the
-            // top of the range, which is sound but weak; facts at the use narrow it.
-            return Some(HostExpr::Iv {
-                bits,
-                signed: true,
-                inits,
-                steps,
-            });
+            // Only plain definitions (a value merged after a branch, as NVVM's 32-bit fast
+            // path of a 64-bit division sets the quotient on two paths): the register holds
+            // what one of them wrote, each described at its own statement, so the hull of
+            // their values bounds it. A definition that reads the register itself (through
+            // copies) cannot be described (the recursion gives up) and nothing is returned.
+            return Some(HostExpr::Hull(inits));
         }
         Some(HostExpr::Iv {
             bits,
@@ -2200,8 +2345,8 @@ impl<'a> Guards<'a> {
                     _ => Rem(x, y),
                 }
             }
-            "sub" if self.remainder_of(i).is_some() => {
-                let ((bits, signed), d) = self.remainder_of(i)?;
+            "sub" if self.remainder_of(i, k).is_some() => {
+                let ((bits, signed), d) = self.remainder_of(i, k)?;
                 let w = |e: HostExpr| Wrap {
                     e: b(e),
                     bits,
@@ -2928,6 +3073,94 @@ mod tests {
         let div = |x, d| HostExpr::Div(x, d).eval(&v);
         assert_eq!(div(span(-9, 17), span(2, 4)), Ok(Some((-4, 8))));
         assert_eq!(div(span(0, 5), span(-1, 4)), Err(()));
+    }
+
+    /// `out[idx]` with `idx` from `i = gid` (64 bits) and `c = n` through NVVM's 64-bit
+    /// division with a 32-bit fast path; `div`/`rem` name the operation, `test` the branch
+    /// into the fast path and `index` how the offset is made of the quotient `%rd9` and the
+    /// remainder `%rd10`.
+    fn fast_path_division(test: &str, index: &str) -> String {
+        format!(
+            "{GID}\n\tcvt.u64.u32 %rd5, %r2;\n\tcvt.u64.u32 %rd6, %r1;\n\
+             \tor.b64 %rd7, %rd5, %rd6;\n\tand.b64 %rd8, %rd7, -4294967296;\n\
+             \tsetp.eq.s64 %p2, %rd8, 0;\n\t{test}\n\
+             \tdiv.s64 %rd9, %rd5, %rd6;\n\tmul.lo.s64 %rd11, %rd9, %rd6;\n\
+             \tsub.s64 %rd10, %rd5, %rd11;\n\tbra.uni $L__J;\n\
+             $L__N:\n\tcvt.u32.u64 %r6, %rd6;\n\tcvt.u32.u64 %r7, %rd5;\n\
+             \tdiv.u32 %r8, %r7, %r6;\n\tmul.lo.s32 %r9, %r8, %r6;\n\tsub.s32 %r10, %r7, %r9;\n\
+             \tcvt.u64.u32 %rd9, %r8;\n\tcvt.u64.u32 %rd10, %r10;\n\
+             $L__J:\n{index}\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;"
+        )
+    }
+
+    #[test]
+    fn a_64_bit_division_with_a_32_bit_fast_path_is_one_value() {
+        let ptx = |body: String| {
+            format!(
+                ".version 8.0\n.target sm_90\n.address_size 64\n\
+                 .visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1, .param .u64 k_param_2)\n{{\n\
+                 \t.reg .pred %p<8>;\n\t.reg .f32 %f<4>;\n\t.reg .b32 %r<16>;\n\t.reg .b64 %rd<16>;\n\
+                 \tld.param.u64 %rd1, [k_param_0];\n\tld.param.u32 %r1, [k_param_1];\n\
+                 \tcvta.to.global.u64 %rd2, %rd1;\n\tmov.f32 %f1, 0f3F800000;\n{body}\n$L__END:\n\tret;\n}}\n"
+            )
+        };
+        let rem = "\tshl.b64 %rd3, %rd10, 2;";
+        let value = |body: String, reg: &str| {
+            let m = crate::ir::read::parse(&ptx(body)).unwrap();
+            let g = Guards::new(&m.functions[0]).unwrap();
+            g.budget.set(2000);
+            g.wide_division(reg, 0)
+        };
+        let good = fast_path_division("@%p2 bra $L__N;", rem);
+        assert!(matches!(
+            value(good.clone(), "%rd10"),
+            Some(HostExpr::Rem(..))
+        ));
+        assert!(matches!(value(good, "%rd9"), Some(HostExpr::Div(..))));
+        // The fast path entered when the high halves are not zero, or on a test of something
+        // else, or with an operand changed after the test: not one value.
+        let flipped = fast_path_division("@!%p2 bra $L__N;", rem);
+        assert!(value(flipped, "%rd10").is_none());
+        let other = fast_path_division("@%p2 bra $L__N;", rem)
+            .replace("or.b64 %rd7, %rd5, %rd6;", "or.b64 %rd7, %rd5, %rd5;");
+        assert!(value(other, "%rd10").is_none());
+        let changed = fast_path_division("@%p2 bra $L__N;", rem).replace(
+            "cvt.u32.u64 %r6, %rd6;",
+            "add.s64 %rd6, %rd6, 1;\n\tcvt.u32.u64 %r6, %rd6;",
+        );
+        assert!(value(changed, "%rd10").is_none());
+
+        // As an access sees it: out[i % n] holds with n elements, not with n - 1.
+        let k = kernel(&fast_path_division("@%p2 bra $L__N;", rem));
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(holds(&k, 64, 256, 1000, 4 * 1000));
+        assert!(!holds(&k, 64, 256, 1000, 4 * 999));
+        // out[i / n]: the quotient is below 16384 / 1000 + 1 for 64 x 256 threads.
+        let k = kernel(&fast_path_division(
+            "@%p2 bra $L__N;",
+            "\tshl.b64 %rd3, %rd9, 2;",
+        ));
+        assert!(holds(&k, 64, 256, 1000, 4 * 17));
+        assert!(!holds(&k, 64, 256, 1000, 4 * 16));
+    }
+
+    #[test]
+    fn a_value_merged_after_a_branch_is_bounded_by_both_definitions() {
+        // r6 = (tid < n) ? tid : 7 (set on two paths), out[r6]: the hull of both, not
+        // everything from the smaller start up.
+        let body = format!(
+            "{GID}\n\tsetp.ge.u32 %p1, %r5, %r1;\n\t@%p1 bra $L__A;\n\tmov.u32 %r6, %r5;\n\
+             \tbra.uni $L__B;\n$L__A:\n\tmov.u32 %r6, 7;\n$L__B:\n\
+             \tmul.wide.u32 %rd3, %r6, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;"
+        );
+        let k = kernel(&body);
+        assert_eq!(k.coverage.host_checked, 1);
+        // Block of 256, n = 1000: tid in [0, 255], or 7.
+        assert!(holds(&k, 4, 256, 1000, 4 * 256));
+        assert!(!holds(&k, 4, 256, 1000, 4 * 255));
+        // n = 4: tid in [0, 3] or 7: up to element 7.
+        assert!(holds(&k, 4, 256, 4, 4 * 8));
+        assert!(!holds(&k, 4, 256, 4, 4 * 7));
     }
 
     #[test]
