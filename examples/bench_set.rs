@@ -1318,6 +1318,9 @@ struct Row {
     plain_ms: f64,
     checked_ms: f64,
     coverage: Option<Coverage>,
+    /// The most host checks one bounds-checked launch failed (`Kernel::failed_host_checks`):
+    /// those accesses ran with device checks.
+    failed_host_checks: usize,
     /// With `--races`: shared accesses race-checked, barriers checked, and why not when the
     /// kernel is not race-checked.
     races: Option<cudacheck::core::race::RaceCoverage>,
@@ -1385,6 +1388,12 @@ fn measure(s: &Arc<CudaStream>, sp: &Spec, row: &mut Row) -> Result<(), BoxError
     row.plain_ms = kernel_ms(false)?;
     row.checked_ms = kernel_ms(true)?;
     row.coverage = k.coverage()?;
+    row.failed_host_checks = k
+        .failed_host_checks()
+        .iter()
+        .map(|set| set.len())
+        .max()
+        .unwrap_or(0);
     if races() {
         row.races = k.race_coverage()?;
     }
@@ -1404,6 +1413,7 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
             plain_ms: f64::NAN,
             checked_ms: f64::NAN,
             coverage: None,
+            failed_host_checks: 0,
             races: None,
             bytes: 0,
             differing: 0,
@@ -1448,11 +1458,13 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
          the styles real code uses (bench/kernels/). Kernel times are CUDA events around the \
          kernel alone, medians of {RUNS} runs after {WARMUP} warm-up runs. Coverage is \
          `Kernel::coverage` of the bounds-checked build: accesses checked on the device / once \
-         on the host / proven in bounds, and left unchecked. Bit-identical: every output byte \
-         of the bounds-checked launch equals the plain launch's (outputs poisoned before each \
-         launch).\n\n\
-         | kernel | style | size | plain (ms) | checked (ms) | slowdown | checked / host / proven | unchecked | bit-identical |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---|\n",
+         on the host / proven in bounds, and left unchecked; \"host failed\" is how many of the \
+         host checks the benchmark's own arguments failed (`Kernel::failed_host_checks`: those \
+         accesses were checked on the device in the timed launches). Bit-identical: every \
+         output byte of the bounds-checked launch equals the plain launch's (outputs poisoned \
+         before each launch).\n\n\
+         | kernel | style | size | plain (ms) | checked (ms) | slowdown | checked / host / proven | host failed | unchecked | bit-identical |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---|\n",
         rows.len()
     );
     for r in &rows {
@@ -1466,13 +1478,14 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
             ),
         };
         md.push_str(&format!(
-            "| {} | {} | {} | {:.3} | {:.3} | {:.3}x | {cells} | {unchecked} | {same} |\n",
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3}x | {cells} | {} | {unchecked} | {same} |\n",
             r.name,
             r.style,
             r.size,
             r.plain_ms,
             r.checked_ms,
             r.checked_ms / r.plain_ms,
+            r.failed_host_checks,
         ));
     }
     if races() {
@@ -1526,6 +1539,7 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
             "checked_kernel_ms": r.checked_ms,
             "slowdown": r.checked_ms / r.plain_ms,
             "coverage": cov_json(r.coverage.as_ref()),
+            "failed_host_checks": r.failed_host_checks,
             "races": r.races.as_ref().map(|c| serde_json::json!({
                 "checked": c.checked,
                 "barriers": c.barriers,

@@ -508,6 +508,23 @@ impl Kernel {
         Ok(inst.kernel(&symbol).map(|k| k.coverage.clone()))
     }
 
+    /// The host checks bounds-checked launches of this kernel have failed so far: one set per
+    /// launch shape and combination of failures (positions in the host-checked build's list,
+    /// [`Coverage::host_checked`] of them), whose accesses those launches checked on the
+    /// device instead. Empty when every bounds-checked launch ran the build that checks them
+    /// all on the host. A failure is either a real risk (the arguments do not keep the access
+    /// in bounds) or a bound the host analysis cannot prove; either way such a launch costs
+    /// what its device checks cost, so this is where to look when a bounds-checked kernel is
+    /// slower than its coverage suggests.
+    pub fn failed_host_checks(&self) -> Vec<HostCheckSet> {
+        let sets = self
+            .inner
+            .device_check_sets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        sets.iter().map(|&(_, set)| set).collect()
+    }
+
     /// What race checking covers in this kernel ([`KernelBuilder::races`]): shared accesses
     /// and barriers checked, accesses left unchecked and why, or why the kernel is not
     /// race-checked at all; built for launches without dynamic shared memory. `Ok(None)` when

@@ -1175,11 +1175,13 @@ impl<'a> Guards<'a> {
         }
     }
 
-    /// The definition of `reg` that statement `at` reads: its only one, or the one that
-    /// reaches `at` on every path ([`Self::reaching_def`]).
-    fn def_reaching(&self, reg: &str, at: usize) -> Option<&'a Instr> {
-        self.single_def(reg)
-            .or_else(|| self.instr(self.reaching_def(reg, at)?))
+    /// The statement defining `reg` that statement `at` reads: its only definition, or the one
+    /// that reaches `at` on every path ([`Self::reaching_def`]).
+    fn def_index_reaching(&self, reg: &str, at: usize) -> Option<usize> {
+        match self.defs.get(reg).map(Vec::as_slice) {
+            Some([k]) => self.instr(*k).filter(|i| i.guard.is_none()).map(|_| *k),
+            _ => self.reaching_def(reg, at),
+        }
     }
 
     /// A comparison bound: an immediate, a register only ever loaded from a whole scalar
@@ -1247,24 +1249,49 @@ impl<'a> Guards<'a> {
     /// and the divisor.
     fn remainder_of(&self, i: &Instr, at: usize) -> Option<((u8, bool), &'a str)> {
         let (x, y) = (i.operands.get(1)?, i.operands.get(2)?);
-        let m = self.def_reaching(y, at)?;
+        let km = self.def_index_reaching(y, at)?;
+        let m = self.instr(km)?;
         if m.op() != "mul" || !m.has("lo") {
             return None;
         }
         let (a, c) = (m.operands.get(1)?, m.operands.get(2)?);
         for (q, d) in [(a, c), (c, a)] {
             // The quotient register may be one NVVM also sets on another path (the 32-bit
-            // fast path of a 64-bit division): the definition that reaches the `sub`.
-            let Some(div) = self.def_reaching(q, at).filter(|q| q.op() == "div") else {
+            // fast path of a 64-bit division): the definition that reaches the `mul`.
+            let Some(kd) = self.def_index_reaching(q, km) else {
                 continue;
             };
+            let div = self.instr(kd)?;
+            if div.op() != "div" {
+                continue;
+            }
             if div.operands.get(1) == Some(x) && div.operands.get(2) == Some(d) {
+                // The dividend and divisor the `div`, `mul` and `sub` read are the same values.
+                if !self.unchanged(x, kd, at) || !self.unchanged(d, kd, at) {
+                    return None;
+                }
                 let ty = div.parts().filter_map(int_type).last()?;
                 let sub_bits = i.parts().filter_map(int_type).last()?.0;
                 return (sub_bits == ty.0).then_some((ty, d.as_str()));
             }
         }
         None
+    }
+
+    /// Whether `reg` holds the same value at statements `from` and `to` (`from` first): it has
+    /// one definition, or both lie in one block with no definition of it between them.
+    fn unchanged(&self, reg: &str, from: usize, to: usize) -> bool {
+        if !is_reg(reg) || self.single_def(reg).is_some() {
+            return true;
+        }
+        let same_block =
+            self.block_of.get(from).is_some() && self.block_of.get(from) == self.block_of.get(to);
+        same_block
+            && from <= to
+            && !self
+                .defs
+                .get(reg)
+                .is_some_and(|ds| ds.iter().any(|&d| d >= from && d < to))
     }
 
     /// `(index, bytes)` of the whole scalar parameter register `op` is only ever loaded from.
@@ -1915,9 +1942,16 @@ impl<'a> Guards<'a> {
             return None;
         }
         // The 32-bit block: entered only from the test's branch, when its predicate says
-        // the high halves are zero.
+        // the high halves are zero; the low halves taken there, where `a` and `b` are the
+        // values the test read (checked below).
         let bn = *self.block_of.get(kn)?;
-        if *self.block_of.get(kr)? != bn {
+        let in_bn = |r: &str| {
+            self.defs
+                .get(r)
+                .and_then(|ds| ds.first())
+                .is_some_and(|&k| self.block_of.get(k) == Some(&bn))
+        };
+        if *self.block_of.get(kr)? != bn || !in_bn(narrow.2) || !in_bn(narrow.3) {
             return None;
         }
         let [bp] = self.preds[bn].as_slice() else {
@@ -1974,9 +2008,10 @@ impl<'a> Guards<'a> {
                     .is_some_and(|ds| ds.iter().any(|&d| d > from && d < to))
             })
         };
+        // (`redefined` excludes its first statement: a block's is taken one before it.)
         if redefined(*k_or, bra_k)
-            || redefined(self.blocks[bn].start, kn)
-            || redefined(self.blocks[bw].start, kw)
+            || redefined(self.blocks[bn].start.checked_sub(1)?, kn)
+            || redefined(self.blocks[bw].start.checked_sub(1)?, kw)
         {
             return None;
         }
@@ -2214,10 +2249,12 @@ impl<'a> Guards<'a> {
         let sc = step_of(c)?;
         // a: the test reads the counter after this iteration's update.
         let a = i64::from(self.before(c.update, t.reads)?);
-        // One less for a statement after the test, which runs only when the test went on.
+        // One less for a statement after the test, which runs only when the test went on;
+        // not for one that may run before it (a conditional block earlier in the body,
+        // neither dominating nor dominated by the test's block: no less, which is sound).
         let after_test = inside
             && self.cfg.block_of(at)? != self.cfg.block_of(t.branch)?
-            && !self.before(at, t.branch)?;
+            && self.before(at, t.branch) == Some(false);
         let minus = |e: HostExpr, k: i64| if k == 0 { e } else { Sub(b(e), b(Const(k))) };
         let one = || Const(1);
         let ceil_div =
@@ -2270,7 +2307,8 @@ impl<'a> Guards<'a> {
         let steps_before = if !inside {
             // After the loop: every iteration's update may have run.
             Add(b(last), b(one()))
-        } else if self.before(iv.update, at)? {
+        } else if l.may_follow_in_iteration(&self.cfg, iv.update, at) {
+            // The update may have run before `at` in this iteration: one more step.
             Add(b(last), b(one()))
         } else {
             last
@@ -2988,6 +3026,48 @@ mod tests {
                 scalars: &[None, Some((n, 8))],
                 lens: &[len, u64::MAX],
             })
+    }
+
+    /// `for (i = 0; i < n; ++i) if (tid != 0) *p++ = 1; else p++;` as a rotated loop with
+    /// the store in a conditional block before the pointer's update.
+    fn conditional_store_loop(store_after_update: bool) -> InstrumentedKernel {
+        let store = "\tsetp.eq.s32 %p2, %r5, 0;\n\t@%p2 bra $L__SKIP;\n\tst.global.u64 [%rd6], %rd5;\n$L__SKIP:";
+        let update = "\tadd.s64 %rd6, %rd6, 8;";
+        let (first, second) = if store_after_update {
+            (update, store)
+        } else {
+            (store, update)
+        };
+        let ptx = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n\
+             .visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1)\n{{\n\
+             \t.reg .pred %p<8>;\n\t.reg .b32 %r<16>;\n\t.reg .b64 %rd<16>;\n\
+             \tld.param.u64 %rd1, [k_param_0];\n\tld.param.u64 %rd5, [k_param_1];\n\
+             \tcvta.to.global.u64 %rd2, %rd1;\n\tmov.u32 %r5, %tid.x;\n\
+             \tsetp.eq.s64 %p1, %rd5, 0;\n\t@%p1 bra $L__END;\n\
+             \tmov.u64 %rd7, 0;\n\tmov.u64 %rd6, %rd2;\n\
+             $L__LOOP:\n{first}\n{second}\n\tadd.s64 %rd7, %rd7, 1;\n\
+             \tsetp.lt.u64 %p3, %rd7, %rd5;\n\t@%p3 bra $L__LOOP;\n\
+             $L__END:\n\tret;\n}}\n"
+        );
+        let opts = InstrumentOptions::new().host_checks(true);
+        let out = instrument_ptx_with(&ptx, &opts).unwrap();
+        out.kernels.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn a_conditional_access_before_the_update_is_counted_from_the_iteration() {
+        // The store runs before the pointer's update in every iteration (its block neither
+        // dominates nor is dominated by the update's): iterations 0..n write elements 0..n.
+        let k = conditional_store_loop(false);
+        assert_eq!(k.coverage.host_checked, 1, "{:?}", k.coverage);
+        assert!(loop_holds(&k, 1000, 8000));
+        assert!(!loop_holds(&k, 1000, 7999));
+        // After the update, it writes elements 1..=n.
+        let k = conditional_store_loop(true);
+        assert_eq!(k.coverage.host_checked, 1, "{:?}", k.coverage);
+        assert!(loop_holds(&k, 1000, 8008));
+        assert!(!loop_holds(&k, 1000, 8000));
     }
 
     #[test]

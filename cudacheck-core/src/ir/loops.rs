@@ -50,6 +50,36 @@ impl Loop {
     pub fn contains_stmt(&self, cfg: &Cfg, stmt: usize) -> bool {
         cfg.block_of(stmt).is_some_and(|b| self.blocks.contains(&b))
     }
+
+    /// Whether statement `y` may run after statement `x` within one iteration: a path from
+    /// `x` to `y` through the loop's blocks that does not pass the header again (`x` first in
+    /// the same block, or `y`'s block reachable from `x`'s so). `false` means that in every
+    /// iteration running both, `y` runs before `x`; `true` when unsure (either statement
+    /// outside the loop).
+    pub fn may_follow_in_iteration(&self, cfg: &Cfg, x: usize, y: usize) -> bool {
+        let (Some(bx), Some(by)) = (cfg.block_of(x), cfg.block_of(y)) else {
+            return true;
+        };
+        if !self.blocks.contains(&bx) || !self.blocks.contains(&by) {
+            return true;
+        }
+        if bx == by && x < y {
+            return true;
+        }
+        let mut seen = BTreeSet::new();
+        let mut work: Vec<BlockId> = cfg.blocks[bx].succs.clone();
+        while let Some(b) = work.pop() {
+            if b == self.header || !self.blocks.contains(&b) || !seen.insert(b) {
+                continue;
+            }
+            if b == by {
+                return true;
+            }
+            work.extend(cfg.blocks[b].succs.iter().copied());
+        }
+        // `y` in the header itself runs before anything else of the iteration.
+        false
+    }
 }
 
 /// What an induction variable adds per iteration.
