@@ -1026,6 +1026,9 @@ pub(crate) struct Guards<'a> {
 }
 
 const MAX_DEPTH: u32 = 48;
+
+/// A division or remainder statement: `(is a remainder, its type, dividend, divisor)`.
+type DivOp<'a> = (bool, (u8, bool), &'a str, &'a str);
 const MAX_SIZE: usize = 400;
 
 impl<'a> Guards<'a> {
@@ -1895,7 +1898,7 @@ impl<'a> Guards<'a> {
             return None;
         };
         // `(operation is rem, type, a, b)` of a division or remainder statement.
-        let op_of = |k: usize| -> Option<(bool, (u8, bool), &'a str, &'a str)> {
+        let op_of = |k: usize| -> Option<DivOp<'a>> {
             let i = self.instr(k).filter(|i| i.guard.is_none())?;
             let ty = i.parts().filter_map(int_type).last()?;
             let (x, y) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
@@ -1908,7 +1911,7 @@ impl<'a> Guards<'a> {
                 _ => None,
             }
         };
-        let narrow_of = |k: usize| -> Option<(usize, (bool, (u8, bool), &'a str, &'a str))> {
+        let narrow_of = |k: usize| -> Option<(usize, DivOp<'a>)> {
             let i = self.instr(k).filter(|i| i.guard.is_none())?;
             let parts: Vec<&str> = i.parts().collect();
             if i.op() != "cvt" || parts.get(1..) != Some(&["u64", "u32"][..]) {
