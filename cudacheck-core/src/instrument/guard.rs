@@ -1025,7 +1025,7 @@ pub(crate) struct Guards<'a> {
     loops: Vec<Loop>,
 }
 
-const MAX_DEPTH: u32 = 48;
+const MAX_DEPTH: u32 = 96;
 
 /// A division or remainder statement: `(is a remainder, its type, dividend, divisor)`.
 type DivOp<'a> = (bool, (u8, bool), &'a str, &'a str);
@@ -1279,6 +1279,64 @@ impl<'a> Guards<'a> {
             }
         }
         None
+    }
+
+    /// NVVM's signed remainder by a power of two `2^k` (`x % 16` on an `int`): `x - ((x +
+    /// bias) & -2^k)` with `bias = (x >> (w - 1)) >>> (w - k)` (`2^k - 1` for a negative `x`,
+    /// else 0), which is `x % 2^k` with the sign of `x`. Gives the type and `2^k`. Every
+    /// register read is checked to hold the same `x` as the `sub`.
+    fn pow2_remainder(&self, i: &Instr, at: usize) -> Option<((u8, bool), i64)> {
+        let (bits, _) = i.parts().filter_map(int_type).last()?;
+        let (x, y) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
+        let def = |r: &str, at: usize| -> Option<(usize, &'a Instr)> {
+            let k = self.def_index_reaching(r, at)?;
+            Some((k, self.instr(k).filter(|i| i.guard.is_none())?))
+        };
+        let (ka, and) = def(y, at)?;
+        if and.op() != "and" {
+            return None;
+        }
+        let (m, u) = match (imm(and.operands.get(2)?), imm(and.operands.get(1)?)) {
+            (Some(m), _) => (m, and.operands.get(1)?.as_str()),
+            (None, Some(m)) => (m, and.operands.get(2)?.as_str()),
+            _ => return None,
+        };
+        // m = -2^k, 0 < k < bits - 1.
+        let p = m.checked_neg()?;
+        if p <= 1 || !(p as u64).is_power_of_two() || p.trailing_zeros() >= u32::from(bits) - 1 {
+            return None;
+        }
+        let k = p.trailing_zeros();
+        let (ku, add) = def(u, ka)?;
+        if add.op() != "add" {
+            return None;
+        }
+        let (o1, o2) = (add.operands.get(1)?.as_str(), add.operands.get(2)?.as_str());
+        let bias = match (o1 == x, o2 == x) {
+            (true, _) => o2,
+            (_, true) => o1,
+            _ => return None,
+        };
+        let (kb, shru) = def(bias, ku)?;
+        let unsigned_shift = shru.op() == "shr" && shru.has(&format!("u{bits}"))
+            || shru.op() == "shr" && shru.has(&format!("b{bits}"));
+        if !unsigned_shift || imm(shru.operands.get(2)?) != Some(i64::from(u32::from(bits) - k)) {
+            return None;
+        }
+        let (ks, sign) = def(shru.operands.get(1)?, kb)?;
+        if sign.op() != "shr"
+            || !sign.has(&format!("s{bits}"))
+            || sign.operands.get(1).map(String::as_str) != Some(x)
+            || imm(sign.operands.get(2)?) != Some(i64::from(bits) - 1)
+        {
+            return None;
+        }
+        // The `x` the sign, the sum and the `sub` read is one value.
+        let first = ks.min(ku);
+        if !self.unchanged(x, first, at) {
+            return None;
+        }
+        Some(((bits, true), p))
     }
 
     /// Whether `reg` holds the same value at statements `from` and `to` (`from` first): it has
@@ -2386,6 +2444,15 @@ impl<'a> Guards<'a> {
                     _ => Rem(x, y),
                 }
             }
+            "sub" if self.pow2_remainder(i, k).is_some() => {
+                let ((bits, signed), m) = self.pow2_remainder(i, k)?;
+                let w = |e: HostExpr| Wrap {
+                    e: b(e),
+                    bits,
+                    signed,
+                };
+                Rem(b(w(v(1)?)), b(Const(m)))
+            }
             "sub" if self.remainder_of(i, k).is_some() => {
                 let ((bits, signed), d) = self.remainder_of(i, k)?;
                 let w = |e: HostExpr| Wrap {
@@ -3224,6 +3291,29 @@ mod tests {
             "\tshl.b64 %rd3, %rd9, 2;",
         ));
         assert!(holds(&k, 64, 256, 1000, 4 * 17));
+        assert!(!holds(&k, 64, 256, 1000, 4 * 16));
+    }
+
+    #[test]
+    fn a_signed_remainder_by_a_power_of_two_is_a_remainder() {
+        // if (i < n) out[i % 16], `i` an int: NVVM's `i - ((i + bias) & -16)`.
+        let rem = |sign_shift: u32| {
+            format!(
+                "{GID}\n\tsetp.ge.s32 %p1, %r2, %r1;\n\t@%p1 bra $L__END;\n\
+                 \tshr.s32 %r6, %r2, 31;\n\tshr.u32 %r7, %r6, {sign_shift};\n\tadd.s32 %r8, %r2, %r7;\n\
+                 \tand.b32 %r9, %r8, -16;\n\tsub.s32 %r10, %r2, %r9;\n\
+                 \tmul.wide.s32 %rd3, %r10, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;"
+            )
+        };
+        let k = kernel(&rem(28));
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(holds(&k, 64, 256, 1000, 4 * 16));
+        assert!(!holds(&k, 64, 256, 1000, 4 * 15));
+        // Fewer than 16 elements guarded: the remainder is the index itself.
+        assert!(holds(&k, 64, 256, 10, 4 * 10));
+        assert!(!holds(&k, 64, 256, 10, 4 * 9));
+        // A bias that is not `2^k - 1` for a negative `i` is not this idiom: not a remainder.
+        let k = kernel(&rem(27));
         assert!(!holds(&k, 64, 256, 1000, 4 * 16));
     }
 
