@@ -12,6 +12,11 @@
 #       the 92 files with the release's NVRTC, all cores; OUTDIR/LABEL-*.json, doctor's report
 #   scripts/matrix-corpus.sh summary OUTDIR...   # here: per release, files that compile with
 #       kernels, and the ones that do not
+#   scripts/matrix-corpus.sh instrument LABEL OUTDIR  # GPU machine: `cudacheck instrument
+#       --json` of candle's and mistral.rs quant's files (issue 21: whole-library bounds-check
+#       coverage), one process per file on all cores, largest first; OUTDIR/instrument-*.json
+#   scripts/matrix-corpus.sh coverage OUTDIR     # here: kernels with every access checked,
+#       per group, and the files whose instrumented build failed
 #
 # The files: candle @ candle-kernels/src (26); mistral.rs @ mistralrs-quant/kernels and
 # mistralrs-core/src/cuda (51), mistralrs-paged-attn/src/cuda (15, with -DENABLE_FP8); paths
@@ -92,6 +97,80 @@ run)
   wait
   cat "$out/$label-times.txt"
   rm -rf "$stage"
+  ;;
+instrument)
+  label="${1:?usage: matrix-corpus.sh instrument LABEL OUTDIR}"
+  out="${2:?usage: matrix-corpus.sh instrument LABEL OUTDIR}"
+  mkdir -p "$out"
+  out="$(cd "$out" && pwd)"
+  stage="$(mktemp -d)"
+  tar -C "$stage" -xJf "$root/target/gpu-carry/matrix-$label.tar.xz"
+  if [ -f "$stage/nvrtc-path" ]; then
+    export CUDACHECK_NVRTC="$stage/$(cat "$stage/nvrtc-path")"
+  fi
+  cp "$stage/corpus/candle/.commit" "$out/candle.commit" 2>/dev/null || true
+  cp "$stage/corpus/mistral/.commit" "$out/mistral.commit" 2>/dev/null || true
+  # "group<TAB>flags<TAB>file" lines, the largest file first (the slowest to instrument).
+  list="$out/instrument-files.txt"
+  : > "$list"
+  for g in "candle candle/candle-kernels/src" "mistral mistral/mistralrs-quant/kernels"; do
+    read -r name dir flags <<< "$g"
+    (cd "$stage/corpus" && find "$dir" -name '*.cu' -type f) | while read -r f; do
+      excluded "$f" || printf '%s\t%s\t%s\t%s\n' "$(stat -c %s "$stage/corpus/$f")" "$name" "${flags:-}" "$f"
+    done >> "$list"
+  done
+  sort -rn "$list" -o "$list"
+  # MATRIX_ONLY=REGEX keeps the matching files (a quick try of the script).
+  if [ -n "${MATRIX_ONLY:-}" ]; then
+    grep -E "$MATRIX_ONLY" "$list" > "$list.only" || true
+    mv "$list.only" "$list"
+  fi
+  start=$(date +%s)
+  # shellcheck disable=SC2016
+  cut -f2- "$list" | tr '\t' '\037' | xargs -d '\n' -P "$(nproc)" -I{} bash -c '
+    IFS=$'"'"'\037'"'"' read -r name flags f <<< "$1"
+    key="$(echo "$f" | tr / _)"
+    cd "$2/corpus" && CUDACHECK_CACHE=0 RAYON_NUM_THREADS=1 "$2/cudacheck" instrument --arch sm_90 \
+      --json $flags "$f" > "$3/instrument-$name-$key.json" 2> "$3/instrument-$name-$key.err" || true
+  ' _ {} "$stage" "$out"
+  echo "instrument: $(wc -l < "$list") files, $(( $(date +%s) - start )) s" | tee "$out/instrument-times.txt"
+  rm -rf "$stage"
+  ;;
+coverage)
+  python3 - "$@" <<'PY'
+import glob, json, os, sys
+groups = {}
+for d in sys.argv[1:]:
+    for path in sorted(glob.glob(os.path.join(d, "instrument-*.json"))):
+        group = os.path.basename(path)[len("instrument-"):].split("-", 1)[0]
+        g = groups.setdefault(group, {"files": 0, "kernels": 0, "complete": 0, "failed": [], "why": {}})
+        g["files"] += 1
+        try:
+            report = json.load(open(path))
+        except ValueError:
+            g["failed"].append((path, "no report (cut short or crashed)"))
+            continue
+        for f in report["files"]:
+            if f.get("error"):
+                g["failed"].append((f["path"], f["error"].strip().splitlines()[0][:200]))
+            for k in f["kernels"]:
+                g["kernels"] += 1
+                if not k["unchecked"]:
+                    g["complete"] += 1
+                for u in k["unchecked"]:
+                    why = str(u.get("reason", "?"))[:80]
+                    g["why"][why] = g["why"].get(why, 0) + 1
+print("| library | files | kernels | every access checked | files whose build failed |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for name, g in sorted(groups.items()):
+    pct = 100.0 * g["complete"] / g["kernels"] if g["kernels"] else 0.0
+    print("| %s | %d | %d | %d (%.1f%%) | %d |" % (name, g["files"], g["kernels"], g["complete"], pct, len(g["failed"])))
+for name, g in sorted(groups.items()):
+    for why, n in sorted(g["why"].items(), key=lambda x: -x[1]):
+        print("- %s unchecked: %d accesses: %s" % (name, n, why))
+    for path, why in g["failed"]:
+        print("- %s FAILED %s: %s" % (name, path, why))
+PY
   ;;
 summary)
   python3 - "$@" <<'PY'

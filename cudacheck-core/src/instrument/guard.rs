@@ -1020,6 +1020,8 @@ pub(crate) struct Guards<'a> {
     preds: Vec<Vec<usize>>,
     /// Registers left to visit for the current access (bounds the work on odd code).
     budget: std::cell::Cell<u32>,
+    /// Registers [`Guards::induction`] is describing now (a cycle through them gives up).
+    visiting: std::cell::RefCell<Vec<String>>,
     /// The typed model's control-flow graph and loops ([`crate::ir`]).
     cfg: Cfg,
     loops: Vec<Loop>,
@@ -1159,6 +1161,7 @@ impl<'a> Guards<'a> {
             shifted,
             preds,
             budget: std::cell::Cell::new(0),
+            visiting: std::cell::RefCell::new(Vec::new()),
             cfg: Cfg::new(f),
             loops: Vec::new(),
         };
@@ -2092,6 +2095,19 @@ impl<'a> Guards<'a> {
 
     /// A register with several definitions, as an increasing induction variable.
     fn induction(&self, reg: &str, bits: u8, depth: u32) -> Option<HostExpr> {
+        // A definition that reads `reg` back through a chain (`r = t + s`, `t = r + s` in an
+        // unrolled loop) would describe `reg` by itself: give up at once rather than recurse
+        // until the depth limit (the loop's own analysis, `counted`, may still know it).
+        if self.visiting.borrow().iter().any(|r| r == reg) {
+            return None;
+        }
+        self.visiting.borrow_mut().push(reg.to_string());
+        let e = self.induction_of(reg, bits, depth);
+        self.visiting.borrow_mut().pop();
+        e
+    }
+
+    fn induction_of(&self, reg: &str, bits: u8, depth: u32) -> Option<HostExpr> {
         let mut inits = Vec::new();
         let mut steps = Vec::new();
         let mut signed: Option<bool> = None;
