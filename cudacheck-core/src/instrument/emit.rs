@@ -31,7 +31,8 @@ use super::analyze::{
 use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
 use super::fast;
 use super::group::{groups, Group};
-use super::guard::{Base, Guards, HostCheck, HostExpr};
+use super::guard::{Base, Guards};
+use super::host_expr::{HostCheck, HostExpr};
 use super::ptx::{Function, Instr, Loc, Module, Space, StmtKind};
 use super::range::{ranges, Ranges};
 use super::record::FaultKind;

@@ -71,6 +71,7 @@ mod emit;
 mod fast;
 mod group;
 mod guard;
+mod host_expr;
 /// The PTX reader, kept at its earlier path: [`crate::ir::read`].
 pub use crate::ir::read as ptx;
 mod range;
@@ -83,7 +84,7 @@ use thiserror::Error;
 pub use coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
 pub(crate) use emit::{callee, source_loc, splice as splice_text};
 pub use emit::{demangle, demangle_var};
-pub use guard::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues};
+pub use host_expr::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues};
 
 pub use ptx::PtxError;
 pub use record::{decode, FaultKind, FaultRecord, MSG_BYTES, RECORD_BYTES};
@@ -100,6 +101,7 @@ pub const INSTRUMENT_SOURCES: &[&str] = &[
     include_str!("fast.rs"),
     include_str!("group.rs"),
     include_str!("guard.rs"),
+    include_str!("host_expr.rs"),
     include_str!("range.rs"),
     include_str!("record.rs"),
 ];
