@@ -1536,7 +1536,7 @@ impl<'a> Guards<'a> {
     /// `reg` as statement `at` reads it, where `reg` steps once per iteration of a loop with
     /// a recognized exit test, but for its value on entry (the statements that set it).
     ///
-    /// **The loop.** [`crate::ir::loops`] finds a counter `c`: set before the loop (every
+    /// **The loop.** [`mod@crate::ir::loops`] finds a counter `c`: set before the loop (every
     /// definition outside it unguarded; their hull is its start `c0`, one of them reaches the
     /// loop since NVVM never reads a register before writing it), stepped once per iteration
     /// by `sc` (one unguarded definition in the loop, in a block that dominates every latch
