@@ -1,6 +1,6 @@
-# Assemble PTX files with nvJitLink 13 (-arch=sm_90 -verbose): registers per kernel, and the
-# cubin beside each (for nvdisasm). Usage: python3 jl.py LIB FILE.ptx...
-import ctypes, sys
+# Assemble PTX files with nvJitLink 13 (-arch=sm_90 -verbose): registers and shared memory per
+# kernel, and the cubin beside each (for nvdisasm). Usage: python3 jl.py LIB FILE.ptx...
+import ctypes, re, sys
 lib = ctypes.CDLL(sys.argv[1])
 for path in sys.argv[2:]:
     h = ctypes.c_void_p()
@@ -14,7 +14,14 @@ for path in sys.argv[2:]:
     if r:
         lib.__nvJitLinkGetErrorLogSize_13_0(h, ctypes.byref(n)); e = ctypes.create_string_buffer(n.value + 1); lib.__nvJitLinkGetErrorLog_13_0(h, e)
         print(path, "error", r, e.value.decode()[:300]); continue
-    regs = [l for l in log.value.decode().splitlines() if "registers" in l]
-    print(path, "|", "; ".join(x.split("info    :")[-1].strip() for x in regs))
+    kernel = None
+    for l in log.value.decode().splitlines():
+        m = re.search(r"Function properties for (\S+)", l)
+        if m:
+            kernel = m.group(1).strip("':")
+        m = re.search(r"used (\d+) registers.*?(\d+) bytes smem", l)
+        if m and kernel:
+            print(f"{path} {kernel}: {m.group(1)} registers, {m.group(2)} bytes smem")
+            kernel = None
     lib.__nvJitLinkGetLinkedCubinSize_13_0(h, ctypes.byref(n)); c = ctypes.create_string_buffer(n.value); lib.__nvJitLinkGetLinkedCubin_13_0(h, c)
     open(path[:-4] + ".jl.cubin", "wb").write(c.raw)

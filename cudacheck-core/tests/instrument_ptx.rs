@@ -326,3 +326,231 @@ fn a_load_without_its_address_operand_does_not_panic() {
         "the store's width is still known"
     );
 }
+
+/// The text of `ptx` from the `setp` that ends the check before `needle` (the instruction, as
+/// emitted) to the end of the line after it.
+fn check_of<'p>(ptx: &'p str, needle: &str) -> &'p str {
+    let at = ptx
+        .find(needle)
+        .unwrap_or_else(|| panic!("`{needle}` not in\n{ptx}"));
+    let start = ptx[..at].rfind("setp.ge.").expect("a check before it");
+    let after = at + ptx[at..].find('\n').unwrap() + 1;
+    let end = after + ptx[after..].find('\n').unwrap();
+    &ptx[start..end]
+}
+
+/// The cold block of site `site` (in the slow copy: `suffix` `__s`), up to its way back.
+fn cold_of<'p>(ptx: &'p str, site: u32, suffix: &str) -> &'p str {
+    let label = format!("$__cc_cold{site}{suffix}:");
+    let at = ptx
+        .find(&label)
+        .unwrap_or_else(|| panic!("no {label}\n{ptx}"));
+    let end = ptx[at..].find("bra $__cc_cont").unwrap() + at;
+    &ptx[at..end]
+}
+
+/// Atomics and reductions on global memory (results/instrument_cost.md, 2026-11-26): a failed
+/// check sends the address to the module's sink, the atomic runs there, and the branch to the
+/// cold block (which records the fault and zeroes a returned value, as before) follows it; no
+/// branch between the check and the atomic. In every address form: a register, a register plus
+/// an offset (kept, the sink moved back by it), negative offsets, a guard, 8- and 16-byte
+/// widths (with their alignment test), a generic address of a parameter's buffer.
+#[test]
+fn global_atomics_are_redirected_to_the_sink_not_branched_around() {
+    let body = "\tld.param.u64 %rd1, [k_param_0];\n\tld.param.u64 %rd2, [k_param_1];\n\tcvta.to.global.u64 %rd3, %rd1;\n\tmul.wide.s32 %rd5, %r1, 4;\n\tadd.s64 %rd6, %rd3, %rd5;\n\tatom.global.add.u32 %r2, [%rd6], %r3;\n\tadd.s64 %rd10, %rd3, %rd5;\n\tred.global.add.f32 [%rd10+8], %f1;\n\tadd.s64 %rd11, %rd3, %rd5;\n\t@%p1 atom.global.cas.b64 %rd7, [%rd11+-16], %rd8, %rd9;\n\tadd.s64 %rd12, %rd3, %rd5;\n\tred.global.v4.f32.add [%rd12], {%f1, %f2, %f3, %f4};\n\tadd.s64 %rd13, %rd2, %rd5;\n\tatom.exch.b32 %r4, [%rd13], %r3;";
+    let out = inst(&module(&kernel(P3, body)));
+    let k = &out.kernels[0];
+    assert_eq!(k.coverage.checked, 5, "{:?}", k.coverage);
+    // The sites are what they were: kind, buffer and width.
+    assert_eq!(
+        site_list(k),
+        [
+            (Target::Param(0), SiteKind::Atomic, 4),
+            (Target::Param(0), SiteKind::Atomic, 4),
+            (Target::Param(0), SiteKind::Atomic, 8),
+            (Target::Param(0), SiteKind::Atomic, 16),
+            (Target::Param(1), SiteKind::Atomic, 4),
+        ]
+    );
+    let ptx = &out.ptx;
+    // One sink per module, before the functions that use it, aligned for the widest atomic.
+    assert_eq!(
+        ptx.matches(".global .align 16 .b8 __cc_sink[16];").count(),
+        1,
+        "{ptx}"
+    );
+    assert!(ptx.find("__cc_sink[16]").unwrap() < ptx.find(".entry k(").unwrap());
+    let forms = [
+        (
+            "atom.global.add.u32 %r2, [%__cc_a64], %r3;",
+            "mov.u64 %__cc_a64, __cc_sink;\n\tselp.b64 %__cc_a64, %__cc_a64, %rd6, %__cc_p;\n\t",
+        ),
+        (
+            "red.global.add.f32 [%__cc_a64+8], %f1;",
+            "mov.u64 %__cc_a64, __cc_sink;\n\tadd.s64 %__cc_a64, %__cc_a64, -8;\n\tselp.b64 %__cc_a64, %__cc_a64, %rd10, %__cc_p;\n\t",
+        ),
+        (
+            "@%p1 atom.global.cas.b64 %rd7, [%__cc_a64+-16], %rd8, %rd9;",
+            "or.pred %__cc_p, %__cc_p, %__cc_v;\n\tmov.u64 %__cc_a64, __cc_sink;\n\tadd.s64 %__cc_a64, %__cc_a64, 16;\n\tselp.b64 %__cc_a64, %__cc_a64, %rd11, %__cc_p;\n\t",
+        ),
+        (
+            "red.global.v4.f32.add [%__cc_a64], {%f1, %f2, %f3, %f4};",
+            "or.pred %__cc_p, %__cc_p, %__cc_v;\n\tmov.u64 %__cc_a64, __cc_sink;\n\tselp.b64 %__cc_a64, %__cc_a64, %rd12, %__cc_p;\n\t",
+        ),
+        (
+            "atom.exch.b32 %r4, [%__cc_a64], %r3;",
+            "mov.u64 %__cc_a64, __cc_sink;\n\tcvta.global.u64 %__cc_a64, %__cc_a64;\n\tselp.b64 %__cc_a64, %__cc_a64, %rd13, %__cc_p;\n\t",
+        ),
+    ];
+    for (site, (instr, redirect)) in forms.iter().enumerate() {
+        let c = check_of(ptx, instr);
+        let (check, rest) = c.split_once(instr).unwrap();
+        assert!(check.ends_with(redirect), "site {site}:\n{c}");
+        assert!(!check.contains("bra"), "no branch before the atomic:\n{c}");
+        assert_eq!(
+            rest.trim(),
+            format!("@%__cc_p bra $__cc_cold{site};"),
+            "the branch follows the atomic:\n{c}"
+        );
+    }
+    // The guard stays on the check, and the user's addresses are read by no atomic.
+    assert!(
+        ptx.contains("setp.ge.and.u64 %__cc_p, %__cc_o, %__cc_u, %p1;"),
+        "{ptx}"
+    );
+    for old in ["[%rd6]", "[%rd10+8]", "[%rd11+-16]", "[%rd12]", "[%rd13]"] {
+        assert!(!ptx.contains(old), "{old} still accessed\n{ptx}");
+    }
+    // The cold blocks record as before (kind 4, the access's width) and zero a returned
+    // value; a reduction returns none.
+    for (site, bytes, zero) in [
+        (0, 4, Some("mov.b32 %r2, 0;")),
+        (1, 4, None),
+        (2, 8, Some("mov.b64 %rd7, 0;")),
+        (3, 16, None),
+        (4, 4, Some("mov.b32 %r4, 0;")),
+    ] {
+        let cold = cold_of(ptx, site, "");
+        assert!(
+            cold.contains(&format!(
+                "mov.u32 %__cc_x, {site};\n\tst.global.u32 [%__cc_r+8], %__cc_x;\n\tmov.u32 %__cc_x, 4;\n\tst.global.u32 [%__cc_r+12], %__cc_x;\n\tst.global.u64 [%__cc_r+16], %__cc_o;"
+            )),
+            "{cold}"
+        );
+        assert!(
+            cold.contains(&format!(
+                "mov.u32 %__cc_x, {bytes};\n\tst.global.u32 [%__cc_r+60]"
+            )),
+            "{cold}"
+        );
+        match zero {
+            Some(z) => assert!(cold.contains(z), "{cold}"),
+            None => assert!(!cold.contains("$__cc_skip{site}:\n\tmov.b"), "{cold}"),
+        }
+    }
+}
+
+/// Loads, stores, shared-memory atomics and generic atomics into shared memory keep the branch
+/// before the access, exactly as before, beside a redirected global atomic; a module without a
+/// redirected atomic has no sink.
+#[test]
+fn other_checked_accesses_keep_the_branch_before_the_access() {
+    let body = "\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd3, %rd1;\n\tmul.wide.s32 %rd5, %r1, 4;\n\tadd.s64 %rd6, %rd3, %rd5;\n\tld.global.f32 %f1, [%rd6];\n\tadd.s64 %rd7, %rd3, %rd5;\n\tst.global.f32 [%rd7+4], %f1;\n\tmov.u32 %r2, tile;\n\tshl.b32 %r3, %r1, 2;\n\tadd.s32 %r4, %r2, %r3;\n\tatom.shared.add.u32 %r5, [%r4], 1;\n\tmov.u64 %rd8, tile;\n\tcvta.shared.u64 %rd9, %rd8;\n\tadd.s64 %rd10, %rd9, %rd5;\n\tatom.add.u32 %r6, [%rd10], 1;\n\tadd.s64 %rd11, %rd3, %rd5;\n\tatom.global.inc.u32 %r7, [%rd11], 9;";
+    let out = inst(&module(&kernel(P3, body)));
+    let k = &out.kernels[0];
+    assert_eq!(k.coverage.checked, 5, "{:?}", k.coverage);
+    let ptx = &out.ptx;
+    for (site, instr) in [
+        "ld.global.f32 %f1, [%rd6];",
+        "st.global.f32 [%rd7+4], %f1;",
+        "atom.shared.add.u32 %r5, [%r4], 1;",
+        "atom.add.u32 %r6, [%rd10], 1;",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let c = check_of(ptx, instr);
+        assert!(
+            c.contains(&format!(
+                "@%__cc_p bra $__cc_cold{site};\n\t{instr}\n$__cc_cont{site}:"
+            )),
+            "site {site}:\n{c}"
+        );
+        assert!(!c.contains("__cc_sink"), "site {site}:\n{c}");
+    }
+    assert!(
+        ptx.contains("setp.ge.u64 %__cc_p, %__cc_o, %__cc_u;\n\t@%__cc_p bra $__cc_cold0;\n\tld.global.f32 %f1, [%rd6];"),
+        "{ptx}"
+    );
+    // The global atomic beside them is redirected, and the module declares the sink once.
+    let c = check_of(ptx, "atom.global.inc.u32 %r7, [%__cc_a64], 9;");
+    assert!(c.ends_with("@%__cc_p bra $__cc_cold4;"), "{c}");
+    assert_eq!(ptx.matches("selp.b64 %__cc_a64").count(), 1, "{ptx}");
+    assert_eq!(ptx.matches(".b8 __cc_sink[16];").count(), 1, "{ptx}");
+    // Without a global atomic, no sink.
+    let body = body.rsplit_once("\n\tadd.s64 %rd11").unwrap().0;
+    let out = inst(&module(&kernel(P3, body)));
+    assert!(!out.ptx.contains("__cc_sink"), "{}", out.ptx);
+}
+
+/// In a kernel with a loop, the fast copy's redirected atomic leaves for the slow copy's cold
+/// block after running on the sink (it never comes back, and the slow copy goes on after the
+/// atomic, which ran once); atomics of a group keep the group's one range check, and its
+/// exact copy redirects each of them.
+#[test]
+fn redirected_atomics_in_the_fast_copy_and_in_groups() {
+    let body = "\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd3, %rd1;\n\tmov.u64 %rd5, 0;\n$L__BB0_1:\n\tadd.s64 %rd6, %rd3, %rd5;\n\tred.global.add.u32 [%rd6], %r1;\n\tred.global.add.u32 [%rd6+4], %r1;\n\tld.global.u32 %r2, [%rd3];\n\tmul.wide.s32 %rd7, %r2, 4;\n\tadd.s64 %rd8, %rd3, %rd7;\n\tatom.global.max.s32 %r3, [%rd8], %r1;\n\tadd.s64 %rd5, %rd5, 8;\n\tsetp.lt.u64 %p1, %rd5, 4096;\n\t@%p1 bra $L__BB0_1;";
+    let out = inst(&module(&kernel(P3, body)));
+    let k = &out.kernels[0];
+    assert_eq!(
+        (k.coverage.grouped, k.coverage.group_checks),
+        (2, 1),
+        "{:?}",
+        k.coverage
+    );
+    let ptx = &out.ptx;
+    let (fast, slow) = ptx
+        .split_once("the slow copy, entered only from a failed check")
+        .expect("split");
+    // The fast copy: the group's check leaves for the slow copy's exact copy; the single
+    // atomic runs on the chosen address and then leaves for the slow copy's cold block.
+    assert!(fast.contains("red.global.add.u32 [%rd6], %r1;"), "{fast}");
+    let atom = "atom.global.max.s32 %r3, [%__cc_a64], %r1;";
+    let c = check_of(fast, atom);
+    assert!(!c.split_once(atom).unwrap().0.contains("bra"), "{c}");
+    assert!(c.ends_with("@%__cc_p bra $__cc_cold3__s;"), "{c}");
+    assert!(!fast.contains("$__cc_cont"), "{fast}");
+    // The slow copy: the same atomic, the way back after it, the cold block zeroing %r3.
+    assert!(
+        slow.contains(&format!(
+            "{atom}\n\t@%__cc_p bra $__cc_cold3__s;\n$__cc_cont3__s:"
+        )),
+        "{slow}"
+    );
+    // The group's exact copy: each member redirected, each with its own site.
+    let copy = &slow[slow.find("$__cc_slow").unwrap()..];
+    assert!(
+        copy.contains("red.global.add.u32 [%__cc_a64], %r1;\n\t@%__cc_p bra $__cc_cold0__s;"),
+        "{copy}"
+    );
+    assert!(
+        copy.contains("red.global.add.u32 [%__cc_a64+4], %r1;\n\t@%__cc_p bra $__cc_cold1__s;"),
+        "{copy}"
+    );
+    assert!(cold_of(slow, 3, "__s").contains("mov.b32 %r3, 0;"));
+}
+
+/// A global atomic on a `__device__` array at a constant offset past its end (checked, since it
+/// fails at run time): the array's address is taken first, then redirected like a register.
+#[test]
+fn a_global_atomic_on_a_symbol_is_redirected_too() {
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.global .align 4 .b8 gbuf[64];\n.visible .entry k()\n{\n\t.reg .b32 %r<4>;\n\tmov.u32 %r1, %tid.x;\n\tatom.global.add.u32 %r2, [gbuf+64], %r1;\n\tret;\n}\n";
+    let out = inst(text);
+    assert_eq!(out.kernels[0].coverage.checked, 1);
+    let c = check_of(&out.ptx, "atom.global.add.u32 %r2, [%__cc_a64+64], %r1;");
+    assert!(
+        c.contains("mov.u64 %__cc_u, gbuf;\n\tmov.u64 %__cc_a64, __cc_sink;\n\tadd.s64 %__cc_a64, %__cc_a64, -64;\n\tselp.b64 %__cc_a64, %__cc_a64, %__cc_u, %__cc_p;"),
+        "{c}"
+    );
+    assert!(c.ends_with("@%__cc_p bra $__cc_cold0;"), "{c}");
+}

@@ -1845,3 +1845,224 @@ fn gpu_ldmatrix_rows_are_bit_identical_and_a_bad_row_is_redirected_and_named() {
     );
     next_launch_works(&s);
 }
+
+// ---- atomics through a checked index (tests/cuda/atomics.cu) ---------------------------------
+
+fn atomics() -> CudaSource {
+    CudaSource::from_file(repo_root().join("tests/cuda/atomics.cu")).unwrap()
+}
+
+/// The 1-based line of `SITE(name)` in atomics.cu.
+fn atomic_line(name: &str) -> u32 {
+    let marker = format!("SITE({name})");
+    1 + atomics()
+        .text
+        .lines()
+        .position(|l| l.contains(&marker))
+        .unwrap_or_else(|| panic!("no {marker} in atomics.cu")) as u32
+}
+
+fn atomic_kernel(name: &str) -> Kernel {
+    Kernel::new(atomics(), name)
+        .instrument(InstrumentMode::On)
+        .build()
+}
+
+/// The checked build of `name`, made as a launch with a 256- or 128-thread block makes it,
+/// sends a failed check's atomic to the module's sink and records the fault after it
+/// (`instrument/emit.rs`, `sink_redirect`): the form these launches test. Without it the
+/// launches below would pass too (the branch form skips the atomic with the same report);
+/// this says which form they ran.
+fn assert_redirected(name: &str, block: u32) {
+    use cudacheck::core::instrument::{instrument_ptx_with, InstrumentOptions};
+    use cudacheck::nvrtc::{compile, CompileOptions};
+    let opts = CompileOptions {
+        ptx: true,
+        ..CompileOptions::new(cudacheck::core::Arch::new(9, 0))
+    };
+    let ptx = compile(&atomics(), &opts).unwrap().ptx.unwrap();
+    let inst = instrument_ptx_with(
+        &ptx,
+        &InstrumentOptions::new()
+            .block([block, 1, 1])
+            .host_checks(true),
+    )
+    .unwrap();
+    let start = inst.ptx.find(&format!(".entry {name}(")).unwrap();
+    let body = &inst.ptx[start..];
+    let body = &body[..body.find("\n}").unwrap()];
+    let atom = body
+        .lines()
+        .find(|l| l.trim_start().starts_with("atom.global") && l.contains("[%__cc_a64]"))
+        .unwrap_or_else(|| panic!("{name}: no redirected atomic\n{body}"));
+    let after = &body[body.find(atom).unwrap() + atom.len()..];
+    assert!(
+        after.trim_start().starts_with("@%__cc_p bra $__cc_cold"),
+        "{name}: {atom}"
+    );
+}
+
+/// An out-of-bounds global atomic from atomics.cu: the exact buffer, index, length, block,
+/// thread and line, one fault.
+fn check_atomic_oob(
+    name: &str,
+    r: Result<(), Error>,
+    (buffer, index, len): (&str, i64, u64),
+    block: u32,
+    thread: u32,
+) {
+    let e = r.expect_err(name);
+    let Error::OutOfBounds(o) = &e else {
+        panic!("{name}: expected OutOfBounds, got {e}")
+    };
+    let text = e.to_string();
+    assert_eq!(&*o.kernel, name, "{text}");
+    assert_eq!(
+        (o.buffer.as_str(), o.index, o.len),
+        (buffer, index, len),
+        "{text}"
+    );
+    assert_eq!(o.access, FaultKind::Atomic, "{text}");
+    assert_eq!((o.block.x, o.block.y, o.block.z), (block, 0, 0), "{text}");
+    assert_eq!(
+        (o.thread.x, o.thread.y, o.thread.z),
+        (thread, 0, 0),
+        "{text}"
+    );
+    assert_eq!(o.line, atomic_line(name), "{text}");
+    assert!(o.file.ends_with("atomics.cu"), "{text}");
+    assert_eq!(o.count, 1, "exactly one thread faults: {text}");
+    assert!(
+        text.contains(&format!("of `{buffer}`: index {index}")),
+        "{text}"
+    );
+    assert!(text.contains("the context is still usable"), "{text}");
+    println!("{name}:\n{text}\n");
+}
+
+/// Issue 21, item 3: a global atomic through a bad index runs on the module's sink instead of
+/// branching around it, and is reported after it. Each kernel gets one index planted out of
+/// bounds into outputs poisoned first: the error names that atomic exactly, every in-bounds
+/// atomic landed as the CPU computes it (the bad one touched no element), an atomic's old value
+/// is 0 for the bad thread and the element's old value for the others, and the next launch on
+/// the context works. The reduction form (`red`), an atomic whose result is used (`atom`, 8
+/// bytes), and a block-stride loop (the fast copy, whose failed check leaves for the slow copy
+/// after the atomic ran on the sink).
+#[test]
+fn gpu_global_atomics_through_a_bad_index_are_named_and_the_rest_land() {
+    let Some(s) = gpu_or_skip() else { return };
+    assert_redirected("scatter_add_i32", 256);
+    assert_redirected("scatter_add_u64_old", 256);
+    assert_redirected("index_add_rows", 128);
+
+    // 1. out[idx[i]] += val[i]: 4096 values into 1000 bins (with collisions); idx[3001] is one
+    // past the end (block 11, thread 185).
+    let (n, bins) = (4096usize, 1000usize);
+    let mut idx: Vec<i32> = (0..n).map(|i| ((i * 7919) % bins) as i32).collect();
+    idx[3001] = bins as i32;
+    let val: Vec<i32> = (0..n).map(|i| (i as i32) * 3 + 1).collect();
+    let poison: Vec<i32> = (0..bins).map(|j| 0x5a5a_0000 + j as i32).collect();
+    let mut want = poison.clone();
+    for i in 0..n {
+        if let Some(w) = want.get_mut(idx[i] as usize) {
+            *w = w.wrapping_add(val[i]);
+        }
+    }
+    let mut out = up(&s, &poison);
+    let (idx_d, val_d) = (up(&s, &idx), up(&s, &val));
+    let r = unsafe {
+        atomic_kernel("scatter_add_i32")
+            .launch(&s)
+            .grid(div(n, 256))
+            .block(256)
+            .arg_mut(&mut out)
+            .arg(&idx_d)
+            .arg(&val_d)
+            .arg(&(n as i32))
+            .run()
+    };
+    check_atomic_oob(
+        "scatter_add_i32",
+        r,
+        ("out", bins as i64, bins as u64),
+        11,
+        185,
+    );
+    assert_eq!(s.clone_dtoh(&out).unwrap(), want, "scatter_add_i32");
+    next_launch_works(&s);
+
+    // 2. old[i] = atomicAdd(&out[idx[i]], val[i]) on u64: a permutation of 2048, thread 777
+    // (block 3, thread 9) with index -1.
+    let n = 2048usize;
+    let mut idx: Vec<i32> = (0..n).map(|i| ((i * 1237) % n) as i32).collect();
+    let untouched = idx[777] as usize;
+    idx[777] = -1;
+    let val: Vec<u64> = (0..n as u64).map(|i| (i << 20) + 7).collect();
+    let init: Vec<u64> = (0..n as u64)
+        .map(|j| 0xa5a5_0000_0000_0000 + 3 * j)
+        .collect();
+    let mut out = up(&s, &init);
+    let mut old = up(&s, &vec![u64::MAX; n]);
+    let (idx_d, val_d) = (up(&s, &idx), up(&s, &val));
+    let r = unsafe {
+        atomic_kernel("scatter_add_u64_old")
+            .launch(&s)
+            .grid(div(n, 256))
+            .block(256)
+            .arg_mut(&mut out)
+            .arg_mut(&mut old)
+            .arg(&idx_d)
+            .arg(&val_d)
+            .arg(&(n as i32))
+            .run()
+    };
+    check_atomic_oob("scatter_add_u64_old", r, ("out", -1, n as u64), 3, 9);
+    let (out, old) = (s.clone_dtoh(&out).unwrap(), s.clone_dtoh(&old).unwrap());
+    for i in 0..n {
+        if i == 777 {
+            assert_eq!(old[i], 0, "the skipped atomic's result is 0");
+            continue;
+        }
+        let j = idx[i] as usize;
+        assert_eq!(old[i], init[j], "old[{i}]");
+        assert_eq!(out[j], init[j].wrapping_add(val[i]), "out[{j}]");
+    }
+    assert_eq!(out[untouched], init[untouched], "the bad thread's element");
+    next_launch_works(&s);
+
+    // 3. index_add over rows (a loop: fast and slow copies): 64 source rows of 300 into 16
+    // rows, `out` one element short; only row 50 goes to the last row, so only its element
+    // 299 (thread 299 - 2 * 128 = 43 of block 50) is out of bounds.
+    let (rows, dim, out_rows) = (64usize, 300usize, 16usize);
+    let idx: Vec<i32> = (0..rows)
+        .map(|r| if r == 50 { 15 } else { (r % 15) as i32 })
+        .collect();
+    let src: Vec<i32> = (0..rows * dim).map(|k| (k as i32) * 5 - 7).collect();
+    let len = out_rows * dim - 1;
+    let poison: Vec<i32> = (0..len).map(|k| -(k as i32) - 1_000_000).collect();
+    let mut want = poison.clone();
+    for r in 0..rows {
+        for c in 0..dim {
+            if let Some(w) = want.get_mut(idx[r] as usize * dim + c) {
+                *w = w.wrapping_add(src[r * dim + c]);
+            }
+        }
+    }
+    let mut out = up(&s, &poison);
+    let (src_d, idx_d) = (up(&s, &src), up(&s, &idx));
+    let r = unsafe {
+        atomic_kernel("index_add_rows")
+            .launch(&s)
+            .grid(rows as u32)
+            .block(128)
+            .arg_mut(&mut out)
+            .arg(&src_d)
+            .arg(&idx_d)
+            .arg(&(rows as i32))
+            .arg(&(dim as i32))
+            .run()
+    };
+    check_atomic_oob("index_add_rows", r, ("out", len as i64, len as u64), 50, 43);
+    assert_eq!(s.clone_dtoh(&out).unwrap(), want, "index_add_rows");
+    next_launch_works(&s);
+}

@@ -1161,3 +1161,120 @@ fn nvrtc_loop_accesses_are_checked_once_over_every_iteration() {
         &[40 * 77 * 4 - 4, 40 * 4]
     ));
 }
+
+/// Whether a PTX line is an atomic or reduction of the user's code on global or generic memory
+/// (not the cold blocks' own atomics on the fault record, not shared memory).
+fn global_atomic(line: &str) -> bool {
+    let t = line.trim_start();
+    let t = t.strip_prefix('{').unwrap_or(t).trim_start();
+    let t = if t.starts_with('@') {
+        t.split_once(' ').map_or(t, |(_, r)| r.trim_start())
+    } else {
+        t
+    };
+    (t.starts_with("atom.") || t.starts_with("red."))
+        && !t.contains(".shared")
+        && !t.contains("[%__cc_r")
+}
+
+/// Atomics through a checked index (`tests/cuda/atomics.cu`; results/instrument_cost.md,
+/// 2026-11-26): every global atomic's check redirects its address to the module's sink and
+/// branches to the cold block after it, in every width NVRTC writes (2, 4, 8 and 16 bytes,
+/// vector adds, CAS, exchange, an atomic in inline assembly), in the fast and slow copies of a
+/// loop kernel, and with the launch-shape and host-check options a launch uses; no global
+/// atomic has the branch before it any more; the shared-memory atomic keeps it. Every build
+/// assembles for sm_80 and sm_90, race-checked too.
+#[test]
+fn nvrtc_global_atomics_are_redirected_to_the_sink_in_every_width() {
+    use cudacheck_core::instrument::SiteKind;
+    use cudacheck_core::race::{race_ptx, RaceOptions};
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = CudaSource::from_file(repo_root().join("tests/cuda/atomics.cu")).unwrap();
+    for arch in ["sm_80", "sm_90"] {
+        let arch: Arch = arch.parse().unwrap();
+        let (_, ptx) = ptx_of(&src, arch);
+        let shaped = InstrumentOptions::new()
+            .block([256, 1, 1])
+            .dynamic_shared_bytes(1024)
+            .host_checks(true);
+        for opts in [InstrumentOptions::new(), shaped] {
+            let inst = instrument_ptx_with(&ptx, &opts).unwrap();
+            assert_eq!(
+                inst.ptx
+                    .matches(".global .align 16 .b8 __cc_sink[16];")
+                    .count(),
+                1
+            );
+            let mut widths = std::collections::BTreeSet::new();
+            for k in &inst.kernels {
+                assert!(k.coverage.is_complete(), "{}: {:?}", k.name, k.coverage);
+                let body = entry_body(&inst.ptx, &k.symbol);
+                let lines: Vec<&str> = body.lines().collect();
+                let mut redirected = 0;
+                for (n, l) in lines.iter().enumerate() {
+                    let prev = if n > 0 { lines[n - 1].trim() } else { "" };
+                    let branched = prev.starts_with("@%__cc_p bra $__cc_cold");
+                    if global_atomic(l) {
+                        assert!(
+                            !branched,
+                            "{}: a branch before a global atomic:\n{prev}\n{l}",
+                            k.name
+                        );
+                        if l.contains("[%__cc_a64") {
+                            redirected += 1;
+                            let next = lines[n + 1].trim();
+                            assert!(
+                                next.starts_with("@%__cc_p bra $__cc_cold"),
+                                "{}: the cold block after the atomic:\n{l}\n{next}",
+                                k.name
+                            );
+                            assert!(prev.starts_with("selp.b64 %__cc_a64, %__cc_a64, "));
+                        }
+                    }
+                    if l.trim_start().starts_with("atom.shared") && k.name == "shared_hist" {
+                        assert!(branched, "the shared atomic keeps its branch: {prev}\n{l}");
+                    }
+                }
+                // Each device-checked global atomic site is redirected (at least once: the
+                // fast and slow copies of a loop kernel have one each).
+                let sites = k
+                    .sites
+                    .iter()
+                    .filter(|s| s.kind == SiteKind::Atomic && matches!(s.target, Target::Param(_)))
+                    .count();
+                assert!(
+                    redirected >= sites,
+                    "{}: {redirected} redirected atomics for {sites} sites",
+                    k.name
+                );
+                widths.extend(
+                    k.sites
+                        .iter()
+                        .filter(|s| s.kind == SiteKind::Atomic)
+                        .map(|s| s.bytes),
+                );
+                if k.name == "index_add_rows" {
+                    let (fast, slow) = body
+                        .split_once("the slow copy, entered only from a failed check")
+                        .expect("index_add_rows is split");
+                    assert!(fast.contains("[%__cc_a64]") && slow.contains("[%__cc_a64]"));
+                }
+            }
+            let want: &[u32] = if arch.major >= 9 {
+                &[2, 4, 8, 16]
+            } else {
+                &[2, 4, 8]
+            };
+            for w in want {
+                assert!(widths.contains(w), "no {w}-byte atomic: {widths:?}");
+            }
+            assemble_ptx(&inst.ptx, arch, &src.name)
+                .unwrap_or_else(|e| panic!("{} ({}): {e}", src.name, arch.sm_name()));
+            let raced = race_ptx(&inst.ptx, &RaceOptions::new(1024)).unwrap();
+            assemble_ptx(&raced.ptx, arch, &src.name)
+                .unwrap_or_else(|e| panic!("race-checked ({}): {e}", arch.sm_name()));
+        }
+    }
+}

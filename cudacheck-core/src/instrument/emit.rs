@@ -14,8 +14,34 @@
 //! and a cold block at the end of the function records the fault (`__cc_fault`), zeroes what a
 //! read would have produced and jumps back past the access, so an out-of-bounds access is
 //! skipped and the context stays usable. `ptxas` then optimises the whole function, checks
-//! included. A register that may point into several buffers (`p = in ? in : out`) carries two
-//! shadow registers, its buffer's base and length, updated beside each of its definitions.
+//! included.
+//!
+//! An atomic or reduction on global memory is not branched around but *redirected*
+//! ([`KernelEmitter::sink_redirect`]): a failed check sends its address to the module's sink
+//! (`__cc_sink`, 16 bytes of global memory that hold nothing anyone reads), the atomic runs
+//! there, and the branch to the cold block comes after it:
+//!
+//! ```text
+//!     setp.ge.u64   %__cc_p, %__cc_o, LIMIT;
+//!     mov.u64       %__cc_a64, __cc_sink;
+//!     add.s64       %__cc_a64, %__cc_a64, -OFF;     // when the address is [REG+OFF]
+//!     selp.b64      %__cc_a64, %__cc_a64, REG, %__cc_p;
+//!     atom.global.add.u32 %r8, [%__cc_a64+OFF], %r7;
+//!     @%__cc_p bra  $__cc_cold7;                  // records, zeroes %r8, comes back
+//! $__cc_cont7:
+//! ```
+//!
+//! With a branch before it, `ptxas` sinks a load whose only use is the atomic's operand
+//! (`val[i]` of `atomicAdd(&out[idx[i]], val[i])`) below the branch, so it is issued only once
+//! the index has been loaded and checked: two memory latencies in a row where the plain build
+//! has one (`results/instrument_cost.md`, 2026-11-25 and 2026-11-26). The fault is recorded
+//! exactly as by the branch form; the user's memory is not touched. Stores and shared-memory
+//! atomics keep the branch: `ptxas` if-converts a checked store and kept the loads of a
+//! checked shared atomic together, so a redirect gains nothing there (and a shared sink would
+//! cost every block shared memory).
+//!
+//! A register that may point into several buffers (`p = in ? in : out`) carries two shadow
+//! registers, its buffer's base and length, updated beside each of its definitions.
 //!
 //! In kernels with a loop and no barrier or warp collective, the body is then emitted twice
 //! (`super::fast`): a fast copy whose failed checks jump into a slow copy, the code above, and
@@ -91,11 +117,19 @@ $__cc_adone:
 }
 "#;
 
+/// The module's sink: where a redirected atomic whose check failed goes instead of the user's
+/// memory. Module-scope `.global` without a linking directive, so local to the module (each
+/// loaded module has its own); its bytes are garbage that nothing reads. Aligned for the widest
+/// atomic (16 bytes: `.b128`, `.v4.f32`, `.v8.f16`).
+const SINK: &str = "__cc_sink";
+const SINK_BYTES: u64 = 16;
+
 /// Rewrites `m` (whose text is `text`).
 pub(crate) fn emit(text: &str, m: &Module, opts: &InstrumentOptions) -> InstrumentedPtx {
     let mut pieces = vec![(m.header_end, RUNTIME.to_string())];
     let mut kernels = Vec::new();
     let mut next_site = 0u32;
+    let mut sink = false;
 
     // Which entries reach which non-inlined functions (their accesses count against the entry).
     let funcs: BTreeMap<&str, &Function> =
@@ -107,8 +141,15 @@ pub(crate) fn emit(text: &str, m: &Module, opts: &InstrumentOptions) -> Instrume
         }
         let mut k = KernelEmitter::new(text, m, f, opts, &mut next_site);
         let (p, kernel) = k.run(&funcs);
+        sink |= k.sink;
         kernels.push(kernel);
         pieces.extend(p);
+    }
+    if sink {
+        let _ = writeln!(
+            pieces[0].1,
+            ".global .align {SINK_BYTES} .b8 {SINK}[{SINK_BYTES}];"
+        );
     }
     InstrumentedPtx {
         ptx: fast::split(&splice(text, &pieces)),
@@ -171,6 +212,8 @@ struct KernelEmitter<'a> {
     /// of the build without [`InstrumentOptions::on_device`], which names them by it.
     host_seen: usize,
     stmt: usize,
+    /// Some atomic was redirected to the module's sink ([`SINK`]), which must be declared.
+    sink: bool,
 }
 
 impl<'a> KernelEmitter<'a> {
@@ -199,6 +242,7 @@ impl<'a> KernelEmitter<'a> {
             host_checks: Vec::new(),
             host_seen: 0,
             stmt: usize::MAX,
+            sink: false,
         }
     }
 
@@ -741,6 +785,13 @@ impl<'a> KernelEmitter<'a> {
                                     replace = Some(instr);
                                     let _ = write!(exits, "\n\t@%__cc_p bra $__cc_cold{site};");
                                 }
+                                (None, _) if self.sinks(i, a, &d) => {
+                                    let (redirect, instr) = self.sink_redirect(i, a, &d);
+                                    check.push_str(&redirect);
+                                    replace = Some(instr);
+                                    self.sink = true;
+                                    let _ = write!(exits, "\n\t@%__cc_p bra $__cc_cold{site};");
+                                }
                                 _ => {
                                     let _ = write!(check, "@%__cc_p bra $__cc_cold{site};\n\t");
                                 }
@@ -988,6 +1039,87 @@ impl<'a> KernelEmitter<'a> {
         }
         let mut ops = i.operands.clone();
         ops[a.operand] = format!("[{r}]");
+        let g = guard_prefix(&i.guard);
+        (s, format!("{g}{} {};", i.opcode, ops.join(", ")))
+    }
+
+    /// Whether access `a` of `i`, checked as `d`, is redirected to the module's sink when its
+    /// check fails ([`Self::sink_redirect`]) rather than branched around: atomics and
+    /// reductions on global memory (the `.global` space, or generic addresses of buffers that
+    /// are global memory: kernel parameters, `__device__` arrays) of at most [`SINK_BYTES`]
+    /// bytes, through a 64-bit register or a symbol.
+    fn sinks(&self, i: &Instr, a: &Access, d: &Decision) -> bool {
+        if a.lanes.is_some()
+            || !matches!(a.kind, AccessKind::Atomic | AccessKind::Reduce)
+            || a.bytes > SINK_BYTES
+        {
+            return false;
+        }
+        let Some(addr) = i.operands.get(a.operand).and_then(|o| Address::parse(o)) else {
+            return false;
+        };
+        let symbol = !addr.base_is_reg();
+        if addr.base.is_empty()
+            || (symbol && !matches!(d, Decision::Check(_)))
+            || (!symbol && self.reg_bits(addr.base) != 64)
+        {
+            return false;
+        }
+        let global = |o: &Origin| match o {
+            // A kernel parameter cannot point into another block's shared memory or a thread's
+            // local memory: a buffer it passes is global memory.
+            Origin::Param { .. } => true,
+            Origin::Var { name, .. } => self
+                .m
+                .var(self.f, name)
+                .is_some_and(|v| v.space == Space::Global),
+        };
+        match (a.space, d) {
+            (Space::Global, Decision::Check(_) | Decision::CheckShadow { .. }) => true,
+            (Space::Generic, Decision::Check(o)) => global(o),
+            (Space::Generic, Decision::CheckShadow { origins, .. }) => origins.iter().all(global),
+            _ => false,
+        }
+    }
+
+    /// For an atomic that [`Self::sinks`], after its check (`%__cc_p` set when it fails): the
+    /// address becomes the module's sink when the check failed, so that the atomic runs
+    /// unconditionally, on the sink instead of the user's memory; the branch to the cold block
+    /// (which records the fault and zeroes the atomic's result) follows the atomic. An
+    /// address `[R+K]` keeps its form, `[A+K]` with `A = p ? sink - K : R`, so that the
+    /// in-bounds path computes no new address. Returns that code and the instruction
+    /// reading the chosen address.
+    fn sink_redirect(&self, i: &Instr, a: &Access, d: &Decision) -> (String, String) {
+        let addr = Address::parse(&i.operands[a.operand]).expect("decided accesses have addresses");
+        let mut s = String::new();
+        let base = if addr.base_is_reg() {
+            addr.base.to_string()
+        } else {
+            // A symbol: its address, in the instruction's space (`sinks` admits a symbol only
+            // with one origin).
+            let Decision::Check(o) = d else {
+                unreachable!("a symbol has one origin")
+            };
+            s.push_str(&self.load_base(o, 64, "%__cc_u", ""));
+            "%__cc_u".to_string()
+        };
+        let _ = write!(s, "mov.u64 %__cc_a64, {SINK};\n\t");
+        if a.space == Space::Generic {
+            s.push_str("cvta.global.u64 %__cc_a64, %__cc_a64;\n\t");
+        }
+        if addr.offset != 0 {
+            let _ = write!(
+                s,
+                "add.s64 %__cc_a64, %__cc_a64, {};\n\t",
+                addr.offset.wrapping_neg()
+            );
+        }
+        let _ = write!(s, "selp.b64 %__cc_a64, %__cc_a64, {base}, %__cc_p;\n\t");
+        let mut ops = i.operands.clone();
+        ops[a.operand] = match addr.offset {
+            0 => "[%__cc_a64]".to_string(),
+            k => format!("[%__cc_a64+{k}]"),
+        };
         let g = guard_prefix(&i.guard);
         (s, format!("{g}{} {};", i.opcode, ops.join(", ")))
     }

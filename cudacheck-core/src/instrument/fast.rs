@@ -15,7 +15,9 @@
 //!   into the slow copy instead of to a cold block that comes back: to the slow copy's cold
 //!   block of the same access (which records the fault with the offset the fast copy's check
 //!   computed, gives a read 0 and continues in the slow copy), or to the slow copy's exact copy
-//!   of the same group;
+//!   of the same group. A global atomic's failed check jumps only after the atomic, which ran on
+//!   the module's sink (`emit.rs`), and the slow copy goes on after its copy of the atomic, so
+//!   the atomic runs once either way;
 //! - the **slow copy** is the checked code as it was, every label renamed (`L` to `L__s`).
 //!
 //! Both copies are the same instructions on the same registers (checks write only `%__cc_*`

@@ -14,7 +14,9 @@
 //!    when `offset > len - bytes` (so a `float4` access to a `float` buffer of 10 elements is
 //!    in bounds at elements 0..8 only: a partial trailing vector is out of bounds). An
 //!    out-of-bounds access is skipped (a read gives 0), the first one of the launch is recorded
-//!    with its site, offset, thread and block, and all are counted;
+//!    with its site, offset, thread and block, and all are counted; an atomic on global memory
+//!    is not branched around but runs on a scratch word of the module instead (same report,
+//!    result 0: a branch before it made `ptxas` serialize loads, see `emit.rs`);
 //! 3. `assert(cond)` records its message, line and thread and ends the thread instead of
 //!    trapping, so the CUDA context stays usable;
 //! 4. every access is accounted for in the kernel's [`Coverage`]: checked, proven in bounds

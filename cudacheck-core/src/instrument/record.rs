@@ -20,7 +20,8 @@ pub enum FaultKind {
     Write,
     /// An out-of-bounds read-modify-write: neither read nor written.
     ReadWrite,
-    /// An out-of-bounds atomic: skipped, its result 0.
+    /// An out-of-bounds atomic: skipped (on global memory it ran on a scratch word of the
+    /// module instead of the buffer), its result 0.
     Atomic,
     /// A failed `assert(cond)`: recorded, and the thread ended without a trap.
     Assert,
