@@ -62,6 +62,10 @@ pub(crate) struct Loaded {
     memo: Memo,
     /// Serializes validation's side effects: the opt-in and the memo's writes.
     validate_lock: Mutex<()>,
+    /// A checked build's last host-check verdict, by the launch values it was reached for
+    /// (`launch::checked`): launches from one call site repeat their arguments, and a
+    /// verdict costs up to tens of microseconds to evaluate.
+    pub(crate) host_check_memo: Mutex<Option<crate::launch::HostCheckMemo>>,
 }
 
 impl Drop for Loaded {
@@ -205,6 +209,7 @@ impl Loaded {
             resources,
             memo: Memo::default(),
             validate_lock: Mutex::new(()),
+            host_check_memo: Mutex::new(None),
         })
     }
 }
@@ -246,6 +251,7 @@ impl Loaded {
             compiled,
             memo: Memo::default(),
             validate_lock: Mutex::new(()),
+            host_check_memo: Mutex::new(None),
         }
     }
 }

@@ -365,7 +365,7 @@ const MAX_DEPTH: u32 = 96;
 
 /// A division or remainder statement: `(is a remainder, its type, dividend, divisor)`.
 type DivOp<'a> = (bool, (u8, bool), &'a str, &'a str);
-const MAX_SIZE: usize = 400;
+const MAX_SIZE: usize = 800;
 
 impl<'a> Guards<'a> {
     /// `None` when the control flow cannot be followed (an indirect branch, a label defined
@@ -775,6 +775,7 @@ impl<'a> Guards<'a> {
             return;
         }
         let lower = matches!(a.op, Cmp::Ge | Cmp::Gt);
+        let upper = matches!(a.op, Cmp::Le | Cmp::Lt);
         let ok = match i.op() {
             "or" => {
                 a.signed
@@ -784,7 +785,7 @@ impl<'a> Guards<'a> {
                     )
             }
             "min" => ty_signed == a.signed && lower,
-            "max" => ty_signed == a.signed && !lower,
+            "max" => ty_signed == a.signed && upper,
             _ => false,
         };
         if !ok {
@@ -820,6 +821,8 @@ impl<'a> Guards<'a> {
             "ls" => (Cmp::Le, false),
             "hi" => (Cmp::Gt, false),
             "hs" => (Cmp::Ge, false),
+            "eq" => (Cmp::Eq, ty_signed),
+            "ne" => (Cmp::Ne, ty_signed),
             _ => return None,
         };
         let (a, b) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
@@ -830,6 +833,11 @@ impl<'a> Guards<'a> {
         } else {
             return None;
         };
+        // (In)equalities only with a constant: `z != 0` bounds an index that starts at 0;
+        // against a launch value they rarely bound anything and only cost the analysis.
+        if matches!(op, Cmp::Eq | Cmp::Ne) && !matches!(bound, Bound::Const(_)) {
+            return None;
+        }
         Some(Atom {
             reg: reg.to_string(),
             op,
@@ -2544,6 +2552,27 @@ mod tests {
         ));
         assert!(holds(&k, 64, 256, 1000, 4 * 17));
         assert!(!holds(&k, 64, 256, 1000, 4 * 16));
+    }
+
+    #[test]
+    fn an_inequality_to_an_end_of_the_range_narrows_it() {
+        // if (tid != 0) out[tid - 1]: tid in [1, block - 1], so elements 0..block - 2.
+        let body = |cmp: &str| {
+            format!(
+                "{GID}\n\tsetp.{cmp}.s32 %p2, %r5, 0;\n\t@%p2 bra $L__END;\n\tadd.s32 %r6, %r5, -1;\n\
+                 \tmul.wide.s32 %rd3, %r6, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;"
+            )
+        };
+        let k = kernel(&body("eq"));
+        assert_eq!(k.coverage.host_checked, 1);
+        assert!(holds(&k, 4, 256, 1, 4 * 255));
+        assert!(!holds(&k, 4, 256, 1, 4 * 254));
+        // `tid != 5` takes nothing off [0, 255]: element -1 stays possible.
+        let k = kernel(&body("eq").replace("%r5, 0;", "%r5, 5;"));
+        assert!(!holds(&k, 4, 256, 1, 4 * 255));
+        // The branch on the equality itself: only tid == 0 reaches the store, at element -1.
+        let k = kernel(&body("ne"));
+        assert!(!holds(&k, 4, 256, 1, 1 << 20));
     }
 
     #[test]

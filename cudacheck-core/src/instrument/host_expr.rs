@@ -100,6 +100,11 @@ pub enum Cmp {
     Le,
     Gt,
     Ge,
+    /// Equal (`setp.eq` taken): narrows to the bound.
+    Eq,
+    /// Not equal (`setp.eq` not taken, `if (z != 0)`): removes the bound from an interval's
+    /// end (`z != 0` with `z >= 0` is `z >= 1`); says nothing of a value inside it.
+    Ne,
 }
 
 impl Cmp {
@@ -109,6 +114,8 @@ impl Cmp {
             Cmp::Le => Cmp::Gt,
             Cmp::Gt => Cmp::Le,
             Cmp::Ge => Cmp::Lt,
+            Cmp::Eq => Cmp::Ne,
+            Cmp::Ne => Cmp::Eq,
         }
     }
     pub(super) fn flip(self) -> Cmp {
@@ -117,6 +124,8 @@ impl Cmp {
             Cmp::Le => Cmp::Ge,
             Cmp::Gt => Cmp::Lt,
             Cmp::Ge => Cmp::Le,
+            Cmp::Eq => Cmp::Eq,
+            Cmp::Ne => Cmp::Ne,
         }
     }
 }
@@ -593,6 +602,21 @@ impl HostExpr {
                         Cmp::Le => n.1 = n.1.min(b.1 - k),
                         Cmp::Gt => n.0 = n.0.max(b.0 + 1 - k),
                         Cmp::Ge => n.0 = n.0.max(b.0 - k),
+                        Cmp::Eq => {
+                            n.0 = n.0.max(b.0 - k);
+                            n.1 = n.1.min(b.1 - k);
+                        }
+                        // Only a value at an end of the interval can be taken off it (an
+                        // emptied interval: no execution has `r` both equal and not).
+                        Cmp::Ne if b.0 == b.1 => {
+                            let e = b.0 - k;
+                            if n.0 == e {
+                                n.0 += 1;
+                            } else if n.1 == e {
+                                n.1 -= 1;
+                            }
+                        }
+                        Cmp::Ne => {}
                     }
                     if let Some(e) = f.or_eq.map(|e| i128::from(e) - k) {
                         // ... or `r` is `e`: the hull of both, where `e` is possible at all.
@@ -641,7 +665,7 @@ impl HostExpr {
                     let mut top = match s.guard.op {
                         Cmp::Lt => b.1 - 1,
                         Cmp::Le => b.1,
-                        Cmp::Gt | Cmp::Ge => return Err(()),
+                        Cmp::Gt | Cmp::Ge | Cmp::Eq | Cmp::Ne => return Err(()),
                     };
                     if let Some(e) = s.guard.or_eq {
                         if s.guard.offset != 0 {

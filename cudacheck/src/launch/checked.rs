@@ -49,6 +49,7 @@ fn fill_hidden(args: &[ArgSlot], record: u64, out: &mut [u64]) {
 /// do not match the build's parameters, which the argument check refuses anyway, or more
 /// failing than a set holds).
 fn failing_host_checks(
+    loaded: &Loaded,
     sites: &InstrumentedKernel,
     args: &[ArgSlot],
     cfg: &LaunchConfig,
@@ -82,7 +83,42 @@ fn failing_host_checks(
         scalars: &scalars[..args.len()],
         lens: &lens[..args.len()],
     };
-    sites.failing_host_checks(&values)
+    // The verdict depends on these values alone: the last one is kept for the next launch.
+    let key = HostCheckMemo::key(&values);
+    let mut memo = loaded
+        .host_check_memo
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(m) = memo.as_ref().filter(|m| m.key == key) {
+        return m.verdict;
+    }
+    let verdict = sites.failing_host_checks(&values);
+    *memo = Some(HostCheckMemo { key, verdict });
+    verdict
+}
+
+/// The last host-check verdict of a checked build ([`failing_host_checks`]) and the launch
+/// values it holds for: grid, block, then each parameter's length and scalar value and size.
+#[derive(Debug)]
+pub(crate) struct HostCheckMemo {
+    key: [u64; 6 + 3 * MAX_ARGS],
+    verdict: Option<HostCheckSet>,
+}
+
+impl HostCheckMemo {
+    fn key(v: &LaunchValues<'_>) -> [u64; 6 + 3 * MAX_ARGS] {
+        let mut key = [0u64; 6 + 3 * MAX_ARGS];
+        for (k, d) in v.grid.iter().chain(&v.block).enumerate() {
+            key[k] = u64::from(*d);
+        }
+        for (k, (len, scalar)) in v.lens.iter().zip(v.scalars).enumerate() {
+            let (value, size) = scalar.unwrap_or((0, u32::MAX));
+            key[6 + 3 * k] = *len;
+            key[6 + 3 * k + 1] = value;
+            key[6 + 3 * k + 2] = u64::from(size);
+        }
+        key
+    }
 }
 
 /// What a fault report needs of the launch's arguments: each buffer's address and element size.
@@ -189,7 +225,10 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         // `MAX_DEVICE_CHECK_SETS` per kernel, the fully checked build).
         let shape = Spec::of(cfg.block, cfg.dynamic_shared_bytes).map(|s| s.races(self.races));
         let first = kernel.loaded_checked(ctx, shape)?;
-        match (failing_host_checks(&sites_of(first), args, cfg), shape) {
+        match (
+            failing_host_checks(first, &sites_of(first), args, cfg),
+            shape,
+        ) {
             (Some(set), _) if set.is_empty() => Ok(first),
             (Some(set), Some(s)) if kernel.may_build_device_checks(s, set) => {
                 kernel.loaded_checked(ctx, Some(s.on_device(set)))
