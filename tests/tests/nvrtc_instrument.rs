@@ -1095,6 +1095,36 @@ fn nvrtc_loop_accesses_are_checked_once_over_every_iteration() {
     assert!(!v(&[need, need - 4]));
     assert!(!v(&[need - 4, need]));
 
+    // z_guarded_neighbours(out, in, n, nz): the neighbours at z - 1 and z + 1 are read only
+    // for 0 < z < nz - 1, which the guards on the unrolled loop's counter say; a buffer one
+    // element short fails, whatever the trip count's remainder.
+    let zg = k("z_guarded_neighbours");
+    // (One read of the remainder loop, through a pointer NVRTC rebuilds from the counter, is
+    // checked on the device.)
+    assert!(
+        zg.coverage.checked <= 1 && zg.coverage.host_checked >= 20,
+        "{:?}",
+        zg.coverage
+    );
+    let n = 1000u64;
+    for nz in [64u64, 67] {
+        let s = [None, None, Some((n, 4)), Some((nz, 4))];
+        let vol = n * nz * 4;
+        let v = |lens: &[u64]| {
+            zg.host_checks_hold(&LaunchValues {
+                grid: [8, 1, 1],
+                block: [128, 1, 1],
+                scalars: &s,
+                lens,
+            })
+        };
+        if nz % 4 == 0 {
+            assert!(v(&[vol, vol]), "nz = {nz}");
+        }
+        assert!(!v(&[vol, vol - 4]), "nz = {nz}");
+        assert!(!v(&[vol - 4, vol]), "nz = {nz}");
+    }
+
     // The planted loop bugs of the GPU tier (`tests/cuda/planted/bugs.cu`), with the GPU
     // test's launches: its good launch holds on the host, its bad ones do not.
     let bugs = CudaSource::from_file(repo_root().join("tests/cuda/planted/bugs.cu")).unwrap();

@@ -90,7 +90,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::host_expr::{const_as_read, range_of, Cmp, HostExpr, HostFact, IvStep};
+use super::host_expr::{const_as_read, range_of, Cmp, HostExpr, HostFact, IvStep, Sibling};
 use super::ptx::{Function, Instr, StmtKind};
 use crate::ir::{effects, immediate, is_reg, Address, Cfg, Loop, Step};
 
@@ -325,6 +325,7 @@ struct CountedParts {
     step: HostExpr,
     last: HostExpr,
     no_wrap: Vec<HostExpr>,
+    siblings: Vec<Sibling>,
 }
 
 impl CountedParts {
@@ -334,6 +335,7 @@ impl CountedParts {
             step: Box::new(self.step),
             last: Box::new(self.last),
             no_wrap: self.no_wrap,
+            siblings: self.siblings,
         }
     }
 }
@@ -1172,6 +1174,49 @@ impl<'a> Guards<'a> {
             .collect()
     }
 
+    /// Facts at `at` on registers set in loop `l` to `reg + k` (directly or through a chain:
+    /// `z1 = z + 1`, `z2 = z1 + 1` in an unrolled loop's copies), as facts on `reg` with offset
+    /// `k`. Only definitions that run before `at` in every iteration count, and the caller
+    /// makes sure `reg` is not stepped between them and `at` (its update never runs before
+    /// `at` in an iteration), so each such register holds `reg + k` at `at`.
+    fn shifted_facts(&self, reg: &str, l: &Loop, at: usize) -> Vec<HostFact> {
+        let mut out = Vec::new();
+        let mut work = vec![(reg.to_string(), 0i64)];
+        let mut seen = BTreeSet::new();
+        let state = self.state_at(at);
+        while let Some((r, k)) = work.pop() {
+            for (y, c) in self.shifted.get(&r).map_or(&[][..], Vec::as_slice) {
+                let Some(kk) = k.checked_add(*c) else {
+                    continue;
+                };
+                let Some(&dy) = self.defs.get(y).and_then(|d| d.first()) else {
+                    continue;
+                };
+                if !l.contains_stmt(&self.cfg, dy) || self.before(dy, at) != Some(true) {
+                    continue;
+                }
+                if !seen.insert(y.clone()) {
+                    continue;
+                }
+                for f in &state {
+                    if let Fact::Atom(a) = f {
+                        if a.reg == *y {
+                            out.push(HostFact {
+                                op: a.op,
+                                signed: a.signed,
+                                bound: self.host_bound(&a.bound, a.bits, a.signed),
+                                offset: kk,
+                                or_eq: a.or_eq,
+                            });
+                        }
+                    }
+                }
+                work.push((y.clone(), kk));
+            }
+        }
+        out
+    }
+
     fn reg_bits(&self, reg: &str) -> Option<u8> {
         let t = self.f.reg_type(reg)?;
         int_type(t).map(|(b, _)| b)
@@ -1732,11 +1777,49 @@ impl<'a> Guards<'a> {
         } else {
             last
         };
+        // Whether each counter's update has run by `at` in every iteration (1), in none (0),
+        // or it depends on the path (no sibling is described then).
+        let ran = |update: usize| -> Option<i8> {
+            if self.before(update, at) == Some(true) {
+                Some(1)
+            } else if !l.may_follow_in_iteration(&self.cfg, update, at) {
+                Some(0)
+            } else {
+                None
+            }
+        };
+        let mut siblings = Vec::new();
+        if let (true, Some(own)) = (inside, ran(iv.update)) {
+            for o in l.ivs.iter().filter(|o| o.reg != reg) {
+                let mut facts = self.facts_of(&o.reg, at);
+                if ran(o.update) == Some(0) {
+                    facts.extend(self.shifted_facts(&o.reg, l, at));
+                }
+                let (Some(theirs), false) = (ran(o.update), facts.is_empty()) else {
+                    continue;
+                };
+                let (Some(init), Some(step), Some(bits)) = (
+                    init_of(&o.reg).and_then(|ks| values(&ks)),
+                    step_of(o),
+                    self.reg_bits(&o.reg),
+                ) else {
+                    continue;
+                };
+                siblings.push(Sibling {
+                    init,
+                    step,
+                    shift: theirs - own,
+                    bits,
+                    facts,
+                });
+            }
+        }
         Some(CountedParts {
             init: init_of(reg)?,
             step: step_of(iv)?,
             last: steps_before,
             no_wrap,
+            siblings,
         })
     }
 

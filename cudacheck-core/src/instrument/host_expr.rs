@@ -252,7 +252,85 @@ pub enum HostExpr {
         step: Box<HostExpr>,
         last: Box<HostExpr>,
         no_wrap: Vec<HostExpr>,
+        /// Other counters of the same loop with what the guards before the access say of
+        /// them (`z != 0` in an unrolled stencil's first copy): they leave out the `j` whose
+        /// counter value the facts exclude.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        siblings: Vec<Sibling>,
     },
+}
+
+/// Another counter of a [`HostExpr::Counted`]'s loop, stepped once per iteration like it:
+/// `init + (j + shift) * step` where the access runs with the counted register at `j`
+/// (`shift` is -1, 0 or 1 by which of the two updates has run by then), of `bits` bits, and
+/// `facts` hold of it at the access. Used only where `init` and `step` are single values for
+/// the launch and every value it takes lies in `[0, 2^(bits - 1))` (read alike signed and
+/// unsigned, never wrapped); otherwise it narrows nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sibling {
+    pub init: HostExpr,
+    pub step: HostExpr,
+    pub shift: i8,
+    pub bits: u8,
+    pub facts: Vec<HostFact>,
+}
+
+impl Sibling {
+    /// The iterations `[lo, hi]` (of the counted register's `j`) whose value of this counter
+    /// the facts allow: `Ok(None)` for none, `Err` when this counter cannot narrow them (the
+    /// range unchanged).
+    fn narrow(&self, v: &LaunchValues<'_>, lo: i128, hi: i128) -> Result<Iv, ()> {
+        let (Some(i0), Some(sp)) = (self.init.eval(v)?, self.step.eval(v)?) else {
+            return Err(());
+        };
+        if i0.0 != i0.1 || sp.0 != sp.1 || sp.0 == 0 {
+            return Err(());
+        }
+        let (i0, sp, sh) = (i0.0, sp.0, i128::from(self.shift));
+        let at = |j: i128| i0 + (j + sh) * sp;
+        let (v0, v1) = (at(lo).min(at(hi)), at(lo).max(at(hi)));
+        if v0 < 0 || v1 > range_of(self.bits, true).1 {
+            return Err(());
+        }
+        let span = i64::try_from(v1 - v0).map_err(|_| ())?;
+        let known = HostExpr::Facts {
+            def: Some(Box::new(HostExpr::Add(
+                Box::new(HostExpr::Const(i64::try_from(v0).map_err(|_| ())?)),
+                Box::new(HostExpr::Mask(span)),
+            ))),
+            bits: self.bits,
+            facts: self.facts.clone(),
+        };
+        let Some((n0, n1)) = known.eval(v)? else {
+            return Ok(None);
+        };
+        // `j + shift` with `i0 + (j + shift) * sp` in [n0, n1].
+        let (q0, q1) = if sp > 0 {
+            (ceil_div(n0 - i0, sp), floor_div(n1 - i0, sp))
+        } else {
+            (ceil_div(n1 - i0, sp), floor_div(n0 - i0, sp))
+        };
+        let (j0, j1) = ((q0 - sh).max(lo), (q1 - sh).min(hi));
+        Ok((j0 <= j1).then_some((j0, j1)))
+    }
+}
+
+fn floor_div(a: i128, b: i128) -> i128 {
+    let q = a / b;
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn ceil_div(a: i128, b: i128) -> i128 {
+    let q = a / b;
+    if (a % b != 0) && ((a < 0) == (b < 0)) {
+        q + 1
+    } else {
+        q
+    }
 }
 
 /// One access whose device check was left out, and what the launch must satisfy for that.
@@ -714,6 +792,7 @@ impl HostExpr {
                 step,
                 last,
                 no_wrap,
+                siblings,
             } => {
                 for w in no_wrap {
                     w.eval(v)?;
@@ -723,10 +802,18 @@ impl HostExpr {
                     // No execution reaches the loop.
                     return Ok(None);
                 };
-                let j = l.1.max(0);
-                let p = [0, j * st.0, j * st.1];
-                let lo = *p.iter().min().expect("three");
-                let hi = *p.iter().max().expect("three");
+                let (mut j0, mut j1) = (0, l.1.max(0));
+                for sib in siblings {
+                    match sib.narrow(v, j0, j1) {
+                        Ok(Some((a, b))) => (j0, j1) = (a, b),
+                        // No iteration reaches the access.
+                        Ok(None) => return Ok(None),
+                        Err(()) => {}
+                    }
+                }
+                let p = [j0 * st.0, j0 * st.1, j1 * st.0, j1 * st.1];
+                let lo = *p.iter().min().expect("four");
+                let hi = *p.iter().max().expect("four");
                 return checked(x.0 + lo, x.1 + hi);
             }
         })
@@ -762,11 +849,20 @@ impl HostExpr {
                 step,
                 last,
                 no_wrap,
+                siblings,
             } => {
                 1 + init.size()
                     + step.size()
                     + last.size()
                     + no_wrap.iter().map(HostExpr::size).sum::<usize>()
+                    + siblings
+                        .iter()
+                        .map(|s| {
+                            s.init.size()
+                                + s.step.size()
+                                + s.facts.iter().map(|f| 1 + f.bound.size()).sum::<usize>()
+                        })
+                        .sum::<usize>()
             }
         }
     }
@@ -955,6 +1051,7 @@ mod tests {
                 step: b(E::Const(4)),
                 last: b(E::Const(3)),
                 no_wrap: vec![E::Const(0)],
+                siblings: Vec::new(),
             },
         ]);
         let loc = SourceLoc {

@@ -86,7 +86,7 @@ use thiserror::Error;
 pub use coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
 pub(crate) use emit::{callee, source_loc, splice as splice_text};
 pub use emit::{demangle, demangle_var};
-pub use host_expr::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues};
+pub use host_expr::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues, Sibling};
 
 pub use ptx::PtxError;
 pub use record::{decode, FaultKind, FaultRecord, MSG_BYTES, RECORD_BYTES};

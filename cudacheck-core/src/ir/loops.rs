@@ -598,10 +598,27 @@ fn entry_guard(
         }
         let (x, y) = (si.operands[1].trim(), si.operands[2].trim());
         let bound = if bound.trim() == c { other } else { bound }.trim();
-        if !((x == c && y == bound) || (y == c && x == bound)) {
+        // The test reads the counter itself, or a register holding the value the counter's
+        // one definition before the loop gives it (NVVM recomputes `n & 3` for the
+        // remainder loop's counter after testing it: both `and` of one parameter load).
+        let tested = if x == bound { y } else { x };
+        let copy = tested != c && {
+            let outside: Vec<usize> = defs
+                .get(c)
+                .map(|ds| {
+                    ds.iter()
+                        .copied()
+                        .filter(|&d| !l.contains_stmt(cfg, d))
+                        .collect()
+                })
+                .unwrap_or_default();
+            matches!(outside.as_slice(), [d] if same_value(f, defs, *d, tested, 4))
+        };
+        if !((x == c && y == bound) || (y == c && x == bound) || copy) {
             return None;
         }
-        // Nothing sets `c` or the bound after the test: in `g` after it, or in the preheader.
+        // Nothing sets `c` (unless as the copy of the tested value) or the bound after the
+        // test: in `g` after it, or in the preheader.
         let set_after = |r: &str| {
             defs.get(r).is_some_and(|ds| {
                 ds.iter().any(|&d| {
@@ -609,7 +626,7 @@ fn entry_guard(
                 })
             })
         };
-        if set_after(c) || set_after(bound) {
+        if (!copy && set_after(c)) || set_after(bound) || set_after(tested) {
             return None;
         }
         // The predicate's value on the edge into the preheader.
@@ -619,6 +636,84 @@ fn entry_guard(
         Some(pred_on_edge != eq)
     };
     guard().unwrap_or(false)
+}
+
+/// Whether statement `d` computes the value register `r` holds: the same instruction
+/// (opcode, types, immediates, parameter addresses) over operands that are the same
+/// registers or, recursively, registers of one definition computing the same values.
+/// Registers of one definition hold one value wherever they are read, so this is a
+/// comparison of expressions.
+fn same_value(
+    f: &Function,
+    defs: &HashMap<&str, Vec<usize>>,
+    d: usize,
+    r: &str,
+    depth: u32,
+) -> bool {
+    let one = |r: &str| match defs.get(r).map(Vec::as_slice) {
+        Some([k]) => Some(*k),
+        _ => None,
+    };
+    let Some(k) = one(r) else {
+        return false;
+    };
+    let (Some(a), Some(b)) = (instr(f, d), instr(f, k)) else {
+        return false;
+    };
+    if d == k {
+        return true;
+    }
+    // A copy of `r` (or of a register computing its value).
+    if a.op() == "mov" && a.guard.is_none() && a.operands.len() == 2 {
+        let q = a.operands[1].trim();
+        if q == r {
+            return true;
+        }
+        if q.starts_with('%') {
+            return depth > 0 && one(q).is_some_and(|dq| same_value(f, defs, dq, r, depth - 1));
+        }
+    }
+    if depth == 0
+        || a.guard.is_some()
+        || b.guard.is_some()
+        || a.opcode != b.opcode
+        || a.operands.len() != b.operands.len()
+        || effects(a).defs.len() != 1
+        || !(matches!(
+            a.op(),
+            "add"
+                | "sub"
+                | "mul"
+                | "mad"
+                | "and"
+                | "or"
+                | "xor"
+                | "not"
+                | "shl"
+                | "shr"
+                | "cvt"
+                | "mov"
+                | "min"
+                | "max"
+                | "div"
+                | "rem"
+                | "neg"
+                | "abs"
+        ) || (a.op() == "ld" && a.has("param")))
+        || a.operands.iter().any(|o| {
+            let o = o.trim();
+            o.starts_with("%clock") || o.starts_with("%globaltimer") || o.starts_with("%pm")
+        })
+    {
+        return false;
+    }
+    a.operands.iter().zip(&b.operands).skip(1).all(|(p, q)| {
+        let (p, q) = (p.trim(), q.trim());
+        p == q
+            || (p.starts_with('%')
+                && q.starts_with('%')
+                && one(p).is_some_and(|dp| same_value(f, defs, dp, q, depth - 1)))
+    })
 }
 
 /// `a cmp b` as `b cmp' a`.
@@ -700,6 +795,47 @@ mod tests {
             (Cmp::Lt, true, true, true)
         );
         assert_eq!(t.bound, Bound::Reg("%r2".into()));
+    }
+
+    /// A remainder loop as NVRTC writes it: `n & 3` tested against 0, then recomputed from a
+    /// second load of `n` as the counter, which counts down to 0.
+    fn remainder_loop(second: &str) -> Function {
+        function(&format!(
+            "ld.param.u32 %r2, [k_param_1];\n\
+             and.b32 %r3, %r2, 3;\n\
+             setp.eq.s32 %p1, %r3, 0;\n\
+             @%p1 bra $L_done;\n\
+             {second}\n\
+             $L_loop:\n\
+             add.s32 %r4, %r4, 1;\n\
+             add.s32 %r5, %r5, -1;\n\
+             setp.ne.s32 %p2, %r5, 0;\n\
+             @%p2 bra $L_loop;\n\
+             $L_done:\n\
+             ret;"
+        ))
+    }
+
+    #[test]
+    fn a_counter_recomputed_after_its_entry_test_is_entered_only_if_unequal() {
+        let entered = |second: &str| {
+            let f = remainder_loop(second);
+            let g = Cfg::new(&f);
+            let ls = loops(&f, &g);
+            ls[0].exit_test.as_ref().unwrap().entered_if_unequal
+        };
+        // The counter is the tested register, or the same `and` of the same parameter.
+        assert!(entered("mov.u32 %r5, %r3;\n\tmov.u32 %r4, 0;"));
+        assert!(entered(
+            "ld.param.u32 %r6, [k_param_1];\n\tand.b32 %r5, %r6, 3;\n\tmov.u32 %r4, 0;"
+        ));
+        // Another mask, or another parameter: not the tested value.
+        assert!(!entered(
+            "ld.param.u32 %r6, [k_param_1];\n\tand.b32 %r5, %r6, 7;\n\tmov.u32 %r4, 0;"
+        ));
+        assert!(!entered(
+            "ld.param.u32 %r6, [k_param_0];\n\tand.b32 %r5, %r6, 3;\n\tmov.u32 %r4, 0;"
+        ));
     }
 
     #[test]
