@@ -11,6 +11,9 @@
 #   third-party harness from source with what time is left.
 # loops: the GPU tier, compat fixtures and examples; the benchmark set (46 kernels: loops
 #   checked once per launch on the host) and the kernels/ set (bench_instrument).
+# sixth (issue 21, sixth session): as loops. sixth-b: compute-sanitizer memcheck over the
+#   benchmark set's plain kernels, then whole-library bounds-check coverage of candle and
+#   mistral.rs quant on all cores (scripts/matrix-corpus.sh bundle toolkit, then instrument).
 # sanitize: compute-sanitizer --tool memcheck over the benchmark set's plain kernels (one
 #   launch each), and nvcc's reference compile of the whole-program corpora when carried.
 # confirm: the PTX tests, the old-driver test, candle's PTX, and the launch benchmark three
@@ -120,7 +123,17 @@ issues)
     step "$rest" wholeprog_reference scripts/wholeprog.sh reference-carried "$run/wholeprog"
   fi
   ;;
-loops)
+sixth-b)
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  step 170 memcheck_bench_set "$sanitizer" --tool memcheck \
+    target/gpu-bundle/release/bench_set --plain-only
+  nproc >> "$run/session.log"
+  rest=$(( 575 - ($(date +%s) - start) ))
+  [ "$rest" -gt 30 ] && MATRIX_DEADLINE=$(( $(date +%s) + rest - 10 )) \
+    step "$rest" coverage scripts/matrix-corpus.sh instrument toolkit "$run/coverage"
+  scripts/matrix-corpus.sh coverage "$run/coverage" > "$run/coverage.md" 2>&1
+  ;;
+loops | sixth)
   step 260 tests scripts/gpu-run.sh tests compat examples
   step 230 bench_set target/gpu-bundle/release/bench_set "$run/bench_set.json" "$run/bench_set.md"
   rest=$(( 570 - ($(date +%s) - start) ))
