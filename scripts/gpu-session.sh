@@ -11,8 +11,8 @@
 #   third-party harness from source with what time is left.
 # loops: the GPU tier, compat fixtures and examples; the benchmark set (46 kernels: loops
 #   checked once per launch on the host) and the kernels/ set (bench_instrument).
-# sixth (issue 21, sixth session): as loops. sixth-b: compute-sanitizer memcheck over the
-#   benchmark set's plain kernels, then whole-library bounds-check coverage of candle and
+# sixth (issue 21, sixth session): as loops. sixth-b: the compat fixtures and the examples,
+#   compute-sanitizer memcheck over the benchmark set's plain kernels, then whole-library bounds-check coverage of candle and
 #   mistral.rs quant on all cores (scripts/matrix-corpus.sh bundle toolkit, then instrument).
 # sanitize: compute-sanitizer --tool memcheck over the benchmark set's plain kernels (one
 #   launch each), and nvcc's reference compile of the whole-program corpora when carried.
@@ -124,6 +124,7 @@ issues)
   fi
   ;;
 sixth-b)
+  step 150 compat_examples scripts/gpu-run.sh compat examples
   sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
   step 170 memcheck_bench_set "$sanitizer" --tool memcheck \
     target/gpu-bundle/release/bench_set --plain-only

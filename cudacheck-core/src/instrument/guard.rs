@@ -19,7 +19,9 @@
 //!    register and `b` an immediate or a register whose only definition is `ld.param` of a
 //!    whole scalar kernel parameter (its value is the argument's, fixed for the launch). They
 //!    come from the edges of conditional branches on predicates defined by integer `setp`
-//!    (either operand order, `p|q` destinations), combined by `or`/`and`/`not` on predicates,
+//!    (either operand order, `p|q` destinations; `==` and `!=` against an immediate too,
+//!    which narrow an interval only at its ends: `z != 0` with `z >= 0` is `z >= 1`),
+//!    combined by `or`/`and`/`not` on predicates,
 //!    and are copied by `mov` between registers. A comparison also says something of the
 //!    registers its operand was computed from: `(p | q) >= 0` (NVVM's fold of `p >= 0 &&
 //!    q >= 0`) gives both `>= 0`, `min`/`max` pass a bound on, a widening `cvt` compares as
@@ -38,15 +40,25 @@
 //!    to the `mov` of its name, through `cvta` between windows; its size is the length), and
 //!    the integer added to it through `add`, `sub`, `mul.lo`, `mul.wide`, `mad.lo`,
 //!    `mad.wide`, `shl`/`shr` by immediates, `and` with a non-negative mask, `cvt` between
-//!    integer widths, `min`/`max` (clamps), `div`/`rem` and NVVM's `a - (a / b) * b`, special
-//!    registers and scalar parameters. At every use of a register, the facts holding *at that instruction* are attached to it, and,
+//!    integer widths, `min`/`max` (clamps), `div`/`rem`, NVVM's `a - (a / b) * b` and its
+//!    signed remainder by a power of two `a - ((a + bias) & -2^k)` ([`Guards::pow2_remainder`]:
+//!    every register of the idiom checked, `a` the same value throughout), special registers
+//!    and scalar parameters. NVVM's 64-bit division with a 32-bit fast path (the quotient or
+//!    remainder set on two paths after `((a | b) >> 32) == 0`) is one value, the 64-bit
+//!    operation's ([`Guards::wide_division`]: the 32-bit path runs only when both operands
+//!    lie in `[0, 2^32)`, where the two operations agree; the test, the branch, the operands'
+//!    low halves and the absence of any redefinition in between are each checked). At every use of a register, the facts holding *at that instruction* are attached to it, and,
 //!    while every register between it and the access has one definition (whose value is
 //!    then the one it holds at the access), the facts holding *at the access* too. A
 //!    register with several definitions has the value of the one that reaches the use on
-//!    every path, when only one does (NVVM reuses registers); otherwise it is kept only as
-//!    an increasing induction variable:
-//!    every definition either sets it from a value (an initial value) or adds a non-negative
-//!    step to it where a fact `r < b` (or `<=`) on its old value holds; anything else gives up.
+//!    every path, when only one does (NVVM reuses registers); otherwise it is kept as an
+//!    increasing induction variable: every definition either sets it from a value (an
+//!    initial value) or adds a non-negative step to it where a fact `r < b` (or `<=`) on its
+//!    old value holds. With no step at all (a value merged after a branch), it is the hull
+//!    of its definitions' values, each described at its own statement: whatever path led to
+//!    the use, the register holds what one of them wrote. A definition that reads the
+//!    register back (through a chain of copies) cannot be described that way and gives up at
+//!    once; anything else gives up too.
 //!
 //! 3. **Counted loops** (issue 21). A register stepped once per iteration of a loop with a
 //!    recognized exit test (`crate::ir::loops`: natural loops, basic induction variables,
@@ -61,6 +73,21 @@
 //!    access in one evaluation and the loop runs with no per-access device check; a launch
 //!    where it fails runs the build that checks on the device, which names the exact index,
 //!    thread and line.
+//!
+//!    An access in a conditional block of the body (a guard inside the loop) is counted from
+//!    the iteration: it runs before the register's update in every iteration unless the
+//!    update's block can reach it without passing the header again
+//!    ([`Loop::may_follow_in_iteration`](crate::ir::Loop::may_follow_in_iteration)). The
+//!    loop's other counters bound the iterations such an access runs in
+//!    ([`Sibling`](super::host_expr::Sibling)): in an unrolled stencil's first copy the guard
+//!    `z != 0` holds of the counter `z`, stepped beside the pointer in the same iteration, so
+//!    the iterations where the pointer would sit one plane before the buffer never reach the
+//!    access. Each sibling is used only where its start and step are single values for the
+//!    launch and every value it takes lies in `[0, 2^(w-1))` (read alike signed and unsigned,
+//!    never wrapped), and only where both counters' updates are ordered the same way against
+//!    the access in every iteration; facts on registers set in the loop to `z + k` (the
+//!    unrolled copies' `z + 1`, `z + 2`, ...) count as facts on `z` only where their
+//!    definitions run before the access in every iteration and `z`'s update never does.
 //!
 //! # Semantics of the expressions, and why host evaluation is sound
 //!
@@ -358,6 +385,8 @@ pub(crate) struct Guards<'a> {
     budget: std::cell::Cell<u32>,
     /// Registers [`Guards::induction`] is describing now (a cycle through them gives up).
     visiting: std::cell::RefCell<Vec<String>>,
+    /// The facts holding at each statement asked about so far ([`Guards::state_at`]).
+    states: std::cell::RefCell<BTreeMap<usize, std::rc::Rc<State>>>,
     /// The typed model's control-flow graph and loops ([`crate::ir`]).
     cfg: Cfg,
     loops: Vec<Loop>,
@@ -498,6 +527,7 @@ impl<'a> Guards<'a> {
             preds,
             budget: std::cell::Cell::new(0),
             visiting: std::cell::RefCell::new(Vec::new()),
+            states: std::cell::RefCell::new(BTreeMap::new()),
             cfg: Cfg::new(f),
             loops: Vec::new(),
         };
@@ -1085,19 +1115,28 @@ impl<'a> Guards<'a> {
     }
 
     /// The facts holding just before statement `k`.
-    fn state_at(&self, k: usize) -> State {
-        let b = self.block_of.get(k).copied().unwrap_or(0);
-        let Some(mut s) = self.entry.get(b).cloned().flatten() else {
-            // Unreachable code: claim nothing.
-            return State::new();
-        };
-        for j in self.blocks[b].start..k {
-            if let Some(i) = self.instr(j) {
-                if i.op() != "bra" {
-                    self.transfer(&mut s, i, j);
-                }
-            }
+    fn state_at(&self, k: usize) -> std::rc::Rc<State> {
+        // Every register read at `k` asks for the facts there: computed once per statement.
+        if let Some(s) = self.states.borrow().get(&k) {
+            return std::rc::Rc::clone(s);
         }
+        let b = self.block_of.get(k).copied().unwrap_or(0);
+        let s = match self.entry.get(b).cloned().flatten() {
+            Some(mut s) => {
+                for j in self.blocks[b].start..k {
+                    if let Some(i) = self.instr(j) {
+                        if i.op() != "bra" {
+                            self.transfer(&mut s, i, j);
+                        }
+                    }
+                }
+                s
+            }
+            // Unreachable code: claim nothing.
+            None => State::new(),
+        };
+        let s = std::rc::Rc::new(s);
+        self.states.borrow_mut().insert(k, std::rc::Rc::clone(&s));
         s
     }
 
@@ -1153,7 +1192,7 @@ impl<'a> Guards<'a> {
             None => &[],
         };
         self.state_at(at)
-            .into_iter()
+            .iter()
             .filter_map(|f| match f {
                 Fact::Atom(a) => {
                     let offset = if a.reg == reg {
@@ -1198,7 +1237,7 @@ impl<'a> Guards<'a> {
                 if !seen.insert(y.clone()) {
                     continue;
                 }
-                for f in &state {
+                for f in state.iter() {
                     if let Fact::Atom(a) = f {
                         if a.reg == *y {
                             out.push(HostFact {
