@@ -79,7 +79,7 @@
 //!    update's block can reach it without passing the header again
 //!    ([`Loop::may_follow_in_iteration`](crate::ir::Loop::may_follow_in_iteration)). The
 //!    loop's other counters bound the iterations such an access runs in
-//!    ([`Sibling`](super::host_expr::Sibling)): in an unrolled stencil's first copy the guard
+//!    ([`Sibling`]): in an unrolled stencil's first copy the guard
 //!    `z != 0` holds of the counter `z`, stepped beside the pointer in the same iteration, so
 //!    the iterations where the pointer would sit one plane before the buffer never reach the
 //!    access. Each sibling is used only where its start and step are single values for the
