@@ -32,6 +32,20 @@ groups=("candle candle/candle-kernels/src" "mistral mistral/mistralrs-quant/kern
   "mistral-core mistral/mistralrs-core/src/cuda" "paged mistral/mistralrs-paged-attn/src/cuda -DENABLE_FP8")
 excluded() { case "$1" in *cutlass* | *dummy* | *fa3/*) return 0 ;; *) return 1 ;; esac; }
 
+# `unpack MODE LABEL OUTDIR`: sets label, out (absolute, made) and stage (the bundle unpacked
+# in a temporary folder), and points CUDACHECK_NVRTC at the bundle's NVRTC when it has one.
+unpack() {
+  label="${2:?usage: matrix-corpus.sh $1 LABEL OUTDIR}"
+  out="${3:?usage: matrix-corpus.sh $1 LABEL OUTDIR}"
+  mkdir -p "$out"
+  out="$(cd "$out" && pwd)"
+  stage="$(mktemp -d)"
+  tar -C "$stage" -xJf "$root/target/gpu-carry/matrix-$label.tar.xz"
+  if [ -f "$stage/nvrtc-path" ]; then
+    export CUDACHECK_NVRTC="$stage/$(cat "$stage/nvrtc-path")"
+  fi
+}
+
 case "$mode" in
 bundle)
   label="${1:?usage: matrix-corpus.sh bundle LABEL}"
@@ -70,15 +84,7 @@ bundle)
   ls -la "target/gpu-carry/matrix-$label.tar.xz"
   ;;
 run)
-  label="${1:?usage: matrix-corpus.sh run LABEL OUTDIR}"
-  out="${2:?usage: matrix-corpus.sh run LABEL OUTDIR}"
-  mkdir -p "$out"
-  out="$(cd "$out" && pwd)"
-  stage="$(mktemp -d)"
-  tar -C "$stage" -xJf "$root/target/gpu-carry/matrix-$label.tar.xz"
-  if [ -f "$stage/nvrtc-path" ]; then
-    export CUDACHECK_NVRTC="$stage/$(cat "$stage/nvrtc-path")"
-  fi
+  unpack run "$@"
   "$stage/cudacheck" doctor > "$out/$label-doctor.txt" 2>&1 || true
   # The groups side by side: each is bounded by its slowest file, not by the cores.
   for g in "${groups[@]}"; do
@@ -99,15 +105,7 @@ run)
   rm -rf "$stage"
   ;;
 instrument)
-  label="${1:?usage: matrix-corpus.sh instrument LABEL OUTDIR}"
-  out="${2:?usage: matrix-corpus.sh instrument LABEL OUTDIR}"
-  mkdir -p "$out"
-  out="$(cd "$out" && pwd)"
-  stage="$(mktemp -d)"
-  tar -C "$stage" -xJf "$root/target/gpu-carry/matrix-$label.tar.xz"
-  if [ -f "$stage/nvrtc-path" ]; then
-    export CUDACHECK_NVRTC="$stage/$(cat "$stage/nvrtc-path")"
-  fi
+  unpack instrument "$@"
   cp "$stage/corpus/candle/.commit" "$out/candle.commit" 2>/dev/null || true
   cp "$stage/corpus/mistral/.commit" "$out/mistral.commit" 2>/dev/null || true
   # "group<TAB>flags<TAB>file" lines, the largest file first (the slowest to instrument).

@@ -844,19 +844,8 @@ impl<'a> Guards<'a> {
         if bits < 32 || ty.starts_with('b') {
             return None;
         }
-        let (op, signed) = match *cmp {
-            "lt" => (Cmp::Lt, ty_signed),
-            "le" => (Cmp::Le, ty_signed),
-            "gt" => (Cmp::Gt, ty_signed),
-            "ge" => (Cmp::Ge, ty_signed),
-            "lo" => (Cmp::Lt, false),
-            "ls" => (Cmp::Le, false),
-            "hi" => (Cmp::Gt, false),
-            "hs" => (Cmp::Ge, false),
-            "eq" => (Cmp::Eq, ty_signed),
-            "ne" => (Cmp::Ne, ty_signed),
-            _ => return None,
-        };
+        let (op, unsigned) = Cmp::of_setp(cmp)?;
+        let signed = ty_signed && !unsigned;
         let (a, b) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
         let (reg, op, bound) = if is_reg(a) && self.bound(a).is_none() {
             (a, op, self.bound(b)?)

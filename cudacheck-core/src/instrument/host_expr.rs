@@ -92,43 +92,9 @@ use serde::{Deserialize, Serialize};
 
 use super::coverage::{SiteKind, SourceLoc};
 
-/// A comparison, as it holds of a register's value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cmp {
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    /// Equal (`setp.eq` taken): narrows to the bound.
-    Eq,
-    /// Not equal (`setp.eq` not taken, `if (z != 0)`): removes the bound from an interval's
-    /// end (`z != 0` with `z >= 0` is `z >= 1`); says nothing of a value inside it.
-    Ne,
-}
-
-impl Cmp {
-    pub(super) fn negate(self) -> Cmp {
-        match self {
-            Cmp::Lt => Cmp::Ge,
-            Cmp::Le => Cmp::Gt,
-            Cmp::Gt => Cmp::Le,
-            Cmp::Ge => Cmp::Lt,
-            Cmp::Eq => Cmp::Ne,
-            Cmp::Ne => Cmp::Eq,
-        }
-    }
-    pub(super) fn flip(self) -> Cmp {
-        match self {
-            Cmp::Lt => Cmp::Gt,
-            Cmp::Le => Cmp::Ge,
-            Cmp::Gt => Cmp::Lt,
-            Cmp::Ge => Cmp::Le,
-            Cmp::Eq => Cmp::Eq,
-            Cmp::Ne => Cmp::Ne,
-        }
-    }
-}
+/// A comparison, as it holds of a register's value: the typed model's own
+/// ([`crate::ir::Cmp`], one meaning of `setp`'s comparisons for both).
+pub use crate::ir::Cmp;
 
 /// What the host knows of one comparison: the `signed` interpretation of the register plus
 /// `offset` (in the register's width, wrapping) compares `op` with `bound`. A fact with an

@@ -106,15 +106,66 @@ pub struct Induction {
     pub ty: String,
 }
 
-/// A comparison of `setp`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A comparison of `setp`, and, in the host checks that hold of a register's value
+/// ([`crate::instrument::HostFact`]), as it holds of it. Its serde form (`"lt"`, ...) is
+/// stored in the build cache.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Cmp {
     Lt,
     Le,
     Gt,
     Ge,
+    /// Equal (`setp.eq`): a host fact narrows to the bound.
     Eq,
+    /// Not equal (`if (z != 0)`): a host fact removes the bound from an interval's end
+    /// (`z != 0` with `z >= 0` is `z >= 1`); it says nothing of a value inside it.
     Ne,
+}
+
+impl Cmp {
+    /// The comparison of a `setp` mnemonic part (`lt`, or the unsigned `lo`, ...), and
+    /// whether the mnemonic itself compares unsigned (`lo`, `ls`, `hi`, `hs`).
+    pub fn of_setp(part: &str) -> Option<(Cmp, bool)> {
+        Some(match part {
+            "lt" => (Cmp::Lt, false),
+            "le" => (Cmp::Le, false),
+            "gt" => (Cmp::Gt, false),
+            "ge" => (Cmp::Ge, false),
+            "lo" => (Cmp::Lt, true),
+            "ls" => (Cmp::Le, true),
+            "hi" => (Cmp::Gt, true),
+            "hs" => (Cmp::Ge, true),
+            "eq" => (Cmp::Eq, false),
+            "ne" => (Cmp::Ne, false),
+            _ => return None,
+        })
+    }
+
+    /// `!(a cmp b)` as `a cmp' b`.
+    pub fn negate(self) -> Cmp {
+        match self {
+            Cmp::Lt => Cmp::Ge,
+            Cmp::Le => Cmp::Gt,
+            Cmp::Gt => Cmp::Le,
+            Cmp::Ge => Cmp::Lt,
+            Cmp::Eq => Cmp::Ne,
+            Cmp::Ne => Cmp::Eq,
+        }
+    }
+
+    /// `a cmp b` as `b cmp' a`.
+    pub fn flip(self) -> Cmp {
+        match self {
+            Cmp::Lt => Cmp::Gt,
+            Cmp::Le => Cmp::Ge,
+            Cmp::Gt => Cmp::Lt,
+            Cmp::Ge => Cmp::Le,
+            Cmp::Eq | Cmp::Ne => self,
+        }
+    }
 }
 
 /// A value the loop does not change.
@@ -442,17 +493,7 @@ fn exit_test(
             continue;
         }
         let parts: Vec<&str> = si.parts().collect();
-        let cmp = parts.iter().find_map(|p| {
-            Some(match *p {
-                "lt" | "lo" => Cmp::Lt,
-                "le" | "ls" => Cmp::Le,
-                "gt" | "hi" => Cmp::Gt,
-                "ge" | "hs" => Cmp::Ge,
-                "eq" => Cmp::Eq,
-                "ne" => Cmp::Ne,
-                _ => return None,
-            })
-        });
+        let cmp = parts.iter().find_map(|p| Cmp::of_setp(p).map(|(c, _)| c));
         let Some(cmp) = cmp else { continue };
         // `setp.lt.u32` vs `setp.lo.u32`: the type decides the signedness.
         let signed = parts
@@ -515,7 +556,7 @@ fn exit_test(
             if let (Some(iv), Some(bd)) = (iv_at(&a), bound_of(&c)) {
                 (iv, cmp, bd, None, setp)
             } else if let (Some(iv), Some(bd)) = (iv_at(&c), bound_of(&a)) {
-                (iv, swap(cmp), bd, None, setp)
+                (iv, cmp.flip(), bd, None, setp)
             } else if let (Some((iv, k, d)), Some(bd)) = (shifted(&a), bound_of(&c)) {
                 (iv, cmp, bd, Some(k), d)
             } else if let (Some((iv, k, d)), Some(bd)) = (shifted(&c), bound_of(&a)) {
@@ -714,17 +755,6 @@ fn same_value(
                 && q.starts_with('%')
                 && one(p).is_some_and(|dp| same_value(f, defs, dp, q, depth - 1)))
     })
-}
-
-/// `a cmp b` as `b cmp' a`.
-fn swap(c: Cmp) -> Cmp {
-    match c {
-        Cmp::Lt => Cmp::Gt,
-        Cmp::Le => Cmp::Ge,
-        Cmp::Gt => Cmp::Lt,
-        Cmp::Ge => Cmp::Le,
-        Cmp::Eq | Cmp::Ne => c,
-    }
 }
 
 #[cfg(test)]
