@@ -65,7 +65,7 @@ pub(crate) struct Loaded {
     /// A checked build's last host-check verdict, by the launch values it was reached for
     /// (`launch::checked`): launches from one call site repeat their arguments, and a
     /// verdict costs up to tens of microseconds to evaluate.
-    pub(crate) host_check_memo: Mutex<Option<crate::launch::HostCheckMemo>>,
+    pub(crate) host_check_memo: Mutex<Option<HostCheckMemo>>,
 }
 
 impl Drop for Loaded {
@@ -378,8 +378,61 @@ fn find<'a>(
     Some(unsafe { &*p })
 }
 
+/// [`HostCheckMemo`]'s key: grid, block, then per parameter its length, value and size.
+type MemoKey = [u64; 6 + 3 * crate::args::MAX_ARGS];
+
+/// The last host-check verdict of a checked build (`launch::checked`) and the launch
+/// values it holds for: grid, block, then each parameter's length and scalar value and size.
+#[derive(Debug)]
+pub(crate) struct HostCheckMemo {
+    pub(crate) key: MemoKey,
+    pub(crate) verdict: Option<cudacheck_core::instrument::HostCheckSet>,
+}
+
+impl HostCheckMemo {
+    pub(crate) fn key(v: &cudacheck_core::instrument::LaunchValues<'_>) -> MemoKey {
+        let mut key: MemoKey = [0; 6 + 3 * crate::args::MAX_ARGS];
+        for (k, d) in v.grid.iter().chain(&v.block).enumerate() {
+            key[k] = u64::from(*d);
+        }
+        for (k, (len, scalar)) in v.lens.iter().zip(v.scalars).enumerate() {
+            let (value, size) = scalar.unwrap_or((0, u32::MAX));
+            key[6 + 3 * k] = *len;
+            key[6 + 3 * k + 1] = value;
+            key[6 + 3 * k + 2] = u64::from(size);
+        }
+        key
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn host_check_memo_keys_tell_launch_values_apart() {
+        use cudacheck_core::instrument::LaunchValues;
+        let key = |grid: u32, n: u64, len: u64| {
+            let scalars = [None, Some((n, 4))];
+            HostCheckMemo::key(&LaunchValues {
+                grid: [grid, 1, 1],
+                block: [256, 1, 1],
+                scalars: &scalars,
+                lens: &[len, u64::MAX],
+            })
+        };
+        assert_eq!(key(4, 1000, 4000), key(4, 1000, 4000));
+        assert_ne!(key(4, 1000, 4000), key(5, 1000, 4000));
+        assert_ne!(key(4, 1000, 4000), key(4, 1001, 4000));
+        assert_ne!(key(4, 1000, 4000), key(4, 1000, 3996));
+        // A buffer argument (no scalar) differs from a scalar of value 0.
+        let buffer = HostCheckMemo::key(&LaunchValues {
+            grid: [4, 1, 1],
+            block: [256, 1, 1],
+            scalars: &[None, None],
+            lens: &[4000, u64::MAX],
+        });
+        assert_ne!(buffer, key(4, 0, 4000));
+    }
+
     use super::*;
 
     #[test]

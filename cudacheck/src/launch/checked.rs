@@ -84,7 +84,7 @@ fn failing_host_checks(
         lens: &lens[..args.len()],
     };
     // The verdict depends on these values alone: the last one is kept for the next launch.
-    let key = HostCheckMemo::key(&values);
+    let key = crate::build::HostCheckMemo::key(&values);
     let mut memo = loaded
         .host_check_memo
         .lock()
@@ -93,32 +93,8 @@ fn failing_host_checks(
         return m.verdict;
     }
     let verdict = sites.failing_host_checks(&values);
-    *memo = Some(HostCheckMemo { key, verdict });
+    *memo = Some(crate::build::HostCheckMemo { key, verdict });
     verdict
-}
-
-/// The last host-check verdict of a checked build ([`failing_host_checks`]) and the launch
-/// values it holds for: grid, block, then each parameter's length and scalar value and size.
-#[derive(Debug)]
-pub(crate) struct HostCheckMemo {
-    key: [u64; 6 + 3 * MAX_ARGS],
-    verdict: Option<HostCheckSet>,
-}
-
-impl HostCheckMemo {
-    fn key(v: &LaunchValues<'_>) -> [u64; 6 + 3 * MAX_ARGS] {
-        let mut key = [0u64; 6 + 3 * MAX_ARGS];
-        for (k, d) in v.grid.iter().chain(&v.block).enumerate() {
-            key[k] = u64::from(*d);
-        }
-        for (k, (len, scalar)) in v.lens.iter().zip(v.scalars).enumerate() {
-            let (value, size) = scalar.unwrap_or((0, u32::MAX));
-            key[6 + 3 * k] = *len;
-            key[6 + 3 * k + 1] = value;
-            key[6 + 3 * k + 2] = u64::from(size);
-        }
-        key
-    }
 }
 
 /// What a fault report needs of the launch's arguments: each buffer's address and element size.

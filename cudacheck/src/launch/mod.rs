@@ -11,8 +11,6 @@
 mod checked;
 mod plan;
 
-pub(crate) use checked::HostCheckMemo;
-
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::panic::Location;
