@@ -990,4 +990,21 @@ mod device_check_sets {
         let other = Spec::of(Dim3::x(128), 0).expect("a sane block");
         assert!(!k.may_build_device_checks(other, set(3)));
     }
+
+    /// `Kernel::failed_host_checks` lists each set a launch moved to the device, once.
+    #[test]
+    fn failed_host_checks_lists_the_sets_launches_moved_to_the_device() {
+        let k = Kernel::new(CudaSource::from_str("k.cu", "__global__ void k() {}"), "k").build();
+        assert!(k.failed_host_checks().is_empty());
+        let shape = Spec::of(Dim3::x(256), 0).expect("a sane block");
+        let mut two = HostCheckSet::new();
+        assert!(two.insert(1) && two.insert(4));
+        let mut one = HostCheckSet::new();
+        assert!(one.insert(7));
+        assert!(k.may_build_device_checks(shape, two));
+        assert!(k.may_build_device_checks(shape, one));
+        assert!(k.may_build_device_checks(shape, two), "the same set again");
+        assert_eq!(k.failed_host_checks(), vec![two, one]);
+        assert_eq!(k.failed_host_checks()[0].len(), 2);
+    }
 }

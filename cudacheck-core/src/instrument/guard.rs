@@ -708,20 +708,20 @@ impl<'a> Guards<'a> {
         Some(((bits, true), p))
     }
 
-    /// Whether `reg` holds the same value at statements `from` and `to` (`from` first): it has
-    /// one definition, or both lie in one block with no definition of it between them.
+    /// Whether register `reg` holds the same value at statements `from` and `to` (`from`
+    /// first): it has one definition, or both lie in one block with no definition of it
+    /// between them. An immediate always does.
     fn unchanged(&self, reg: &str, from: usize, to: usize) -> bool {
-        if !is_reg(reg) || self.single_def(reg).is_some() {
+        if !is_reg(reg) {
             return true;
         }
-        let same_block =
-            self.block_of.get(from).is_some() && self.block_of.get(from) == self.block_of.get(to);
-        same_block
-            && from <= to
-            && !self
-                .defs
-                .get(reg)
-                .is_some_and(|ds| ds.iter().any(|&d| d >= from && d < to))
+        self.single_def(reg).is_some()
+            || (self.block_of.get(from) == self.block_of.get(to)
+                && from < to
+                && self
+                    .defs
+                    .get(reg)
+                    .is_some_and(|d| d.iter().all(|&x| x < from || x >= to)))
     }
 
     /// `(index, bytes)` of the whole scalar parameter register `op` is only ever loaded from.
@@ -752,15 +752,7 @@ impl<'a> Guards<'a> {
         };
         // An operand keeps the value the definition read up to `at`: it has one definition
         // (which dominates), or none between the two in one basic block.
-        let unchanged = |op: &str| {
-            self.single_def(op).is_some()
-                || (self.block_of.get(def_at) == self.block_of.get(at)
-                    && def_at < at
-                    && self
-                        .defs
-                        .get(op)
-                        .is_some_and(|d| d.iter().all(|&x| x < def_at || x >= at)))
-        };
+        let unchanged = |op: &str| self.unchanged(op, def_at, at);
         if i.op() == "cvt" {
             // A widening `cvt` of an integer: the narrow register compares as the wide one.
             let parts: Vec<&str> = i.parts().collect();
@@ -1189,13 +1181,7 @@ impl<'a> Guards<'a> {
                     } else {
                         shifted.iter().find(|(r, _)| *r == a.reg)?.1
                     };
-                    Some(HostFact {
-                        op: a.op,
-                        signed: a.signed,
-                        bound: self.host_bound(&a.bound, a.bits, a.signed),
-                        offset,
-                        or_eq: a.or_eq,
-                    })
+                    Some(self.host_fact(a, offset))
                 }
                 _ => None,
             })
@@ -1229,13 +1215,7 @@ impl<'a> Guards<'a> {
                 for f in state.iter() {
                     if let Fact::Atom(a) = f {
                         if a.reg == *y {
-                            out.push(HostFact {
-                                op: a.op,
-                                signed: a.signed,
-                                bound: self.host_bound(&a.bound, a.bits, a.signed),
-                                offset: kk,
-                                or_eq: a.or_eq,
-                            });
+                            out.push(self.host_fact(a, kk));
                         }
                     }
                 }
@@ -1243,6 +1223,17 @@ impl<'a> Guards<'a> {
             }
         }
         out
+    }
+
+    /// What the host knows of atom `a`, about the register it names plus `offset`.
+    fn host_fact(&self, a: &Atom, offset: i64) -> HostFact {
+        HostFact {
+            op: a.op,
+            signed: a.signed,
+            bound: self.host_bound(&a.bound, a.bits, a.signed),
+            offset,
+            or_eq: a.or_eq,
+        }
     }
 
     fn reg_bits(&self, reg: &str) -> Option<u8> {
@@ -1862,6 +1853,11 @@ impl<'a> Guards<'a> {
         let v = |n: usize| self.value(ops.get(n)?, k, depth + 1, acc);
         let b = Box::new;
         let ty = i.parts().filter_map(int_type).last();
+        if i.op() == "sub" {
+            if let Some(e) = self.remainder_value(i, k, depth, acc) {
+                return (e.size() <= MAX_SIZE).then_some(e);
+            }
+        }
         let e = match i.op() {
             "mov" if ty.is_some() => v(1)?,
             "ld" if i.has("param") => {
@@ -1912,25 +1908,6 @@ impl<'a> Guards<'a> {
                     "div" => Div(x, y),
                     _ => Rem(x, y),
                 }
-            }
-            "sub" if self.pow2_remainder(i, k).is_some() => {
-                let ((bits, signed), m) = self.pow2_remainder(i, k)?;
-                let w = |e: HostExpr| Wrap {
-                    e: b(e),
-                    bits,
-                    signed,
-                };
-                Rem(b(w(v(1)?)), b(Const(m)))
-            }
-            "sub" if self.remainder_of(i, k).is_some() => {
-                let ((bits, signed), d) = self.remainder_of(i, k)?;
-                let w = |e: HostExpr| Wrap {
-                    e: b(e),
-                    bits,
-                    signed,
-                };
-                let d = self.value(d, k, depth + 1, acc)?;
-                Rem(b(w(v(1)?)), b(w(d)))
             }
             "add" | "sub" if !i.has("cc") && !i.has("sat") && ty.is_some() => {
                 let (x, y) = (v(1)?, v(2)?);
@@ -2003,6 +1980,38 @@ impl<'a> Guards<'a> {
             _ => return None,
         };
         (e.size() <= MAX_SIZE).then_some(e)
+    }
+
+    /// A `sub` that is one of NVVM's remainder idioms (`a - (a / b) * b`, or `a - ((a + bias)
+    /// & -2^k)` for a power of two), as a remainder; `None` for any other `sub`, or when an
+    /// operand's value cannot be described.
+    fn remainder_value(
+        &self,
+        i: &Instr,
+        k: usize,
+        depth: u32,
+        acc: Option<usize>,
+    ) -> Option<HostExpr> {
+        use HostExpr::*;
+        // Both operands read as the division reads them; the power of two is a constant.
+        let w = |e: HostExpr, (bits, signed): (u8, bool)| {
+            Box::new(Wrap {
+                e: Box::new(e),
+                bits,
+                signed,
+            })
+        };
+        let (ty, d) = match self.pow2_remainder(i, k) {
+            Some((ty, m)) => (ty, Box::new(Const(m))),
+            None => {
+                let (ty, d) = self.remainder_of(i, k)?;
+                (ty, w(self.value(d, k, depth + 1, acc)?, ty))
+            }
+        };
+        Some(Rem(
+            w(self.value(i.operands.get(1)?, k, depth + 1, acc)?, ty),
+            d,
+        ))
     }
 
     /// The offset of `reg` from the base of parameter `param`'s buffer, as read at `at`.

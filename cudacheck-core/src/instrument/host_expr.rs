@@ -270,32 +270,15 @@ impl Sibling {
         let Some((n0, n1)) = known.eval(v)? else {
             return Ok(None);
         };
-        // `j + shift` with `i0 + (j + shift) * sp` in [n0, n1].
-        let (q0, q1) = if sp > 0 {
-            (ceil_div(n0 - i0, sp), floor_div(n1 - i0, sp))
+        // `t = j + shift` with `i0 + t * sp` in [n0, n1]: `t * |sp|` in [a, b].
+        let (a, b, d) = if sp > 0 {
+            (n0 - i0, n1 - i0, sp)
         } else {
-            (ceil_div(n1 - i0, sp), floor_div(n0 - i0, sp))
+            (i0 - n1, i0 - n0, -sp)
         };
+        let (q0, q1) = (-(-a).div_euclid(d), b.div_euclid(d));
         let (j0, j1) = ((q0 - sh).max(lo), (q1 - sh).min(hi));
         Ok((j0 <= j1).then_some((j0, j1)))
-    }
-}
-
-fn floor_div(a: i128, b: i128) -> i128 {
-    let q = a / b;
-    if (a % b != 0) && ((a < 0) != (b < 0)) {
-        q - 1
-    } else {
-        q
-    }
-}
-
-fn ceil_div(a: i128, b: i128) -> i128 {
-    let q = a / b;
-    if (a % b != 0) && ((a < 0) == (b < 0)) {
-        q + 1
-    } else {
-        q
     }
 }
 
