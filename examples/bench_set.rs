@@ -24,8 +24,10 @@
 //!
 //! ```sh
 //! cargo run --release -p cudacheck-examples --example bench_set -- out.json out.md
-//! # each plain kernel once (to time under compute-sanitizer --tool memcheck):
+//! # each plain kernel once (to time under compute-sanitizer --tool memcheck), or each
+//! # bounds-checked kernel once (its checks and versioned loops under memcheck):
 //! ... --example bench_set -- --plain-only
+//! ... --example bench_set -- --checked-only
 //! # no GPU: build every kernel plain and bounds-checked for sm_90, report coverage
 //! ... --example bench_set -- --dry-run --arch sm_90 out.json out.md
 //! ```
@@ -1166,6 +1168,8 @@ fn cov_json(c: Option<&Coverage>) -> serde_json::Value {
             "proven": c.proven,
             "grouped": c.grouped,
             "group_checks": c.group_checks,
+            "hoisted": c.hoisted,
+            "versioned_loops": c.versioned_loops,
             "unchecked": c.unchecked.len(),
             "unchecked_sites": unchecked_list(c),
         }),
@@ -1183,11 +1187,19 @@ fn unchecked_list(c: &Coverage) -> Vec<String> {
         .collect()
 }
 
-/// `checked / host-checked / proven`.
+/// `checked / host-checked / proven`, the checked ones hoisted out of versioned loops in
+/// parentheses.
 fn cov_cell(c: Option<&Coverage>) -> (String, String) {
     match c {
         Some(c) => (
-            format!("{} / {} / {}", c.checked, c.host_checked, c.proven),
+            if c.hoisted > 0 {
+                format!(
+                    "{} ({} hoisted) / {} / {}",
+                    c.checked, c.hoisted, c.host_checked, c.proven
+                )
+            } else {
+                format!("{} / {} / {}", c.checked, c.host_checked, c.proven)
+            },
             c.unchecked.len().to_string(),
         ),
         None => ("?".into(), "?".into()),
@@ -1457,8 +1469,9 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         "Benchmark set on {device}, {date}: bounds checking's cost on {} kernels written in \
          the styles real code uses (bench/kernels/). Kernel times are CUDA events around the \
          kernel alone, medians of {RUNS} runs after {WARMUP} warm-up runs. Coverage is \
-         `Kernel::coverage` of the bounds-checked build: accesses checked on the device / once \
-         on the host / proven in bounds, and left unchecked; \"host failed\" is how many of the \
+         `Kernel::coverage` of the bounds-checked build: accesses checked on the device (of \
+         them, hoisted: checked once per thread before their loop, which then runs without \
+         their checks) / once on the host / proven in bounds, and left unchecked; \"host failed\" is how many of the \
          host checks the benchmark's own arguments failed (`Kernel::failed_host_checks`: those \
          accesses were checked on the device in the timed launches). Bit-identical: every \
          output byte of the bounds-checked launch equals the plain launch's (outputs poisoned \
@@ -1557,13 +1570,15 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
     Ok(mismatched == 0)
 }
 
-fn plain_only(specs: &[Spec]) -> Result<bool, BoxError> {
+/// One launch of each kernel, plain (`--plain-only`) or bounds-checked (`--checked-only`): for
+/// compute-sanitizer, which then sees every access the launch makes.
+fn once(specs: &[Spec], checked: bool) -> Result<bool, BoxError> {
     let s = stream_or_exit();
     for sp in specs {
         let k = kernel_of(sp, None)?;
         let mut b = (sp.setup)(&s, &k, sp)?;
         let t0 = Instant::now();
-        (b.run)(Op::Launch(false, None))?;
+        (b.run)(Op::Launch(checked, None))?;
         cudacheck::synchronize(&s)?;
         println!(
             "{} ({}): {:.3} ms",
@@ -1592,10 +1607,11 @@ fn run() -> Result<bool, BoxError> {
     let mut only: Option<&str> = None;
     let mut outputs = Vec::new();
     let mut it = args.iter();
-    let (mut dry, mut plain) = (false, false);
+    let (mut dry, mut once_as) = (false, None);
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--plain-only" => plain = true,
+            "--plain-only" => once_as = Some(false),
+            "--checked-only" => once_as = Some(true),
             "--races" => RACES.store(true, std::sync::atomic::Ordering::Relaxed),
             "--plain-timed" => PLAIN_TIMED.store(true, std::sync::atomic::Ordering::Relaxed),
             "--dry-run" => dry = true,
@@ -1615,8 +1631,8 @@ fn run() -> Result<bool, BoxError> {
     }
     if dry {
         dry_run(&specs, arch, &outputs)
-    } else if plain {
-        plain_only(&specs)
+    } else if let Some(checked) = once_as {
+        once(&specs, checked)
     } else {
         gpu_run(&specs, &outputs)
     }

@@ -14,6 +14,10 @@
 # sixth (issue 21, sixth session): as loops. sixth-b: the compat fixtures and the examples,
 #   compute-sanitizer memcheck over the benchmark set's plain kernels, then whole-library bounds-check coverage of candle and
 #   mistral.rs quant on all cores (scripts/matrix-corpus.sh bundle toolkit, then instrument).
+# seventh (issue 21, seventh session): the GPU tier, then the benchmark set (loop versioning).
+#   seventh-b: the set without loop versioning (CUDACHECK_KEEP_LOOP_CHECKS=1) on the same machine,
+#   compute-sanitizer memcheck over each bounds-checked kernel's launch (--checked-only), the
+#   kernels/ set, then the compat fixtures and the examples.
 # sanitize: compute-sanitizer --tool memcheck over the benchmark set's plain kernels (one
 #   launch each), and nvcc's reference compile of the whole-program corpora when carried.
 # confirm: the PTX tests, the old-driver test, candle's PTX, and the launch benchmark three
@@ -140,6 +144,26 @@ loops | sixth)
   rest=$(( 570 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && step "$rest" bench_instrument target/gpu-bundle/release/bench_instrument \
     "$run/bench_instrument.json" "$run/bench_instrument.md"
+  ;;
+seventh)
+  # Issue 21, seventh session (loop versioning): the GPU tier, then the benchmark set.
+  step 300 tests scripts/gpu-run.sh tests
+  rest=$(( 575 - ($(date +%s) - start) ))
+  step "$rest" bench_set target/gpu-bundle/release/bench_set "$run/bench_set.json" "$run/bench_set.md"
+  ;;
+seventh-b)
+  # The same set without loop versioning (every check inside loops kept), on the same
+  # machine; compute-sanitizer memcheck over every bounds-checked kernel's launch; kernels/;
+  # the compat fixtures and the examples with the time left.
+  CUDACHECK_KEEP_LOOP_CHECKS=1 step 240 bench_set_keep_loop_checks \
+    target/gpu-bundle/release/bench_set "$run/bench_set_keep.json" "$run/bench_set_keep.md"
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  step 150 memcheck_checked "$sanitizer" --tool memcheck \
+    target/gpu-bundle/release/bench_set --checked-only
+  step 40 bench_instrument target/gpu-bundle/release/bench_instrument \
+    "$run/bench_instrument.json" "$run/bench_instrument.md"
+  rest=$(( 575 - ($(date +%s) - start) ))
+  [ "$rest" -gt 30 ] && step "$rest" compat_examples scripts/gpu-run.sh compat examples
   ;;
 races)
   t=target/gpu-bundle/tests

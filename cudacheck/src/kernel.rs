@@ -833,6 +833,13 @@ fn shape_bytes(shape: Option<Spec>) -> Vec<u8> {
             // Race-checked builds say so, with the race checker's source (the key of every
             // other build stays as it was).
             .chain(s.races.then(race_key).into_iter().flatten())
+            // Builds without loop versioning say so (`CUDACHECK_KEEP_LOOP_CHECKS`).
+            .chain(
+                s.keep_loop_checks
+                    .then_some(*b"keep-loop-checks")
+                    .into_iter()
+                    .flatten(),
+            )
             .collect(),
     }
 }

@@ -81,6 +81,14 @@ pub(crate) fn races_default(kernel: Option<bool>) -> bool {
 static ENV_RACES: OnceLock<Option<bool>> = OnceLock::new();
 static ENV_SYNC: OnceLock<Option<bool>> = OnceLock::new();
 static ENV_INSTRUMENT: OnceLock<Option<bool>> = OnceLock::new();
+static ENV_KEEP_LOOP_CHECKS: OnceLock<Option<bool>> = OnceLock::new();
+
+/// `CUDACHECK_KEEP_LOOP_CHECKS=1`: bounds-checked builds keep every check inside loops (no loop
+/// versioning, `cudacheck_core::instrument::InstrumentOptions::keep_loop_checks`), to measure
+/// what versioning saves. Reports are the same either way.
+pub(crate) fn keep_loop_checks() -> bool {
+    env_flag("CUDACHECK_KEEP_LOOP_CHECKS", &ENV_KEEP_LOOP_CHECKS).unwrap_or(false)
+}
 
 /// A yes/no environment variable, read once per process into `cell`.
 fn env_flag(name: &str, cell: &OnceLock<Option<bool>>) -> Option<bool> {

@@ -979,6 +979,131 @@ fn gpu_planted_bugs_in_host_checked_loops_are_named_exactly() {
     assert!((got - want).abs() <= want.abs() * 1e-5, "{got} vs {want}");
 }
 
+/// Issue 21, item 2: loops whose bounds come from memory are versioned (each thread checks its
+/// accesses' ranges once before the loop and runs it without their checks); a thread whose
+/// range fails runs the checked loop, which names the exact index, thread and line, once.
+#[test]
+fn gpu_planted_bugs_in_versioned_loops_are_named_exactly() {
+    let Some(s) = gpu_or_skip() else { return };
+    use FaultKind::*;
+
+    // CSR row sums over rows of 0..40 values.
+    let rows = 300usize;
+    let mut offsets = vec![0i32];
+    for r in 0..rows {
+        let len = (r * 7919 + 13) % 41;
+        offsets.push(offsets[r] + len as i32);
+    }
+    let nnz = offsets[rows] as usize;
+    let vals: Vec<f32> = (0..nnz).map(|i| (i % 97) as f32 * 0.25 - 3.0).collect();
+    let k = planted("csr_row_sum");
+    let (v, o) = (up(&s, &vals), up(&s, &offsets));
+    same_bits("csr_row_sum", |on| {
+        let mut out = up(&s, &vec![f32::NAN; rows]);
+        unsafe {
+            k.launch(&s)
+                .grid(div(rows, 128))
+                .block(128)
+                .instrument(on)
+                .arg_mut(&mut out)
+                .arg(&v)
+                .arg(&o)
+                .arg(&(rows as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+    let cov = k.coverage().unwrap().unwrap();
+    assert!(
+        cov.versioned_loops >= 1 && cov.hoisted == cov.checked,
+        "{cov:?}"
+    );
+    // The last offset one past the values: the last row reads `vals[nnz]`.
+    let mut bad = offsets.clone();
+    bad[rows] += 1;
+    let o = up(&s, &bad);
+    let mut out = up(&s, &vec![0.0f32; rows]);
+    let r = unsafe {
+        k.launch(&s)
+            .grid(div(rows, 128))
+            .block(128)
+            .arg_mut(&mut out)
+            .arg(&v)
+            .arg(&o)
+            .arg(&(rows as i32))
+            .run()
+    };
+    check_oob(
+        "csr_row_sum",
+        r,
+        Expect {
+            buffer: "vals",
+            index: nnz as i64,
+            len: nnz as u64,
+            access: Read,
+            block: (((rows - 1) / 128) as u32, 0, 0),
+            thread: (((rows - 1) % 128) as u32, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+
+    // A warp per row, lanes striding over a length read from memory.
+    let (rows, cols) = (8usize, 100usize);
+    let m: Vec<f32> = (0..rows * cols)
+        .map(|i| (i % 89) as f32 * 0.5 - 7.0)
+        .collect();
+    let k = planted("lane_stride_row");
+    let dm = up(&s, &m);
+    let lens = up(&s, &vec![cols as i32; rows]);
+    same_bits("lane_stride_row", |on| {
+        let mut out = up(&s, &vec![f32::NAN; rows]);
+        unsafe {
+            k.launch(&s)
+                .grid(rows as u32)
+                .block(32)
+                .instrument(on)
+                .arg_mut(&mut out)
+                .arg(&dm)
+                .arg(&lens)
+                .arg(&(cols as i32))
+                .run()
+        }
+        .unwrap();
+        bits(&s.clone_dtoh(&out).unwrap())
+    });
+    let cov = k.coverage().unwrap().unwrap();
+    assert!(cov.versioned_loops >= 1 && cov.hoisted > 0, "{cov:?}");
+    // One trip too many in the last row: lane `cols % 32` reads the element past the matrix.
+    let mut l = vec![cols as i32; rows];
+    l[rows - 1] += 1;
+    let lens = up(&s, &l);
+    let mut out = up(&s, &vec![0.0f32; rows]);
+    let r = unsafe {
+        k.launch(&s)
+            .grid(rows as u32)
+            .block(32)
+            .arg_mut(&mut out)
+            .arg(&dm)
+            .arg(&lens)
+            .arg(&(cols as i32))
+            .run()
+    };
+    check_oob(
+        "lane_stride_row",
+        r,
+        Expect {
+            buffer: "m",
+            index: (rows * cols) as i64,
+            len: (rows * cols) as u64,
+            access: Read,
+            block: ((rows - 1) as u32, 0, 0),
+            thread: ((cols % 32) as u32, 0, 0),
+        },
+    );
+    next_launch_works(&s);
+}
+
 #[test]
 fn gpu_planted_assert_is_a_device_assert_and_the_context_lives() {
     let Some(s) = gpu_or_skip() else { return };

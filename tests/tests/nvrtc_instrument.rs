@@ -1308,3 +1308,72 @@ fn nvrtc_global_atomics_are_redirected_to_the_sink_in_every_width() {
         }
     }
 }
+
+/// Issue 21, item 2: loops whose bounds come from memory (CSR rows, a length per row, a warp's
+/// lanes striding over a row) have no launch-time bound, so each thread checks the range of
+/// every access of the loop once before it, on the device, and runs a copy of the loop without
+/// those checks (`cudacheck_core::instrument::version`). The checked loop stays, entered when
+/// the precheck fails; both assemble; `keep_loop_checks` turns it off.
+#[test]
+fn nvrtc_loops_with_bounds_from_memory_are_versioned() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let host = InstrumentOptions::new().host_checks(true);
+    let bugs = CudaSource::from_file(repo_root().join("tests/cuda/planted/bugs.cu")).unwrap();
+    let (_, ptx) = ptx_of(&bugs, arch);
+    let on = instrument_ptx_with(&ptx, &host).unwrap();
+    let off = instrument_ptx_with(&ptx, &host.keep_loop_checks(true)).unwrap();
+    for name in ["csr_row_sum", "lane_stride_row"] {
+        let k = on.kernels.iter().find(|k| k.name == name).unwrap();
+        let c = &k.coverage;
+        assert!(c.is_complete(), "{name}: {c:?}");
+        assert!(c.versioned_loops >= 1, "{name}: {c:?}");
+        assert_eq!(
+            c.hoisted, c.checked,
+            "{name}: every device check is in a versioned loop: {c:?}"
+        );
+        let body = entry_body(&on.ptx, &k.symbol);
+        let (before, fast) = body
+            .split_once("the loop without its hoisted checks")
+            .unwrap_or_else(|| panic!("{name} has a fast loop: {body}"));
+        assert!(
+            before.contains("the loop's hoisted checks")
+                && before.contains("@!%__cc_hf bra $__cc_vfast"),
+            "{before}"
+        );
+        let fast = fast.split("$__cc_vexit").next().unwrap();
+        assert!(fast.contains("ld.global"), "{fast}");
+        assert!(
+            !fast.contains("%__cc_p"),
+            "no per-access check in the fast loop: {fast}"
+        );
+        let k = off.kernels.iter().find(|k| k.name == name).unwrap();
+        assert_eq!((k.coverage.hoisted, k.coverage.versioned_loops), (0, 0));
+        assert!(!entry_body(&off.ptx, &k.symbol).contains("__cc_vfast"));
+    }
+    assemble_ptx(&on.ptx, arch, &bugs.name).expect("versioned loops assemble");
+    assemble_ptx(&off.ptx, arch, &bugs.name).expect("unversioned loops assemble");
+
+    // The benchmark set's loops of these shapes, written before versioning existed.
+    let mut hoisted = Vec::new();
+    for (file, names) in [
+        ("loops2.cu", &["segment_sum_rows", "index_add_rows_i32"][..]),
+        ("gather.cu", &["spmv_csr_scalar", "spmv_csr_warp"][..]),
+        ("linalg.cu", &["gemv_batched_h2"][..]),
+        ("elementwise.cu", &["axpby_grid_stride"][..]),
+    ] {
+        let src = CudaSource::from_file(repo_root().join("bench/kernels").join(file)).unwrap();
+        let (_, ptx) = ptx_of(&src, arch);
+        let out = instrument_ptx_with(&ptx, &host).unwrap();
+        assemble_ptx(&out.ptx, arch, &src.name).expect("assembles");
+        for name in names {
+            let k = out.kernels.iter().find(|k| k.name == *name).unwrap();
+            assert!(k.coverage.is_complete());
+            assert!(k.coverage.hoisted > 0, "{name}: {:?}", k.coverage);
+            hoisted.push((*name, k.coverage.hoisted, k.coverage.checked));
+        }
+    }
+    println!("hoisted / device-checked: {hoisted:?}");
+}

@@ -237,6 +237,14 @@ pub struct Coverage {
     /// `instrument::guard`).
     #[serde(default)]
     pub host_checked: u32,
+    /// Of the checked accesses, those inside a loop that each thread checks once before the
+    /// loop over every iteration, then runs a copy of the loop without their checks (or the
+    /// checked loop when that check fails; see `instrument::version`).
+    #[serde(default)]
+    pub hoisted: u32,
+    /// The loops so versioned.
+    #[serde(default)]
+    pub versioned_loops: u32,
     /// Accesses left unchecked, with the reason.
     pub unchecked: Vec<UncheckedAccess>,
 }

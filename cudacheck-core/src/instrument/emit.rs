@@ -62,6 +62,7 @@ use super::host_expr::{HostCheck, HostExpr};
 use super::ptx::{Function, Instr, Loc, Module, Space, StmtKind};
 use super::range::{ranges, Ranges};
 use super::record::FaultKind;
+use super::version::{self, Candidate, Versioned};
 use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
 use crate::ir::{effects, Address};
 
@@ -214,6 +215,14 @@ struct KernelEmitter<'a> {
     stmt: usize,
     /// Some atomic was redirected to the module's sink ([`SINK`]), which must be declared.
     sink: bool,
+    /// Accesses of versioned loops checked before the loop (`version.rs`), by (statement,
+    /// operand); whether `instr` is emitting a statement of such a loop, and then what the
+    /// loop's fast copy gets for it (before, replacement, after).
+    hoist: BTreeSet<(usize, usize)>,
+    in_loop: bool,
+    fast_parts: Option<(String, Option<String>, String)>,
+    /// The prechecks' temporaries (`%__cc_h<n>`).
+    version_regs: u32,
 }
 
 impl<'a> KernelEmitter<'a> {
@@ -243,6 +252,10 @@ impl<'a> KernelEmitter<'a> {
             host_seen: 0,
             stmt: usize::MAX,
             sink: false,
+            hoist: BTreeSet::new(),
+            in_loop: false,
+            fast_parts: None,
+            version_regs: 0,
         }
     }
 
@@ -290,43 +303,104 @@ impl<'a> KernelEmitter<'a> {
                 .filter(|((k, _), _)| !groups.iter().any(|g| (g.first..=g.last).contains(k)))
                 .collect();
         }
-        let mut groups = groups.into_iter().peekable();
+        let versioned = if self.opts.keep_loop_checks {
+            Vec::new()
+        } else {
+            version::plan(f, &self.candidates(&groups))
+        };
+        self.hoist = versioned
+            .iter()
+            .flat_map(|v| v.hoisted.iter().map(|h| (h.stmt, h.operand)))
+            .collect();
         let mut body: Vec<(usize, String)> = Vec::new();
+        for (n, v) in versioned.iter().enumerate() {
+            let code = self.precheck(n, v);
+            body.push((f.stmts[v.insert_before].span.start, code));
+        }
+        let mut loops = versioned.iter().enumerate().peekable();
+        // The loop being emitted, and its fast copy so far.
+        let mut current: Option<(usize, &Versioned, String)> = None;
+        let mut groups = groups.into_iter().peekable();
         let mut loc: Option<Loc> = None;
         let mut depth = 0usize;
         let mut k = 0;
         while k < f.stmts.len() {
             let s = &f.stmts[k];
             k += 1;
+            if let Some((n, v)) = loops.next_if(|(_, v)| v.first == k - 1) {
+                current = Some((n, v, String::new()));
+            }
+            self.in_loop = current.is_some();
             if groups.peek().is_some_and(|g| g.first == k - 1) {
                 let g = groups.next().expect("peeked");
                 let (check, join) = self.group(&g, &mut loc);
+                if let Some((_, _, fast)) = current.as_mut() {
+                    // The fast copy checks the group too unless the loop's precheck covers
+                    // it; a failed check's exact copy goes on in the checked loop (its join).
+                    if self.hoist.contains(&(k - 1, version::GROUP)) {
+                        self.coverage.hoisted += g.members as u32;
+                    } else {
+                        fast.push_str(&check);
+                    }
+                    for t in &f.stmts[k - 1..=g.last] {
+                        fast.push_str(&self.text[t.span.clone()]);
+                        fast.push_str("\n\t");
+                    }
+                }
                 body.push((s.span.start, check));
                 body.push((f.stmts[g.last].span.end, join));
                 k = g.last + 1;
-                continue;
-            }
-            match &s.kind {
-                StmtKind::Loc(l) => loc = Some(*l),
-                StmtKind::Open => depth += 1,
-                StmtKind::Close => depth = depth.saturating_sub(1),
-                StmtKind::Instr(i) => {
-                    self.stmt = k - 1;
-                    let (before, replace, after) = self.instr(i, loc, depth > 0);
-                    self.stmt = usize::MAX;
-                    if !before.is_empty() {
-                        body.push((s.span.start, before));
+            } else {
+                match &s.kind {
+                    StmtKind::Loc(l) => loc = Some(*l),
+                    StmtKind::Open => depth += 1,
+                    StmtKind::Close => depth = depth.saturating_sub(1),
+                    StmtKind::Instr(i) => {
+                        self.stmt = k - 1;
+                        let (before, replace, after) = self.instr(i, loc, depth > 0);
+                        self.stmt = usize::MAX;
+                        if let (Some((_, _, fast)), Some((b, r, a))) =
+                            (current.as_mut(), self.fast_parts.take())
+                        {
+                            fast.push_str(&b);
+                            fast.push_str(r.as_deref().unwrap_or(&self.text[s.span.clone()]));
+                            fast.push_str(&a);
+                            fast.push_str("\n\t");
+                        }
+                        if !before.is_empty() {
+                            body.push((s.span.start, before));
+                        }
+                        if let Some(r) = replace {
+                            body.push((s.span.start, format!("\x00{}\x00{r}", s.span.end)));
+                        }
+                        if !after.is_empty() {
+                            body.push((s.span.end, after));
+                        }
                     }
-                    if let Some(r) = replace {
-                        body.push((s.span.start, format!("\x00{}\x00{r}", s.span.end)));
-                    }
-                    if !after.is_empty() {
-                        body.push((s.span.end, after));
+                    _ => {}
+                }
+                if !matches!(s.kind, StmtKind::Instr(_)) {
+                    if let Some((_, _, fast)) = current.as_mut() {
+                        fast.push_str(&self.text[s.span.clone()]);
+                        fast.push('\n');
                     }
                 }
-                _ => {}
+            }
+            if current.as_ref().is_some_and(|(_, v, _)| k > v.last) {
+                let (n, v, fast) = current.take().expect("checked");
+                let names = version::labels(f, v);
+                let names: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+                let fast = fast::rename_with(&fast, &names, &format!("__v{n}"));
+                body.push((
+                    f.stmts[v.last].span.end,
+                    format!(
+                        "\n\tbra.uni $__cc_vexit{n};\n\t// ---- cudacheck: the loop without its hoisted checks ----\n$__cc_vfast{n}:\n{fast}\n$__cc_vexit{n}:"
+                    ),
+                ));
+                self.coverage.versioned_loops += 1;
             }
         }
+        self.in_loop = false;
         self.unchecked_in_callees(funcs);
 
         // The prologue goes before the first instruction or label, after the declarations
@@ -368,6 +442,73 @@ impl<'a> KernelEmitter<'a> {
             races: None,
         };
         (pieces, kernel)
+    }
+
+    /// The accesses this build checks on the device against one buffer, outside groups: what
+    /// a versioned loop may hoist (`version.rs`).
+    fn candidates(&self, groups: &[Group]) -> BTreeMap<(usize, usize), Candidate> {
+        let mut out = BTreeMap::new();
+        let mut host_seen = 0usize;
+        let mut k = 0;
+        while k < self.f.stmts.len() {
+            if let Some(g) = groups.iter().find(|g| g.first == k) {
+                let c = Candidate {
+                    origin: g.origin.clone(),
+                    bytes: (g.end - g.min) as u64,
+                    group: Some((g.reg.clone(), g.min)),
+                };
+                out.insert((k, version::GROUP), c);
+                k = g.last + 1;
+                continue;
+            }
+            let Some(i) = self.f.instr(k) else {
+                k += 1;
+                continue;
+            };
+            for a in accesses(i).unwrap_or_default() {
+                let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, &a);
+                let Decision::Check(o) = d else { continue };
+                if self.host.contains_key(&(k, a.operand)) {
+                    // The position `instr` gives it: on the host unless the launch moved it.
+                    let on_device = self.opts.on_device.contains(host_seen);
+                    host_seen += 1;
+                    if !on_device {
+                        continue;
+                    }
+                }
+                if a.lanes.is_none() {
+                    let c = Candidate {
+                        origin: o,
+                        bytes: a.bytes,
+                        group: None,
+                    };
+                    out.insert((k, a.operand), c);
+                }
+            }
+            k += 1;
+        }
+        out
+    }
+
+    /// The check before versioned loop `n`: the fast copy when every hoisted access passes.
+    fn precheck(&mut self, n: usize, v: &Versioned) -> String {
+        let mut g = version::Gen::new();
+        let base = |o: &Origin, dst: &str| self.load_base(o, 64, dst, "");
+        let limit = |o: &Origin, bytes: u64, dst: &str| -> String {
+            let keep = 1 - bytes as i64;
+            match self.load_len(o, dst, "") {
+                Len::Const(c) => format!("mov.u64 {dst}, {};\n\t", (c + 1).saturating_sub(bytes)),
+                Len::Code(code, reg) => {
+                    format!("{code}add.s64 {dst}, {reg}, {keep};\n\tmax.s64 {dst}, {dst}, 0;\n\t")
+                }
+            }
+        };
+        g.precheck(v, &base, &limit);
+        self.version_regs = self.version_regs.max(g.regs);
+        format!(
+            "// ---- cudacheck: the loop's hoisted checks ----\n\t{}@!%__cc_hf bra $__cc_vfast{n};\n\t",
+            g.code
+        )
     }
 
     /// Per buffer parameter, its widest access (every access whose address provably comes
@@ -530,6 +671,13 @@ impl<'a> KernelEmitter<'a> {
         let mut s = String::from(
             "\n\t.reg .b64 %__cc_o, %__cc_t, %__cc_u, %__cc_r, %__cc_a64, %__cc_m;\n\t.reg .b32 %__cc_o32, %__cc_x, %__cc_y, %__cc_a32, %__cc_m32;\n\t.reg .pred %__cc_p, %__cc_q, %__cc_v;",
         );
+        if self.version_regs > 0 {
+            let _ = write!(
+                s,
+                "\n\t.reg .b64 %__cc_h<{}>;\n\t.reg .pred %__cc_hf;",
+                self.version_regs
+            );
+        }
         let c = self.needs.shadows.len();
         if c > 0 {
             let _ = write!(
@@ -721,6 +869,10 @@ impl<'a> KernelEmitter<'a> {
 
         // A collective access's instruction, rewritten to read the address a failed check chose.
         let mut replace: Option<String> = None;
+        // What a versioned loop's fast copy gets: the checks of the accesses not hoisted.
+        let mut fast_before = String::new();
+        let mut fast_replace: Option<String> = None;
+        let mut fast_exits = String::new();
         match accesses(i) {
             Err(why) => self.skip(i, loc, why),
             Ok(acc) => {
@@ -728,6 +880,7 @@ impl<'a> KernelEmitter<'a> {
                 let mut inline_cold = String::new();
                 let mut exits = String::new();
                 for a in &acc {
+                    let hoisted = self.hoist.contains(&(self.stmt, a.operand));
                     let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a);
                     let on_host = matches!(d, Decision::Check(_))
                         && self.host.contains_key(&(self.stmt, a.operand))
@@ -778,24 +931,35 @@ impl<'a> KernelEmitter<'a> {
                                 .get_or_insert_with(|| format!("$__cc_cont{}", *self.next_site))
                                 .clone();
                             let (mut check, cold, site) = self.check(i, a, &d, loc, &guard, &label);
+                            let mut exit = String::new();
                             match (a.lanes, &d) {
                                 (Some(lanes), Decision::Check(o @ Origin::Var { .. })) => {
                                     let (redirect, instr) = self.redirect(i, a, lanes, o);
                                     check.push_str(&redirect);
                                     replace = Some(instr);
-                                    let _ = write!(exits, "\n\t@%__cc_p bra $__cc_cold{site};");
+                                    let _ = write!(exit, "\n\t@%__cc_p bra $__cc_cold{site};");
                                 }
                                 (None, _) if self.sinks(i, a, &d) => {
                                     let (redirect, instr) = self.sink_redirect(i, a, &d);
                                     check.push_str(&redirect);
                                     replace = Some(instr);
                                     self.sink = true;
-                                    let _ = write!(exits, "\n\t@%__cc_p bra $__cc_cold{site};");
+                                    let _ = write!(exit, "\n\t@%__cc_p bra $__cc_cold{site};");
                                 }
                                 _ => {
                                     let _ = write!(check, "@%__cc_p bra $__cc_cold{site};\n\t");
                                 }
                             }
+                            if hoisted {
+                                self.coverage.hoisted += 1;
+                            } else {
+                                fast_before.push_str(&check);
+                                fast_exits.push_str(&exit);
+                                if !exit.is_empty() {
+                                    fast_replace.clone_from(&replace);
+                                }
+                            }
+                            exits.push_str(&exit);
                             before.push_str(&check);
                             if nested {
                                 inline_cold.push_str(&cold);
@@ -808,6 +972,7 @@ impl<'a> KernelEmitter<'a> {
                 }
                 after.push_str(&exits);
                 if let Some(label) = cont {
+                    // (The fast copy's cold paths go on in the checked loop: no label there.)
                     if !inline_cold.is_empty() {
                         let _ = write!(after, "\n\tbra {label};{inline_cold}");
                     }
@@ -820,9 +985,14 @@ impl<'a> KernelEmitter<'a> {
         if let Some(d) = i.operands.first().map(|d| d.trim()) {
             if let Some(&si) = self.needs.shadows.get(d) {
                 if effects(i).defs.contains(&d) {
-                    after.push_str(&self.shadow_update(i, si, &g));
+                    let update = self.shadow_update(i, si, &g);
+                    after.push_str(&update);
+                    fast_exits.push_str(&update);
                 }
             }
+        }
+        if self.in_loop {
+            self.fast_parts = Some((fast_before, fast_replace, fast_exits));
         }
         (before, replace, after)
     }

@@ -130,12 +130,17 @@ fn is_ident_char(c: char) -> bool {
 
 /// `text` with every whole-word occurrence of a name in `names` given the suffix `__s`.
 fn rename(text: &str, names: &BTreeSet<&str>) -> String {
+    rename_with(text, names, "__s")
+}
+
+/// `text` with every whole-word occurrence of a name in `names` given `suffix`.
+pub(crate) fn rename_with(text: &str, names: &BTreeSet<&str>, suffix: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String| {
         out.push_str(word);
         if names.contains(word.as_str()) {
-            out.push_str("__s");
+            out.push_str(suffix);
         }
         word.clear();
     };

@@ -1651,7 +1651,7 @@ impl<'a> Guards<'a> {
             .rev()
             .find(|l| l.ivs.iter().any(|iv| iv.reg == reg))?;
         let inside = l.contains_stmt(&self.cfg, at);
-        let t = l.exit_test.as_ref()?;
+        let t = l.exit_test.as_ref().filter(|t| !t.narrowed)?;
         let iv = l.ivs.iter().find(|iv| iv.reg == reg)?;
         let c = &l.ivs[t.iv];
         // Every definition outside the loop, none guarded (one of them reaches the loop: a

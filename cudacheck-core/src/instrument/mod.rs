@@ -78,6 +78,7 @@ mod host_expr;
 pub use crate::ir::read as ptx;
 mod range;
 mod record;
+mod version;
 
 use std::fmt::Write as _;
 
@@ -106,6 +107,7 @@ pub const INSTRUMENT_SOURCES: &[&str] = &[
     include_str!("host_expr.rs"),
     include_str!("range.rs"),
     include_str!("record.rs"),
+    include_str!("version.rs"),
 ];
 
 /// How many hidden parameters an instrumented kernel with `num_params` user parameters takes:
@@ -295,6 +297,10 @@ pub struct InstrumentOptions {
     /// this) to check on the device after all, because a launch's arguments fail them
     /// ([`InstrumentedKernel::failing_host_checks`]). The build lists the others.
     pub on_device: HostCheckSet,
+    /// Keep every check inside loops: no loop versioning (`version.rs`: one check per
+    /// access before a loop, and a copy of the loop without those checks). For comparisons;
+    /// versioning changes no report.
+    pub keep_loop_checks: bool,
 }
 
 impl InstrumentOptions {
@@ -305,7 +311,14 @@ impl InstrumentOptions {
             dynamic_shared_bytes: None,
             host_checks: false,
             on_device: HostCheckSet::new(),
+            keep_loop_checks: false,
         }
+    }
+
+    /// Keep every check inside loops (no loop versioning; see [`Self::keep_loop_checks`]).
+    pub const fn keep_loop_checks(mut self, on: bool) -> Self {
+        self.keep_loop_checks = on;
+        self
     }
 
     /// These host checks are made on the device after all (see [`Self::on_device`]).
@@ -374,6 +387,15 @@ pub fn render_report(file_name: &str, kernels: &[InstrumentedKernel]) -> String 
             c.checked,
             if c.checked == 1 { "" } else { "es" }
         );
+        if c.hoisted > 0 {
+            let _ = write!(
+                out,
+                " ({} once before {} loop{})",
+                c.hoisted,
+                c.versioned_loops,
+                if c.versioned_loops == 1 { "" } else { "s" }
+            );
+        }
         if c.proven > 0 {
             let _ = write!(out, ", {} proven in bounds", c.proven);
         }

@@ -204,6 +204,10 @@ pub struct ExitTest {
     /// The `setp` and the branch statements.
     pub setp: usize,
     pub branch: usize,
+    /// The test reads a narrowing `cvt` of the induction variable (`cvt.u32.u64 %r, %rd`, as
+    /// NVVM compares a 64-bit counter against an `int` bound): it compares the counter's low
+    /// bits (the `setp`'s width), read as its type says.
+    pub narrowed: bool,
 }
 
 /// The natural loops of `f`, outer loops before the loops they contain.
@@ -453,6 +457,7 @@ fn exit_test(
 ) -> Option<ExitTest> {
     // A block of the loop ending in a guarded branch with one successor in and one out.
     let mut found = None;
+    let mut narrowed_found = None;
     for &b in l.blocks.difference(inner) {
         let blk = &cfg.blocks[b];
         let (inside, outside): (Vec<BlockId>, Vec<BlockId>) =
@@ -547,20 +552,50 @@ fn exit_test(
                 _ => None,
             }
         };
+        // `x = cvt.narrow.wide iv`, set once in the loop, before the test in its block.
+        let narrowed = |o: &Operand<'_>| -> Option<(usize, usize)> {
+            let x = o.reg()?;
+            let ds: Vec<usize> = defs
+                .get(x)?
+                .iter()
+                .copied()
+                .filter(|&d| l.contains_stmt(cfg, d))
+                .collect();
+            let [d] = ds[..] else { return None };
+            if cfg.block_of(d) != Some(b) || d > setp {
+                return None;
+            }
+            let i = instr(f, d)?;
+            let tys: Vec<&str> = i.parts().skip(1).collect();
+            let [dst, src] = tys[..] else { return None };
+            let int = |t: &str| {
+                matches!(t.as_bytes().first(), Some(b's' | b'u'))
+                    .then(|| t[1..].parse::<u32>().ok())
+                    .flatten()
+            };
+            if i.op() != "cvt" || i.guard.is_some() || int(dst)? >= int(src)? {
+                return None;
+            }
+            Some((iv_at(&Operand::parse(i.operands.get(1)?))?, d))
+        };
         let bound_of = |o: &Operand<'_>| match o {
             Operand::Imm(v) => Some(Bound::Imm(*v)),
             Operand::Reg(r) if invariant(cfg, l, defs, r) => Some(Bound::Reg(r.to_string())),
             _ => None,
         };
-        let (iv, cmp, bound, offset, reads) =
+        let (iv, cmp, bound, offset, reads, narrow) =
             if let (Some(iv), Some(bd)) = (iv_at(&a), bound_of(&c)) {
-                (iv, cmp, bd, None, setp)
+                (iv, cmp, bd, None, setp, false)
             } else if let (Some(iv), Some(bd)) = (iv_at(&c), bound_of(&a)) {
-                (iv, cmp.flip(), bd, None, setp)
+                (iv, cmp.flip(), bd, None, setp, false)
             } else if let (Some((iv, k, d)), Some(bd)) = (shifted(&a), bound_of(&c)) {
-                (iv, cmp, bd, Some(k), d)
+                (iv, cmp, bd, Some(k), d, false)
             } else if let (Some((iv, k, d)), Some(bd)) = (shifted(&c), bound_of(&a)) {
-                (iv, cmp, bd, Some(k), d)
+                (iv, cmp, bd, Some(k), d, false)
+            } else if let (Some((iv, d)), Some(bd)) = (narrowed(&a), bound_of(&c)) {
+                (iv, cmp, bd, None, d, true)
+            } else if let (Some((iv, d)), Some(bd)) = (narrowed(&c), bound_of(&a)) {
+                (iv, cmp.flip(), bd, None, d, true)
             } else {
                 continue;
             };
@@ -581,7 +616,7 @@ fn exit_test(
                 &si.operands[2],
                 &si.operands[1],
             );
-        found = Some(ExitTest {
+        let test = Some(ExitTest {
             entered_if_unequal,
             iv,
             cmp,
@@ -593,9 +628,16 @@ fn exit_test(
             after_update,
             setp,
             branch,
+            narrowed: narrow,
         });
+        // A test of the counter itself is preferred to one of its narrowed copy.
+        if narrow {
+            narrowed_found = narrowed_found.or(test);
+        } else {
+            found = test;
+        }
     }
-    found
+    found.or(narrowed_found)
 }
 
 /// Whether the loop is entered only when register `c` differs from `bound` (one of the

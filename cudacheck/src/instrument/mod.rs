@@ -58,6 +58,8 @@ pub(crate) struct Spec {
     pub(crate) on_device: HostCheckSet,
     /// Shared-memory races and barriers are checked too (`cudacheck_core::race`).
     pub(crate) races: bool,
+    /// Every check inside loops stays (`CUDACHECK_KEEP_LOOP_CHECKS`: no loop versioning).
+    pub(crate) keep_loop_checks: bool,
 }
 
 impl Spec {
@@ -72,6 +74,7 @@ impl Spec {
             host_checks: true,
             on_device: HostCheckSet::new(),
             races: false,
+            keep_loop_checks: crate::policy::keep_loop_checks(),
         })
     }
 
@@ -117,7 +120,8 @@ pub(crate) fn instrument(
             .block(s.block.to_array())
             .dynamic_shared_bytes(s.dynamic_shared_bytes)
             .host_checks(s.host_checks)
-            .on_device(s.on_device),
+            .on_device(s.on_device)
+            .keep_loop_checks(s.keep_loop_checks),
         None => cudacheck_core::instrument::InstrumentOptions::new().host_checks(host_checks),
     };
     let mut inst = cudacheck_core::instrument::instrument_ptx_with(ptx, &opts)?;

@@ -155,3 +155,31 @@ extern "C" __global__ void loop_one_trip_too_many(float* out, const float* m, in
     for (int r = 0; r <= rows; ++r) s += m[r * cols + c]; // BUG(loop_one_trip_too_many)
     out[c] = s;
 }
+
+// Loops whose bounds come from memory (issue 21): no launch value bounds them, so each thread
+// checks every access's range once before the loop, on the device, and runs the loop without
+// those checks; a thread whose range fails runs the checked loop, which names the exact index,
+// thread and line.
+
+// CSR row sums: a last offset one past the values reads `vals[nnz]`.
+extern "C" __global__ void csr_row_sum(float* out, const float* vals, const int* offsets, int rows)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float s = 0.0f;
+    for (int j = offsets[r]; j < offsets[r + 1]; ++j) s += vals[j]; // BUG(csr_row_sum)
+    out[r] = s;
+}
+
+// A warp per row, its lanes striding by 32 over a length read from memory: a length one past
+// the row reads into the next row, or past the matrix after the last one.
+extern "C" __global__ void lane_stride_row(float* out, const float* m, const int* lens, int cols)
+{
+    int row = blockIdx.x;
+    int lane = threadIdx.x & 31;
+    int n = lens[row];
+    float s = 0.0f;
+    for (int c = lane; c < n; c += 32) s += m[row * cols + c]; // BUG(lane_stride_row)
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
+    if (lane == 0) out[row] = s;
+}

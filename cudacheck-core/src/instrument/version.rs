@@ -1,0 +1,1371 @@
+//! Loop versioning: one range check per access before a loop, on the device, and a copy of
+//! the loop without those accesses' checks (issue 21, item 2).
+//!
+//! # Why
+//! A host check (`guard.rs`) bounds an access for every thread of the launch at once, from
+//! the launch's arguments. It cannot when the loop's start or bound differs per thread and
+//! comes from memory (a CSR row's `offsets[r]..offsets[r + 1]`), when the per-thread values
+//! are related in a way intervals lose (`lane` and `c += 32`), or when the launch's own bound
+//! fails for some threads only. Then every iteration checked each access. Here each thread
+//! checks, once before the loop, with the values its registers hold there, the whole range
+//! of addresses each hoisted access will take in every iteration the loop's exit test allows.
+//!
+//! # The transformation
+//! For an innermost loop with a recognized exit test (`crate::ir::loops`), entered from one
+//! block outside it, its blocks one contiguous stretch of text, and nothing in it that needs
+//! other threads at the same instruction (barriers, warp collectives, calls): every checked
+//! access whose address is *affine in the iteration number* `j` (see below) is hoisted. The
+//! loop's text is emitted twice:
+//! - the **checked loop**, where it was, unchanged: every access with its own check;
+//! - the **fast loop** after it (labels renamed `L` to `L__v<n>`), where the hoisted accesses
+//!   have no check and the others keep theirs. A failed check there jumps to the checked
+//!   loop's cold block of the same access, which records the fault and goes on in the checked
+//!   loop right after the access (the same instructions on the same registers: the state is
+//!   the one the checked loop would have had; `fast.rs` makes the same argument). Its exits
+//!   go where the loop's exits go.
+//!
+//! On the edge into the loop, a **precheck** computes, per hoisted access, its byte offset in
+//! the first and the last iteration and tests both against the buffer, exactly as the access's
+//! own check would (`offset <= len - bytes`, unsigned, and the alignment of 8- and 16-byte
+//! accesses); the thread enters the fast loop only if every hoisted access passes, the
+//! checked loop otherwise. A bad index is therefore still reported by the access's own check,
+//! in the checked loop, with its exact offset, thread and line.
+//!
+//! # Why the precheck is sound
+//! Let `j` count the iterations of this entry into the loop (0 for the first). Registers the
+//! loop does not define hold, in every iteration, the value they hold on the edge into the
+//! loop (the loop is entered only through that edge). A basic induction variable `r` (one
+//! unguarded update `r = r + s` per iteration, `s` invariant, in a block dominating every
+//! latch) holds `r0 + s*j` before its update in iteration `j` and `r0 + s*(j+1)` after it;
+//! a statement is before (after) the update in every iteration when the update's block does
+//! not reach it within the iteration (dominates it), which for an innermost loop (no cycle
+//! but through the header) decides every statement where this module uses it. A register
+//! the loop defines once, unguarded, in a statement that runs before the use in every
+//! iteration (its block dominates the use's, or earlier in the same block), holds what that
+//! statement computed in this iteration. Through `add`, `sub`, `mul.lo`, `mad.lo`, `shl` by
+//! an immediate, `neg`, `mov` and narrowing `cvt` (ring operations: exact modulo `2^w`) a
+//! register is therefore `a + b*j (mod 2^w)` with `a`, `b` computed from the entry values.
+//! A widening (`cvt` to 64 bits, `mul.wide`, `mad.wide`) reads the narrow register's bits as
+//! a signed or unsigned number: the precheck computes `a' + b'*J` exactly (`a'` the reading of
+//! `a`, `b'` the signed reading of `b`) and requires it to lie in the reading's range; `a'`
+//! lies there by construction, and a linear function that lies in a range at both ends of
+//! `[0, J]` lies in it everywhere in between, so every iteration's reading is `a' + b'*j`
+//! exactly, and the widened value is affine again.
+//!
+//! **The iterations.** The exit test compares the counter (an induction variable `c`, read
+//! after its update or before it: `a` = 1 or 0) with an invariant bound and leaves the loop
+//! on one outcome; any other exit only ends the loop sooner. With `c0` the counter's reading
+//! on entry and `S` its step, the test of iteration `j` reads `c0 + S*(j + a)`; the loop
+//! goes on from iteration `j` only if that value passes. For "go on while `c < B`" (`<=`,
+//! `>`, `>=` and the reversed outcome normalized to it), the last iteration is
+//! `J = max(0, ceil((B - c0 - S*a) / S))`, requiring `S > 0`; for "go on while `c != B`",
+//! `J = (B - c0) / S - a`, requiring `S` to divide `B - c0` with a quotient of at least `a`.
+//! Both hold only if the tested values do not wrap: the precheck requires the last tested
+//! value `c0 + S*(J + a)` to lie in the comparison's range (the first does, and they are
+//! monotone in between), `J < 2^30` and, for 64-bit counters, entry values below `2^62` and
+//! steps below `2^32` in magnitude, so that its own arithmetic (64-bit) is exact. An access
+//! in a block the test's block dominates runs only in iterations whose test went on: its
+//! last iteration is `J - 1` (`J` otherwise: more iterations than run is only stricter).
+//!
+//! **The range.** An access's offset from its buffer is `o(j) = o0 + B*j (mod 2^64)` with
+//! `o0 = a + offset - base`. The precheck requires `o0 <= len - bytes` (unsigned), the
+//! product `B*J` to fit in 64 signed bits (`mul.hi` is its sign extension), and
+//! `o0 + B*J <= len - bytes` (unsigned, modulo `2^64`); `len - bytes < 2^63`. Then the exact
+//! sum lies in `[0, 2^64)` (a negative one would read as at least `2^63`), so both ends of
+//! the exact line `o0 + B*j` lie in `[0, len - bytes]`, and so does every point between: every
+//! iteration's access is in bounds, which is what its own check would have found. An 8- or
+//! 16-byte access also requires `a + offset` and `B` to be multiples of its width.
+//! A guarded (`@%p`) access may run in fewer iterations: the precheck covers all of them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::analyze::Origin;
+use super::ptx::{Function, StmtKind};
+use crate::ir::{effects, Address, Bound, Cfg, Cmp, Flow, Loop, Operand, Step, Sync};
+
+/// A 64-bit value computed on the edge into a loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Val {
+    Imm(i64),
+    /// A register's value on the edge into the loop (a 32-bit one zero-extended: any
+    /// representative serves the ring operations; readings go through [`Val::Ext`]).
+    Reg(String, u32),
+    /// `%tid.x`, `%ctaid.y`, ...: 32-bit, fixed for the thread.
+    Special(String),
+    Add(Box<Val>, Box<Val>),
+    Sub(Box<Val>, Box<Val>),
+    Mul(Box<Val>, Box<Val>),
+    Shl(Box<Val>, u32),
+    /// The low `bits` bits read signed or unsigned (`bits` < 64).
+    Ext {
+        v: Box<Val>,
+        bits: u32,
+        signed: bool,
+    },
+}
+
+// Constructors folding constants (wrapping: the values are 64-bit ring elements).
+fn add(a: Val, b: Val) -> Val {
+    match (&a, &b) {
+        (Val::Imm(0), _) => b,
+        (_, Val::Imm(0)) => a,
+        (Val::Imm(x), Val::Imm(y)) => Val::Imm(x.wrapping_add(*y)),
+        _ => Val::Add(Box::new(a), Box::new(b)),
+    }
+}
+
+fn sub(a: Val, b: Val) -> Val {
+    match (&a, &b) {
+        (_, Val::Imm(0)) => a,
+        (Val::Imm(x), Val::Imm(y)) => Val::Imm(x.wrapping_sub(*y)),
+        _ => Val::Sub(Box::new(a), Box::new(b)),
+    }
+}
+
+fn mul(a: Val, b: Val) -> Val {
+    match (&a, &b) {
+        (Val::Imm(1), _) => b,
+        (_, Val::Imm(1)) => a,
+        (Val::Imm(x), Val::Imm(y)) => Val::Imm(x.wrapping_mul(*y)),
+        _ => Val::Mul(Box::new(a), Box::new(b)),
+    }
+}
+
+fn shl(a: Val, k: u32) -> Val {
+    match a {
+        Val::Imm(x) => Val::Imm(x.wrapping_shl(k)),
+        _ => Val::Shl(Box::new(a), k),
+    }
+}
+
+fn ext(v: Val, bits: u32, signed: bool) -> Val {
+    if bits >= 64 {
+        return v;
+    }
+    match v {
+        Val::Imm(x) => {
+            let sh = 64 - bits;
+            Val::Imm(if signed {
+                x.wrapping_shl(sh) >> sh
+            } else {
+                ((x as u64).wrapping_shl(sh) >> sh) as i64
+            })
+        }
+        v => Val::Ext {
+            v: Box::new(v),
+            bits,
+            signed,
+        },
+    }
+}
+
+/// `a + b*j` modulo `2^bits` (`b` absent: invariant).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Aff {
+    a: Val,
+    b: Option<Val>,
+}
+
+/// The exact value `a + b*J` must lie in the `bits`-bit range read `signed` or not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Window {
+    a: Val,
+    b: Val,
+    bits: u32,
+    signed: bool,
+}
+
+/// One hoisted access.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Hoisted {
+    pub stmt: usize,
+    pub operand: usize,
+    pub origin: Origin,
+    pub bytes: u64,
+    /// The address register's `a` (with the operand's constant offset) and `b`.
+    start: Val,
+    step: Val,
+    windows: Vec<Window>,
+    /// An 8- or 16-byte access's alignment is checked too (a group's check is of its span).
+    align: bool,
+    /// The access runs only in iterations whose test went on (`J - 1`).
+    after_test: bool,
+}
+
+/// How many iterations one entry runs (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Trip {
+    c0: Val,
+    step: Val,
+    bound: Val,
+    /// 0 or 1: the test reads the counter after its update.
+    a: i64,
+    kind: TripKind,
+    bits: u32,
+    signed: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TripKind {
+    /// Goes on while `c < bound`.
+    Up,
+    /// Goes on while `c > bound`.
+    Down,
+    /// Goes on while `c != bound`.
+    Ne,
+}
+
+/// A loop to version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Versioned {
+    /// Its statements, header label first.
+    pub first: usize,
+    pub last: usize,
+    /// The precheck goes right before this statement (the header's label, on a fall-through
+    /// edge, or the entering block's `bra`).
+    pub insert_before: usize,
+    pub header: String,
+    pub hoisted: Vec<Hoisted>,
+    trip: Trip,
+}
+
+/// A checked access the emitter would check on the device against one buffer, or a group's
+/// range check (`group.rs`: accesses through one register at constant offsets, checked as
+/// one span), keyed by its first statement and [`GROUP`].
+#[derive(Clone, Debug)]
+pub(crate) struct Candidate {
+    pub origin: Origin,
+    pub bytes: u64,
+    /// For a group: its register and smallest offset (the span starts there).
+    pub group: Option<(String, i64)>,
+}
+
+/// The operand index a group's candidate is keyed by.
+pub(crate) const GROUP: usize = usize::MAX;
+
+/// The loops of `f` worth versioning, with the candidates each hoists.
+pub(crate) fn plan(
+    f: &Function,
+    candidates: &BTreeMap<(usize, usize), Candidate>,
+) -> Vec<Versioned> {
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    let cfg = Cfg::new(f);
+    let loops = crate::ir::loops(f, &cfg);
+    let mut defs: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (k, s) in f.stmts.iter().enumerate() {
+        if let StmtKind::Instr(i) = &s.kind {
+            for d in effects(i).defs {
+                defs.entry(d).or_default().push(k);
+            }
+        }
+    }
+    // The `{ }` depth before each statement (and after the last).
+    let mut depth = Vec::with_capacity(f.stmts.len() + 1);
+    let mut d = 0usize;
+    for s in &f.stmts {
+        if matches!(s.kind, StmtKind::Close) {
+            d = d.saturating_sub(1);
+        }
+        depth.push(d);
+        if matches!(s.kind, StmtKind::Open) {
+            d += 1;
+        }
+    }
+    depth.push(d);
+    let mut out = Vec::new();
+    for (n, l) in loops.iter().enumerate() {
+        let innermost = !loops
+            .iter()
+            .enumerate()
+            .any(|(m, o)| m != n && o.header != l.header && l.blocks.is_superset(&o.blocks));
+        if !innermost {
+            continue;
+        }
+        let a = Analysis {
+            f,
+            cfg: &cfg,
+            l,
+            defs: &defs,
+            depth: &depth,
+        };
+        if let Some(v) = a.version(candidates) {
+            out.push(v);
+        }
+    }
+    out.sort_by_key(|v| v.first);
+    out
+}
+
+struct Analysis<'a> {
+    f: &'a Function,
+    cfg: &'a Cfg,
+    l: &'a Loop,
+    defs: &'a HashMap<&'a str, Vec<usize>>,
+    depth: &'a [usize],
+}
+
+/// How deep a register's description may go.
+const MAX_DEPTH: u32 = 24;
+
+impl Analysis<'_> {
+    fn version(&self, candidates: &BTreeMap<(usize, usize), Candidate>) -> Option<Versioned> {
+        let (f, cfg, l) = (self.f, self.cfg, self.l);
+        let test = l.exit_test.as_ref()?;
+        let first_block = *l.blocks.first()?;
+        let last_block = *l.blocks.last()?;
+        if first_block != l.header || l.blocks.len() != last_block - first_block + 1 {
+            return None;
+        }
+        let first = cfg.blocks[first_block].stmts.start;
+        let last = cfg.blocks[last_block].stmts.end.checked_sub(1)?;
+        let header = cfg.blocks[l.header].label.clone()?;
+        // The way in that gets the precheck: the block before the header falling through
+        // into it, or an outside block ending in an unguarded `bra` to it. Any other way in
+        // reaches the checked loop directly, which is always allowed.
+        let outside: Vec<usize> = cfg.blocks[l.header]
+            .preds
+            .iter()
+            .copied()
+            .filter(|p| !l.blocks.contains(p))
+            .collect();
+        let last_instr = |b: usize| {
+            cfg.blocks[b]
+                .stmts
+                .clone()
+                .rev()
+                .find_map(|k| f.instr(k).map(|i| (k, i)))
+        };
+        let jump = outside.iter().find_map(|&p| {
+            let (k, i) = last_instr(p)?;
+            (i.guard.is_none() && effects(i).flow == Flow::Branch(header.as_str())).then_some(k)
+        });
+        let falls = first_block > 0
+            && outside.contains(&(first_block - 1))
+            && last_instr(first_block - 1).map_or(true, |(_, i)| {
+                i.guard.is_some() || matches!(effects(i).flow, Flow::Next | Flow::Call)
+            });
+        let insert_before = if falls { first } else { jump? };
+        // Nothing in the loop needs other threads at the same instruction; no hand-written
+        // labels, no local memory (see `fast.rs` for why); the loop in the function's own
+        // scope, and a `{ }` scope in it (inline assembly) without memory accesses (their
+        // checks' cold paths are inline).
+        if self.depth[first] != 0 || self.depth[insert_before] != 0 {
+            return None;
+        }
+        for k in first..=last {
+            match &f.stmts[k].kind {
+                StmtKind::Label(name) if !name.starts_with('$') => return None,
+                StmtKind::Instr(i) => {
+                    let e = effects(i);
+                    if !matches!(e.sync, None | Some(Sync::Fence))
+                        || matches!(e.flow, Flow::Call | Flow::Indirect)
+                        || i.has("local")
+                        || e.opaque_memory()
+                        || (self.depth[k] > 0 && !e.mem.is_empty())
+                    {
+                        return None;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if self.depth[last + 1] != 0 {
+            return None;
+        }
+        let trip = self.trip(test)?;
+        let test_block = cfg.block_of(test.branch)?;
+        let mut hoisted = Vec::new();
+        for (&(stmt, operand), c) in candidates.range((first, 0)..(last + 1, 0)) {
+            let (base, offset) = match &c.group {
+                Some((reg, min)) => (reg.as_str(), *min),
+                None => {
+                    let Some(i) = f.instr(stmt) else { continue };
+                    let Some(addr) = i.operands.get(operand).and_then(|o| Address::parse(o)) else {
+                        continue;
+                    };
+                    if !addr.base_is_reg() {
+                        continue;
+                    }
+                    (addr.base, addr.offset)
+                }
+            };
+            if self.bits(base) != Some(64) {
+                continue;
+            }
+            let mut windows = Vec::new();
+            let Some(aff) = self.describe(base, stmt, &mut windows, 0) else {
+                continue;
+            };
+            let block = cfg.block_of(stmt)?;
+            hoisted.push(Hoisted {
+                stmt,
+                operand,
+                origin: c.origin.clone(),
+                bytes: c.bytes,
+                start: add(aff.a, Val::Imm(offset)),
+                align: c.group.is_none(),
+                step: aff.b.unwrap_or(Val::Imm(0)),
+                windows,
+                after_test: block != test_block && cfg.dominates(test_block, block),
+            });
+        }
+        (!hoisted.is_empty()).then_some(Versioned {
+            first,
+            last,
+            insert_before,
+            header,
+            hoisted,
+            trip,
+        })
+    }
+
+    fn bits(&self, reg: &str) -> Option<u32> {
+        let t = self.f.reg_type(reg)?;
+        let b = super::ptx::type_bytes(t)? * 8;
+        (matches!(t.as_bytes().first(), Some(b'b' | b's' | b'u')) && matches!(b, 32 | 64))
+            .then_some(b as u32)
+    }
+
+    fn defs_in_loop(&self, reg: &str) -> Vec<usize> {
+        self.defs.get(reg).map_or(Vec::new(), |ds| {
+            ds.iter()
+                .copied()
+                .filter(|&k| self.l.contains_stmt(self.cfg, k))
+                .collect()
+        })
+    }
+
+    /// 1 when statement `x` runs before `y` in every iteration, 0 when after (or never);
+    /// `None` when it depends on the path.
+    fn phase(&self, x: usize, y: usize) -> Option<i64> {
+        let (bx, by) = (self.cfg.block_of(x)?, self.cfg.block_of(y)?);
+        if (bx == by && x < y) || (bx != by && self.cfg.dominates(bx, by)) {
+            Some(1)
+        } else if !self.l.may_follow_in_iteration(self.cfg, x, y) {
+            Some(0)
+        } else {
+            None
+        }
+    }
+
+    fn step_of(&self, steps: &[Step], bits: u32) -> Option<Val> {
+        let mut s = Val::Imm(0);
+        for t in steps {
+            s = match t {
+                Step::Imm(k) => add(s, Val::Imm(i64::try_from(*k).ok()?)),
+                Step::Reg { reg, negated } => {
+                    if self.bits(reg)? != bits {
+                        return None;
+                    }
+                    let r = Val::Reg(reg.clone(), bits);
+                    if *negated {
+                        sub(s, r)
+                    } else {
+                        add(s, r)
+                    }
+                }
+            };
+        }
+        Some(s)
+    }
+
+    /// `reg`'s value where statement `at` reads it, as `a + b*j` modulo its width.
+    fn describe(&self, reg: &str, at: usize, win: &mut Vec<Window>, depth: u32) -> Option<Aff> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let bits = self.bits(reg)?;
+        let ds = self.defs_in_loop(reg);
+        if ds.is_empty() {
+            return Some(Aff {
+                a: Val::Reg(reg.to_string(), bits),
+                b: None,
+            });
+        }
+        if let Some(iv) = self.l.ivs.iter().find(|iv| iv.reg == reg) {
+            let s = self.step_of(&iv.steps, bits)?;
+            let delta = self.phase(iv.update, at)?;
+            let r = Val::Reg(reg.to_string(), bits);
+            let a = if delta == 1 { add(r, s.clone()) } else { r };
+            return Some(Aff { a, b: Some(s) });
+        }
+        let [d] = ds[..] else { return None };
+        if self.phase(d, at)? != 1 {
+            return None;
+        }
+        let i = self.f.instr(d)?;
+        if i.guard.is_some()
+            || i.has("cc")
+            || i.has("sat")
+            || i.has("hi")
+            || i.parts().any(|p| p.starts_with('f') || p.starts_with("bf"))
+        {
+            return None;
+        }
+        let ops: Vec<Operand<'_>> = i.operands.iter().map(|o| Operand::parse(o)).collect();
+        let opnd = |k: usize, win: &mut Vec<Window>| -> Option<Aff> {
+            match ops.get(k)? {
+                Operand::Reg(r) => self.describe(r, d, win, depth + 1),
+                Operand::Imm(v) => Some(Aff {
+                    a: Val::Imm(i64::try_from(*v).ok()?),
+                    b: None,
+                }),
+                Operand::Special(s)
+                    if ["%tid", "%ntid", "%ctaid", "%nctaid"]
+                        .iter()
+                        .any(|p| s.starts_with(p)) =>
+                {
+                    Some(Aff {
+                        a: Val::Special(s.to_string()),
+                        b: None,
+                    })
+                }
+                _ => None,
+            }
+        };
+        let lin = |x: Aff, y: Aff, f: fn(Val, Val) -> Val| Aff {
+            a: f(x.a, y.a),
+            b: match (x.b, y.b) {
+                (None, None) => None,
+                (Some(b), None) => Some(f(b, Val::Imm(0))),
+                (None, Some(b)) => Some(f(Val::Imm(0), b)),
+                (Some(p), Some(q)) => Some(f(p, q)),
+            },
+        };
+        // `x * y` with one side invariant.
+        let times = |x: Aff, y: Aff| -> Option<Aff> {
+            match (x.b, y.b) {
+                (None, None) => Some(Aff {
+                    a: mul(x.a, y.a),
+                    b: None,
+                }),
+                (Some(b), None) => Some(Aff {
+                    a: mul(x.a, y.a.clone()),
+                    b: Some(mul(b, y.a)),
+                }),
+                (None, Some(b)) => Some(Aff {
+                    a: mul(x.a.clone(), y.a),
+                    b: Some(mul(x.a, b)),
+                }),
+                (Some(_), Some(_)) => None,
+            }
+        };
+        // A narrow value read as a wider one (see the module docs).
+        let widen = |x: Aff, from: u32, signed: bool, win: &mut Vec<Window>| -> Aff {
+            let a = ext(x.a, from, signed);
+            match x.b {
+                None => Aff { a, b: None },
+                Some(b) => {
+                    let b = ext(b, from, true);
+                    win.push(Window {
+                        a: a.clone(),
+                        b: b.clone(),
+                        bits: from,
+                        signed,
+                    });
+                    Aff { a, b: Some(b) }
+                }
+            }
+        };
+        let ty_bits = |p: &str| -> Option<u32> {
+            let b = super::ptx::type_bytes(p)? * 8;
+            matches!(b, 32 | 64).then_some(b as u32)
+        };
+        let signed_ty = i.parts().any(|p| p.starts_with('s'));
+        let op = i.op();
+        Some(match op {
+            "mov" => opnd(1, win)?,
+            "add" | "sub" => {
+                let (x, y) = (opnd(1, win)?, opnd(2, win)?);
+                lin(x, y, if op == "add" { add } else { sub })
+            }
+            "neg" => lin(
+                Aff {
+                    a: Val::Imm(0),
+                    b: None,
+                },
+                opnd(1, win)?,
+                sub,
+            ),
+            "shl" => {
+                let Some(Operand::Imm(k)) = ops.get(2) else {
+                    return None;
+                };
+                let k = u32::try_from(*k).ok().filter(|&k| k < bits)?;
+                let x = opnd(1, win)?;
+                Aff {
+                    a: shl(x.a, k),
+                    b: x.b.map(|b| shl(b, k)),
+                }
+            }
+            "mul" | "mad" if i.has("lo") => {
+                let p = times(opnd(1, win)?, opnd(2, win)?)?;
+                if op == "mad" {
+                    lin(p, opnd(3, win)?, add)
+                } else {
+                    p
+                }
+            }
+            "mul" | "mad" if i.has("wide") => {
+                let from = i.parts().filter_map(ty_bits).last()?;
+                if from != 32 || bits != 64 {
+                    return None;
+                }
+                let x = widen(opnd(1, win)?, from, signed_ty, win);
+                let y = widen(opnd(2, win)?, from, signed_ty, win);
+                let p = times(x, y)?;
+                if op == "mad" {
+                    lin(p, opnd(3, win)?, add)
+                } else {
+                    p
+                }
+            }
+            "cvt" => {
+                // `cvt.dst.src`: integer types only, no rounding or saturation.
+                let tys: Vec<&str> = i.parts().skip(1).collect();
+                let [dst, src] = tys[..] else { return None };
+                let (db, sb) = (ty_bits(dst)?, ty_bits(src)?);
+                if !matches!(dst.as_bytes()[0], b's' | b'u')
+                    || !matches!(src.as_bytes()[0], b's' | b'u')
+                {
+                    return None;
+                }
+                let x = opnd(1, win)?;
+                if db <= sb {
+                    x
+                } else {
+                    widen(x, sb, src.starts_with('s'), win)
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    fn trip(&self, t: &crate::ir::ExitTest) -> Option<Trip> {
+        let c = self.l.ivs.get(t.iv)?;
+        let wide = self.bits(&c.reg)?;
+        let setp = self.f.instr(t.setp)?;
+        let setp_bits = setp
+            .parts()
+            .filter_map(|p| super::ptx::type_bytes(p).map(|b| b * 8))
+            .last()?;
+        // The compared width: the counter's, or its low bits for a narrowed test (the
+        // narrowing is a ring operation: the low bits step by the step's low bits).
+        let bits = u32::try_from(setp_bits).ok()?;
+        if bits != wide && !(t.narrowed && bits < wide) {
+            return None;
+        }
+        let step = ext(self.step_of(&c.steps, wide)?, bits, true);
+        let a = self.phase(c.update, t.reads)?;
+        let operand = |b: &Bound| -> Option<Val> {
+            Some(match b {
+                Bound::Imm(k) => Val::Imm(i64::try_from(*k).ok()?),
+                Bound::Reg(r) => {
+                    if self.bits(r)? != bits || !self.defs_in_loop(r).is_empty() {
+                        return None;
+                    }
+                    Val::Reg(r.clone(), bits)
+                }
+            })
+        };
+        let raw = operand(&t.bound)?;
+        let (kind, plus, signed) = match (t.cmp, t.continue_if) {
+            (Cmp::Lt, true) | (Cmp::Ge, false) => (TripKind::Up, 0, t.signed),
+            (Cmp::Le, true) | (Cmp::Gt, false) => (TripKind::Up, 1, t.signed),
+            (Cmp::Gt, true) | (Cmp::Le, false) => (TripKind::Down, 0, t.signed),
+            (Cmp::Ge, true) | (Cmp::Lt, false) => (TripKind::Down, -1, t.signed),
+            (Cmp::Ne, true) | (Cmp::Eq, false) => (TripKind::Ne, 0, true),
+            _ => return None,
+        };
+        let raw = match (&t.offset, kind) {
+            (None, _) => raw,
+            (Some(k), TripKind::Ne) => sub(raw, operand(k)?),
+            (Some(_), _) => return None,
+        };
+        let bound = add(ext(raw, bits, signed), Val::Imm(plus));
+        Some(Trip {
+            c0: ext(Val::Reg(c.reg.clone(), wide), bits, signed),
+            step,
+            bound,
+            a,
+            kind,
+            bits,
+            signed,
+        })
+    }
+}
+
+/// Emits the prechecks: 64-bit temporaries `%__cc_h<n>`, the verdict in `%__cc_hf` (set:
+/// some hoisted access may fail).
+pub(crate) struct Gen {
+    pub code: String,
+    pub regs: u32,
+}
+
+impl Gen {
+    pub(crate) fn new() -> Gen {
+        Gen {
+            code: String::new(),
+            regs: 0,
+        }
+    }
+
+    fn tmp(&mut self) -> String {
+        let r = format!("%__cc_h{}", self.regs);
+        self.regs += 1;
+        r
+    }
+
+    fn line(&mut self, s: &str) {
+        self.code.push_str(s);
+        self.code.push_str("\n\t");
+    }
+
+    fn val(&mut self, v: &Val) -> String {
+        let d = self.tmp();
+        let code = match v {
+            Val::Imm(k) => format!("mov.b64 {d}, {k};"),
+            Val::Reg(r, 64) => format!("mov.b64 {d}, {r};"),
+            Val::Reg(r, _) => format!("cvt.u64.u32 {d}, {r};"),
+            Val::Special(s) => format!("mov.u32 %__cc_x, {s};\n\tcvt.u64.u32 {d}, %__cc_x;"),
+            Val::Add(x, y) | Val::Sub(x, y) | Val::Mul(x, y) => {
+                let (x, y) = (self.val(x), self.val(y));
+                let op = match v {
+                    Val::Add(..) => "add.s64",
+                    Val::Sub(..) => "sub.s64",
+                    _ => "mul.lo.s64",
+                };
+                format!("{op} {d}, {x}, {y};")
+            }
+            Val::Shl(x, k) => {
+                let x = self.val(x);
+                format!("shl.b64 {d}, {x}, {k};")
+            }
+            Val::Ext { v, bits, signed } => {
+                let x = self.val(v);
+                let sh = 64 - bits;
+                if *signed {
+                    format!("shl.b64 {d}, {x}, {sh};\n\tshr.s64 {d}, {d}, {sh};")
+                } else {
+                    format!("shl.b64 {d}, {x}, {sh};\n\tshr.u64 {d}, {d}, {sh};")
+                }
+            }
+        };
+        self.line(&code);
+        d
+    }
+
+    /// `%__cc_hf |= x cmp y` (`cmp` a `setp` comparison and its type: `lt.s64`).
+    fn fail_if(&mut self, cmp: &str, x: &str, y: &str) {
+        let (op, ty) = cmp.split_once('.').expect("comparison.type");
+        self.line(&format!("setp.{op}.or.{ty} %__cc_hf, {x}, {y}, %__cc_hf;"));
+    }
+
+    /// Fails unless the exact `v` lies in the `bits`-bit range read `signed` or not.
+    fn in_range(&mut self, v: &str, bits: u32, signed: bool) {
+        if bits >= 64 {
+            return;
+        }
+        let (lo, hi) = if signed {
+            (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+        } else {
+            (0, (1i64 << bits) - 1)
+        };
+        self.fail_if("lt.s64", v, &lo.to_string());
+        self.fail_if("gt.s64", v, &hi.to_string());
+    }
+
+    /// `x * y` into a new register; fails when the product leaves 64 signed bits.
+    fn product(&mut self, x: &str, y: &str) -> String {
+        let (lo, hi, sign) = (self.tmp(), self.tmp(), self.tmp());
+        self.line(&format!(
+            "mul.lo.s64 {lo}, {x}, {y};\n\tmul.hi.s64 {hi}, {x}, {y};\n\tshr.s64 {sign}, {lo}, 63;"
+        ));
+        self.fail_if("ne.s64", &hi, &sign);
+        lo
+    }
+
+    /// The precheck of `v`: leaves `%__cc_hf` set when some hoisted access may fail.
+    /// `base(o, dst)` loads a buffer's base address, `limit(o, bytes, dst)` leaves
+    /// `max(len - bytes + 1, 0)` in `dst` (the access check's own limit).
+    pub(crate) fn precheck(
+        &mut self,
+        v: &Versioned,
+        base: &dyn Fn(&Origin, &str) -> String,
+        limit: &dyn Fn(&Origin, u64, &str) -> String,
+    ) {
+        let t = &v.trip;
+        self.line("mov.pred %__cc_hf, 0;");
+        let c0 = self.val(&t.c0);
+        let s = self.val(&t.step);
+        let bound = self.val(&t.bound);
+        if t.bits == 64 {
+            // Entry values small enough for exact 64-bit arithmetic (module docs).
+            let lim = 1i64 << 62;
+            for x in [&c0, &bound] {
+                self.fail_if("gt.s64", x, &lim.to_string());
+                self.fail_if("lt.s64", x, &(-lim).to_string());
+                if !t.signed {
+                    self.fail_if("lt.s64", x, "0");
+                }
+            }
+            self.fail_if("gt.s64", &s, &(1i64 << 32).to_string());
+            self.fail_if("lt.s64", &s, &(-(1i64 << 32)).to_string());
+        }
+        let j = self.tmp();
+        let (q, div) = (self.tmp(), self.tmp());
+        match t.kind {
+            TripKind::Up | TripKind::Down => {
+                // d: the step's magnitude in the loop's direction; gap: how far the first
+                // tested value is from the bound.
+                let up = t.kind == TripKind::Up;
+                let d = self.tmp();
+                if up {
+                    self.line(&format!("mov.b64 {d}, {s};"));
+                } else {
+                    self.line(&format!("neg.s64 {d}, {s};"));
+                }
+                self.fail_if("le.s64", &d, "0");
+                self.line(&format!("max.s64 {div}, {d}, 1;"));
+                let first = self.tmp();
+                self.line(&format!("mul.lo.s64 {first}, {s}, {};", t.a));
+                self.line(&format!("add.s64 {first}, {first}, {c0};"));
+                if up {
+                    self.line(&format!("sub.s64 {q}, {bound}, {first};"));
+                } else {
+                    self.line(&format!("sub.s64 {q}, {first}, {bound};"));
+                }
+                self.line(&format!(
+                    "add.s64 {q}, {q}, {div};\n\tsub.s64 {q}, {q}, 1;\n\tmax.s64 {q}, {q}, 0;\n\tdiv.u64 {j}, {q}, {div};"
+                ));
+            }
+            TripKind::Ne => {
+                self.fail_if("eq.s64", &s, "0");
+                self.line(&format!("sub.s64 {q}, {bound}, {c0};"));
+                self.line(&format!(
+                    "setp.eq.s64 %__cc_q, {s}, 0;\n\tselp.b64 {div}, 1, {s}, %__cc_q;"
+                ));
+                let r = self.tmp();
+                self.line(&format!(
+                    "rem.s64 {r}, {q}, {div};\n\tdiv.s64 {j}, {q}, {div};"
+                ));
+                self.fail_if("ne.s64", &r, "0");
+                self.line(&format!("sub.s64 {j}, {j}, {};", t.a));
+                self.fail_if("lt.s64", &j, "0");
+            }
+        }
+        self.fail_if("gt.u64", &j, &(1i64 << 30).to_string());
+        // The last tested value stays in the comparison's range.
+        let last = self.tmp();
+        self.line(&format!("add.s64 {last}, {j}, {};", t.a));
+        self.line(&format!("mul.lo.s64 {last}, {last}, {s};"));
+        self.line(&format!("add.s64 {last}, {last}, {c0};"));
+        if t.bits == 64 {
+            if !t.signed {
+                self.fail_if("lt.s64", &last, "0");
+            }
+        } else {
+            self.in_range(&last, t.bits, t.signed);
+        }
+        let j1 = self.tmp();
+        self.line(&format!("sub.s64 {j1}, {j}, 1;\n\tmax.s64 {j1}, {j1}, 0;"));
+        for h in &v.hoisted {
+            let jj = if h.after_test { j1.clone() } else { j.clone() };
+            for w in &h.windows {
+                let (a, b) = (self.val(&w.a), self.val(&w.b));
+                let p = self.product(&b, &jj);
+                let e = self.tmp();
+                self.line(&format!("add.s64 {e}, {a}, {p};"));
+                self.in_range(&e, w.bits, w.signed);
+            }
+            let start = self.val(&h.start);
+            let step = self.val(&h.step);
+            let (b, lim) = (self.tmp(), self.tmp());
+            self.code.push_str(&base(&h.origin, &b));
+            self.code.push_str(&limit(&h.origin, h.bytes, &lim));
+            let o0 = self.tmp();
+            self.line(&format!("sub.s64 {o0}, {start}, {b};"));
+            self.fail_if("ge.u64", &o0, &lim);
+            let p = self.product(&step, &jj);
+            let oj = self.tmp();
+            self.line(&format!("add.s64 {oj}, {o0}, {p};"));
+            self.fail_if("ge.u64", &oj, &lim);
+            if h.align && h.bytes >= 8 && h.bytes.is_power_of_two() {
+                let m = self.tmp();
+                self.line(&format!(
+                    "or.b64 {m}, {start}, {step};\n\tand.b64 {m}, {m}, {};",
+                    h.bytes - 1
+                ));
+                self.fail_if("ne.u64", &m, "0");
+            }
+        }
+    }
+}
+
+/// The labels `first..=last` of `f` define.
+pub(crate) fn labels(f: &Function, v: &Versioned) -> BTreeSet<String> {
+    f.stmts[v.first..=v.last]
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Label(l) => Some(l.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    //! The precheck against the loop it covers, both run by a small PTX interpreter: for
+    //! thousands of entry values (near the 32-bit wrap, empty and one-trip loops, steps that
+    //! never reach the bound), whenever the precheck lets the fast copy run, every address
+    //! the loop touches is inside the buffer.
+    use super::*;
+    use crate::ir::read::{parse, Instr};
+
+    /// A tiny interpreter for the instructions the fixtures and the precheck use.
+    struct Machine<'a> {
+        f: &'a Function,
+        regs: HashMap<String, u64>,
+        preds: HashMap<String, bool>,
+    }
+
+    fn width(ty: &str) -> u32 {
+        ty[1..].parse().unwrap_or(64)
+    }
+
+    fn read(v: u64, ty: &str) -> i128 {
+        let w = width(ty);
+        let m = if w == 64 { v } else { v & ((1u64 << w) - 1) };
+        if ty.starts_with('s') {
+            let sh = 64 - w;
+            i128::from(((m << sh) as i64) >> sh)
+        } else {
+            i128::from(m)
+        }
+    }
+
+    impl Machine<'_> {
+        fn val(&self, op: &str) -> u64 {
+            let op = op.trim();
+            if let Some(v) = crate::ir::immediate(op) {
+                return v as u64;
+            }
+            *self
+                .regs
+                .get(op)
+                .unwrap_or_else(|| panic!("register {op} read before written"))
+        }
+
+        fn set(&mut self, d: &str, v: u64) {
+            let w = self
+                .f
+                .reg_type(d)
+                .and_then(super::super::ptx::type_bytes)
+                .map_or(64, |b| b * 8);
+            let v = if w >= 64 { v } else { v & ((1u64 << w) - 1) };
+            self.regs.insert(d.to_string(), v);
+        }
+
+        fn pred(&self, p: &str) -> bool {
+            match p.trim().strip_prefix('!') {
+                Some(q) => !self.preds[q],
+                None => self.preds[p.trim()],
+            }
+        }
+
+        /// Runs one instruction; `Some(label)` for a taken branch, the address of a load.
+        fn step(&mut self, i: &Instr, loads: &mut Vec<u64>) -> Option<String> {
+            if let Some((neg, p)) = &i.guard {
+                if self.preds[p.as_str()] == *neg {
+                    return None;
+                }
+            }
+            let parts: Vec<&str> = i.parts().collect();
+            let ty = *parts.last().unwrap();
+            let o = &i.operands;
+            let v = |k: usize| self.val(&o[k]);
+            match parts[0] {
+                "bra" => return Some(o[0].trim().to_string()),
+                "ld" => {
+                    let a = Address::parse(&o[1]).unwrap();
+                    let addr = self.val(a.base).wrapping_add(a.offset as u64);
+                    loads.push(addr);
+                    self.set(&o[0], 0);
+                }
+                "mov" if ty == "pred" => {
+                    self.preds.insert(o[0].clone(), v(1) != 0);
+                }
+                "mov" => {
+                    let x = v(1);
+                    self.set(&o[0], x);
+                }
+                "add" => self.set(&o[0], v(1).wrapping_add(v(2))),
+                "sub" => self.set(&o[0], v(1).wrapping_sub(v(2))),
+                "neg" => self.set(&o[0], 0u64.wrapping_sub(v(1))),
+                "shl" => self.set(&o[0], v(1).wrapping_shl(v(2) as u32)),
+                "shr" => {
+                    let x = read(v(1), ty) >> v(2);
+                    self.set(&o[0], x as u64);
+                }
+                "and" => self.set(&o[0], v(1) & v(2)),
+                "or" => self.set(&o[0], v(1) | v(2)),
+                "max" => {
+                    let x = read(v(1), ty).max(read(v(2), ty));
+                    self.set(&o[0], x as u64);
+                }
+                "mul" | "mad" => {
+                    // The operands read as the type says (`.wide` widens them so); `.lo`
+                    // keeps the low bits whatever the reading.
+                    let p = read(v(1), ty) * read(v(2), ty);
+                    let r = match parts[1] {
+                        "hi" => (p >> 64) as u64,
+                        _ => p as u64,
+                    };
+                    let r = if parts[0] == "mad" {
+                        r.wrapping_add(v(3))
+                    } else {
+                        r
+                    };
+                    self.set(&o[0], r);
+                }
+                "div" | "rem" => {
+                    let (a, b) = (read(v(1), ty), read(v(2), ty));
+                    assert_ne!(b, 0, "division by zero in {i:?}");
+                    let r = if parts[0] == "div" { a / b } else { a % b };
+                    self.set(&o[0], r as u64);
+                }
+                "cvt" => {
+                    let x = read(v(1), parts[2]);
+                    self.set(&o[0], x as u64);
+                }
+                "selp" => {
+                    let x = if self.pred(&o[3]) { v(1) } else { v(2) };
+                    self.set(&o[0], x);
+                }
+                "setp" => {
+                    let (a, b) = (read(v(1), ty), read(v(2), ty));
+                    let (cmp, _) = Cmp::of_setp(parts[1]).unwrap();
+                    let mut r = match cmp {
+                        Cmp::Lt => a < b,
+                        Cmp::Le => a <= b,
+                        Cmp::Gt => a > b,
+                        Cmp::Ge => a >= b,
+                        Cmp::Eq => a == b,
+                        Cmp::Ne => a != b,
+                    };
+                    if parts[2] == "or" {
+                        r |= self.pred(&o[3]);
+                    }
+                    self.preds.insert(o[0].clone(), r);
+                }
+                op => panic!("the interpreter does not know {op}: {i:?}"),
+            }
+            None
+        }
+    }
+
+    /// Runs the statements of `code` (a PTX fragment over `f`'s registers) straight through.
+    fn run_code(f: &Function, code: &Function, regs: &HashMap<String, u64>) -> bool {
+        let mut mach = Machine {
+            f,
+            regs: regs.clone(),
+            preds: HashMap::new(),
+        };
+        let mut none = Vec::new();
+        for s in &code.stmts {
+            if let StmtKind::Instr(i) = &s.kind {
+                if i.op() == "ret" {
+                    break;
+                }
+                if i.op() == "bra" {
+                    continue;
+                }
+                mach.step(i, &mut none);
+            }
+        }
+        mach.preds["%__cc_hf"]
+    }
+
+    /// Runs `f` from the loop's header with `regs` until it leaves the loop (or `cap`
+    /// iterations pass): the addresses it loads.
+    fn run_loop(
+        f: &Function,
+        v: &Versioned,
+        regs: &HashMap<String, u64>,
+        cap: usize,
+    ) -> (Vec<u64>, bool) {
+        let mut m = Machine {
+            f,
+            regs: regs.clone(),
+            preds: HashMap::new(),
+        };
+        let mut loads = Vec::new();
+        let mut k = v.first;
+        let mut steps = 0;
+        while (v.first..=v.last).contains(&k) {
+            steps += 1;
+            if steps > cap {
+                return (loads, false);
+            }
+            if let StmtKind::Instr(i) = &f.stmts[k].kind {
+                if let Some(label) = m.step(i, &mut loads) {
+                    k = f
+                        .stmts
+                        .iter()
+                        .position(|s| matches!(&s.kind, StmtKind::Label(l) if *l == label))
+                        .unwrap();
+                    continue;
+                }
+            }
+            k += 1;
+        }
+        (loads, true)
+    }
+
+    fn function(body: &str) -> Function {
+        let text = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 k_param_0)\n{{\n\t.reg .pred %p<8>;\n\t.reg .b32 %r<40>;\n\t.reg .b64 %rd<40>;\n\t.reg .f32 %f<8>;\n{body}\n}}\n"
+        );
+        parse(&text).unwrap().functions.remove(0)
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        /// Near one of the interesting values: 0, +-2^31, 2^32, the buffer's end in elements
+        /// of 4, 16 or 128 bytes (`len` bytes), small.
+        fn int(&mut self, len: u64) -> i64 {
+            let small = (self.next() % 41) as i64 - 20;
+            let tiny = (self.next() % 5) as i64 - 2;
+            match self.next() % 8 {
+                0 => small,
+                1 => (1i64 << 31) + small,
+                2 => -(1i64 << 31) + small,
+                3 => (1i64 << 32) + small,
+                4 => (len / 4) as i64 + tiny,
+                5 => (len / 16) as i64 + tiny,
+                6 => (len / 128) as i64 + tiny,
+                _ => (self.next() % 3000) as i64 - 1000,
+            }
+        }
+    }
+
+    /// Checks the precheck against the loop for `n` random entry states of the registers
+    /// `inputs` (each set from `gen`), with the load's buffer at `%rd30` of `len` bytes.
+    fn soundness(
+        body: &str,
+        inputs: &[&str],
+        ptrs: &[&str],
+        n: usize,
+        seed: u64,
+    ) -> (usize, usize) {
+        let f = function(body);
+        let load = f
+            .stmts
+            .iter()
+            .position(|s| matches!(&s.kind, StmtKind::Instr(i) if i.op() == "ld"))
+            .unwrap();
+        let origin = Origin::Param {
+            index: 0,
+            space: super::super::ptx::Space::Global,
+        };
+        let i = f.instr(load).unwrap();
+        let operand = i.operands.iter().position(|o| o.contains('[')).unwrap();
+        let c: BTreeMap<(usize, usize), Candidate> = [(
+            (load, operand),
+            Candidate {
+                origin,
+                bytes: 4,
+                group: None,
+            },
+        )]
+        .into();
+        let vs = plan(&f, &c);
+        assert_eq!(vs.len(), 1, "the loop is versioned: {body}");
+        let v = &vs[0];
+        let mut g = Gen::new();
+        g.precheck(
+            v,
+            &|_, d| format!("mov.b64 {d}, %rd30;\n\t"),
+            &|_, bytes, d| {
+                format!(
+                    "sub.s64 {d}, %rd31, {};\n\tmax.s64 {d}, {d}, 0;\n\t",
+                    bytes - 1
+                )
+            },
+        );
+        let text = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry p()\n{{\n\t{}\n\tret;\n}}\n",
+            g.code
+        );
+        let code = parse(&text).unwrap().functions.remove(0);
+        let mut rng = Rng(seed);
+        let (mut fast, mut caught) = (0, 0);
+        for _ in 0..n {
+            let mut regs = HashMap::new();
+            let base = 1u64 << 40;
+            let len = rng.next() % 4000;
+            for r in inputs {
+                regs.insert(r.to_string(), rng.int(len) as u64);
+            }
+            for r in ptrs {
+                let off = (rng.next() % 1200) as i64 - 100;
+                regs.insert(r.to_string(), base.wrapping_add((off & !3) as u64));
+            }
+            regs.insert("%rd30".into(), base);
+            regs.insert("%rd31".into(), len);
+            // Registers are their width's bits.
+            let mut m = Machine {
+                f: &f,
+                regs: HashMap::new(),
+                preds: HashMap::new(),
+            };
+            for (r, x) in &regs {
+                m.set(r, *x);
+            }
+            let regs = m.regs;
+            let fails = run_code(&f, &code, &regs);
+            let (loads, _) = run_loop(&f, v, &regs, 4_000);
+            if !fails {
+                fast += 1;
+                for a in loads {
+                    let o = a.wrapping_sub(base);
+                    assert!(
+                        o.saturating_add(4) <= len,
+                        "precheck passed but offset {o} of {len} bytes is loaded: {regs:?}\n{}",
+                        g.code
+                    );
+                }
+            } else if loads
+                .iter()
+                .any(|a| a.wrapping_sub(base).saturating_add(4) > len)
+            {
+                caught += 1;
+            }
+        }
+        (fast, caught)
+    }
+
+    const UP_BY_REGISTER: &str = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	ld.global.f32 %f1, [%rd5];
+	add.s64 %rd5, %rd5, %rd3;
+	add.s32 %r5, %r5, %r3;
+	setp.lt.s32 %p2, %r5, %r4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+
+    fn sound(body: &str, inputs: &[&str], ptrs: &[&str]) {
+        let (fast, caught) = soundness(body, inputs, ptrs, 1000, 0x5eed);
+        println!("fast {fast}, caught {caught}");
+        // Neither side is empty: the precheck passes good entries and the loop would fault
+        // for some it refuses.
+        assert!(fast >= 25 && caught >= 25, "fast {fast}, caught {caught}");
+    }
+
+    #[test]
+    fn a_pointer_stepped_by_a_register_up_to_a_signed_bound() {
+        sound(UP_BY_REGISTER, &["%rd3", "%r5", "%r3", "%r4"], &["%rd5"]);
+    }
+
+    #[test]
+    fn a_remainder_loop_counting_down_to_zero() {
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_3:
+	ld.global.f32 %f1, [%rd20];
+	add.s32 %r41, %r41, 32;
+	add.s64 %rd20, %rd20, 128;
+	add.s32 %r40, %r40, -1;
+	setp.ne.s32 %p3, %r40, 0;
+	@%p3 bra $L__BB0_3;
+	ret;";
+        sound(body, &["%r40", "%r41"], &["%rd20"]);
+    }
+
+    #[test]
+    fn an_index_widened_from_32_bits_every_iteration() {
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	mad.lo.s32 %r6, %r5, %r7, %r8;
+	mul.wide.s32 %rd6, %r6, 4;
+	add.s64 %rd7, %rd30, %rd6;
+	ld.global.f32 %f1, [%rd7];
+	add.s32 %r5, %r5, 1;
+	setp.lt.s32 %p2, %r5, %r4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        sound(body, &["%r5", "%r7", "%r8", "%r4"], &[]);
+    }
+
+    #[test]
+    fn a_64_bit_counter_tested_through_its_low_half() {
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	ld.global.f32 %f1, [%rd5];
+	add.s64 %rd5, %rd5, 16;
+	add.s64 %rd9, %rd9, 4;
+	cvt.u32.u64 %r18, %rd9;
+	setp.lt.s32 %p2, %r18, %r4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        sound(body, &["%rd9", "%r4"], &["%rd5"]);
+    }
+
+    #[test]
+    fn an_unsigned_count_down_by_three() {
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	mul.wide.u32 %rd6, %r5, 4;
+	add.s64 %rd7, %rd30, %rd6;
+	ld.global.f32 %f1, [%rd7];
+	add.s32 %r5, %r5, -3;
+	setp.hi.u32 %p2, %r5, %r4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        sound(body, &["%r5", "%r4"], &[]);
+    }
+
+    #[test]
+    fn a_loop_tested_at_the_top_reads_after_its_test() {
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	setp.ge.s32 %p2, %r5, %r4;
+	@%p2 bra $L__BB0_9;
+	mul.wide.s32 %rd6, %r5, 4;
+	add.s64 %rd7, %rd30, %rd6;
+	ld.global.f32 %f1, [%rd7];
+	add.s32 %r5, %r5, %r3;
+	bra.uni $L__BB0_2;
+$L__BB0_9:
+	ret;";
+        sound(body, &["%r5", "%r4", "%r3"], &[]);
+    }
+
+    #[test]
+    fn a_64_bit_grid_stride_loop() {
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	shl.b64 %rd6, %rd9, 2;
+	add.s64 %rd7, %rd30, %rd6;
+	ld.global.f32 %f1, [%rd7];
+	add.s64 %rd9, %rd9, %rd3;
+	setp.lt.s64 %p2, %rd9, %rd4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        sound(body, &["%rd9", "%rd3", "%rd4"], &[]);
+    }
+}
