@@ -17,7 +17,8 @@
 # seventh (issue 21, seventh session): the GPU tier, then the benchmark set (loop versioning).
 #   seventh-b: the set without loop versioning (CUDACHECK_KEEP_LOOP_CHECKS=1) on the same machine,
 #   compute-sanitizer memcheck over each bounds-checked kernel's launch (--checked-only), the
-#   kernels/ set, then the compat fixtures and the examples.
+#   kernels/ set, then the compat fixtures and the examples. seventh-c: the bounds-checking
+#   GPU tests, the set with and without loop versioning, memcheck over the checked launches.
 # sanitize: compute-sanitizer --tool memcheck over the benchmark set's plain kernels (one
 #   launch each), and nvcc's reference compile of the whole-program corpora when carried.
 # confirm: the PTX tests, the old-driver test, candle's PTX, and the launch benchmark three
@@ -164,6 +165,19 @@ seventh-b)
     "$run/bench_instrument.json" "$run/bench_instrument.md"
   rest=$(( 575 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && step "$rest" compat_examples scripts/gpu-run.sh compat examples
+  ;;
+seventh-c)
+  # After the precheck's cost was cut (no division where the counter bounds the access,
+  # short loops left alone, unrolled copies sharing one check): the bounds-checking GPU
+  # tests, the set with and without loop versioning, memcheck over the checked launches.
+  step 150 gpu_instrument target/gpu-bundle/tests/gpu_instrument --test-threads=1 --nocapture
+  step 200 bench_set target/gpu-bundle/release/bench_set "$run/bench_set.json" "$run/bench_set.md"
+  CUDACHECK_KEEP_LOOP_CHECKS=1 step 150 bench_set_keep_loop_checks \
+    target/gpu-bundle/release/bench_set "$run/bench_set_keep.json" "$run/bench_set_keep.md"
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  rest=$(( 575 - ($(date +%s) - start) ))
+  [ "$rest" -gt 30 ] && step "$rest" memcheck_checked "$sanitizer" --tool memcheck \
+    target/gpu-bundle/release/bench_set --checked-only
   ;;
 races)
   t=target/gpu-bundle/tests

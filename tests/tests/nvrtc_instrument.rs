@@ -1330,9 +1330,11 @@ fn nvrtc_loops_with_bounds_from_memory_are_versioned() {
         let c = &k.coverage;
         assert!(c.is_complete(), "{name}: {c:?}");
         assert!(c.versioned_loops >= 1, "{name}: {c:?}");
-        assert_eq!(
-            c.hoisted, c.checked,
-            "{name}: every device check is in a versioned loop: {c:?}"
+        // Every device check is hoisted but an unrolled loop's remainder's (at most three
+        // iterations: not worth a precheck).
+        assert!(
+            c.hoisted > 0 && c.checked - c.hoisted <= 1,
+            "{name}: the device checks are in a versioned loop: {c:?}"
         );
         let body = entry_body(&on.ptx, &k.symbol);
         let (before, fast) = body

@@ -310,7 +310,7 @@ impl<'a> KernelEmitter<'a> {
         };
         self.hoist = versioned
             .iter()
-            .flat_map(|v| v.hoisted.iter().map(|h| (h.stmt, h.operand)))
+            .flat_map(|v| v.hoisted.iter().flat_map(|h| h.members.iter().copied()))
             .collect();
         let mut body: Vec<(usize, String)> = Vec::new();
         for (n, v) in versioned.iter().enumerate() {

@@ -159,42 +159,83 @@ fn ext(v: Val, bits: u32, signed: bool) -> Val {
     }
 }
 
-/// `a + b*j` modulo `2^bits` (`b` absent: invariant).
+/// `a + b*j` modulo `2^bits` (`b` absent: invariant); `k`, when known: `b` is `k` times the
+/// counter's exact step `S` modulo `2^bits` (or exactly, at 64 bits), so that `b*j` is `k`
+/// times the counter's advance `S*j`, which the exit test bounds without a division.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Aff {
     a: Val,
     b: Option<Val>,
+    k: Option<i64>,
 }
 
-/// The exact value `a + b*J` must lie in the `bits`-bit range read `signed` or not.
+impl Aff {
+    fn fixed(a: Val) -> Aff {
+        Aff {
+            a,
+            b: None,
+            k: Some(0),
+        }
+    }
+}
+
+/// The exact value `a + b*J` must lie in the `bits`-bit range read `signed` or not (`k` as in
+/// [`Aff`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Window {
     a: Val,
     b: Val,
+    k: Option<i64>,
     bits: u32,
     signed: bool,
 }
 
-/// One hoisted access.
+/// One hoisted range check: an access, or several through one address register at constant
+/// offsets (an unrolled loop's copies), whose bytes `[base + lo, base + hi)` move by `step`
+/// per iteration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Hoisted {
-    pub stmt: usize,
-    pub operand: usize,
+    /// The accesses it covers, by (statement, operand).
+    pub members: Vec<(usize, usize)>,
     pub origin: Origin,
-    pub bytes: u64,
-    /// The address register's `a` (with the operand's constant offset) and `b`.
-    start: Val,
+    /// The address register's `a`, and the offsets' span around it.
+    base: Val,
+    lo: i64,
+    hi: i64,
     step: Val,
+    k: Option<i64>,
     windows: Vec<Window>,
-    /// An 8- or 16-byte access's alignment is checked too (a group's check is of its span).
-    align: bool,
-    /// The access runs only in iterations whose test went on (`J - 1`).
+    /// The members' width when each needs its address aligned to it (8 or 16 bytes; a
+    /// group's check is of its span, 0).
+    align: u64,
+    /// The accesses run only in iterations whose test went on (`J - 1`).
     after_test: bool,
+}
+
+impl Hoisted {
+    /// Whether `other` can share this check: the same buffer, register line and placement,
+    /// and for aligned accesses the same width at offsets congruent modulo it.
+    fn joins(&self, other: &Hoisted) -> bool {
+        self.origin == other.origin
+            && self.base == other.base
+            && self.step == other.step
+            && self.k == other.k
+            && self.windows == other.windows
+            && self.after_test == other.after_test
+            && self.align == other.align
+            && (self.align == 0 || (self.lo - other.lo).rem_euclid(self.align as i64) == 0)
+    }
 }
 
 /// How many iterations one entry runs (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Trip {
+    /// The counter register, and its exact step as an immediate when it is one.
+    counter: String,
+    step_imm: Option<i64>,
+    /// The counter's step is `S` itself in the counter's width (not a narrowed test of a
+    /// register step): the counter's own `b` is `1 * S`.
+    own_step: bool,
     c0: Val,
     step: Val,
     bound: Val,
@@ -395,23 +436,36 @@ impl Analysis<'_> {
                 continue;
             }
             let mut windows = Vec::new();
-            let Some(aff) = self.describe(base, stmt, &mut windows, 0) else {
+            let Some(aff) = self.describe(base, stmt, &trip, &mut windows, 0) else {
                 continue;
             };
             let block = cfg.block_of(stmt)?;
-            hoisted.push(Hoisted {
-                stmt,
-                operand,
+            let wide = c.group.is_none() && c.bytes >= 8 && c.bytes.is_power_of_two();
+            let h = Hoisted {
+                members: vec![(stmt, operand)],
                 origin: c.origin.clone(),
-                bytes: c.bytes,
-                start: add(aff.a, Val::Imm(offset)),
-                align: c.group.is_none(),
+                base: aff.a,
+                lo: offset,
+                hi: offset.checked_add(i64::try_from(c.bytes).ok()?)?,
+                align: if wide { c.bytes } else { 0 },
                 step: aff.b.unwrap_or(Val::Imm(0)),
+                k: aff.k,
                 windows,
                 after_test: block != test_block && cfg.dominates(test_block, block),
-            });
+            };
+            match hoisted.iter_mut().find(|o: &&mut Hoisted| o.joins(&h)) {
+                Some(o) => {
+                    o.members.push((stmt, operand));
+                    o.lo = o.lo.min(h.lo);
+                    o.hi = o.hi.max(h.hi);
+                }
+                None => hoisted.push(h),
+            }
         }
-        (!hoisted.is_empty()).then_some(Versioned {
+        if hoisted.is_empty() || self.short(test, &trip, hoisted.len()) {
+            return None;
+        }
+        Some(Versioned {
             first,
             last,
             insert_before,
@@ -419,6 +473,46 @@ impl Analysis<'_> {
             hoisted,
             trip,
         })
+    }
+
+    /// Whether the loop runs too few iterations for a precheck to pay (a profitability
+    /// rule, not a soundness one): an unrolled loop's remainder (its counter starts at
+    /// `x & m`, `m < 8`, and steps by 1 to 0), or a loop from one constant to another whose
+    /// iterations times its hoisted checks stay under 16 (a register step, a thread count,
+    /// makes them fewer still).
+    fn short(&self, test: &crate::ir::ExitTest, trip: &Trip, checks: usize) -> bool {
+        let Some(c) = self.l.ivs.get(test.iv) else {
+            return false;
+        };
+        let outside: Vec<usize> = self.defs.get(c.reg.as_str()).map_or(Vec::new(), |ds| {
+            ds.iter()
+                .copied()
+                .filter(|&k| !self.l.contains_stmt(self.cfg, k))
+                .collect()
+        });
+        let [d] = outside[..] else { return false };
+        let Some(i) = self.f.instr(d) else {
+            return false;
+        };
+        let imm = |k: usize| i.operands.get(k).and_then(|o| crate::ir::immediate(o));
+        match (trip.kind, i.op()) {
+            (TripKind::Ne, "and") if matches!(trip.step_imm, Some(1 | -1)) => imm(2)
+                .or_else(|| imm(1))
+                .is_some_and(|m| (0..8).contains(&m)),
+            (_, "mov") => {
+                let (Some(init), Bound::Imm(b)) = (imm(1), &test.bound) else {
+                    return false;
+                };
+                let span = (b - init).unsigned_abs();
+                match trip.step_imm {
+                    Some(st) if st != 0 => {
+                        span.div_ceil(u128::from(st.unsigned_abs())) * (checks as u128) < 16
+                    }
+                    _ => span <= 64,
+                }
+            }
+            _ => false,
+        }
     }
 
     fn bits(&self, reg: &str) -> Option<u32> {
@@ -472,24 +566,37 @@ impl Analysis<'_> {
     }
 
     /// `reg`'s value where statement `at` reads it, as `a + b*j` modulo its width.
-    fn describe(&self, reg: &str, at: usize, win: &mut Vec<Window>, depth: u32) -> Option<Aff> {
+    fn describe(
+        &self,
+        reg: &str,
+        at: usize,
+        t: &Trip,
+        win: &mut Vec<Window>,
+        depth: u32,
+    ) -> Option<Aff> {
         if depth > MAX_DEPTH {
             return None;
         }
         let bits = self.bits(reg)?;
         let ds = self.defs_in_loop(reg);
         if ds.is_empty() {
-            return Some(Aff {
-                a: Val::Reg(reg.to_string(), bits),
-                b: None,
-            });
+            return Some(Aff::fixed(Val::Reg(reg.to_string(), bits)));
         }
         if let Some(iv) = self.l.ivs.iter().find(|iv| iv.reg == reg) {
             let s = self.step_of(&iv.steps, bits)?;
             let delta = self.phase(iv.update, at)?;
             let r = Val::Reg(reg.to_string(), bits);
             let a = if delta == 1 { add(r, s.clone()) } else { r };
-            return Some(Aff { a, b: Some(s) });
+            // Its step as a multiple of the counter's: the counter itself, or immediates.
+            let k = if iv.reg == t.counter && t.own_step {
+                Some(1)
+            } else {
+                match (&s, t.step_imm) {
+                    (Val::Imm(x), Some(y)) if y != 0 && x % y == 0 => Some(x / y),
+                    _ => None,
+                }
+            };
+            return Some(Aff { a, b: Some(s), k });
         }
         let [d] = ds[..] else { return None };
         if self.phase(d, at)? != 1 {
@@ -505,67 +612,78 @@ impl Analysis<'_> {
             return None;
         }
         let ops: Vec<Operand<'_>> = i.operands.iter().map(|o| Operand::parse(o)).collect();
-        let opnd = |k: usize, win: &mut Vec<Window>| -> Option<Aff> {
-            match ops.get(k)? {
-                Operand::Reg(r) => self.describe(r, d, win, depth + 1),
-                Operand::Imm(v) => Some(Aff {
-                    a: Val::Imm(i64::try_from(*v).ok()?),
-                    b: None,
-                }),
+        let opnd = |n: usize, win: &mut Vec<Window>| -> Option<Aff> {
+            match ops.get(n)? {
+                Operand::Reg(r) => self.describe(r, d, t, win, depth + 1),
+                Operand::Imm(v) => Some(Aff::fixed(Val::Imm(i64::try_from(*v).ok()?))),
                 Operand::Special(s)
                     if ["%tid", "%ntid", "%ctaid", "%nctaid"]
                         .iter()
                         .any(|p| s.starts_with(p)) =>
                 {
-                    Some(Aff {
-                        a: Val::Special(s.to_string()),
-                        b: None,
-                    })
+                    Some(Aff::fixed(Val::Special(s.to_string())))
                 }
                 _ => None,
             }
         };
-        let lin = |x: Aff, y: Aff, f: fn(Val, Val) -> Val| Aff {
-            a: f(x.a, y.a),
-            b: match (x.b, y.b) {
-                (None, None) => None,
-                (Some(b), None) => Some(f(b, Val::Imm(0))),
-                (None, Some(b)) => Some(f(Val::Imm(0), b)),
-                (Some(p), Some(q)) => Some(f(p, q)),
-            },
+        // `x + y` or `x - y`.
+        let lin = |x: Aff, y: Aff, minus: bool| {
+            let f: fn(Val, Val) -> Val = if minus { sub } else { add };
+            Aff {
+                a: f(x.a, y.a),
+                b: match (x.b, y.b) {
+                    (None, None) => None,
+                    (Some(b), None) => Some(b),
+                    (None, Some(b)) => Some(f(Val::Imm(0), b)),
+                    (Some(p), Some(q)) => Some(f(p, q)),
+                },
+                k: match (x.k, y.k) {
+                    (Some(p), Some(q)) if minus => p.checked_sub(q),
+                    (Some(p), Some(q)) => p.checked_add(q),
+                    _ => None,
+                },
+            }
         };
         // `x * y` with one side invariant.
         let times = |x: Aff, y: Aff| -> Option<Aff> {
-            match (x.b, y.b) {
-                (None, None) => Some(Aff {
-                    a: mul(x.a, y.a),
-                    b: None,
-                }),
-                (Some(b), None) => Some(Aff {
-                    a: mul(x.a, y.a.clone()),
-                    b: Some(mul(b, y.a)),
-                }),
-                (None, Some(b)) => Some(Aff {
-                    a: mul(x.a.clone(), y.a),
-                    b: Some(mul(x.a, b)),
-                }),
-                (Some(_), Some(_)) => None,
-            }
+            let (v, inv) = match (&x.b, &y.b) {
+                (_, None) => (x, y.a),
+                (None, Some(_)) => (y, x.a),
+                (Some(_), Some(_)) => return None,
+            };
+            let k = match (&inv, v.k) {
+                (Val::Imm(m), Some(k)) => k.checked_mul(*m),
+                (_, Some(0)) => Some(0),
+                _ => None,
+            };
+            Some(Aff {
+                a: mul(v.a, inv.clone()),
+                b: v.b.map(|b| mul(b, inv)),
+                k,
+            })
         };
-        // A narrow value read as a wider one (see the module docs).
+        // A narrow value read as a wider one (see the module docs). `b*j` stays `k` times the
+        // counter's advance only where that is exact: no slope, or the counter's own (its
+        // exact step is the signed reading of its width's bits).
+        let counter_bits = match &t.c0 {
+            Val::Ext { bits, .. } => *bits,
+            _ => 64,
+        };
         let widen = |x: Aff, from: u32, signed: bool, win: &mut Vec<Window>| -> Aff {
             let a = ext(x.a, from, signed);
             match x.b {
-                None => Aff { a, b: None },
+                None => Aff::fixed(a),
                 Some(b) => {
                     let b = ext(b, from, true);
+                    let k = x.k.filter(|&k| k == 0 || (k == 1 && from == counter_bits));
                     win.push(Window {
                         a: a.clone(),
                         b: b.clone(),
+                        k,
                         bits: from,
                         signed,
                     });
-                    Aff { a, b: Some(b) }
+                    Aff { a, b: Some(b), k }
                 }
             }
         };
@@ -579,31 +697,25 @@ impl Analysis<'_> {
             "mov" => opnd(1, win)?,
             "add" | "sub" => {
                 let (x, y) = (opnd(1, win)?, opnd(2, win)?);
-                lin(x, y, if op == "add" { add } else { sub })
+                lin(x, y, op == "sub")
             }
-            "neg" => lin(
-                Aff {
-                    a: Val::Imm(0),
-                    b: None,
-                },
-                opnd(1, win)?,
-                sub,
-            ),
+            "neg" => lin(Aff::fixed(Val::Imm(0)), opnd(1, win)?, true),
             "shl" => {
-                let Some(Operand::Imm(k)) = ops.get(2) else {
+                let Some(Operand::Imm(n)) = ops.get(2) else {
                     return None;
                 };
-                let k = u32::try_from(*k).ok().filter(|&k| k < bits)?;
+                let n = u32::try_from(*n).ok().filter(|&n| n < bits)?;
                 let x = opnd(1, win)?;
                 Aff {
-                    a: shl(x.a, k),
-                    b: x.b.map(|b| shl(b, k)),
+                    a: shl(x.a, n),
+                    b: x.b.map(|b| shl(b, n)),
+                    k: x.k.and_then(|k| k.checked_mul(1i64.checked_shl(n)?)),
                 }
             }
             "mul" | "mad" if i.has("lo") => {
                 let p = times(opnd(1, win)?, opnd(2, win)?)?;
                 if op == "mad" {
-                    lin(p, opnd(3, win)?, add)
+                    lin(p, opnd(3, win)?, false)
                 } else {
                     p
                 }
@@ -617,7 +729,7 @@ impl Analysis<'_> {
                 let y = widen(opnd(2, win)?, from, signed_ty, win);
                 let p = times(x, y)?;
                 if op == "mad" {
-                    lin(p, opnd(3, win)?, add)
+                    lin(p, opnd(3, win)?, false)
                 } else {
                     p
                 }
@@ -685,7 +797,14 @@ impl Analysis<'_> {
             (Some(_), _) => return None,
         };
         let bound = add(ext(raw, bits, signed), Val::Imm(plus));
+        let step_imm = match &step {
+            Val::Imm(k) => Some(*k),
+            _ => None,
+        };
         Some(Trip {
+            counter: c.reg.clone(),
+            step_imm,
+            own_step: bits == wide || step_imm.is_some(),
             c0: ext(Val::Reg(c.reg.clone(), wide), bits, signed),
             step,
             bound,
@@ -790,6 +909,11 @@ impl Gen {
     /// The precheck of `v`: leaves `%__cc_hf` set when some hoisted access may fail.
     /// `base(o, dst)` loads a buffer's base address, `limit(o, bytes, dst)` leaves
     /// `max(len - bytes + 1, 0)` in `dst` (the access check's own limit).
+    ///
+    /// Two ways to the last iteration's offset (module docs): an access whose slope is `k`
+    /// times the counter's step moves `k` times the counter's advance, which the exit test
+    /// bounds directly (`advance`); any other needs the iteration count `J`, a division
+    /// (by a constant where the step is one), computed only then.
     pub(crate) fn precheck(
         &mut self,
         v: &Versioned,
@@ -803,7 +927,7 @@ impl Gen {
         let bound = self.val(&t.bound);
         if t.bits == 64 {
             // Entry values small enough for exact 64-bit arithmetic (module docs).
-            let lim = 1i64 << 62;
+            let lim = 1i64 << 61;
             for x in [&c0, &bound] {
                 self.fail_if("gt.s64", x, &lim.to_string());
                 self.fail_if("lt.s64", x, &(-lim).to_string());
@@ -814,13 +938,18 @@ impl Gen {
             self.fail_if("gt.s64", &s, &(1i64 << 32).to_string());
             self.fail_if("lt.s64", &s, &(-(1i64 << 32)).to_string());
         }
-        let j = self.tmp();
-        let (q, div) = (self.tmp(), self.tmp());
+        // The counter's advance `S*j` at an access's last iteration: its end (`[0, end]` or
+        // `[end, 0]`), for accesses before or after the test; and `J` where asked for.
+        let mut advance: [Option<String>; 2] = [None, None];
+        let mut iterations: [Option<String>; 2] = [None, None];
+        let needs_j = v
+            .hoisted
+            .iter()
+            .any(|h| h.k.is_none() || h.windows.iter().any(|w| w.k.is_none()));
         match t.kind {
             TripKind::Up | TripKind::Down => {
-                // d: the step's magnitude in the loop's direction; gap: how far the first
-                // tested value is from the bound.
                 let up = t.kind == TripKind::Up;
+                // d: the step's magnitude in the loop's direction.
                 let d = self.tmp();
                 if up {
                     self.line(&format!("mov.b64 {d}, {s};"));
@@ -828,79 +957,183 @@ impl Gen {
                     self.line(&format!("neg.s64 {d}, {s};"));
                 }
                 self.fail_if("le.s64", &d, "0");
-                self.line(&format!("max.s64 {div}, {d}, 1;"));
                 let first = self.tmp();
                 self.line(&format!("mul.lo.s64 {first}, {s}, {};", t.a));
                 self.line(&format!("add.s64 {first}, {first}, {c0};"));
-                if up {
-                    self.line(&format!("sub.s64 {q}, {bound}, {first};"));
-                } else {
-                    self.line(&format!("sub.s64 {q}, {first}, {bound};"));
+                // Every tested value lies between the first and the first past the bound
+                // (`B - 1 + S` going up, `B + 1 + S` going down): both in the range.
+                let past = self.tmp();
+                let one = if up { -1 } else { 1 };
+                self.line(&format!("add.s64 {past}, {bound}, {one};"));
+                self.line(&format!("add.s64 {past}, {past}, {s};"));
+                for x in [&first, &past] {
+                    self.in_range(x, t.bits, t.signed);
+                    if t.bits == 64 && !t.signed {
+                        self.fail_if("lt.s64", x, "0");
+                    }
                 }
-                self.line(&format!(
-                    "add.s64 {q}, {q}, {div};\n\tsub.s64 {q}, {q}, 1;\n\tmax.s64 {q}, {q}, 0;\n\tdiv.u64 {j}, {q}, {div};"
-                ));
+                // The advance before the last test that went on is within `B - 1 - c0`
+                // (going up; `c0 - B - 1` down), clamped at 0; an access before a test that
+                // reads the counter before its update may see one step more.
+                let dist = self.tmp();
+                if up {
+                    self.line(&format!(
+                        "sub.s64 {dist}, {bound}, {c0};\n\tadd.s64 {dist}, {dist}, -1;"
+                    ));
+                } else {
+                    self.line(&format!(
+                        "sub.s64 {dist}, {c0}, {bound};\n\tadd.s64 {dist}, {dist}, -1;"
+                    ));
+                }
+                for after in [false, true] {
+                    if !v.hoisted.iter().any(|h| h.after_test == after) {
+                        continue;
+                    }
+                    let m = self.tmp();
+                    if t.a == 0 && !after {
+                        self.line(&format!(
+                            "add.s64 {m}, {dist}, {d};\n\tmax.s64 {m}, {m}, 0;"
+                        ));
+                    } else {
+                        self.line(&format!("max.s64 {m}, {dist}, 0;"));
+                    }
+                    if !up {
+                        self.line(&format!("neg.s64 {m}, {m};"));
+                    }
+                    advance[usize::from(after)] = Some(m);
+                }
+                if needs_j {
+                    let (q, j) = (self.tmp(), self.tmp());
+                    if up {
+                        self.line(&format!("sub.s64 {q}, {bound}, {first};"));
+                    } else {
+                        self.line(&format!("sub.s64 {q}, {first}, {bound};"));
+                    }
+                    match t.step_imm {
+                        Some(k) => {
+                            let k = k.unsigned_abs();
+                            self.line(&format!(
+                                "add.s64 {q}, {q}, {};\n\tmax.s64 {q}, {q}, 0;\n\tdiv.u64 {j}, {q}, {k};",
+                                k - 1
+                            ));
+                        }
+                        None => {
+                            // A register step: a 32-bit division (both fit, else fail).
+                            self.line(&format!(
+                                "add.s64 {q}, {q}, {d};\n\tadd.s64 {q}, {q}, -1;\n\tmax.s64 {q}, {q}, 0;"
+                            ));
+                            let big = ((1u64 << 32) - 1).to_string();
+                            self.fail_if("gt.u64", &q, &big);
+                            self.fail_if("gt.u64", &d, &big);
+                            self.line(&format!(
+                                "cvt.u32.u64 %__cc_x, {q};\n\tcvt.u32.u64 %__cc_y, {d};\n\tmax.u32 %__cc_y, %__cc_y, 1;\n\tdiv.u32 %__cc_x, %__cc_x, %__cc_y;\n\tcvt.u64.u32 {j}, %__cc_x;"
+                            ));
+                        }
+                    }
+                    iterations = self.per_test(&j, v);
+                }
             }
             TripKind::Ne => {
-                self.fail_if("eq.s64", &s, "0");
+                // `J + a = (B - c0) / S`, exactly.
+                let (q, j) = (self.tmp(), self.tmp());
                 self.line(&format!("sub.s64 {q}, {bound}, {c0};"));
-                self.line(&format!(
-                    "setp.eq.s64 %__cc_q, {s}, 0;\n\tselp.b64 {div}, 1, {s}, %__cc_q;"
-                ));
-                let r = self.tmp();
-                self.line(&format!(
-                    "rem.s64 {r}, {q}, {div};\n\tdiv.s64 {j}, {q}, {div};"
-                ));
-                self.fail_if("ne.s64", &r, "0");
+                match t.step_imm {
+                    Some(1) => self.line(&format!("mov.b64 {j}, {q};")),
+                    Some(-1) => self.line(&format!("neg.s64 {j}, {q};")),
+                    Some(0) => self.fail_if("eq.s64", &q, &q),
+                    Some(k) => {
+                        let r = self.tmp();
+                        self.line(&format!("rem.s64 {r}, {q}, {k};\n\tdiv.s64 {j}, {q}, {k};"));
+                        self.fail_if("ne.s64", &r, "0");
+                    }
+                    None => {
+                        self.fail_if("eq.s64", &s, "0");
+                        let (div, r) = (self.tmp(), self.tmp());
+                        self.line(&format!(
+                            "setp.eq.s64 %__cc_q, {s}, 0;\n\tselp.b64 {div}, 1, {s}, %__cc_q;"
+                        ));
+                        self.line(&format!(
+                            "rem.s64 {r}, {q}, {div};\n\tdiv.s64 {j}, {q}, {div};"
+                        ));
+                        self.fail_if("ne.s64", &r, "0");
+                    }
+                }
                 self.line(&format!("sub.s64 {j}, {j}, {};", t.a));
                 self.fail_if("lt.s64", &j, "0");
+                iterations = self.per_test(&j, v);
+                for after in [false, true] {
+                    if let Some(ja) = iterations[usize::from(after)].clone() {
+                        let m = self.tmp();
+                        self.line(&format!("mul.lo.s64 {m}, {ja}, {s};"));
+                        advance[usize::from(after)] = Some(m);
+                    }
+                }
             }
         }
-        self.fail_if("gt.u64", &j, &(1i64 << 30).to_string());
-        // The last tested value stays in the comparison's range.
-        let last = self.tmp();
-        self.line(&format!("add.s64 {last}, {j}, {};", t.a));
-        self.line(&format!("mul.lo.s64 {last}, {last}, {s};"));
-        self.line(&format!("add.s64 {last}, {last}, {c0};"));
-        if t.bits == 64 {
-            if !t.signed {
-                self.fail_if("lt.s64", &last, "0");
-            }
-        } else {
-            self.in_range(&last, t.bits, t.signed);
-        }
-        let j1 = self.tmp();
-        self.line(&format!("sub.s64 {j1}, {j}, 1;\n\tmax.s64 {j1}, {j1}, 0;"));
         for h in &v.hoisted {
-            let jj = if h.after_test { j1.clone() } else { j.clone() };
+            let at = usize::from(h.after_test);
+            // `a + b*j` at the last iteration, for a line with slope `k` times the counter's.
+            let end = |g: &mut Gen, a: &str, b: &Val, k: Option<i64>| -> String {
+                let p = match k {
+                    Some(k) => {
+                        let m = advance[at]
+                            .clone()
+                            .expect("advance computed for every access");
+                        g.product(&m, &k.to_string())
+                    }
+                    None => {
+                        let j = iterations[at]
+                            .clone()
+                            .expect("J computed where a slope needs it");
+                        let b = g.val(b);
+                        g.product(&b, &j)
+                    }
+                };
+                let e = g.tmp();
+                g.line(&format!("add.s64 {e}, {a}, {p};"));
+                e
+            };
             for w in &h.windows {
-                let (a, b) = (self.val(&w.a), self.val(&w.b));
-                let p = self.product(&b, &jj);
-                let e = self.tmp();
-                self.line(&format!("add.s64 {e}, {a}, {p};"));
+                let a = self.val(&w.a);
+                let e = end(self, &a, &w.b, w.k);
                 self.in_range(&e, w.bits, w.signed);
             }
-            let start = self.val(&h.start);
-            let step = self.val(&h.step);
+            let start = self.val(&add(h.base.clone(), Val::Imm(h.lo)));
             let (b, lim) = (self.tmp(), self.tmp());
             self.code.push_str(&base(&h.origin, &b));
-            self.code.push_str(&limit(&h.origin, h.bytes, &lim));
+            self.code
+                .push_str(&limit(&h.origin, (h.hi - h.lo) as u64, &lim));
             let o0 = self.tmp();
             self.line(&format!("sub.s64 {o0}, {start}, {b};"));
             self.fail_if("ge.u64", &o0, &lim);
-            let p = self.product(&step, &jj);
-            let oj = self.tmp();
-            self.line(&format!("add.s64 {oj}, {o0}, {p};"));
+            let oj = end(self, &o0, &h.step, h.k);
             self.fail_if("ge.u64", &oj, &lim);
-            if h.align && h.bytes >= 8 && h.bytes.is_power_of_two() {
+            if h.align > 0 {
+                let step = self.val(&h.step);
                 let m = self.tmp();
                 self.line(&format!(
                     "or.b64 {m}, {start}, {step};\n\tand.b64 {m}, {m}, {};",
-                    h.bytes - 1
+                    h.align - 1
                 ));
                 self.fail_if("ne.u64", &m, "0");
             }
         }
+    }
+
+    /// `J` and `max(J - 1, 0)` (the last iteration of an access before the exit test, and of
+    /// one after it), where some hoisted access is so placed; fails past `2^30`.
+    fn per_test(&mut self, j: &str, v: &Versioned) -> [Option<String>; 2] {
+        self.fail_if("gt.u64", j, &(1i64 << 30).to_string());
+        let mut out = [None, None];
+        if v.hoisted.iter().any(|h| !h.after_test) {
+            out[0] = Some(j.to_string());
+        }
+        if v.hoisted.iter().any(|h| h.after_test) {
+            let j1 = self.tmp();
+            self.line(&format!("sub.s64 {j1}, {j}, 1;\n\tmax.s64 {j1}, {j1}, 0;"));
+            out[1] = Some(j1);
+        }
+        out
     }
 }
 
@@ -1144,28 +1377,32 @@ mod tests {
         fn int(&mut self, len: u64) -> i64 {
             let small = (self.next() % 41) as i64 - 20;
             let tiny = (self.next() % 5) as i64 - 2;
-            match self.next() % 8 {
+            const STEPS: [i64; 8] = [1, 1, 2, 3, 4, -1, -4, 32];
+            match self.next() % 10 {
                 0 => small,
                 1 => (1i64 << 31) + small,
                 2 => -(1i64 << 31) + small,
                 3 => (1i64 << 32) + small,
-                4 => (len / 4) as i64 + tiny,
-                5 => (len / 16) as i64 + tiny,
-                6 => (len / 128) as i64 + tiny,
+                4 | 5 => (len / 4) as i64 + tiny,
+                6 => (len / 16) as i64 + tiny,
+                7 => (len / 128) as i64 + tiny,
+                8 => STEPS[(self.next() % 8) as usize],
                 _ => (self.next() % 3000) as i64 - 1000,
             }
         }
     }
 
     /// Checks the precheck against the loop for `n` random entry states of the registers
-    /// `inputs` (each set from `gen`), with the load's buffer at `%rd30` of `len` bytes.
+    /// `inputs` (and `ptrs`, near the buffer), with the load's buffer at `%rd30` of `len`
+    /// bytes: how many entries ran the fast loop, how many the precheck refused that would
+    /// have faulted, and the precheck.
     fn soundness(
         body: &str,
         inputs: &[&str],
         ptrs: &[&str],
         n: usize,
         seed: u64,
-    ) -> (usize, usize) {
+    ) -> (usize, usize, String) {
         let f = function(body);
         let load = f
             .stmts
@@ -1250,7 +1487,7 @@ mod tests {
                 caught += 1;
             }
         }
-        (fast, caught)
+        (fast, caught, g.code)
     }
 
     const UP_BY_REGISTER: &str = "
@@ -1263,8 +1500,11 @@ $L__BB0_2:
 	@%p2 bra $L__BB0_2;
 	ret;";
 
-    fn sound(body: &str, inputs: &[&str], ptrs: &[&str]) {
-        let (fast, caught) = soundness(body, inputs, ptrs, 1000, 0x5eed);
+    /// `divides`: the precheck needs the iteration count (a division), rather than bounding
+    /// every access by the counter's advance.
+    fn sound(body: &str, inputs: &[&str], ptrs: &[&str], divides: bool) {
+        let (fast, caught, code) = soundness(body, inputs, ptrs, 2000, 0x5eed);
+        assert_eq!(code.contains("div."), divides, "{code}");
         println!("fast {fast}, caught {caught}");
         // Neither side is empty: the precheck passes good entries and the loop would fault
         // for some it refuses.
@@ -1272,8 +1512,73 @@ $L__BB0_2:
     }
 
     #[test]
+    fn short_loops_are_left_to_their_checks() {
+        // A remainder loop (at most `m` iterations from `x & m`), and a loop from one
+        // constant to another: versioned only when the precheck can pay.
+        let loop_from = |init: &str, bound: &str, step: &str| {
+            function(&format!(
+                "
+	{init}
+$L__BB0_2:
+	ld.global.f32 %f1, [%rd5];
+	add.s64 %rd5, %rd5, 4;
+	add.s32 %r5, %r5, {step};
+	setp.ne.s32 %p2, %r5, {bound};
+	@%p2 bra $L__BB0_2;
+	ret;"
+            ))
+        };
+        let versioned = |f: &Function| {
+            let load = f
+                .stmts
+                .iter()
+                .position(|s| matches!(&s.kind, StmtKind::Instr(i) if i.op() == "ld"))
+                .unwrap();
+            let c: BTreeMap<(usize, usize), Candidate> = [(
+                (load, 1),
+                Candidate {
+                    origin: Origin::Param {
+                        index: 0,
+                        space: super::super::ptx::Space::Global,
+                    },
+                    bytes: 4,
+                    group: None,
+                },
+            )]
+            .into();
+            !plan(f, &c).is_empty()
+        };
+        assert!(!versioned(&loop_from("and.b32 %r5, %r9, 3;", "0", "-1")));
+        assert!(versioned(&loop_from("and.b32 %r5, %r9, 255;", "0", "-1")));
+        assert!(!versioned(&loop_from("mov.u32 %r5, 0;", "8", "1")));
+        assert!(versioned(&loop_from("mov.u32 %r5, 0;", "1024", "1")));
+        assert!(versioned(&loop_from("mov.u32 %r5, %r9;", "0", "-1")));
+    }
+
+    #[test]
     fn a_pointer_stepped_by_a_register_up_to_a_signed_bound() {
-        sound(UP_BY_REGISTER, &["%rd3", "%r5", "%r3", "%r4"], &["%rd5"]);
+        sound(
+            UP_BY_REGISTER,
+            &["%rd3", "%r5", "%r3", "%r4"],
+            &["%rd5"],
+            true,
+        );
+    }
+
+    #[test]
+    fn a_pointer_stepped_by_a_register_beside_a_counter_stepped_by_four() {
+        // An unrolled loop's main part: the iteration count is a division by the constant.
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_8:
+	ld.global.f32 %f1, [%rd40];
+	add.s64 %rd40, %rd40, %rd10;
+	add.s64 %rd39, %rd39, 4;
+	cvt.u32.u64 %r18, %rd39;
+	setp.lt.s32 %p8, %r18, %r4;
+	@%p8 bra $L__BB0_8;
+	ret;";
+        sound(body, &["%rd10", "%rd39", "%r4"], &["%rd40"], true);
     }
 
     #[test]
@@ -1288,7 +1593,7 @@ $L__BB0_3:
 	setp.ne.s32 %p3, %r40, 0;
 	@%p3 bra $L__BB0_3;
 	ret;";
-        sound(body, &["%r40", "%r41"], &["%rd20"]);
+        sound(body, &["%r40", "%r41"], &["%rd20"], false);
     }
 
     #[test]
@@ -1304,7 +1609,7 @@ $L__BB0_2:
 	setp.lt.s32 %p2, %r5, %r4;
 	@%p2 bra $L__BB0_2;
 	ret;";
-        sound(body, &["%r5", "%r7", "%r8", "%r4"], &[]);
+        sound(body, &["%r5", "%r7", "%r8", "%r4"], &[], true);
     }
 
     #[test]
@@ -1319,7 +1624,7 @@ $L__BB0_2:
 	setp.lt.s32 %p2, %r18, %r4;
 	@%p2 bra $L__BB0_2;
 	ret;";
-        sound(body, &["%rd9", "%r4"], &["%rd5"]);
+        sound(body, &["%rd9", "%r4"], &["%rd5"], false);
     }
 
     #[test]
@@ -1334,7 +1639,7 @@ $L__BB0_2:
 	setp.hi.u32 %p2, %r5, %r4;
 	@%p2 bra $L__BB0_2;
 	ret;";
-        sound(body, &["%r5", "%r4"], &[]);
+        sound(body, &["%r5", "%r4"], &[], false);
     }
 
     #[test]
@@ -1351,7 +1656,7 @@ $L__BB0_2:
 	bra.uni $L__BB0_2;
 $L__BB0_9:
 	ret;";
-        sound(body, &["%r5", "%r4", "%r3"], &[]);
+        sound(body, &["%r5", "%r4", "%r3"], &[], false);
     }
 
     #[test]
@@ -1366,6 +1671,6 @@ $L__BB0_2:
 	setp.lt.s64 %p2, %rd9, %rd4;
 	@%p2 bra $L__BB0_2;
 	ret;";
-        sound(body, &["%rd9", "%rd3", "%rd4"], &[]);
+        sound(body, &["%rd9", "%rd3", "%rd4"], &[], false);
     }
 }
