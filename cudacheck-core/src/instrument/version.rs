@@ -676,6 +676,12 @@ impl Analysis<'_> {
                 Some(b) => {
                     let b = ext(b, from, true);
                     let k = x.k.filter(|&k| k == 0 || (k == 1 && from == counter_bits));
+                    // The counter itself, before its update, read as its test reads it: its
+                    // values are among the tested ones (or its entry value), which the trip's
+                    // own condition keeps in this range.
+                    if k == Some(1) && a == t.c0 && signed == t.signed {
+                        return Aff { a, b: Some(b), k };
+                    }
                     win.push(Window {
                         a: a.clone(),
                         b: b.clone(),
@@ -896,6 +902,20 @@ impl Gen {
         self.fail_if("gt.s64", v, &hi.to_string());
     }
 
+    /// `x * k` for a counter's advance `x` (below `2^34` in magnitude for a counter of at
+    /// most 32 bits) and a small constant `k`: no overflow to check then.
+    fn scaled(&mut self, x: &str, k: i64, narrow: bool) -> String {
+        if narrow && k.unsigned_abs() < 1 << 28 {
+            if k == 1 {
+                return x.to_string();
+            }
+            let p = self.tmp();
+            self.line(&format!("mul.lo.s64 {p}, {x}, {k};"));
+            return p;
+        }
+        self.product(x, &k.to_string())
+    }
+
     /// `x * y` into a new register; fails when the product leaves 64 signed bits.
     fn product(&mut self, x: &str, y: &str) -> String {
         let (lo, hi, sign) = (self.tmp(), self.tmp(), self.tmp());
@@ -950,16 +970,24 @@ impl Gen {
             TripKind::Up | TripKind::Down => {
                 let up = t.kind == TripKind::Up;
                 // d: the step's magnitude in the loop's direction.
-                let d = self.tmp();
-                if up {
-                    self.line(&format!("mov.b64 {d}, {s};"));
+                let d = if up {
+                    s.clone()
                 } else {
+                    let d = self.tmp();
                     self.line(&format!("neg.s64 {d}, {s};"));
+                    d
+                };
+                match t.step_imm {
+                    Some(k) if k != 0 && (k > 0) == up => {}
+                    _ => self.fail_if("le.s64", &d, "0"),
                 }
-                self.fail_if("le.s64", &d, "0");
-                let first = self.tmp();
-                self.line(&format!("mul.lo.s64 {first}, {s}, {};", t.a));
-                self.line(&format!("add.s64 {first}, {first}, {c0};"));
+                let first = if t.a == 0 {
+                    c0.clone()
+                } else {
+                    let f = self.tmp();
+                    self.line(&format!("add.s64 {f}, {c0}, {s};"));
+                    f
+                };
                 // Every tested value lies between the first and the first past the bound
                 // (`B - 1 + S` going up, `B + 1 + S` going down): both in the range.
                 let past = self.tmp();
@@ -1079,7 +1107,7 @@ impl Gen {
                         let m = advance[at]
                             .clone()
                             .expect("advance computed for every access");
-                        g.product(&m, &k.to_string())
+                        g.scaled(&m, k, t.bits <= 32)
                     }
                     None => {
                         let j = iterations[at]
