@@ -19,6 +19,7 @@
 #   compute-sanitizer memcheck over each bounds-checked kernel's launch (--checked-only), the
 #   kernels/ set, then the compat fixtures and the examples. seventh-c: the bounds-checking
 #   GPU tests, the set with and without loop versioning, memcheck over the checked launches.
+#   seventh-d: the whole GPU tier, the kernels/ set, the compat fixtures and the examples.
 # sanitize: compute-sanitizer --tool memcheck over the benchmark set's plain kernels (one
 #   launch each), and nvcc's reference compile of the whole-program corpora when carried.
 # confirm: the PTX tests, the old-driver test, candle's PTX, and the launch benchmark three
@@ -178,6 +179,14 @@ seventh-c)
   rest=$(( 575 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && step "$rest" memcheck_checked "$sanitizer" --tool memcheck \
     target/gpu-bundle/release/bench_set --checked-only
+  ;;
+seventh-d)
+  # The final code: the whole GPU tier, the kernels/ set, the compat fixtures and examples.
+  step 300 tests scripts/gpu-run.sh tests
+  step 100 bench_instrument target/gpu-bundle/release/bench_instrument \
+    "$run/bench_instrument.json" "$run/bench_instrument.md"
+  rest=$(( 575 - ($(date +%s) - start) ))
+  [ "$rest" -gt 30 ] && step "$rest" compat_examples scripts/gpu-run.sh compat examples
   ;;
 races)
   t=target/gpu-bundle/tests
