@@ -517,11 +517,9 @@ fn exit_test(
             o.reg()
                 .and_then(|r| l.ivs.iter().position(|iv| iv.reg == r))
         };
-        // `x = iv + k` set once in the loop, before the test: for `==`/`!=`.
-        let shifted = |o: &Operand<'_>| -> Option<(usize, Bound, usize)> {
-            if !matches!(cmp, Cmp::Eq | Cmp::Ne) {
-                return None;
-            }
+        // The one definition in the loop of the register `o` names, in the test's block
+        // before the `setp`.
+        let def_before_test = |o: &Operand<'_>| -> Option<(usize, &Instr)> {
             let x = o.reg()?;
             let ds: Vec<usize> = defs
                 .get(x)?
@@ -533,7 +531,14 @@ fn exit_test(
             if cfg.block_of(d) != Some(b) || d > setp {
                 return None;
             }
-            let i = instr(f, d)?;
+            Some((d, instr(f, d)?))
+        };
+        // `x = iv + k` set once in the loop, before the test: for `==`/`!=`.
+        let shifted = |o: &Operand<'_>| -> Option<(usize, Bound, usize)> {
+            if !matches!(cmp, Cmp::Eq | Cmp::Ne) {
+                return None;
+            }
+            let (d, i) = def_before_test(o)?;
             if i.op() != "add" || i.guard.is_some() || i.has("cc") || i.operands.len() != 3 {
                 return None;
             }
@@ -554,18 +559,7 @@ fn exit_test(
         };
         // `x = cvt.narrow.wide iv`, set once in the loop, before the test in its block.
         let narrowed = |o: &Operand<'_>| -> Option<(usize, usize)> {
-            let x = o.reg()?;
-            let ds: Vec<usize> = defs
-                .get(x)?
-                .iter()
-                .copied()
-                .filter(|&d| l.contains_stmt(cfg, d))
-                .collect();
-            let [d] = ds[..] else { return None };
-            if cfg.block_of(d) != Some(b) || d > setp {
-                return None;
-            }
-            let i = instr(f, d)?;
+            let (d, i) = def_before_test(o)?;
             let tys: Vec<&str> = i.parts().skip(1).collect();
             let [dst, src] = tys[..] else { return None };
             let int = |t: &str| {
