@@ -39,6 +39,11 @@ struct KernelEntry {
     /// by the launch's arguments (a launch whose arguments do not keep them in bounds runs
     /// the build with a device check for each).
     host_checked: u32,
+    /// Of `checked`, those each thread checks once before their loop, on the device, over
+    /// every iteration (a versioned loop: the loop then runs without their checks).
+    hoisted: u32,
+    /// The loops so versioned.
+    versioned_loops: u32,
     unchecked: Vec<UncheckedEntry>,
     /// With `--races`: what the race-checked build checks.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -203,6 +208,8 @@ fn entry(k: &InstrumentedKernel, races: &[RaceKernel]) -> KernelEntry {
         checked: c.checked + c.proven + c.host_checked,
         proven: c.proven,
         host_checked: c.host_checked,
+        hoisted: c.hoisted,
+        versioned_loops: c.versioned_loops,
         unchecked: c
             .unchecked
             .iter()
