@@ -60,12 +60,25 @@
 //! `>`, `>=` and the reversed outcome normalized to it), the last iteration is
 //! `J = max(0, ceil((B - c0 - S*a) / S))`, requiring `S > 0`; for "go on while `c != B`",
 //! `J = (B - c0) / S - a`, requiring `S` to divide `B - c0` with a quotient of at least `a`.
-//! Both hold only if the tested values do not wrap: the precheck requires the last tested
-//! value `c0 + S*(J + a)` to lie in the comparison's range (the first does, and they are
-//! monotone in between), `J < 2^30` and, for 64-bit counters, entry values below `2^62` and
-//! steps below `2^32` in magnitude, so that its own arithmetic (64-bit) is exact. An access
-//! in a block the test's block dominates runs only in iterations whose test went on: its
-//! last iteration is `J - 1` (`J` otherwise: more iterations than run is only stricter).
+//! Both hold only if the tested values do not wrap: going up, every tested value lies between
+//! the first, `c0 + S*a`, and the first past the bound, below `B + S` (going down likewise),
+//! so the precheck requires `c0 + S*a` and `B - 1 + S` (`B + 1 + S` down) to lie in the
+//! comparison's range: then by induction every tested value is exact and the test decides
+//! as the formula says; for `!=` the values run monotonically from `c0` to `B`, both in
+//! range. For 64-bit counters it also requires entry values below `2^61` and steps below
+//! `2^32` in magnitude, so that its own arithmetic (64-bit) is exact. An access in a block
+//! the test's block dominates runs only in iterations whose test went on: its last iteration
+//! is `J - 1` (`J` otherwise: more iterations than run is only stricter).
+//!
+//! **Without a division.** Where an access's slope `b` is `k` times the counter's step (the
+//! counter itself widened as its test reads it, scaled by constants; or a pointer stepped by
+//! a constant multiple of a constant step), `b*j = k*(S*j)`, and the counter's advance `S*j`
+//! at any iteration the access runs in is bounded by the test directly: the test before that
+//! iteration went on, so `c0 + S*j < B` going up, i.e. `S*j <= B - 1 - c0` (one step more
+//! for an access before a test that reads the counter before its update). The precheck then
+//! uses `k * max(0, B - 1 - c0)` for `b*J`: no iteration count, no division, and no looser
+//! than the user's own bound on the index. Other slopes use `J` (a division: by a constant
+//! where the step is one, `< 2^30` required).
 //!
 //! **The range.** An access's offset from its buffer is `o(j) = o0 + B*j (mod 2^64)` with
 //! `o0 = a + offset - base`. The precheck requires `o0 <= len - bytes` (unsigned), the
