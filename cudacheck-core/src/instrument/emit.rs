@@ -64,7 +64,7 @@ use super::range::{ranges, Ranges};
 use super::record::FaultKind;
 use super::version::{self, Candidate, Versioned};
 use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
-use crate::ir::{effects, Address};
+use crate::ir::{effects, Address, Cfg, Loop};
 
 /// The recording functions every instrumented module gets, after its header.
 const RUNTIME: &str = r#"
@@ -191,7 +191,26 @@ impl Len {
             Len::Code(code, reg) => (code.clone(), reg.clone()),
         }
     }
+
+    /// The 64-bit check's limit for an access of `bytes`: an offset at or above
+    /// `max(len - bytes + 1, 0)` is out of bounds. The code to run first (leaving it in the
+    /// 64-bit register `dst` when the length is not a constant) and the operand.
+    fn limit64(&self, bytes: u64, dst: &str) -> (String, String) {
+        match self {
+            Len::Const(c) => (String::new(), (c + 1).saturating_sub(bytes).to_string()),
+            Len::Code(code, reg) => (
+                format!(
+                    "{code}add.s64 {dst}, {reg}, {};\n\tmax.s64 {dst}, {dst}, 0;\n\t",
+                    1 - bytes as i64
+                ),
+                dst.to_string(),
+            ),
+        }
+    }
 }
+
+/// Device-checked accesses a versioned loop may hoist, by (statement, operand).
+type Candidates = BTreeMap<(usize, usize), Candidate>;
 
 struct KernelEmitter<'a> {
     text: &'a str,
@@ -209,9 +228,10 @@ struct KernelEmitter<'a> {
     /// statement `instr` is looking at (`usize::MAX` in a group's slow copy).
     host: BTreeMap<(usize, usize), HostExpr>,
     host_checks: Vec<HostCheck>,
-    /// How many host-checkable accesses were met so far: the position each has in the list
-    /// of the build without [`InstrumentOptions::on_device`], which names them by it.
-    host_seen: usize,
+    /// Of `host`, the accesses this build leaves to the host: all but those the launch moved
+    /// back to the device ([`InstrumentOptions::on_device`], by position; see
+    /// [`Self::device_checks`]).
+    on_host: BTreeSet<(usize, usize)>,
     stmt: usize,
     /// Some atomic was redirected to the module's sink ([`SINK`]), which must be declared.
     sink: bool,
@@ -223,6 +243,9 @@ struct KernelEmitter<'a> {
     fast_parts: Option<(String, Option<String>, String)>,
     /// The prechecks' temporaries (`%__cc_h<n>`).
     version_regs: u32,
+    /// The function's control-flow graph and loops, built once for the guard analysis and
+    /// loop versioning both ([`Self::model`]).
+    model: std::cell::OnceCell<(Cfg, Vec<Loop>)>,
 }
 
 impl<'a> KernelEmitter<'a> {
@@ -249,13 +272,14 @@ impl<'a> KernelEmitter<'a> {
             cold: String::new(),
             host: BTreeMap::new(),
             host_checks: Vec::new(),
-            host_seen: 0,
+            on_host: BTreeSet::new(),
             stmt: usize::MAX,
             sink: false,
             hoist: BTreeSet::new(),
             in_loop: false,
             fast_parts: None,
             version_regs: 0,
+            model: std::cell::OnceCell::new(),
         }
     }
 
@@ -303,10 +327,13 @@ impl<'a> KernelEmitter<'a> {
                 .filter(|((k, _), _)| !groups.iter().any(|g| (g.first..=g.last).contains(k)))
                 .collect();
         }
+        let (candidates, on_host) = self.device_checks(&groups);
+        self.on_host = on_host;
         let versioned = if self.opts.keep_loop_checks {
             Vec::new()
         } else {
-            version::plan(f, &self.candidates(&groups))
+            let (cfg, loops) = self.model();
+            version::plan(f, cfg, loops, &candidates)
         };
         self.hoist = versioned
             .iter()
@@ -444,11 +471,25 @@ impl<'a> KernelEmitter<'a> {
         (pieces, kernel)
     }
 
-    /// The accesses this build checks on the device against one buffer, outside groups: what
-    /// a versioned loop may hoist (`version.rs`).
-    fn candidates(&self, groups: &[Group]) -> BTreeMap<(usize, usize), Candidate> {
+    /// The function's control-flow graph and natural loops (`crate::ir`), built on first use.
+    fn model(&self) -> (&Cfg, &[Loop]) {
+        let (cfg, loops) = self.model.get_or_init(|| {
+            let cfg = Cfg::new(self.f);
+            let loops = crate::ir::loops(self.f, &cfg);
+            (cfg, loops)
+        });
+        (cfg, loops)
+    }
+
+    /// The accesses (and groups) this build checks on the device against one buffer: what a
+    /// versioned loop may hoist (`version.rs`); and the host-checkable accesses it leaves to
+    /// the host. A host check's position, by which a launch moves it back to the device
+    /// ([`InstrumentOptions::on_device`]), is its place in this walk: statements in order,
+    /// outside groups, each instruction's accesses in order, the order `instr` emits them in.
+    fn device_checks(&self, groups: &[Group]) -> (Candidates, BTreeSet<(usize, usize)>) {
         let mut out = BTreeMap::new();
-        let mut host_seen = 0usize;
+        let mut on_host = BTreeSet::new();
+        let mut position = 0usize;
         let mut k = 0;
         while k < self.f.stmts.len() {
             if let Some(g) = groups.iter().find(|g| g.first == k) {
@@ -469,10 +510,10 @@ impl<'a> KernelEmitter<'a> {
                 let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, &a);
                 let Decision::Check(o) = d else { continue };
                 if self.host.contains_key(&(k, a.operand)) {
-                    // The position `instr` gives it: on the host unless the launch moved it.
-                    let on_device = self.opts.on_device.contains(host_seen);
-                    host_seen += 1;
-                    if !on_device {
+                    let moved = self.opts.on_device.contains(position);
+                    position += 1;
+                    if !moved {
+                        on_host.insert((k, a.operand));
                         continue;
                     }
                 }
@@ -487,22 +528,15 @@ impl<'a> KernelEmitter<'a> {
             }
             k += 1;
         }
-        out
+        (out, on_host)
     }
 
     /// The check before versioned loop `n`: the fast copy when every hoisted access passes.
     fn precheck(&mut self, n: usize, v: &Versioned) -> String {
         let mut g = version::Gen::new();
         let base = |o: &Origin, dst: &str| self.load_base(o, 64, dst, "");
-        let limit = |o: &Origin, bytes: u64, dst: &str| -> String {
-            let keep = 1 - bytes as i64;
-            match self.load_len(o, dst, "") {
-                Len::Const(c) => format!("mov.u64 {dst}, {};\n\t", (c + 1).saturating_sub(bytes)),
-                Len::Code(code, reg) => {
-                    format!("{code}add.s64 {dst}, {reg}, {keep};\n\tmax.s64 {dst}, {dst}, 0;\n\t")
-                }
-            }
-        };
+        let limit =
+            |o: &Origin, bytes: u64, dst: &str| self.load_len(o, dst, "").limit64(bytes, dst);
         g.precheck(v, &base, &limit);
         self.version_regs = self.version_regs.max(g.regs);
         format!(
@@ -561,7 +595,8 @@ impl<'a> KernelEmitter<'a> {
     /// expresses.
     fn host_checked(&self) -> BTreeMap<(usize, usize), HostExpr> {
         let mut out = BTreeMap::new();
-        let Some(g) = Guards::new(self.f) else {
+        let (cfg, loops) = self.model();
+        let Some(g) = Guards::new(self.f, cfg, loops) else {
             return out;
         };
         for (k, s) in self.f.stmts.iter().enumerate() {
@@ -796,18 +831,8 @@ impl<'a> KernelEmitter<'a> {
             if g.min != 0 {
                 let _ = write!(c, "add.s64 %__cc_o, %__cc_o, {};\n\t", g.min);
             }
-            match &len {
-                Len::Const(l) => {
-                    let lim = (l + 1).saturating_sub(span);
-                    let _ = write!(c, "setp.ge.u64 %__cc_p, %__cc_o, {lim};\n\t");
-                }
-                Len::Code(code, reg) => {
-                    let _ = write!(
-                        c,
-                        "{code}add.s64 %__cc_u, {reg}, {keep};\n\tmax.s64 %__cc_u, %__cc_u, 0;\n\tsetp.ge.u64 %__cc_p, %__cc_o, %__cc_u;\n\t"
-                    );
-                }
-            }
+            let (code, lim) = len.limit64(span, "%__cc_u");
+            let _ = write!(c, "{code}setp.ge.u64 %__cc_p, %__cc_o, {lim};\n\t");
         }
         let _ = write!(c, "@%__cc_p bra $__cc_slow{n};\n\t");
         // The exact copy: every statement of the segment, each access with its own check.
@@ -883,12 +908,7 @@ impl<'a> KernelEmitter<'a> {
                     let hoisted = self.hoist.contains(&(self.stmt, a.operand));
                     let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a);
                     let on_host = matches!(d, Decision::Check(_))
-                        && self.host.contains_key(&(self.stmt, a.operand))
-                        && {
-                            let k = self.host_seen;
-                            self.host_seen += 1;
-                            !self.opts.on_device.contains(k)
-                        };
+                        && self.on_host.contains(&(self.stmt, a.operand));
                     match d {
                         Decision::Proven => self.coverage.proven += 1,
                         Decision::Unchecked(why) => self.skip(i, loc, why),
@@ -1133,20 +1153,9 @@ impl<'a> KernelEmitter<'a> {
                     let _ = write!(s, "add.s64 %__cc_o, %__cc_o, {};\n\t", addr.offset);
                 }
             }
-            match &len {
-                Len::Const(c) => {
-                    let lim = (c + 1).saturating_sub(a.bytes);
-                    s.push_str(&setp(64, "%__cc_o", &lim.to_string()));
-                }
-                Len::Code(code, reg) => {
-                    s.push_str(code);
-                    let _ = write!(
-                        s,
-                        "add.s64 %__cc_u, {reg}, {keep};\n\tmax.s64 %__cc_u, %__cc_u, 0;\n\t"
-                    );
-                    s.push_str(&setp(64, "%__cc_o", "%__cc_u"));
-                }
-            }
+            let (code, lim) = len.limit64(a.bytes, "%__cc_u");
+            s.push_str(&code);
+            s.push_str(&setp(64, "%__cc_o", &lim));
         }
         if align.is_some() {
             s.push_str("or.pred %__cc_p, %__cc_p, %__cc_v;\n\t");

@@ -387,9 +387,10 @@ pub(crate) struct Guards<'a> {
     visiting: std::cell::RefCell<Vec<String>>,
     /// The facts holding at each statement asked about so far ([`Guards::state_at`]).
     states: std::cell::RefCell<BTreeMap<usize, std::rc::Rc<State>>>,
-    /// The typed model's control-flow graph and loops ([`crate::ir`]).
-    cfg: Cfg,
-    loops: Vec<Loop>,
+    /// The typed model's control-flow graph and loops ([`crate::ir`]), built once by the
+    /// emitter for this analysis and loop versioning both.
+    cfg: &'a Cfg,
+    loops: &'a [Loop],
 }
 
 const MAX_DEPTH: u32 = 96;
@@ -401,7 +402,7 @@ const MAX_SIZE: usize = 800;
 impl<'a> Guards<'a> {
     /// `None` when the control flow cannot be followed (an indirect branch, a label defined
     /// twice): then no access is host-checked.
-    pub(crate) fn new(f: &'a Function) -> Option<Guards<'a>> {
+    pub(crate) fn new(f: &'a Function, cfg: &'a Cfg, loops: &'a [Loop]) -> Option<Guards<'a>> {
         let mut labels: BTreeMap<&str, usize> = BTreeMap::new();
         let mut starts: BTreeSet<usize> = BTreeSet::from([0]);
         let mut defs: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -528,10 +529,9 @@ impl<'a> Guards<'a> {
             budget: std::cell::Cell::new(0),
             visiting: std::cell::RefCell::new(Vec::new()),
             states: std::cell::RefCell::new(BTreeMap::new()),
-            cfg: Cfg::new(f),
-            loops: Vec::new(),
+            cfg,
+            loops,
         };
-        g.loops = crate::ir::loops(f, &g.cfg);
         g.solve();
         Some(g)
     }
@@ -1206,7 +1206,7 @@ impl<'a> Guards<'a> {
                 let Some(&dy) = self.defs.get(y).and_then(|d| d.first()) else {
                     continue;
                 };
-                if !l.contains_stmt(&self.cfg, dy) || self.before(dy, at) != Some(true) {
+                if !l.contains_stmt(self.cfg, dy) || self.before(dy, at) != Some(true) {
                     continue;
                 }
                 if !seen.insert(y.clone()) {
@@ -1650,7 +1650,7 @@ impl<'a> Guards<'a> {
             .iter()
             .rev()
             .find(|l| l.ivs.iter().any(|iv| iv.reg == reg))?;
-        let inside = l.contains_stmt(&self.cfg, at);
+        let inside = l.contains_stmt(self.cfg, at);
         let t = l.exit_test.as_ref().filter(|t| !t.narrowed)?;
         let iv = l.ivs.iter().find(|iv| iv.reg == reg)?;
         let c = &l.ivs[t.iv];
@@ -1662,7 +1662,7 @@ impl<'a> Guards<'a> {
                 .get(r)?
                 .iter()
                 .copied()
-                .filter(|&k| !l.contains_stmt(&self.cfg, k))
+                .filter(|&k| !l.contains_stmt(self.cfg, k))
                 .collect();
             let plain = outside
                 .iter()
@@ -1790,7 +1790,7 @@ impl<'a> Guards<'a> {
         let steps_before = if !inside {
             // After the loop: every iteration's update may have run.
             Add(b(last), b(one()))
-        } else if l.may_follow_in_iteration(&self.cfg, iv.update, at) {
+        } else if l.may_follow_in_iteration(self.cfg, iv.update, at) {
             // The update may have run before `at` in this iteration: one more step.
             Add(b(last), b(one()))
         } else {
@@ -1801,7 +1801,7 @@ impl<'a> Guards<'a> {
         let ran = |update: usize| -> Option<i8> {
             if self.before(update, at) == Some(true) {
                 Some(1)
-            } else if !l.may_follow_in_iteration(&self.cfg, update, at) {
+            } else if !l.may_follow_in_iteration(self.cfg, update, at) {
                 Some(0)
             } else {
                 None
@@ -2637,7 +2637,10 @@ mod tests {
         let rem = "\tshl.b64 %rd3, %rd10, 2;";
         let value = |body: String, reg: &str| {
             let m = crate::ir::read::parse(&ptx(body)).unwrap();
-            let g = Guards::new(&m.functions[0]).unwrap();
+            let f = &m.functions[0];
+            let cfg = Cfg::new(f);
+            let loops = crate::ir::loops(f, &cfg);
+            let g = Guards::new(f, &cfg, &loops).unwrap();
             g.budget.set(2000);
             g.wide_division(reg, 0)
         };

@@ -300,21 +300,14 @@ pub(crate) const GROUP: usize = usize::MAX;
 /// The loops of `f` worth versioning, with the candidates each hoists.
 pub(crate) fn plan(
     f: &Function,
+    cfg: &Cfg,
+    loops: &[Loop],
     candidates: &BTreeMap<(usize, usize), Candidate>,
 ) -> Vec<Versioned> {
     if candidates.is_empty() {
         return Vec::new();
     }
-    let cfg = Cfg::new(f);
-    let loops = crate::ir::loops(f, &cfg);
-    let mut defs: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (k, s) in f.stmts.iter().enumerate() {
-        if let StmtKind::Instr(i) = &s.kind {
-            for d in effects(i).defs {
-                defs.entry(d).or_default().push(k);
-            }
-        }
-    }
+    let defs = crate::ir::loops::definitions(f);
     // The `{ }` depth before each statement (and after the last).
     let mut depth = Vec::with_capacity(f.stmts.len() + 1);
     let mut d = 0usize;
@@ -339,7 +332,7 @@ pub(crate) fn plan(
         }
         let a = Analysis {
             f,
-            cfg: &cfg,
+            cfg,
             l,
             defs: &defs,
             depth: &depth,
@@ -940,8 +933,9 @@ impl Gen {
     }
 
     /// The precheck of `v`: leaves `%__cc_hf` set when some hoisted access may fail.
-    /// `base(o, dst)` loads a buffer's base address, `limit(o, bytes, dst)` leaves
-    /// `max(len - bytes + 1, 0)` in `dst` (the access check's own limit).
+    /// `base(o, dst)` loads a buffer's base address; `limit(o, bytes, dst)` gives the code
+    /// and operand of `max(len - bytes + 1, 0)` (the access check's own limit; in `dst` when
+    /// not a constant).
     ///
     /// Two ways to the last iteration's offset (module docs): an access whose slope is `k`
     /// times the counter's step moves `k` times the counter's advance, which the exit test
@@ -951,7 +945,7 @@ impl Gen {
         &mut self,
         v: &Versioned,
         base: &dyn Fn(&Origin, &str) -> String,
-        limit: &dyn Fn(&Origin, u64, &str) -> String,
+        limit: &dyn Fn(&Origin, u64, &str) -> (String, String),
     ) {
         let t = &v.trip;
         self.line("mov.pred %__cc_hf, 0;");
@@ -1140,10 +1134,10 @@ impl Gen {
                 self.in_range(&e, w.bits, w.signed);
             }
             let start = self.val(&add(h.base.clone(), Val::Imm(h.lo)));
-            let (b, lim) = (self.tmp(), self.tmp());
+            let (b, l) = (self.tmp(), self.tmp());
             self.code.push_str(&base(&h.origin, &b));
-            self.code
-                .push_str(&limit(&h.origin, (h.hi - h.lo) as u64, &lim));
+            let (code, lim) = limit(&h.origin, (h.hi - h.lo) as u64, &l);
+            self.code.push_str(&code);
             let o0 = self.tmp();
             self.line(&format!("sub.s64 {o0}, {start}, {b};"));
             self.fail_if("ge.u64", &o0, &lim);
@@ -1197,6 +1191,12 @@ mod tests {
     //! the loop touches is inside the buffer.
     use super::*;
     use crate::ir::read::{parse, Instr};
+
+    fn plan_of(f: &Function, c: &BTreeMap<(usize, usize), Candidate>) -> Vec<Versioned> {
+        let cfg = Cfg::new(f);
+        let loops = crate::ir::loops(f, &cfg);
+        plan(f, &cfg, &loops, c)
+    }
 
     /// A tiny interpreter for the instructions the fixtures and the precheck use.
     struct Machine<'a> {
@@ -1465,7 +1465,7 @@ mod tests {
             },
         )]
         .into();
-        let vs = plan(&f, &c);
+        let vs = plan_of(&f, &c);
         assert_eq!(vs.len(), 1, "the loop is versioned: {body}");
         let v = &vs[0];
         let mut g = Gen::new();
@@ -1473,10 +1473,11 @@ mod tests {
             v,
             &|_, d| format!("mov.b64 {d}, %rd30;\n\t"),
             &|_, bytes, d| {
-                format!(
+                let code = format!(
                     "sub.s64 {d}, %rd31, {};\n\tmax.s64 {d}, {d}, 0;\n\t",
                     bytes - 1
-                )
+                );
+                (code, d.to_string())
             },
         );
         let text = format!(
@@ -1587,7 +1588,7 @@ $L__BB0_2:
                 },
             )]
             .into();
-            !plan(f, &c).is_empty()
+            !plan_of(f, &c).is_empty()
         };
         assert!(!versioned(&loop_from("and.b32 %r5, %r9, 3;", "0", "-1")));
         assert!(versioned(&loop_from("and.b32 %r5, %r9, 255;", "0", "-1")));

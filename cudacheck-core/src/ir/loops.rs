@@ -301,7 +301,7 @@ fn natural_loop(cfg: &Cfg, header: BlockId, mut latches: Vec<BlockId>) -> Loop {
 }
 
 /// For every register, the statements that define it.
-fn definitions(f: &Function) -> HashMap<&str, Vec<usize>> {
+pub(crate) fn definitions(f: &Function) -> HashMap<&str, Vec<usize>> {
     let mut defs: HashMap<&str, Vec<usize>> = HashMap::new();
     for (k, s) in f.stmts.iter().enumerate() {
         if let StmtKind::Instr(i) = &s.kind {
