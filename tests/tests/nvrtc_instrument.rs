@@ -1212,8 +1212,9 @@ fn global_atomic(line: &str) -> bool {
 /// branches to the cold block after it, in every width NVRTC writes (2, 4, 8 and 16 bytes,
 /// vector adds, CAS, exchange, an atomic in inline assembly), in the fast and slow copies of a
 /// loop kernel, and with the launch-shape and host-check options a launch uses; no global
-/// atomic has the branch before it any more; the shared-memory atomic keeps it. Every build
-/// assembles for sm_80 and sm_90, race-checked too.
+/// atomic has the branch before it any more; the shared-memory atomic keeps it. An atomic whose
+/// result nothing reads is a reduction (`red`, `reduce.rs`). Every build assembles for sm_80
+/// and sm_90, race-checked too.
 #[test]
 fn nvrtc_global_atomics_are_redirected_to_the_sink_in_every_width() {
     use cudacheck_core::instrument::SiteKind;
@@ -1285,6 +1286,24 @@ fn nvrtc_global_atomics_are_redirected_to_the_sink_in_every_width() {
                         .filter(|s| s.kind == SiteKind::Atomic)
                         .map(|s| s.bytes),
                 );
+                // An atomic whose result nothing reads is written as a reduction, as NVRTC's
+                // own assembler makes it (`REDG`, not an `ATOMG` the thread waits for); one
+                // whose old value is used stays an atomic.
+                let kept_atomic = body
+                    .lines()
+                    .any(|l| global_atomic(l) && l.trim_start().starts_with("atom."));
+                let reduced = body
+                    .lines()
+                    .any(|l| global_atomic(l) && l.trim_start().starts_with("red."));
+                match k.name.as_str() {
+                    "scatter_add_i32" | "scatter_add_f64_next" | "index_add_rows" => {
+                        assert!(reduced && !kept_atomic, "{}:\n{body}", k.name);
+                    }
+                    "scatter_add_u64_old" => {
+                        assert!(kept_atomic && !reduced, "{}:\n{body}", k.name);
+                    }
+                    _ => {}
+                }
                 if k.name == "index_add_rows" {
                     let (fast, slow) = body
                         .split_once("the slow copy, entered only from a failed check")
@@ -1361,7 +1380,7 @@ fn nvrtc_loops_with_bounds_from_memory_are_versioned() {
     // The benchmark set's loops of these shapes, written before versioning existed.
     let mut hoisted = Vec::new();
     for (file, names) in [
-        ("loops2.cu", &["segment_sum_rows", "index_add_rows_i32"][..]),
+        ("loops2.cu", &["segment_sum_rows"][..]),
         ("gather.cu", &["spmv_csr_scalar", "spmv_csr_warp"][..]),
         ("linalg.cu", &["gemv_batched_h2"][..]),
         ("elementwise.cu", &["axpby_grid_stride"][..]),
@@ -1378,4 +1397,117 @@ fn nvrtc_loops_with_bounds_from_memory_are_versioned() {
         }
     }
     println!("hoisted / device-checked: {hoisted:?}");
+    // A block-stride loop whose only device check is a global atomic's, redirected to the
+    // sink with no branch before it: not worth a precheck, the check stays in the loop.
+    let src = CudaSource::from_file(repo_root().join("bench/kernels/loops2.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let out = instrument_ptx_with(&ptx, &host).unwrap();
+    let k = out
+        .kernels
+        .iter()
+        .find(|k| k.name == "index_add_rows_i32")
+        .unwrap();
+    assert_eq!(
+        (k.coverage.checked, k.coverage.hoisted),
+        (1, 0),
+        "{:?}",
+        k.coverage
+    );
+    assert!(entry_body(&out.ptx, &k.symbol).contains("red.global.add.u32 [%__cc_a64]"));
+}
+
+/// Host checks that used to fail for launches that keep every access in bounds, and then ran
+/// the build with device checks: a tile loader `for (l = tid; l < 1024; l += 256)` that NVVM,
+/// not knowing the block, unrolls by four behind a prologue picking the main loop's start by
+/// the remainder of the trip count (`sgemm_tiled_4x4`: its launch's block fixes the remainder
+/// at 0, `HostExpr::Reached`; the loop's counter stepped through a copy is bounded by the
+/// loop's exit test), and a bound chosen by `selp` (`attention_small_tiles`'s `kend = causal ?
+/// min(seq, end) : seq`). With the benchmark's launches every host check holds and the
+/// build checks nothing on the device; with a buffer one element short the checks fail.
+#[test]
+fn nvrtc_unrolled_tile_loaders_and_selected_bounds_are_checked_on_the_host() {
+    use cudacheck_core::instrument::{HostCheckSet, LaunchValues};
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("bench/kernels/linalg.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let some = |x: u64| Some((x, 4));
+    let (m, n, kk) = (4000u64, 4000u64, 1000u64);
+    let (bh, seq, hd) = (64u64, 2048u64, 64u64);
+    let att = bh * seq * hd * 4;
+    type Launch = ([u32; 3], [u32; 3], Vec<Option<(u64, u32)>>, Vec<u64>);
+    let sgemm = |a_len: u64| -> Launch {
+        (
+            [16, 16, 1],
+            [63, 63, 1],
+            vec![
+                None,
+                None,
+                None,
+                None,
+                some(m),
+                some(n),
+                some(kk),
+                some(0x3f80_0000),
+                some(0x3f00_0000),
+            ],
+            vec![m * n * 4, a_len, kk * n * 4, m * n * 4, 0, 0, 0, 0, 0],
+        )
+    };
+    let attention = |causal: u64, k_len: u64| -> Launch {
+        (
+            [64, 1, 1],
+            [32, 64, 1],
+            vec![
+                None,
+                None,
+                None,
+                None,
+                some(seq),
+                some(0x3e00_0000),
+                some(causal),
+            ],
+            vec![att, att, k_len, att, 0, 0, 0],
+        )
+    };
+    let cases: [(&str, Vec<(Launch, bool)>); 2] = [
+        (
+            "sgemm_tiled_4x4",
+            vec![(sgemm(m * kk * 4), true), (sgemm(m * kk * 4 - 4), false)],
+        ),
+        (
+            "attention_small_tiles",
+            vec![
+                (attention(1, att), true),
+                (attention(0, att), true),
+                (attention(1, att - 4), false),
+            ],
+        ),
+    ];
+    for (name, launches) in cases {
+        for ((block, grid, scalars, lens), holds) in launches {
+            let opts = InstrumentOptions::new().block(block).host_checks(true);
+            let out = instrument_ptx_with(&ptx, &opts).unwrap();
+            let k = out.kernels.iter().find(|k| k.name == name).unwrap();
+            let v = LaunchValues {
+                grid,
+                block,
+                scalars: &scalars,
+                lens: &lens,
+            };
+            assert_eq!(k.host_checks_hold(&v), holds, "{name} {scalars:?} {lens:?}");
+            if holds {
+                // Every access is proven or host-checked: the launch runs a build without a
+                // device check.
+                assert_eq!(k.coverage.checked, 0, "{name}: {:?}", k.coverage);
+                assert_eq!(
+                    k.failing_host_checks(&v),
+                    Some(HostCheckSet::new()),
+                    "{name}"
+                );
+            }
+        }
+    }
 }

@@ -28,7 +28,7 @@
 
 use std::collections::BTreeMap;
 
-use super::ptx::{parse, Function, Instr, StmtKind};
+use super::ptx::{Function, Instr, StmtKind};
 use crate::ir::{effects, regs_of, Flow, Operand, Sync};
 
 /// The rounding modifiers that forbid contraction.
@@ -89,7 +89,7 @@ fn items(f: &Function) -> Vec<Item<'_>> {
 }
 
 /// The moves for one function: `(span of the multiply, byte offset of the add)`.
-fn moves(f: &Function) -> Vec<(std::ops::Range<usize>, usize)> {
+pub(super) fn moves(f: &Function) -> Vec<(std::ops::Range<usize>, usize)> {
     let items = items(f);
     // Uses of each register: (item index, operand index; `usize::MAX` for a guard).
     let mut uses: BTreeMap<&str, Vec<(usize, usize)>> = BTreeMap::new();
@@ -172,55 +172,10 @@ fn moves(f: &Function) -> Vec<(std::ops::Range<usize>, usize)> {
     out
 }
 
-/// `text` with every contraction candidate multiply moved next to its add (see the module
-/// docs). Text that does not parse is returned unchanged (the instrumenter reports the error).
-pub(crate) fn keep_contractions(text: &str) -> String {
-    let Ok(m) = parse(text) else {
-        return text.to_string();
-    };
-    // (byte offset, order, insertion) and removed spans.
-    let mut inserts: Vec<(usize, usize, String)> = Vec::new();
-    let mut removed: Vec<std::ops::Range<usize>> = Vec::new();
-    for f in &m.functions {
-        for (span, at) in moves(f) {
-            inserts.push((at, span.start, format!("{}\n\t", &text[span.clone()])));
-            removed.push(span);
-        }
-    }
-    if removed.is_empty() {
-        return text.to_string();
-    }
-    inserts.sort_by_key(|(at, order, _)| (*at, *order));
-    removed.sort_by_key(|r| r.start);
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut pos = 0;
-    let mut ins = inserts.iter().peekable();
-    let mut rem = removed.iter().peekable();
-    loop {
-        let next_ins = ins.peek().map(|(at, _, _)| *at);
-        let next_rem = rem.peek().map(|r| r.start);
-        match (next_ins, next_rem) {
-            (None, None) => break,
-            (Some(a), r) if r.map_or(true, |r| a <= r) => {
-                out.push_str(&text[pos..a]);
-                pos = a;
-                out.push_str(&ins.next().expect("peeked").2);
-            }
-            (_, Some(_)) => {
-                let r = rem.next().expect("peeked");
-                out.push_str(&text[pos..r.start]);
-                pos = r.end;
-            }
-            (Some(_), None) => unreachable!("handled above"),
-        }
-    }
-    out.push_str(&text[pos..]);
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::super::normalize::normalize;
+    use super::super::ptx::parse;
 
     fn entry(body: &str) -> String {
         format!(
@@ -244,7 +199,7 @@ mod tests {
         let t = entry(
             "\tld.global.f32 %f1, [%rd1];\n\tld.global.f32 %f2, [%rd2];\n\tmul.f32 %f3, %f2, %f1;\n\tld.global.f32 %f4, [%rd3];\n\tld.global.f32 %f5, [%rd4];\n\tmul.f32 %f6, %f5, %f4;\n\tsub.f32 %f7, %f3, %f6;\n\tst.global.f32 [%rd5], %f7;",
         );
-        let out = keep_contractions(&t);
+        let out = normalize(&t);
         assert_eq!(
             lines(&out),
             [
@@ -261,7 +216,7 @@ mod tests {
         );
         assert!(parse(&out).is_ok());
         // Idempotent: a second pass moves nothing.
-        assert_eq!(keep_contractions(&out), out);
+        assert_eq!(normalize(&out), out);
     }
 
     #[test]
@@ -284,7 +239,7 @@ mod tests {
             "\tmul.f32 %f3, %f2, %f1;\n\tld.global.f32 %f4, [%rd3];\n\tmul.f32 %f7, %f3, %f4;",
         ] {
             let t = entry(body);
-            assert_eq!(keep_contractions(&t), t, "{body}");
+            assert_eq!(normalize(&t), t, "{body}");
         }
     }
 
@@ -294,7 +249,7 @@ mod tests {
         let t = entry(
             "\t{ mul.bf16 %rs1,%rs2,%rs3; }\n\tld.global.u16 %rs5, [%rd12+2];\n\t{ mul.bf16 %rs4,%rs5,%rs6; }\n\t{ sub.bf16 %rs7,%rs1,%rs4; }\n\t{\n\t.reg .b16 %t;\n\tmul.bf16 %rs8,%rs2,%rs3;\n\tld.global.u16 %rs9, [%rd12];\n\tadd.bf16 %rs10,%rs8,%rs9;\n\t}",
         );
-        let out = keep_contractions(&t);
+        let out = normalize(&t);
         assert!(
             out.contains("ld.global.u16 %rs5, [%rd12+2];\n\t\n\t{ mul.bf16 %rs1,%rs2,%rs3; }\n\t{ mul.bf16 %rs4,%rs5,%rs6; }\n\t{ sub.bf16 %rs7,%rs1,%rs4; }"),
             "{out}"
@@ -304,7 +259,7 @@ mod tests {
             out.contains("ld.global.u16 %rs9, [%rd12];\n\tmul.bf16 %rs8,%rs2,%rs3;\n\tadd.bf16"),
             "{out}"
         );
-        assert_eq!(keep_contractions(&out), out);
+        assert_eq!(normalize(&out), out);
     }
 
     #[test]
@@ -318,7 +273,7 @@ mod tests {
             ),
         ] {
             let t = entry(&format!("\t{mul}\n\tld.global.f32 %f9, [%rd3];\n\t{add}"));
-            let l = lines(&keep_contractions(&t));
+            let l = lines(&normalize(&t));
             assert_eq!(l[1], mul, "{t}");
             assert_eq!(l[2], add, "{t}");
         }

@@ -497,6 +497,7 @@ impl<'a> KernelEmitter<'a> {
                     origin: g.origin.clone(),
                     bytes: (g.end - g.min) as u64,
                     group: Some((g.reg.clone(), g.min)),
+                    redirected: false,
                 };
                 out.insert((k, version::GROUP), c);
                 k = g.last + 1;
@@ -508,6 +509,7 @@ impl<'a> KernelEmitter<'a> {
             };
             for a in accesses(i).unwrap_or_default() {
                 let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, &a);
+                let redirected = self.sinks(i, &a, &d);
                 let Decision::Check(o) = d else { continue };
                 if self.host.contains_key(&(k, a.operand)) {
                     let moved = self.opts.on_device.contains(position);
@@ -522,6 +524,7 @@ impl<'a> KernelEmitter<'a> {
                         origin: o,
                         bytes: a.bytes,
                         group: None,
+                        redirected,
                     };
                     out.insert((k, a.operand), c);
                 }

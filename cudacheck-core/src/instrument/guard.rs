@@ -397,7 +397,7 @@ const MAX_DEPTH: u32 = 96;
 
 /// A division or remainder statement: `(is a remainder, its type, dividend, divisor)`.
 type DivOp<'a> = (bool, (u8, bool), &'a str, &'a str);
-const MAX_SIZE: usize = 800;
+const MAX_SIZE: usize = 2000;
 
 impl<'a> Guards<'a> {
     /// `None` when the control flow cannot be followed (an indirect branch, a label defined
@@ -1552,8 +1552,19 @@ impl<'a> Guards<'a> {
             } else {
                 // Any definition whose value can be described (`def_value` gives up on the
                 // others, and then so does this).
-                inits.push(self.def_value(k, depth + 1, None)?);
+                inits.push(self.reached_value(k, depth + 1)?);
             }
+        }
+        if steps.is_empty()
+            && self
+                .loops
+                .iter()
+                .any(|l| l.ivs.iter().any(|v| v.reg == reg))
+        {
+            // A loop's counter stepped through a copy (`r49 = r186 + 1024; r186 = r49`): the
+            // copy's value is the counter's next one, and a hull with it would hold a value
+            // past the loop's last; the loop's own analysis (`counted`) bounds it.
+            return None;
         }
         if steps.is_empty() {
             // Only plain definitions (a value merged after a branch, as NVVM's 32-bit fast
@@ -1594,7 +1605,7 @@ impl<'a> Guards<'a> {
         let mut es = c
             .init
             .iter()
-            .map(|&k| self.def_value(k, depth + 1, None))
+            .map(|&k| self.reached_value(k, depth + 1))
             .collect::<Option<Vec<_>>>()?;
         let init = if es.len() == 1 {
             es.remove(0)
@@ -1603,6 +1614,50 @@ impl<'a> Guards<'a> {
         };
         let e = c.with_init(init);
         (e.size() <= MAX_SIZE).then_some(e)
+    }
+
+    /// The value statement `k` writes, as one of several definitions merging before a use:
+    /// [`HostExpr::Reached`] with what the branches before `k` say of other registers (each
+    /// with a single definition, so a fact at `k` is about the one value it holds), so that a
+    /// launch for which those facts cannot hold leaves `k`'s value out of the merge's hull.
+    /// NVVM's prologue to a loop unrolled by four (`for (l = tid; l < 1024; l += 256)` with
+    /// the block unknown) sets the main loop's counter to `l`, `l + 256`, `l + 512` or
+    /// `l + 768` by the remainder `r` of the trip count, each after a test of `r`; a launch
+    /// whose block fixes `r` at 0 reaches the main loop with `l` alone.
+    fn reached_value(&self, k: usize, depth: u32) -> Option<HostExpr> {
+        /// Registers asked about per definition (their values are described at `k`).
+        const MAX_WHEN: usize = 4;
+        let e = self.def_value(k, depth + 1, None)?;
+        let written = self.instr(k).map(defs_of).unwrap_or_default();
+        let mut regs: Vec<String> = self
+            .state_at(k)
+            .iter()
+            .filter_map(|f| match f {
+                // The tests that pick a path by a value (`r == 0`, `r != 1`): a bound on a
+                // value (`l < n`) is the register's own fact where it is read.
+                Fact::Atom(a) if matches!(a.op, Cmp::Eq | Cmp::Ne) => Some(a.reg.clone()),
+                _ => None,
+            })
+            .filter(|r| !written.contains(r) && self.single_def(r).is_some())
+            .collect();
+        regs.sort();
+        regs.dedup();
+        regs.truncate(MAX_WHEN);
+        let when: Vec<HostExpr> = regs
+            .iter()
+            .filter_map(|r| match self.value(r, k, depth + 1, None)? {
+                w @ HostExpr::Facts { .. } => Some(w),
+                _ => None,
+            })
+            .collect();
+        if when.is_empty() {
+            return Some(e);
+        }
+        let r = HostExpr::Reached {
+            e: Box::new(e.clone()),
+            when,
+        };
+        Some(if r.size() <= MAX_SIZE { r } else { e })
     }
 
     /// `reg` as statement `at` reads it, where `reg` steps once per iteration of a loop with
@@ -1672,7 +1727,7 @@ impl<'a> Guards<'a> {
         let values = |ks: &[usize]| -> Option<HostExpr> {
             let mut es = ks
                 .iter()
-                .map(|&k| self.def_value(k, depth + 1, None))
+                .map(|&k| self.reached_value(k, depth + 1))
                 .collect::<Option<Vec<_>>>()?;
             Some(if es.len() == 1 {
                 es.remove(0)
@@ -1977,6 +2032,9 @@ impl<'a> Guards<'a> {
                 }
             }
             "not" if ty.is_some() => Sub(b(Const(-1)), b(v(1)?)),
+            // `p ? a : b` (`causal ? min(seq, end) : seq`): one of the two, whichever `p`
+            // picks; their hull holds it.
+            "selp" if ty.is_some() => Hull(vec![v(1)?, v(2)?]),
             _ => return None,
         };
         (e.size() <= MAX_SIZE).then_some(e)

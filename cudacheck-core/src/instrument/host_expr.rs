@@ -74,6 +74,9 @@
 //!   initial value to the top of its range, when every [`IvStep`] adds a non-negative step
 //!   under a guard `r < b` (or `<=`) with `b + step` in range, so it never wraps.
 //! - `Hull(es)`: the hull of the intervals (a register set in several places).
+//! - `Reached { e, when }`: `e`, or nothing (`Ok(None)`) where one of `when` (facts on other
+//!   registers at the statement that wrote `e`) is empty for the launch: that statement
+//!   does not run. A `when` that fails to evaluate says nothing.
 //! - `Quot { a, b, min, zero_unreached }`: `a / b` when both are fixed, `b` divides `a` and
 //!   the quotient is at least `min`; fails otherwise.
 //! - `Counted { init, step, last, no_wrap }`: `init + j * step` for `j` in
@@ -198,6 +201,15 @@ pub enum HostExpr {
     /// Any of the values: the hull of their intervals (a register set in several places
     /// before a loop).
     Hull(Vec<HostExpr>),
+    /// `e` as written by a statement that runs only where each of `when` holds: `when` are
+    /// other registers with the facts the branches before that statement give them. Where
+    /// the launch's values leave one of them empty (`r8 != 0` with `r8` fixed at 0), no
+    /// execution writes `e` there (`Ok(None)`), and a [`HostExpr::Hull`] of a register's
+    /// definitions leaves it out.
+    Reached {
+        e: Box<HostExpr>,
+        when: Vec<HostExpr>,
+    },
     /// `a / b` when `b` divides `a` exactly and the quotient is at least `min`, with both
     /// fixed for the launch; the check fails otherwise. The number of steps a counter takes
     /// from its start to a bound it is tested against with `!=`.
@@ -449,6 +461,7 @@ impl HostExpr {
             Counted { init, step, .. } => init.twos(v).min(step.twos(v)),
             Quot { .. } => 0,
             Hull(es) => es.iter().map(|e| e.twos(v)).min().unwrap_or(0),
+            Reached { e, .. } => e.twos(v),
             Shr { .. } | Div(..) | Rem(..) | Facts { def: None, .. } => 0,
         }
     }
@@ -715,6 +728,14 @@ impl HostExpr {
                 }
                 out
             }
+            Reached { e, when } => {
+                for w in when {
+                    if let Ok(None) = w.eval(v) {
+                        return Ok(None);
+                    }
+                }
+                return e.eval(v);
+            }
             Quot {
                 a,
                 b,
@@ -793,6 +814,7 @@ impl HostExpr {
             }
             Quot { a, b, .. } => 1 + a.size() + b.size(),
             Hull(es) => 1 + es.iter().map(HostExpr::size).sum::<usize>(),
+            Reached { e, when } => 1 + e.size() + when.iter().map(HostExpr::size).sum::<usize>(),
             Counted {
                 init,
                 step,
@@ -1002,6 +1024,10 @@ mod tests {
                 no_wrap: vec![E::Const(0)],
                 siblings: Vec::new(),
             },
+            E::Reached {
+                e: b(E::Const(5)),
+                when: vec![E::Tid(1)],
+            },
         ]);
         let loc = SourceLoc {
             file: "k.cu".into(),
@@ -1047,7 +1073,8 @@ mod tests {
             r#""bound":{"param":{"index":1,"bytes":4,"signed":true}}}}]}},"#,
             r#"{"quot":{"a":{"const":8},"b":{"const":2},"min":1,"zero_unreached":true}},"#,
             r#"{"counted":{"init":{"const":0},"step":{"const":4},"last":{"const":3},"#,
-            r#""no_wrap":[{"const":0}]}}]}},{"param":0,"bytes":4,"kind":"read","loc":null,"#,
+            r#""no_wrap":[{"const":0}]}},{"reached":{"e":{"const":5},"when":[{"tid":1}]}}]}},"#,
+            r#"{"param":0,"bytes":4,"kind":"read","loc":null,"#,
             r#""inlined_at":null,"offset":{"tid":0}}]"#,
         );
         assert_eq!(json, pinned);

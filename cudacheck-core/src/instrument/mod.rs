@@ -74,10 +74,12 @@ mod fast;
 mod group;
 mod guard;
 mod host_expr;
+mod normalize;
 /// The PTX reader, kept at its earlier path: [`crate::ir::read`].
 pub use crate::ir::read as ptx;
 mod range;
 mod record;
+mod reduce;
 mod version;
 
 use std::fmt::Write as _;
@@ -105,8 +107,10 @@ pub const INSTRUMENT_SOURCES: &[&str] = &[
     include_str!("group.rs"),
     include_str!("guard.rs"),
     include_str!("host_expr.rs"),
+    include_str!("normalize.rs"),
     include_str!("range.rs"),
     include_str!("record.rs"),
+    include_str!("reduce.rs"),
     include_str!("version.rs"),
 ];
 
@@ -357,8 +361,9 @@ pub fn instrument_ptx_with(
     opts: &InstrumentOptions,
 ) -> Result<InstrumentedPtx, InstrumentError> {
     // Multiplies sit next to the adds they may be fused into, so that checks do not change
-    // ptxas's floating-point contraction (`contract.rs`).
-    let ptx = contract::keep_contractions(ptx);
+    // ptxas's floating-point contraction (`contract.rs`); atomics whose result is unused are
+    // reductions, as NVRTC's assembler makes them (`reduce.rs`).
+    let ptx = normalize::normalize(ptx);
     let module = ptx::parse(&ptx)?;
     Ok(emit::emit(&ptx, &module, opts))
 }

@@ -292,6 +292,10 @@ pub(crate) struct Candidate {
     pub bytes: u64,
     /// For a group: its register and smallest offset (the span starts there).
     pub group: Option<(String, i64)>,
+    /// An atomic whose failed check redirects it to the module's sink rather than branching
+    /// around it (`emit.rs`, `sinks`): its check in the loop leaves `ptxas`'s schedule as it
+    /// was, so hoisting it alone does not pay for a precheck.
+    pub redirected: bool,
 }
 
 /// The operand index a group's candidate is keyed by.
@@ -424,6 +428,7 @@ impl Analysis<'_> {
         let trip = self.trip(test)?;
         let test_block = cfg.block_of(test.branch)?;
         let mut hoisted = Vec::new();
+        let mut branching = false;
         for (&(stmt, operand), c) in candidates.range((first, 0)..(last + 1, 0)) {
             let (base, offset) = match &c.group {
                 Some((reg, min)) => (reg.as_str(), *min),
@@ -459,6 +464,7 @@ impl Analysis<'_> {
                 windows,
                 after_test: block != test_block && cfg.dominates(test_block, block),
             };
+            branching |= !c.redirected;
             match hoisted.iter_mut().find(|o: &&mut Hoisted| o.joins(&h)) {
                 Some(o) => {
                     o.members.push((stmt, operand));
@@ -468,7 +474,10 @@ impl Analysis<'_> {
                 None => hoisted.push(h),
             }
         }
-        if hoisted.is_empty() || self.short(test, &trip, hoisted.len()) {
+        // Only redirected atomics: their checks cost the loop a few instructions and no
+        // branch before them, less than a precheck where the loop runs once or twice per
+        // thread (`index_add_rows_i32`, a block-stride loop over a row of the block's size).
+        if hoisted.is_empty() || !branching || self.short(test, &trip, hoisted.len()) {
             return None;
         }
         Some(Versioned {
@@ -1462,6 +1471,7 @@ mod tests {
                 origin,
                 bytes: 4,
                 group: None,
+                redirected: false,
             },
         )]
         .into();
@@ -1555,8 +1565,9 @@ $L__BB0_2:
 
     #[test]
     fn short_loops_are_left_to_their_checks() {
-        // A remainder loop (at most `m` iterations from `x & m`), and a loop from one
-        // constant to another: versioned only when the precheck can pay.
+        // A remainder loop (at most `m` iterations from `x & m`), a loop from one constant
+        // to another, and a loop of redirected atomics alone: versioned only when the
+        // precheck can pay.
         let loop_from = |init: &str, bound: &str, step: &str| {
             function(&format!(
                 "
@@ -1570,7 +1581,7 @@ $L__BB0_2:
 	ret;"
             ))
         };
-        let versioned = |f: &Function| {
+        let versioned_if = |f: &Function, redirected: bool| {
             let load = f
                 .stmts
                 .iter()
@@ -1585,16 +1596,23 @@ $L__BB0_2:
                     },
                     bytes: 4,
                     group: None,
+                    redirected,
                 },
             )]
             .into();
             !plan_of(f, &c).is_empty()
         };
+        let versioned = |f: &Function| versioned_if(f, false);
         assert!(!versioned(&loop_from("and.b32 %r5, %r9, 3;", "0", "-1")));
         assert!(versioned(&loop_from("and.b32 %r5, %r9, 255;", "0", "-1")));
         assert!(!versioned(&loop_from("mov.u32 %r5, 0;", "8", "1")));
         assert!(versioned(&loop_from("mov.u32 %r5, 0;", "1024", "1")));
         assert!(versioned(&loop_from("mov.u32 %r5, %r9;", "0", "-1")));
+        // A loop whose only candidate is an atomic redirected to the sink keeps its check.
+        assert!(!versioned_if(
+            &loop_from("and.b32 %r5, %r9, 255;", "0", "-1"),
+            true
+        ));
     }
 
     #[test]
