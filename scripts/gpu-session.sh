@@ -28,6 +28,11 @@
 #   cost, with the alignment checks); fresh processes in a row on one module cache
 #   (bench_cache --sequence); and, when carried, nvcc's reference compile of the
 #   whole-program corpora (scripts/wholeprog.sh reference) with the time left.
+# eighth (issue 21, eighth session): the benchmark set, memcheck over the checked launches,
+#   kernels/, and stencil13_zqueue's checked build under register caps (target/gpu-carry/ptx13).
+#   eighth-b: the whole GPU tier, the third-party harness when carried, the compat fixtures
+#   and the examples. eighth-c: the set with checked builds loaded through the driver's JIT
+#   and from nvJitLink's CUBIN (CUDACHECK_CHECKED_JIT=0), memcheck, kernels/.
 # races (issue 24; a GPU_BUNDLE_QUICK=1 bundle is enough): the race tests (planted races and
 #   barrier errors, correct patterns), the bounds tests they share a launch path with, the
 #   benchmark set race-checked (--races), the kernels/ set race-checked (CUDACHECK_RACES=1),
@@ -185,6 +190,54 @@ seventh-d)
   step 300 tests scripts/gpu-run.sh tests
   step 100 bench_instrument target/gpu-bundle/release/bench_instrument \
     "$run/bench_instrument.json" "$run/bench_instrument.md"
+  rest=$(( 575 - ($(date +%s) - start) ))
+  [ "$rest" -gt 30 ] && step "$rest" compat_examples scripts/gpu-run.sh compat examples
+  ;;
+eighth)
+  # Issue 21, eighth session (unused atomic results as reductions, host checks through
+  # selp and loop prologues, redirected-atomic loops unversioned): the benchmark set,
+  # compute-sanitizer memcheck over every bounds-checked launch, the kernels/ set, then
+  # stencil13_zqueue's checked build capped with .maxnreg (PTX files carried in
+  # target/gpu-carry/ptx13, timed by bench/ptx-experiments/time_stencil.cu).
+  step 260 bench_set target/gpu-bundle/release/bench_set "$run/bench_set.json" "$run/bench_set.md"
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  step 150 memcheck_checked "$sanitizer" --tool memcheck \
+    target/gpu-bundle/release/bench_set --checked-only
+  step 60 bench_instrument target/gpu-bundle/release/bench_instrument \
+    "$run/bench_instrument.json" "$run/bench_instrument.md"
+  if [ -d target/gpu-carry/ptx13 ]; then
+    # The checked build capped at 40 to 64 registers (`.maxnreg` before the entry's body).
+    p=target/gpu-carry/ptx13
+    for r in 40 48 56 64; do
+      sed "/^\.visible \.entry stencil13_zqueue(/,/^{/ s/^{/.maxnreg $r\n{/" "$p/1-checked.ptx" > "$p/2-cap$r.ptx"
+    done
+    nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+    step 60 build_time13 "$nvcc" -O2 -o "$run/time13" bench/ptx-experiments/time_stencil.cu -lcuda
+    step 60 stencil13_cap "$run/time13" stencil13_zqueue "$p"/*.ptx
+  fi
+  ;;
+eighth-c)
+  # Bounds-checked builds loaded from their PTX through the driver's JIT (the default now)
+  # against nvJitLink's CUBIN (CUDACHECK_CHECKED_JIT=0), on the same machine; memcheck over
+  # every checked launch; the kernels/ set.
+  step 260 bench_set target/gpu-bundle/release/bench_set "$run/bench_set.json" "$run/bench_set.md"
+  CUDACHECK_CHECKED_JIT=0 step 150 bench_set_cubin \
+    target/gpu-bundle/release/bench_set "$run/bench_set_cubin.json" "$run/bench_set_cubin.md"
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  step 120 memcheck_checked "$sanitizer" --tool memcheck \
+    target/gpu-bundle/release/bench_set --checked-only
+  rest=$(( 575 - ($(date +%s) - start) ))
+  [ "$rest" -gt 20 ] && step "$rest" bench_instrument target/gpu-bundle/release/bench_instrument \
+    "$run/bench_instrument.json" "$run/bench_instrument.md"
+  ;;
+eighth-b)
+  # The whole GPU tier on the same bundle, the third-party harness when carried
+  # (scripts/thirdparty.sh bundle), then the compat fixtures and the examples.
+  step 300 tests scripts/gpu-run.sh tests
+  if [ -f target/gpu-carry/thirdparty.tar.xz ]; then
+    rest=$(( 560 - ($(date +%s) - start) ))
+    [ "$rest" -gt 60 ] && step "$rest" thirdparty scripts/thirdparty.sh run
+  fi
   rest=$(( 575 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && step "$rest" compat_examples scripts/gpu-run.sh compat examples
   ;;

@@ -38,6 +38,9 @@ pub(crate) struct Compiled {
     pub(crate) log: String,
     /// A bounds-checked build's site table (which access and line each fault record names).
     pub(crate) sites: Option<Arc<cudacheck_core::instrument::InstrumentedKernel>>,
+    /// A bounds-checked build's instrumented PTX, which [`Loaded::load`] hands the driver's
+    /// JIT when it can (see there); `cubin` is nvJitLink's assembly of it.
+    pub(crate) ptx: Option<String>,
     /// Whether `resources.params` is the kernel's parameter list. False only for a function
     /// the application loaded, on a driver that cannot list its parameters: launches then skip
     /// the argument count and size checks.
@@ -186,13 +189,33 @@ impl Loaded {
         // A first launch may come inside a stream capture, where loading a module is otherwise
         // refused (and would invalidate the capture).
         let _relaxed = driver::RelaxedCapture::enter()?;
-        let module = driver::Module::load_cubin(&compiled.cubin).map_err(|load| {
-            explain_load_failure(
-                load,
-                driver::driver_version().ok(),
-                crate::nvrtc::loaded_nvrtc().map(|n| n.version),
-            )
-        })?;
+        // A bounds-checked build is loaded from its PTX through the driver's JIT where it can
+        // be (`policy::checked_jit`), nvJitLink's CUBIN otherwise. The plain build is
+        // NVRTC's CUBIN, which NVRTC assembles as a whole program; nvJitLink assembles PTX as
+        // relocatable code and links it, and `ptxas` then allocates registers and schedules
+        // differently: on sm_90 the benchmark set's `sgemm_tiled_4x4` gets 64 registers from
+        // NVRTC and 48 from nvJitLink (48 from NVRTC too with `-rdc=true`), and its checked
+        // build, without a single device check, ran 1.63x the plain one's time on the H100;
+        // `stencil13_zqueue`'s checked build got 80 registers from nvJitLink and 56 from the
+        // driver, 1.89x and 1.16x (results/instrument_cost.md, 2026-11-27). The driver
+        // assembles a module loaded from PTX as a whole program, like NVRTC, and keeps the
+        // result in its JIT cache. Where it cannot (a PTX newer than the driver) or the build
+        // is for another architecture than the device's, the CUBIN is loaded.
+        let jitted = compiled
+            .ptx
+            .as_deref()
+            .filter(|_| compiled.arch == state.device.arch && crate::policy::checked_jit())
+            .and_then(|ptx| driver::Module::load_ptx(ptx).ok());
+        let module = match jitted {
+            Some(m) => m,
+            None => driver::Module::load_cubin(&compiled.cubin).map_err(|load| {
+                explain_load_failure(
+                    load,
+                    driver::driver_version().ok(),
+                    crate::nvrtc::loaded_nvrtc().map(|n| n.version),
+                )
+            })?,
+        };
         let function = module.function(&compiled.symbol)?;
         let attrs = driver::function_attributes(&function)?;
         let mut resources = compiled.resources.clone();

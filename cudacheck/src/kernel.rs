@@ -338,6 +338,7 @@ impl Kernel {
             resources,
             log: String::new(),
             sites: None,
+            ptx: None,
             params_known: params.is_some(),
         });
         let mut b = Kernel::new(CudaSource::from_str(name.clone(), String::new()), name);
@@ -701,6 +702,7 @@ impl Kernel {
                 let assembled = nvrtc::assemble_ptx(&inst.ptx, arch, &self.source().name)
                     .map_err(|e| self.build_error(arch, e.into()))?;
                 Ok(CheckedBuild {
+                    ptx: inst.ptx,
                     cubin: assembled.cubin,
                     symbol,
                     log,
@@ -746,6 +748,7 @@ impl Kernel {
             resources,
             log,
             sites: None,
+            ptx: None,
             params_known: true,
         })
     }
@@ -790,6 +793,7 @@ impl Make for Kernel {
                     cudacheck_core::instrument::hidden_params(built.sites.num_params as usize);
                 let mut c = self.finish(arch, built.cubin, built.symbol, hidden, built.log)?;
                 c.sites = Some(Arc::new(built.sites));
+                c.ptx = Some(built.ptx);
                 Ok(c)
             }
         }

@@ -90,6 +90,15 @@ pub(crate) fn keep_loop_checks() -> bool {
     env_flag("CUDACHECK_KEEP_LOOP_CHECKS", &ENV_KEEP_LOOP_CHECKS).unwrap_or(false)
 }
 
+static ENV_CHECKED_JIT: OnceLock<Option<bool>> = OnceLock::new();
+
+/// `CUDACHECK_CHECKED_JIT=0`: bounds-checked builds are loaded from nvJitLink's CUBIN rather
+/// than from their PTX through the driver's JIT (the default; `build.rs`, `Loaded::load`
+/// says why), to compare the two or to work around a driver's JIT.
+pub(crate) fn checked_jit() -> bool {
+    env_flag("CUDACHECK_CHECKED_JIT", &ENV_CHECKED_JIT).unwrap_or(true)
+}
+
 /// A yes/no environment variable, read once per process into `cell`.
 fn env_flag(name: &str, cell: &OnceLock<Option<bool>>) -> Option<bool> {
     *cell.get_or_init(|| parse_flag(std::env::var(name).ok().as_deref()))

@@ -910,6 +910,60 @@ mod tests {
     }
 
     #[test]
+    fn a_definition_behind_a_test_the_launch_contradicts_leaves_the_hull() {
+        // r = (tid.x + 1) & 3: 1, 2 or 3 in a block of 3 threads; 0 too in a block of 4.
+        let r = |facts: Vec<HostFact>| HostExpr::Facts {
+            def: Some(Box::new(HostExpr::And {
+                e: Box::new(HostExpr::Add(
+                    Box::new(HostExpr::Tid(0)),
+                    Box::new(HostExpr::Const(1)),
+                )),
+                mask: 3,
+            })),
+            bits: 32,
+            facts,
+        };
+        let eq0 = |op: Cmp| HostFact {
+            op,
+            signed: true,
+            bound: HostExpr::Const(0),
+            offset: 0,
+            or_eq: None,
+        };
+        // A counter started at 100 where `r == 0`, at 7 where `r != 0`.
+        let start = HostExpr::Hull(vec![
+            HostExpr::Reached {
+                e: Box::new(HostExpr::Const(100)),
+                when: vec![r(vec![eq0(Cmp::Eq)])],
+            },
+            HostExpr::Reached {
+                e: Box::new(HostExpr::Const(7)),
+                when: vec![r(vec![eq0(Cmp::Ne)])],
+            },
+        ]);
+        let at = |block: u32| LaunchValues {
+            grid: [1, 1, 1],
+            block: [block, 1, 1],
+            scalars: &[],
+            lens: &[],
+        };
+        // tid.x in [0, 2]: r in [1, 3], never 0: only the second definition is reached.
+        assert_eq!(start.eval(&at(3)), Ok(Some((7, 7))));
+        // With 4 threads r takes 0 too: both.
+        assert_eq!(start.eval(&at(4)), Ok(Some((7, 100))));
+        // A condition that cannot be evaluated says nothing: the value stays.
+        let unknown = HostExpr::Reached {
+            e: Box::new(HostExpr::Const(5)),
+            when: vec![HostExpr::Param {
+                index: 9,
+                bytes: 4,
+                signed: true,
+            }],
+        };
+        assert_eq!(unknown.eval(&at(3)), Ok(Some((5, 5))));
+    }
+
+    #[test]
     fn masks_and_wrapped_reads_are_exact_within_one_window() {
         let m = (1i64 << 35) - 8;
         assert_eq!(and_mask((1 << 35, (1 << 35) + 8), m), (0, 8));

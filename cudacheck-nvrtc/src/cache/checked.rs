@@ -17,13 +17,16 @@ use super::Key;
 
 const FRAME: Frame = Frame {
     magic: b"CUDACHB\x01",
-    version: 1,
+    // 2: the instrumented PTX is kept beside the CUBIN.
+    version: 2,
 };
 
-/// What a checked launch needs besides its PTX: the assembled CUBIN, the kernel's symbol and
-/// site table, and NVRTC's log of the compile it came from.
+/// What a checked launch needs: the instrumented PTX (which a launch hands the driver's JIT,
+/// see `cudacheck`'s `build.rs`), the CUBIN nvJitLink assembled from it, the kernel's symbol
+/// and site table, and NVRTC's log of the compile it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckedBuild {
+    pub ptx: String,
     pub cubin: Vec<u8>,
     pub symbol: String,
     pub log: String,
@@ -33,7 +36,10 @@ pub struct CheckedBuild {
 impl CheckedBuild {
     pub fn encode(&self, key: &Key) -> Vec<u8> {
         let sites = serde_json::to_vec(&self.sites).expect("a site table serializes");
-        let mut p = Vec::with_capacity(self.cubin.len() + sites.len() + self.log.len() + 64);
+        let mut p = Vec::with_capacity(
+            self.ptx.len() + self.cubin.len() + sites.len() + self.log.len() + 64,
+        );
+        put_bytes(&mut p, self.ptx.as_bytes());
         put_bytes(&mut p, &self.cubin);
         put_bytes(&mut p, self.symbol.as_bytes());
         put_bytes(&mut p, self.log.as_bytes());
@@ -45,6 +51,7 @@ impl CheckedBuild {
     /// [`EntryError`] for a file that is not `key`'s checked build, whole and undamaged.
     pub fn decode(bytes: &[u8], key: &Key) -> Result<Self, EntryError> {
         let mut r = Reader(FRAME.open(bytes, key)?);
+        let ptx = r.string()?;
         let cubin = r.bytes()?.to_vec();
         let symbol = r.string()?;
         let log = r.string()?;
@@ -53,6 +60,7 @@ impl CheckedBuild {
             return Err(EntryError::Malformed);
         }
         Ok(CheckedBuild {
+            ptx,
             cubin,
             symbol,
             log,
@@ -91,6 +99,7 @@ mod tests {
     fn sample() -> CheckedBuild {
         let inst = instrument_ptx(PTX).unwrap();
         CheckedBuild {
+            ptx: PTX.to_string(),
             cubin: b"\x7fELF checked".to_vec(),
             symbol: "scale".into(),
             log: "ptxas info".into(),

@@ -376,6 +376,22 @@ impl Module {
         })
     }
 
+    /// Loads PTX text (`cuModuleLoadData`): the driver's JIT assembles it for the context's
+    /// device, as a whole program.
+    pub fn load_ptx(ptx: &str) -> Result<Module, DriverError> {
+        let text = CString::new(ptx).map_err(|_| DriverError::new("cuModuleLoadData", 218))?;
+        let mut handle: CUmodule = std::ptr::null_mut();
+        // SAFETY: `text` is a NUL-terminated string alive for the call (the driver reads PTX
+        // up to its NUL); `handle` is a valid out-pointer.
+        check("cuModuleLoadData", unsafe {
+            sys::cuModuleLoadData(&mut handle, text.as_ptr() as *const c_void)
+        })?;
+        Ok(Module {
+            handle,
+            forgotten: false.into(),
+        })
+    }
+
     /// The kernel `symbol` (`cuModuleGetFunction`).
     pub fn function(&self, symbol: &str) -> Result<Function, DriverError> {
         // A symbol with an interior NUL cannot name anything in the module.
