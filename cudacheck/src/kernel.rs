@@ -699,10 +699,12 @@ impl Kernel {
                 let Some(sites) = inst.kernel(&symbol).cloned() else {
                     return Err(self.build_error(arch, BuildError::NoEntry { symbol }));
                 };
-                let assembled = nvrtc::assemble_ptx(&inst.ptx, arch, &self.source().name)
+                // The build runs one kernel: the others are left out of what is assembled.
+                let ptx = cudacheck_core::instrument::only_entry(&inst.ptx, &symbol);
+                let assembled = nvrtc::assemble_ptx(&ptx, arch, &self.source().name)
                     .map_err(|e| self.build_error(arch, e.into()))?;
                 Ok(CheckedBuild {
-                    ptx: inst.ptx,
+                    ptx,
                     cubin: assembled.cubin,
                     symbol,
                     log,

@@ -2015,7 +2015,11 @@ fn assert_redirected(name: &str, block: u32) {
     let body = &body[..body.find("\n}").unwrap()];
     let atom = body
         .lines()
-        .find(|l| l.trim_start().starts_with("atom.global") && l.contains("[%__cc_a64]"))
+        .find(|l| {
+            let l = l.trim_start();
+            (l.starts_with("atom.global") || l.starts_with("red.global"))
+                && l.contains("[%__cc_a64]")
+        })
         .unwrap_or_else(|| panic!("{name}: no redirected atomic\n{body}"));
     let after = &body[body.find(atom).unwrap() + atom.len()..];
     assert!(

@@ -1511,3 +1511,37 @@ fn nvrtc_unrolled_tile_loaders_and_selected_bounds_are_checked_on_the_host() {
         }
     }
 }
+
+/// A launch's checked build assembles its own kernel alone
+/// (`cudacheck_core::instrument::only_entry`): for every kernel of a file of many, what stays
+/// assembles, and the CUBIN holds that kernel and no other kernel of the file.
+#[test]
+fn nvrtc_a_checked_build_assembles_its_kernel_alone() {
+    use cudacheck_core::instrument::only_entry;
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_file(repo_root().join("bench/kernels/loops2.cu")).unwrap();
+    let (_, ptx) = ptx_of(&src, arch);
+    let inst = instrument_ptx_with(&ptx, &InstrumentOptions::new().host_checks(true)).unwrap();
+    assert!(inst.kernels.len() > 5, "{}", inst.kernels.len());
+    for k in &inst.kernels {
+        let one = only_entry(&inst.ptx, &k.symbol);
+        assert!(one.len() < inst.ptx.len(), "{}", k.name);
+        let cubin = assemble_ptx(&one, arch, &src.name)
+            .unwrap_or_else(|e| panic!("{}: {e}", k.name))
+            .cubin;
+        let info = read_cubin(&cubin).unwrap();
+        let has = |s: &str| info.kernels.iter().any(|x| x.symbol == s);
+        assert!(has(&k.symbol), "{}", k.name);
+        for other in inst.kernels.iter().filter(|o| o.symbol != k.symbol) {
+            assert!(
+                !has(&other.symbol),
+                "{}: {} assembled too",
+                k.name,
+                other.name
+            );
+        }
+    }
+}
