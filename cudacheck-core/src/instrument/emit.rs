@@ -875,7 +875,7 @@ impl<'a> KernelEmitter<'a> {
         let mut before = String::new();
         let mut after = String::new();
         let guard = i.guard.clone();
-        let g = guard_prefix(&guard);
+        let g = crate::ir::read::guard_text(&guard);
 
         if i.op() == "call" && callee(i) == Some("__assertfail") {
             let site = self.new_site(loc, Target::Assert, SiteKind::Assert, 0);
@@ -1221,7 +1221,7 @@ impl<'a> KernelEmitter<'a> {
         }
         let mut ops = i.operands.clone();
         ops[a.operand] = format!("[{r}]");
-        let g = guard_prefix(&i.guard);
+        let g = crate::ir::read::guard_text(&i.guard);
         (s, format!("{g}{} {};", i.opcode, ops.join(", ")))
     }
 
@@ -1302,7 +1302,7 @@ impl<'a> KernelEmitter<'a> {
             0 => "[%__cc_a64]".to_string(),
             k => format!("[%__cc_a64+{k}]"),
         };
-        let g = guard_prefix(&i.guard);
+        let g = crate::ir::read::guard_text(&i.guard);
         (s, format!("{g}{} {};", i.opcode, ops.join(", ")))
     }
 
@@ -1489,13 +1489,6 @@ fn site_kind(k: AccessKind) -> SiteKind {
         AccessKind::Read => SiteKind::Read,
         AccessKind::Write => SiteKind::Write,
         AccessKind::Atomic | AccessKind::Reduce => SiteKind::Atomic,
-    }
-}
-
-fn guard_prefix(g: &Option<(bool, String)>) -> String {
-    match g {
-        None => String::new(),
-        Some((neg, p)) => format!("@{}{p} ", if *neg { "!" } else { "" }),
     }
 }
 

@@ -397,6 +397,9 @@ const MAX_DEPTH: u32 = 96;
 
 /// A division or remainder statement: `(is a remainder, its type, dividend, divisor)`.
 type DivOp<'a> = (bool, (u8, bool), &'a str, &'a str);
+/// The most nodes a host check's expression may have (evaluated once per distinct launch,
+/// memoized): an unrolled tile loader's offsets, with the path tests of its prologue's four
+/// starts (`HostExpr::Reached`) in each counter, reach about 1,240.
 const MAX_SIZE: usize = 2000;
 
 impl<'a> Guards<'a> {

@@ -43,10 +43,7 @@ fn reducible(i: &Instr) -> bool {
 
 /// `i` written as a reduction: the opcode's root `red`, the destination dropped.
 fn as_reduction(i: &Instr) -> String {
-    let guard = match &i.guard {
-        None => String::new(),
-        Some((neg, p)) => format!("@{}{p} ", if *neg { "!" } else { "" }),
-    };
+    let guard = crate::ir::read::guard_text(&i.guard);
     let rest = &i.opcode["atom".len()..];
     format!("{guard}red{rest} {};", i.operands[1..].join(", "))
 }

@@ -92,6 +92,14 @@ pub struct Instr {
     pub operands: Vec<String>,
 }
 
+/// A guard as PTX writes it before an instruction (`@%p1 `, `@!%p2 `), or nothing.
+pub fn guard_text(g: &Option<(bool, String)>) -> String {
+    match g {
+        None => String::new(),
+        Some((neg, p)) => format!("@{}{p} ", if *neg { "!" } else { "" }),
+    }
+}
+
 impl Instr {
     /// The opcode's dotted parts: `["ld", "global", "nc", "v4", "f32"]`.
     pub fn parts(&self) -> impl Iterator<Item = &str> {

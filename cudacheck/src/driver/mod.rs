@@ -363,28 +363,30 @@ impl Module {
         if image.len() < 64 || &image[..4] != b"\x7fELF" {
             return Err(DriverError::new("cuModuleLoadData", 200));
         }
-        let mut handle: CUmodule = std::ptr::null_mut();
         // SAFETY: `image` is a complete ELF image (checked above; NVRTC produced it and the
-        // driver bounds itself by the ELF's own section table), alive for the call; `handle`
-        // is a valid out-pointer.
-        check("cuModuleLoadData", unsafe {
-            sys::cuModuleLoadData(&mut handle, image.as_ptr() as *const c_void)
-        })?;
-        Ok(Module {
-            handle,
-            forgotten: false.into(),
-        })
+        // driver bounds itself by the ELF's own section table), alive for the call.
+        unsafe { Self::load_data(image.as_ptr() as *const c_void) }
     }
 
     /// Loads PTX text (`cuModuleLoadData`): the driver's JIT assembles it for the context's
     /// device, as a whole program.
     pub fn load_ptx(ptx: &str) -> Result<Module, DriverError> {
         let text = CString::new(ptx).map_err(|_| DriverError::new("cuModuleLoadData", 218))?;
-        let mut handle: CUmodule = std::ptr::null_mut();
         // SAFETY: `text` is a NUL-terminated string alive for the call (the driver reads PTX
-        // up to its NUL); `handle` is a valid out-pointer.
+        // up to its NUL).
+        unsafe { Self::load_data(text.as_ptr() as *const c_void) }
+    }
+
+    /// `cuModuleLoadData` of `image`.
+    ///
+    /// # Safety
+    /// `image` points to a CUBIN whose ELF headers bound it, or to NUL-terminated PTX, alive
+    /// for the call.
+    unsafe fn load_data(image: *const c_void) -> Result<Module, DriverError> {
+        let mut handle: CUmodule = std::ptr::null_mut();
+        // SAFETY: the caller's contract for `image`; `handle` is a valid out-pointer.
         check("cuModuleLoadData", unsafe {
-            sys::cuModuleLoadData(&mut handle, text.as_ptr() as *const c_void)
+            sys::cuModuleLoadData(&mut handle, image)
         })?;
         Ok(Module {
             handle,
