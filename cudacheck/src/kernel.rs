@@ -699,8 +699,12 @@ impl Kernel {
                 let Some(sites) = inst.kernel(&symbol).cloned() else {
                     return Err(self.build_error(arch, BuildError::NoEntry { symbol }));
                 };
-                // The build runs one kernel: the others are left out of what is assembled.
-                let ptx = cudacheck_core::instrument::only_entry(&inst.ptx, &symbol);
+                // The build runs one kernel: the others are left out of what is assembled
+                // (by nvJitLink here, by the driver's JIT at load, `build.rs`).
+                let ptx = cudacheck_core::ptx_subset(&inst.ptx, &symbol)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(inst.ptx);
                 let assembled = nvrtc::assemble_ptx(&ptx, arch, &self.source().name)
                     .map_err(|e| self.build_error(arch, e.into()))?;
                 Ok(CheckedBuild {

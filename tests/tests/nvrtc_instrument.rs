@@ -1512,12 +1512,13 @@ fn nvrtc_unrolled_tile_loaders_and_selected_bounds_are_checked_on_the_host() {
     }
 }
 
-/// A launch's checked build assembles its own kernel alone
-/// (`cudacheck_core::instrument::only_entry`): for every kernel of a file of many, what stays
-/// assembles, and the CUBIN holds that kernel and no other kernel of the file.
+/// A launch's checked build assembles its own kernel alone (`cudacheck_core::ptx_subset` of
+/// the instrumented module): for every kernel of a file of many, what stays assembles, and the
+/// CUBIN holds that kernel and no other kernel of the file.
 #[test]
 fn nvrtc_a_checked_build_assembles_its_kernel_alone() {
-    use cudacheck_core::instrument::only_entry;
+    let only_entry =
+        |ptx: &str, symbol: &str| cudacheck_core::ptx_subset(ptx, symbol).unwrap().unwrap();
     if !nvrtc_or_skip() {
         return;
     }
@@ -1528,7 +1529,8 @@ fn nvrtc_a_checked_build_assembles_its_kernel_alone() {
     assert!(inst.kernels.len() > 5, "{}", inst.kernels.len());
     for k in &inst.kernels {
         let one = only_entry(&inst.ptx, &k.symbol);
-        assert!(one.len() < inst.ptx.len(), "{}", k.name);
+        assert!(one.trim().len() < inst.ptx.trim().len(), "{}", k.name);
+        assert!(one.matches(".entry ").count() == 1, "{}", k.name);
         let cubin = assemble_ptx(&one, arch, &src.name)
             .unwrap_or_else(|e| panic!("{}: {e}", k.name))
             .cubin;

@@ -368,47 +368,6 @@ pub fn instrument_ptx_with(
     Ok(emit::emit(&ptx, &module, opts))
 }
 
-/// `ptx` (an instrumented module) with `symbol` its only kernel: every other `.entry`
-/// definition removed; device functions, variables and the module's directives stay. A
-/// launch's checked build runs one kernel, and the assembler (nvJitLink, or the driver's JIT
-/// compiling the whole program) would otherwise assemble every kernel of the file for each
-/// build: candle's `unary.cu` has hundreds. Unchanged when `symbol` is not a kernel of the
-/// module, when the text does not parse, or when what stays names a removed kernel (a launch
-/// from the device).
-pub fn only_entry(ptx: &str, symbol: &str) -> String {
-    let Ok(m) = ptx::parse(ptx) else {
-        return ptx.to_string();
-    };
-    if !m.functions.iter().any(|f| f.entry && f.name == symbol) {
-        return ptx.to_string();
-    }
-    let mut out = String::with_capacity(ptx.len());
-    let mut removed = Vec::new();
-    let mut pos = 0;
-    for f in m.functions.iter().filter(|f| f.entry && f.name != symbol) {
-        let end = (f.body_close + 1).min(ptx.len());
-        out.push_str(&ptx[pos..f.start]);
-        pos = end;
-        removed.push(f.name.as_str());
-    }
-    out.push_str(&ptx[pos..]);
-    // A removed kernel's name outside comments (NVRTC writes `// .globl name` before each).
-    let named = |name: &str| {
-        out.lines()
-            .map(|l| l.split_once("//").map_or(l, |(code, _)| code))
-            .any(|l| {
-                l.match_indices(name).any(|(i, _)| {
-                    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
-                    !l[..i].ends_with(word) && !l[i + name.len()..].starts_with(word)
-                })
-            })
-    };
-    if removed.iter().any(|n| named(n)) {
-        return ptx.to_string();
-    }
-    out
-}
-
 /// A report for a person: per kernel, how many accesses are checked and which are not, with
 /// `file:line:column` and the reason.
 pub fn render_report(file_name: &str, kernels: &[InstrumentedKernel]) -> String {
@@ -476,31 +435,4 @@ pub(crate) fn unchecked_line(
 ) {
     let at = loc.map_or_else(|| "(no line information)".to_string(), |l| l.to_string());
     let _ = writeln!(out, "    {at}: `{instruction}`: {reason}");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::only_entry;
-
-    const MODULE: &str = ".version 9.0\n.target sm_90\n.address_size 64\n.global .align 4 .u32 g;\n.func (.param .b32 r) twice(.param .b32 x)\n{\n\t.reg .b32 %r<3>;\n\tld.param.u32 %r1, [x];\n\tadd.s32 %r2, %r1, %r1;\n\tst.param.b32 [r], %r2;\n\tret;\n}\n\t// .globl\ta\n.visible .entry a(.param .u64 p)\n{\n\tret;\n}\n\t// .globl\tb\n.visible .entry b(.param .u64 p)\n{\n\t.reg .b64 %rd<2>;\n\tmov.u64 %rd1, g;\n\tret;\n}\n\t// .globl\tc\n.visible .entry c(.param .u64 p)\n{\n\tret;\n}\n";
-
-    #[test]
-    fn one_kernel_stays_with_the_functions_and_variables() {
-        let out = only_entry(MODULE, "b");
-        let m = super::ptx::parse(&out).unwrap();
-        let names: Vec<(&str, bool)> = m
-            .functions
-            .iter()
-            .map(|f| (f.name.as_str(), f.entry))
-            .collect();
-        assert_eq!(names, [("twice", false), ("b", true)]);
-        assert!(out.contains(".global .align 4 .u32 g;"));
-        assert!(out.contains("mov.u64 %rd1, g;"));
-        // Not a kernel of the module: unchanged.
-        assert_eq!(only_entry(MODULE, "twice"), MODULE);
-        assert_eq!(only_entry(MODULE, "d"), MODULE);
-        // A kernel that names another (a launch from the device): unchanged.
-        let launching = MODULE.replace("mov.u64 %rd1, g;", "mov.u64 %rd1, c;");
-        assert_eq!(only_entry(&launching, "b"), launching);
-    }
 }
