@@ -1517,7 +1517,7 @@ fn nvrtc_unrolled_tile_loaders_and_selected_bounds_are_checked_on_the_host() {
 /// CUBIN holds that kernel and no other kernel of the file.
 #[test]
 fn nvrtc_a_checked_build_assembles_its_kernel_alone() {
-    let only_entry =
+    let subset =
         |ptx: &str, symbol: &str| cudacheck_core::ptx_subset(ptx, symbol).unwrap().unwrap();
     if !nvrtc_or_skip() {
         return;
@@ -1528,7 +1528,7 @@ fn nvrtc_a_checked_build_assembles_its_kernel_alone() {
     let inst = instrument_ptx_with(&ptx, &InstrumentOptions::new().host_checks(true)).unwrap();
     assert!(inst.kernels.len() > 5, "{}", inst.kernels.len());
     for k in &inst.kernels {
-        let one = only_entry(&inst.ptx, &k.symbol);
+        let one = subset(&inst.ptx, &k.symbol);
         assert!(one.trim().len() < inst.ptx.trim().len(), "{}", k.name);
         assert!(one.matches(".entry ").count() == 1, "{}", k.name);
         let cubin = assemble_ptx(&one, arch, &src.name)
