@@ -358,7 +358,9 @@ fn cold_of<'p>(ptx: &'p str, site: u32, suffix: &str) -> &'p str {
 #[test]
 fn global_atomics_are_redirected_to_the_sink_not_branched_around() {
     let body = "\tld.param.u64 %rd1, [k_param_0];\n\tld.param.u64 %rd2, [k_param_1];\n\tcvta.to.global.u64 %rd3, %rd1;\n\tmul.wide.s32 %rd5, %r1, 4;\n\tadd.s64 %rd6, %rd3, %rd5;\n\tatom.global.add.u32 %r2, [%rd6], %r3;\n\tadd.s64 %rd10, %rd3, %rd5;\n\tred.global.add.f32 [%rd10+8], %f1;\n\tadd.s64 %rd11, %rd3, %rd5;\n\t@%p1 atom.global.cas.b64 %rd7, [%rd11+-16], %rd8, %rd9;\n\tadd.s64 %rd12, %rd3, %rd5;\n\tred.global.v4.f32.add [%rd12], {%f1, %f2, %f3, %f4};\n\tadd.s64 %rd13, %rd2, %rd5;\n\tatom.exch.b32 %r4, [%rd13], %r3;";
-    let out = inst(&module(&kernel(P3, body)));
+    // The atomics' results are read: one nobody reads is a reduction (`reduce.rs`).
+    let body = format!("{body}\n\tadd.s32 %r30, %r2, %r4;");
+    let out = inst(&module(&kernel(P3, &body)));
     let k = &out.kernels[0];
     assert_eq!(k.coverage.checked, 5, "{:?}", k.coverage);
     // The sites are what they were: kind, buffer and width.
@@ -456,7 +458,9 @@ fn global_atomics_are_redirected_to_the_sink_not_branched_around() {
 #[test]
 fn other_checked_accesses_keep_the_branch_before_the_access() {
     let body = "\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd3, %rd1;\n\tmul.wide.s32 %rd5, %r1, 4;\n\tadd.s64 %rd6, %rd3, %rd5;\n\tld.global.f32 %f1, [%rd6];\n\tadd.s64 %rd7, %rd3, %rd5;\n\tst.global.f32 [%rd7+4], %f1;\n\tmov.u32 %r2, tile;\n\tshl.b32 %r3, %r1, 2;\n\tadd.s32 %r4, %r2, %r3;\n\tatom.shared.add.u32 %r5, [%r4], 1;\n\tmov.u64 %rd8, tile;\n\tcvta.shared.u64 %rd9, %rd8;\n\tadd.s64 %rd10, %rd9, %rd5;\n\tatom.add.u32 %r6, [%rd10], 1;\n\tadd.s64 %rd11, %rd3, %rd5;\n\tatom.global.inc.u32 %r7, [%rd11], 9;";
-    let out = inst(&module(&kernel(P3, body)));
+    // The atomics' results are read: one nobody reads is a reduction (`reduce.rs`).
+    let body = format!("{body}\n\tadd.s32 %r30, %r5, %r6;\n\tadd.s32 %r31, %r7, %r7;");
+    let out = inst(&module(&kernel(P3, &body)));
     let k = &out.kernels[0];
     assert_eq!(k.coverage.checked, 5, "{:?}", k.coverage);
     let ptx = &out.ptx;
@@ -500,7 +504,9 @@ fn other_checked_accesses_keep_the_branch_before_the_access() {
 #[test]
 fn redirected_atomics_in_the_fast_copy_and_in_groups() {
     let body = "\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd3, %rd1;\n\tmov.u64 %rd5, 0;\n$L__BB0_1:\n\tadd.s64 %rd6, %rd3, %rd5;\n\tred.global.add.u32 [%rd6], %r1;\n\tred.global.add.u32 [%rd6+4], %r1;\n\tld.global.u32 %r2, [%rd3];\n\tmul.wide.s32 %rd7, %r2, 4;\n\tadd.s64 %rd8, %rd3, %rd7;\n\tatom.global.max.s32 %r3, [%rd8], %r1;\n\tadd.s64 %rd5, %rd5, 8;\n\tsetp.lt.u64 %p1, %rd5, 4096;\n\t@%p1 bra $L__BB0_1;";
-    let out = inst(&module(&kernel(P3, body)));
+    // The atomics' results are read: one nobody reads is a reduction (`reduce.rs`).
+    let body = format!("{body}\n\tadd.s32 %r30, %r3, %r3;");
+    let out = inst(&module(&kernel(P3, &body)));
     let k = &out.kernels[0];
     assert_eq!(
         (k.coverage.grouped, k.coverage.group_checks),
@@ -544,7 +550,7 @@ fn redirected_atomics_in_the_fast_copy_and_in_groups() {
 /// fails at run time): the array's address is taken first, then redirected like a register.
 #[test]
 fn a_global_atomic_on_a_symbol_is_redirected_too() {
-    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.global .align 4 .b8 gbuf[64];\n.visible .entry k()\n{\n\t.reg .b32 %r<4>;\n\tmov.u32 %r1, %tid.x;\n\tatom.global.add.u32 %r2, [gbuf+64], %r1;\n\tret;\n}\n";
+    let text = ".version 8.0\n.target sm_90\n.address_size 64\n.global .align 4 .b8 gbuf[64];\n.visible .entry k()\n{\n\t.reg .b32 %r<4>;\n\tmov.u32 %r1, %tid.x;\n\tatom.global.add.u32 %r2, [gbuf+64], %r1;\n\tadd.s32 %r3, %r2, %r2;\n\tret;\n}\n";
     let out = inst(text);
     assert_eq!(out.kernels[0].coverage.checked, 1);
     let c = check_of(&out.ptx, "atom.global.add.u32 %r2, [%__cc_a64+64], %r1;");
