@@ -1653,14 +1653,14 @@ impl<'a> Guards<'a> {
                 _ => None,
             })
             .collect();
-        if when.is_empty() {
+        let size = 1 + e.size() + when.iter().map(HostExpr::size).sum::<usize>();
+        if when.is_empty() || size > MAX_SIZE {
             return Some(e);
         }
-        let r = HostExpr::Reached {
-            e: Box::new(e.clone()),
+        Some(HostExpr::Reached {
+            e: Box::new(e),
             when,
-        };
-        Some(if r.size() <= MAX_SIZE { r } else { e })
+        })
     }
 
     /// `reg` as statement `at` reads it, where `reg` steps once per iteration of a loop with
