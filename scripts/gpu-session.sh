@@ -33,6 +33,8 @@
 #   eighth-b: the whole GPU tier, the third-party harness when carried, the compat fixtures
 #   and the examples. eighth-c: the set with checked builds loaded through the driver's JIT
 #   and from nvJitLink's CUBIN (CUDACHECK_CHECKED_JIT=0), memcheck, kernels/.
+# ninth (issue 21, ninth session: every rewrite one list of edits): as eighth-b. ninth-b: as
+#   eighth (the benchmark set, memcheck over the checked launches, the kernels/ set).
 # races (issue 24; a GPU_BUNDLE_QUICK=1 bundle is enough): the race tests (planted races and
 #   barrier errors, correct patterns), the bounds tests they share a launch path with, the
 #   benchmark set race-checked (--races), the kernels/ set race-checked (CUDACHECK_RACES=1),
@@ -193,7 +195,7 @@ seventh-d)
   rest=$(( 575 - ($(date +%s) - start) ))
   [ "$rest" -gt 30 ] && step "$rest" compat_examples scripts/gpu-run.sh compat examples
   ;;
-eighth)
+eighth | ninth-b)
   # Issue 21, eighth session (unused atomic results as reductions, host checks through
   # selp and loop prologues, redirected-atomic loops unversioned): the benchmark set,
   # compute-sanitizer memcheck over every bounds-checked launch, the kernels/ set, then
@@ -230,7 +232,7 @@ eighth-c)
   [ "$rest" -gt 20 ] && step "$rest" bench_instrument target/gpu-bundle/release/bench_instrument \
     "$run/bench_instrument.json" "$run/bench_instrument.md"
   ;;
-eighth-b)
+eighth-b | ninth)
   # The whole GPU tier on the same bundle, the third-party harness when carried
   # (scripts/thirdparty.sh bundle), then the compat fixtures and the examples.
   step 300 tests scripts/gpu-run.sh tests

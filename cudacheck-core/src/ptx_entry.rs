@@ -105,20 +105,17 @@ pub fn ptx_subset(text: &str, symbol: &str) -> Result<Option<String>, PtxError> 
     if !module.functions.iter().any(|f| f.entry && f.name == symbol) {
         return Ok(None);
     }
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
+    let mut edits = crate::ir::edit::Edits::new();
     for f in module
         .functions
         .iter()
         .filter(|f| f.entry && f.name != symbol)
     {
-        out.push_str(&text[at..f.start]);
         // Lines are kept (as blank ones) so that an error of ptxas names the module's line.
-        out.extend(text[f.start..=f.body_close].matches('\n').map(|_| '\n'));
-        at = f.body_close + 1;
+        let span = f.start..f.body_close + 1;
+        edits.replace(span.clone(), "\n".repeat(text[span].matches('\n').count()));
     }
-    out.push_str(&text[at..]);
-    Ok(Some(out))
+    Ok(Some(edits.apply(text)))
 }
 
 /// Size and alignment from a declaration such as `.param .align 8 .b8 p[16]`,

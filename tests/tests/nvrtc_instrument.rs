@@ -1547,3 +1547,50 @@ fn nvrtc_a_checked_build_assembles_its_kernel_alone() {
         }
     }
 }
+
+/// A kernel whose inline assembly has its own label (not NVVM's `$` ones) inside a loop: the
+/// checked body is split into its fast and slow copies (labels renamed where the reader finds
+/// label statements and branch targets, `ir::edit::relabel`), and the result assembles.
+#[test]
+fn nvrtc_a_loop_with_inline_assembly_labels_is_split_and_assembles() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let src = CudaSource::from_str(
+        "asm_labels.cu",
+        r#"
+extern "C" __global__ void asm_labels(const float* in, float* out, int n, int reps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float acc = 0.f;
+    for (int r = 0; r < reps; ++r) {
+        float v = in[(i + r) % n];
+        unsigned k;
+        asm volatile("{\n\t.reg .pred p;\n\tmov.u32 %0, 0;\nSPIN:\n\tadd.u32 %0, %0, 1;\n\tsetp.lt.u32 p, %0, 3;\n\t@p bra SPIN;\n\t}" : "=r"(k));
+        acc += v * (float)k;
+    }
+    out[i] = acc;
+}
+"#,
+    );
+    let (_, ptx) = ptx_of(&src, arch);
+    assert!(ptx.contains("SPIN:"), "{ptx}");
+    let inst = instrument_ptx(&ptx).unwrap();
+    let k = &inst.kernels[0];
+    assert!(k.coverage.is_complete(), "{:?}", k.coverage);
+    assert!(k.coverage.checked > 0, "{:?}", k.coverage);
+    // The slow copy has the user's label renamed beside the fast copy's own.
+    assert!(
+        inst.ptx.contains("the slow copy"),
+        "not split:\n{}",
+        inst.ptx
+    );
+    assert!(inst.ptx.contains("SPIN__s:") && inst.ptx.contains("bra SPIN__s;"));
+    assert!(inst.ptx.contains("SPIN:") && inst.ptx.contains("bra SPIN;"));
+    let cubin = assemble_ptx(&inst.ptx, arch, &src.name)
+        .unwrap_or_else(|e| panic!("{e}\n{}", inst.ptx))
+        .cubin;
+    let info = read_cubin(&cubin).unwrap();
+    assert!(info.kernels.iter().any(|x| x.symbol == "asm_labels"));
+}

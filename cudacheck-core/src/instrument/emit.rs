@@ -46,6 +46,12 @@
 //! In kernels with a loop and no barrier or warp collective, the body is then emitted twice
 //! (`super::fast`): a fast copy whose failed checks jump into a slow copy, the code above, and
 //! never come back, so that `ptxas` sees no merge from a cold path in the user's code.
+//!
+//! Everything written here is a list of [`Edits`] against NVRTC's text (after
+//! `super::normalize`): code inserted before and after an access, an instruction replaced,
+//! the prologue, declarations and hidden parameters, a versioned loop's copy (the loop's own
+//! edits applied to the loop's text, its labels renamed by [`relabel`]). The module's text is
+//! written once, by [`Edits::apply`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -64,6 +70,7 @@ use super::range::{ranges, Ranges};
 use super::record::FaultKind;
 use super::version::{self, Candidate, Versioned};
 use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
+use crate::ir::edit::{relabel, Edits};
 use crate::ir::{effects, Address, Cfg, Loop};
 
 /// The recording functions every instrumented module gets, after its header.
@@ -127,7 +134,7 @@ const SINK_BYTES: u64 = 16;
 
 /// Rewrites `m` (whose text is `text`).
 pub(crate) fn emit(text: &str, m: &Module, opts: &InstrumentOptions) -> InstrumentedPtx {
-    let mut pieces = vec![(m.header_end, RUNTIME.to_string())];
+    let mut body = Edits::new();
     let mut kernels = Vec::new();
     let mut next_site = 0u32;
     let mut sink = false;
@@ -141,19 +148,23 @@ pub(crate) fn emit(text: &str, m: &Module, opts: &InstrumentOptions) -> Instrume
             continue;
         }
         let mut k = KernelEmitter::new(text, m, f, opts, &mut next_site);
-        let (p, kernel) = k.run(&funcs);
+        let (e, kernel) = k.run(&funcs);
         sink |= k.sink;
         kernels.push(kernel);
-        pieces.extend(p);
+        body.append(e);
     }
+    let mut runtime = RUNTIME.to_string();
     if sink {
         let _ = writeln!(
-            pieces[0].1,
+            runtime,
             ".global .align {SINK_BYTES} .b8 {SINK}[{SINK_BYTES}];"
         );
     }
+    let mut edits = Edits::new();
+    edits.insert(m.header_end, runtime);
+    edits.append(body);
     InstrumentedPtx {
-        ptx: fast::split(&splice(text, &pieces)),
+        ptx: edits.apply(text),
         kernels,
     }
 }
@@ -293,11 +304,8 @@ impl<'a> KernelEmitter<'a> {
         }
     }
 
-    /// Text insertions `(byte offset, text)` for this kernel, in order, and its description.
-    fn run(
-        &mut self,
-        funcs: &BTreeMap<&str, &Function>,
-    ) -> (Vec<(usize, String)>, InstrumentedKernel) {
+    /// This kernel's edits and its description.
+    fn run(&mut self, funcs: &BTreeMap<&str, &Function>) -> (Edits, InstrumentedKernel) {
         let f = self.f;
         // Registers that may point into several buffers get shadows.
         for (reg, p) in &self.prov.regs {
@@ -339,14 +347,14 @@ impl<'a> KernelEmitter<'a> {
             .iter()
             .flat_map(|v| v.hoisted.iter().flat_map(|h| h.members.iter().copied()))
             .collect();
-        let mut body: Vec<(usize, String)> = Vec::new();
+        let mut body = Edits::new();
         for (n, v) in versioned.iter().enumerate() {
             let code = self.precheck(n, v);
-            body.push((f.stmts[v.insert_before].span.start, code));
+            body.insert(f.stmts[v.insert_before].span.start, code);
         }
         let mut loops = versioned.iter().enumerate().peekable();
-        // The loop being emitted, and its fast copy so far.
-        let mut current: Option<(usize, &Versioned, String)> = None;
+        // The loop being emitted, and its fast copy's edits so far (against the loop's text).
+        let mut current: Option<(usize, &Versioned, Edits)> = None;
         let mut groups = groups.into_iter().peekable();
         let mut loc: Option<Loc> = None;
         let mut depth = 0usize;
@@ -355,7 +363,7 @@ impl<'a> KernelEmitter<'a> {
             let s = &f.stmts[k];
             k += 1;
             if let Some((n, v)) = loops.next_if(|(_, v)| v.first == k - 1) {
-                current = Some((n, v, String::new()));
+                current = Some((n, v, Edits::new()));
             }
             self.in_loop = current.is_some();
             if groups.peek().is_some_and(|g| g.first == k - 1) {
@@ -367,15 +375,11 @@ impl<'a> KernelEmitter<'a> {
                     if self.hoist.contains(&(k - 1, version::GROUP)) {
                         self.coverage.hoisted += g.members as u32;
                     } else {
-                        fast.push_str(&check);
-                    }
-                    for t in &f.stmts[k - 1..=g.last] {
-                        fast.push_str(&self.text[t.span.clone()]);
-                        fast.push_str("\n\t");
+                        fast.insert(s.span.start, check.clone());
                     }
                 }
-                body.push((s.span.start, check));
-                body.push((f.stmts[g.last].span.end, join));
+                body.insert(s.span.start, check);
+                body.insert(f.stmts[g.last].span.end, join);
                 k = g.last + 1;
             } else {
                 match &s.kind {
@@ -389,41 +393,32 @@ impl<'a> KernelEmitter<'a> {
                         if let (Some((_, _, fast)), Some((b, r, a))) =
                             (current.as_mut(), self.fast_parts.take())
                         {
-                            fast.push_str(&b);
-                            fast.push_str(r.as_deref().unwrap_or(&self.text[s.span.clone()]));
-                            fast.push_str(&a);
-                            fast.push_str("\n\t");
+                            edit_instr(fast, s.span.clone(), b, r, a);
                         }
-                        if !before.is_empty() {
-                            body.push((s.span.start, before));
-                        }
-                        if let Some(r) = replace {
-                            body.push((s.span.start, format!("\x00{}\x00{r}", s.span.end)));
-                        }
-                        if !after.is_empty() {
-                            body.push((s.span.end, after));
-                        }
+                        edit_instr(&mut body, s.span.clone(), before, replace, after);
                     }
                     _ => {}
                 }
-                if !matches!(s.kind, StmtKind::Instr(_)) {
-                    if let Some((_, _, fast)) = current.as_mut() {
-                        fast.push_str(&self.text[s.span.clone()]);
-                        fast.push('\n');
-                    }
-                }
             }
             if current.as_ref().is_some_and(|(_, v, _)| k > v.last) {
-                let (n, v, fast) = current.take().expect("checked");
+                // The fast copy: the loop's text with its edits, its labels renamed.
+                let (n, v, mut fast) = current.take().expect("checked");
                 let names = version::labels(f, v);
-                let names: BTreeSet<&str> = names.iter().map(String::as_str).collect();
-                let fast = fast::rename_with(&fast, &names, &format!("__v{n}"));
-                body.push((
+                let stmts = &f.stmts[v.first..=v.last];
+                relabel(
+                    self.text,
+                    stmts,
+                    |l| names.contains(l).then(|| format!("{l}__v{n}")),
+                    &mut fast,
+                );
+                let range = stmts[0].span.start..f.stmts[v.last].span.end;
+                let fast = fast.render(self.text, range);
+                body.insert(
                     f.stmts[v.last].span.end,
                     format!(
-                        "\n\tbra.uni $__cc_vexit{n};\n\t// ---- cudacheck: the loop without its hoisted checks ----\n$__cc_vfast{n}:\n{fast}\n$__cc_vexit{n}:"
+                        "\n\tbra.uni $__cc_vexit{n};\n\t// ---- cudacheck: the loop without its hoisted checks ----\n$__cc_vfast{n}:\n\t{fast}\n$__cc_vexit{n}:"
                     ),
-                ));
+                );
                 self.coverage.versioned_loops += 1;
             }
         }
@@ -438,24 +433,23 @@ impl<'a> KernelEmitter<'a> {
             .find(|s| matches!(s.kind, StmtKind::Instr(_) | StmtKind::Label(_)))
             .map_or(f.body_close, |s| s.span.start);
 
-        // Where failed checks can leave for good, the body is split into a fast and a slow
-        // copy (`fast`): marked here, made once the text is spliced.
-        let split = fast::applies(f);
-        let mut prologue = self.prologue();
-        let mut cold = std::mem::take(&mut self.cold);
-        if split {
-            prologue.push('\n');
-            prologue.push_str(fast::BEGIN);
-            cold = format!("\n{}{cold}\n{}", fast::COLD, fast::END);
+        let cold = std::mem::take(&mut self.cold);
+        let mut edits = Edits::new();
+        edits.insert(f.params_close, self.hidden_params());
+        edits.insert(f.body_open, self.declarations());
+        edits.insert(first, self.prologue());
+        // Where failed checks can leave for good, the body after the prologue becomes a fast
+        // and a slow copy (`fast`): the body's edits applied to its text, then copied.
+        let copies = fast::applies(f)
+            .then(|| fast::copies(&body.render(self.text, first..f.body_close), &cold))
+            .flatten();
+        match copies {
+            Some(copies) => edits.replace(first..f.body_close, copies),
+            None => {
+                edits.append(body);
+                edits.insert(f.body_close, cold);
+            }
         }
-        let mut pieces = vec![
-            (f.params_close, self.hidden_params()),
-            (f.body_open, self.declarations()),
-            (first, prologue),
-        ];
-        pieces.extend(body);
-        pieces.push((f.body_close, cold));
-        pieces.sort_by_key(|(at, _)| *at);
 
         let name = demangle(&f.name);
         let kernel = InstrumentedKernel {
@@ -468,7 +462,7 @@ impl<'a> KernelEmitter<'a> {
             widest: self.widest(),
             races: None,
         };
-        (pieces, kernel)
+        (edits, kernel)
     }
 
     /// The function's control-flow graph and natural loops (`crate::ir`), built on first use.
@@ -1484,6 +1478,25 @@ impl<'a> KernelEmitter<'a> {
     }
 }
 
+/// An instruction's edits: code before it, its replacement, code after it.
+fn edit_instr(
+    edits: &mut Edits,
+    span: std::ops::Range<usize>,
+    before: String,
+    replace: Option<String>,
+    after: String,
+) {
+    if !before.is_empty() {
+        edits.insert(span.start, before);
+    }
+    if let Some(r) = replace {
+        edits.replace(span.clone(), r);
+    }
+    if !after.is_empty() {
+        edits.insert(span.end, after);
+    }
+}
+
 fn site_kind(k: AccessKind) -> SiteKind {
     match k {
         AccessKind::Read => SiteKind::Read,
@@ -1497,30 +1510,6 @@ pub(crate) fn callee(i: &Instr) -> Option<&str> {
         .iter()
         .map(|o| o.trim())
         .find(|o| !o.starts_with('(') && !o.is_empty())
-}
-
-/// Copies `text` with `pieces` inserted; a piece starting with `\0END\0` replaces the text up
-/// to byte `END`.
-pub(crate) fn splice(text: &str, pieces: &[(usize, String)]) -> String {
-    let mut out = String::with_capacity(text.len() * 2);
-    let mut cursor = 0;
-    for (at, piece) in pieces {
-        if *at < cursor {
-            continue;
-        }
-        out.push_str(&text[cursor..*at]);
-        cursor = *at;
-        if let Some(rest) = piece.strip_prefix('\0') {
-            let (end, body) = rest.split_once('\0').unwrap_or(("0", rest));
-            let end: usize = end.parse().unwrap_or(cursor);
-            out.push_str(body);
-            cursor = end.max(cursor);
-        } else {
-            out.push_str(piece);
-        }
-    }
-    out.push_str(&text[cursor..]);
-    out
 }
 
 /// A readable kernel name: `scale<double>` for `_Z5scaleIdEvPT_S0_i`, the symbol itself for

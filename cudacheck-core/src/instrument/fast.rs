@@ -20,6 +20,11 @@
 //!   the atomic runs once either way;
 //! - the **slow copy** is the checked code as it was, every label renamed (`L` to `L__s`).
 //!
+//! Both copies are made from the checked body's text (the function's edits applied to it,
+//! `emit.rs`), read again with the PTX reader: labels are renamed where the reader finds
+//! label statements and the opcode table finds branch targets ([`crate::ir::edit::relabel`]),
+//! never as words of the text.
+//!
 //! Both copies are the same instructions on the same registers (checks write only `%__cc_*`
 //! temporaries), so at a jump from the fast copy the slow copy finds the state it would have
 //! had, and behaves exactly as the checked build without this transformation: every access
@@ -41,13 +46,9 @@
 use std::collections::BTreeSet;
 
 use super::ptx::{Function, StmtKind};
-
-/// Marks the start of the code to copy (after the prologue).
-pub(crate) const BEGIN: &str = "// __cc_fast_begin\n";
-/// Marks the end of the user's code and the start of the cold section.
-pub(crate) const COLD: &str = "// __cc_fast_cold\n";
-/// Marks the end of the cold section.
-pub(crate) const END: &str = "// __cc_fast_end\n";
+use crate::ir::edit::{branch_targets, relabel, Edits};
+use crate::ir::read::statements;
+use crate::ir::{effects, Flow};
 
 /// Whether `f`'s checked body may be split into a fast and a slow copy (see the module docs).
 pub(crate) fn applies(f: &Function) -> bool {
@@ -56,11 +57,6 @@ pub(crate) fn applies(f: &Function) -> bool {
     for s in &f.stmts {
         match &s.kind {
             StmtKind::Label(l) => {
-                // The slow copy renames labels as words: only `$` labels (NVVM's, and ours)
-                // cannot also name a variable.
-                if !l.starts_with('$') {
-                    return false;
-                }
                 labels_seen.insert(l.as_str());
             }
             StmtKind::Open | StmtKind::Close => {}
@@ -81,11 +77,8 @@ pub(crate) fn applies(f: &Function) -> bool {
                 if collective || local {
                     return false;
                 }
-                if op == "bra" {
-                    let target = i.operands.first().map(String::as_str).unwrap_or("");
-                    if labels_seen.contains(target.trim_end_matches(';')) {
-                        has_loop = true;
-                    }
+                if let Flow::Branch(target) = effects(i).flow {
+                    has_loop |= labels_seen.contains(target);
                 }
             }
             StmtKind::Loc(_) => {}
@@ -94,120 +87,52 @@ pub(crate) fn applies(f: &Function) -> bool {
     has_loop
 }
 
-/// Applies the transformation to every function marked with [`BEGIN`], [`COLD`] and [`END`]
-/// in `text` (and removes the markers).
-pub(crate) fn split(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 2);
-    let mut rest = text;
-    while let Some(b) = rest.find(BEGIN) {
-        let after_b = &rest[b + BEGIN.len()..];
-        let (Some(c), Some(e)) = (after_b.find(COLD), after_b.find(END)) else {
-            break;
-        };
-        if e < c {
-            break;
-        }
-        out.push_str(&rest[..b]);
-        let main = &after_b[..c];
-        let cold = &after_b[c + COLD.len()..e];
-        out.push_str(&copies(main, cold));
-        rest = &after_b[e + END.len()..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The label a line defines, if it is a label line (`$L__BB0_3:`).
-fn label_def(line: &str) -> Option<&str> {
-    let t = line.trim();
-    let name = t.strip_suffix(':')?;
-    (!name.is_empty() && name.chars().all(is_ident_char)).then_some(name)
-}
-
-fn is_ident_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.')
-}
-
-/// `text` with every whole-word occurrence of a name in `names` given the suffix `__s`.
-fn rename(text: &str, names: &BTreeSet<&str>) -> String {
-    rename_with(text, names, "__s")
-}
-
-/// `text` with every whole-word occurrence of a name in `names` given `suffix`.
-pub(crate) fn rename_with(text: &str, names: &BTreeSet<&str>, suffix: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        out.push_str(word);
-        if names.contains(word.as_str()) {
-            out.push_str(suffix);
-        }
-        word.clear();
+/// The fast copy of `main` (the checked body after the prologue), then the slow copy of
+/// `main` and `cold` (its cold blocks); `None` when the reader cannot follow them (the
+/// checked body then stays as it is).
+pub(crate) fn copies(main: &str, cold: &str) -> Option<String> {
+    let (ms, cs) = (statements(main)?, statements(cold)?);
+    let defined = |stmts: &[crate::ir::read::Stmt]| -> BTreeSet<String> {
+        stmts
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Label(l) => Some(l.clone()),
+                _ => None,
+            })
+            .collect()
     };
-    for ch in text.chars() {
-        if is_ident_char(ch) {
-            word.push(ch);
-        } else {
-            flush(&mut word, &mut out);
-            out.push(ch);
-        }
-    }
-    flush(&mut word, &mut out);
-    out
-}
+    let cold_labels = defined(&cs);
+    let mut labels = defined(&ms);
+    labels.extend(cold_labels.iter().cloned());
 
-/// The fast copy of `main`, then the slow copy of `main` and `cold`.
-fn copies(main: &str, cold: &str) -> String {
-    let mut labels: BTreeSet<&str> = BTreeSet::new();
-    let mut cold_labels: BTreeSet<&str> = BTreeSet::new();
-    for l in main.lines() {
-        labels.extend(label_def(l));
-    }
-    for l in cold.lines() {
-        if let Some(n) = label_def(l) {
-            labels.insert(n);
-            cold_labels.insert(n);
-        }
-    }
-    // The fast copy: branches into the cold section go to the slow copy's.
-    let mut fast = String::with_capacity(main.len());
-    for line in main.lines() {
-        let target = line
-            .trim()
-            .strip_prefix("@%__cc_p bra ")
-            .map(|t| t.trim_end_matches(';').trim());
-        if target.is_some_and(|t| cold_labels.contains(t)) {
-            let t = line.trim_end().trim_end_matches(';');
-            fast.push_str(t);
-            fast.push_str("__s;\n");
-        } else {
-            fast.push_str(line);
-            fast.push('\n');
-        }
-    }
-    // Labels of the fast copy that nothing in it reaches any more (the ways back) go: a label
-    // is a block boundary to ptxas.
-    let mut used: BTreeSet<String> = BTreeSet::new();
-    for line in fast.lines().filter(|l| label_def(l).is_none()) {
-        let mut word = String::new();
-        for ch in line.chars().chain(std::iter::once(' ')) {
-            if is_ident_char(ch) {
-                word.push(ch);
-            } else if !word.is_empty() {
-                used.insert(std::mem::take(&mut word));
+    // The fast copy: branches into the cold section go to the slow copy's. Labels nothing in
+    // it reaches any more (the ways back) go: a label is a block boundary to ptxas.
+    let mut fast = Edits::new();
+    relabel(
+        main,
+        &ms,
+        |l| cold_labels.contains(l).then(|| format!("{l}__s")),
+        &mut fast,
+    );
+    let reached: BTreeSet<&str> = branch_targets(&ms).collect();
+    for s in &ms {
+        if let StmtKind::Label(l) = &s.kind {
+            if !reached.contains(l.as_str()) {
+                fast.remove(s.span.clone());
             }
         }
     }
-    let fast: String = fast
-        .lines()
-        .filter(|l| label_def(l).map_or(true, |n| used.contains(n)))
-        .flat_map(|l| [l, "\n"])
-        .collect();
-    let mut out = fast;
-    out.push_str("\t// ---- cudacheck: the slow copy, entered only from a failed check ----\n");
-    out.push_str(&rename(main, &labels));
-    out.push_str(&rename(cold, &labels));
-    out
+    // The slow copy: every label renamed.
+    let rename = |l: &str| labels.contains(l).then(|| format!("{l}__s"));
+    let (mut slow_main, mut slow_cold) = (Edits::new(), Edits::new());
+    relabel(main, &ms, rename, &mut slow_main);
+    relabel(cold, &cs, rename, &mut slow_cold);
+
+    let mut out = fast.apply(main);
+    out.push_str("\n\t// ---- cudacheck: the slow copy, entered only from a failed check ----\n");
+    out.push_str(&slow_main.apply(main));
+    out.push_str(&slow_cold.apply(cold));
+    Some(out)
 }
 
 #[cfg(test)]
@@ -223,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn only_loops_without_collectives_and_with_dollar_labels_are_split() {
+    fn only_loops_without_collectives_are_split() {
         let looped = "$L__BB0_1:\n\tadd.s32 %r1, %r1, 1;\n\t@%p1 bra $L__BB0_1;";
         assert!(applies(&function(looped)));
         assert!(!applies(&function("\tadd.s32 %r1, %r1, 1;")), "no loop");
@@ -233,26 +158,16 @@ mod tests {
         assert!(!applies(&function(&shfl)), "a warp collective");
         let local = format!("{looped}\n\tst.local.f32 [%rd1], %f1;");
         assert!(!applies(&function(&local)), "local memory");
+        // Labels are renamed where the reader finds them, so any label serves.
         let own = "LOOP:\n\tadd.s32 %r1, %r1, 1;\n\t@%p1 bra LOOP;";
-        assert!(!applies(&function(own)), "a hand-written label");
-    }
-
-    #[test]
-    fn labels_and_renaming_are_whole_words() {
-        assert_eq!(label_def("$L__BB0_3:"), Some("$L__BB0_3"));
-        assert_eq!(label_def("\tld.global.f32 %f1, [%rd1];"), None);
-        let names: BTreeSet<&str> = ["$L__BB0_3", "$__cc_cold1"].into_iter().collect();
-        assert_eq!(
-            rename("@%p bra $L__BB0_3;\n$L__BB0_30:\nbra $__cc_cold1;", &names),
-            "@%p bra $L__BB0_3__s;\n$L__BB0_30:\nbra $__cc_cold1__s;"
-        );
+        assert!(applies(&function(own)), "a hand-written label");
     }
 
     #[test]
     fn the_fast_copy_leaves_for_the_slow_copy_and_never_comes_back() {
         let main = "$L__BB0_1:\n\tsetp.ge.u64 %__cc_p, %__cc_o, 5;\n\t@%__cc_p bra $__cc_cold0;\n\tld.global.f32 %f1, [%rd1];\n$__cc_cont0:\n\t@%p1 bra $L__BB0_1;\n\tret;\n";
         let cold = "\n$__cc_cold0:\n\tmov.b32 %f1, 0;\n\tbra $__cc_cont0;\n";
-        let out = copies(main, cold);
+        let out = copies(main, cold).expect("reads");
         let (fast, slow) = out.split_once("the slow copy").unwrap();
         assert!(fast.contains("@%__cc_p bra $__cc_cold0__s;"), "{fast}");
         assert!(
@@ -269,14 +184,26 @@ mod tests {
     }
 
     #[test]
-    fn split_handles_every_marked_function_and_leaves_the_rest() {
-        let text = format!(
-            "A\n{BEGIN}$L1:\n\t@%__cc_p bra $__cc_cold0;\n\tbra $L1;\n{COLD}$__cc_cold0:\n\tbra $L1;\n{END}}}\nB\n"
+    fn labels_are_renamed_where_the_reader_finds_them_not_by_line() {
+        // A check in a `{ }` scope: its way back shares a line with the scope's `}`, and a
+        // register's name contains a label's (`%L1x`); only labels and branch targets change.
+        let main = "$L1:\n\t{ ld.global.f32 %f1, [%rd1];\n\t@%__cc_p bra $__cc_cold0;\n\tbra $__cc_cont0;\n$__cc_cold0:\n\tmov.b32 %f1, 0;\n$__cc_cont0: }\n\tmov.u32 %L1x, 0;\n\t@%p1 bra $L1;\n\tret;\n";
+        let out = copies(main, "").expect("reads");
+        let (fast, slow) = out.split_once("the slow copy").unwrap();
+        assert!(
+            fast.contains("bra $__cc_cont0;") && fast.contains("$__cc_cont0: }"),
+            "{fast}"
         );
-        let out = split(&text);
-        assert!(out.starts_with("A\n") && out.ends_with("}\nB\n"), "{out}");
-        assert!(!out.contains("__cc_fast"), "markers removed: {out}");
-        assert_eq!(out.matches("$L1__s:").count(), 1, "{out}");
-        assert_eq!(split("no markers"), "no markers");
+        assert!(slow.contains("bra $__cc_cont0__s;"), "{slow}");
+        assert!(slow.contains("$__cc_cont0__s: }"), "{}", slow);
+        assert!(slow.contains("$__cc_cold0__s:") && slow.contains("bra $__cc_cold0__s;"));
+        assert!(
+            slow.contains("%L1x,") && slow.contains("bra $L1__s;"),
+            "{slow}"
+        );
+        assert!(
+            copies("\tbra $L1;\n}\n", "").is_none(),
+            "a `}}` closing nothing"
+        );
     }
 }

@@ -87,7 +87,7 @@ use std::fmt::Write as _;
 use thiserror::Error;
 
 pub use coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
-pub(crate) use emit::{callee, source_loc, splice as splice_text};
+pub(crate) use emit::{callee, source_loc};
 pub use emit::{demangle, demangle_var};
 pub use host_expr::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues, Sibling};
 

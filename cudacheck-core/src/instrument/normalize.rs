@@ -9,10 +9,9 @@
 //! Both keep the program's meaning (their module docs say why); the instrumenter then
 //! analyses and checks the normalized text, and the plain build is unchanged.
 
-use std::ops::Range;
-
 use super::ptx::parse;
 use super::{contract, reduce};
+use crate::ir::edit::Edits;
 
 /// `text` normalized for instrumenting (see the module docs). Text that does not parse is
 /// returned unchanged (the instrumenter reports the error).
@@ -20,47 +19,24 @@ pub(crate) fn normalize(text: &str) -> String {
     let Ok(m) = parse(text) else {
         return text.to_string();
     };
-    // (byte offset, order among insertions at one offset, text) and removed spans. A
-    // replacement is its span removed and its text inserted where the span started.
-    let mut inserts: Vec<(usize, usize, String)> = Vec::new();
-    let mut removed: Vec<Range<usize>> = Vec::new();
+    let mut moves = Vec::new();
+    let mut edits = Edits::new();
     for f in &m.functions {
-        for (span, at) in contract::moves(f) {
-            inserts.push((at, span.start, format!("{}\n\t", &text[span.clone()])));
-            removed.push(span);
-        }
+        moves.extend(contract::moves(f));
         for (span, with) in reduce::reductions(f) {
-            inserts.push((span.start, span.start, with));
-            removed.push(span);
+            edits.replace(span, with);
         }
     }
-    if removed.is_empty() {
+    if moves.is_empty() && edits.is_empty() {
         return text.to_string();
     }
-    inserts.sort_by_key(|(at, order, _)| (*at, *order));
-    removed.sort_by_key(|r| r.start);
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut pos = 0;
-    let mut ins = inserts.iter().peekable();
-    let mut rem = removed.iter().peekable();
-    loop {
-        let next_ins = ins.peek().map(|(at, _, _)| *at);
-        let next_rem = rem.peek().map(|r| r.start);
-        match (next_ins, next_rem) {
-            (None, None) => break,
-            (Some(a), r) if r.map_or(true, |r| a <= r) => {
-                out.push_str(&text[pos..a]);
-                pos = a;
-                out.push_str(&ins.next().expect("peeked").2);
-            }
-            (_, Some(_)) => {
-                let r = rem.next().expect("peeked");
-                out.push_str(&text[pos..r.start]);
-                pos = r.end;
-            }
-            (Some(_), None) => unreachable!("handled above"),
-        }
+    // Lines moved to one place keep their order.
+    moves.sort_by_key(|(span, at)| (*at, span.start));
+    for (span, at) in &moves {
+        edits.insert(*at, format!("{}\n\t", &text[span.clone()]));
     }
-    out.push_str(&text[pos..]);
-    out
+    for (span, _) in moves {
+        edits.remove(span);
+    }
+    edits.apply(text)
 }

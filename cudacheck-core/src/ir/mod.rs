@@ -11,11 +11,13 @@
 //!    whether it synchronizes threads, where control goes.
 //! 4. [`cfg`](mod@cfg): the control-flow graph, built once, and dominators.
 //! 5. [`loops`](mod@loops): natural loops, induction variables (start, step) and exit tests (bound).
+//! 6. [`edit`]: edits by byte span, the one way a rewrite changes the text it read.
 //!
 //! Analyses over this model are pure functions; the bounds-checking rewrite
 //! ([`crate::instrument`]) is built on it.
 
 pub mod cfg;
+pub mod edit;
 pub mod loops;
 pub mod opcode;
 pub mod operand;
@@ -31,6 +33,7 @@ pub use operand::{immediate, is_reg, regs_of, Address, Operand};
 pub const SOURCES: &[&str] = &[
     include_str!("mod.rs"),
     include_str!("cfg.rs"),
+    include_str!("edit.rs"),
     include_str!("loops.rs"),
     include_str!("opcode.rs"),
     include_str!("operand.rs"),

@@ -650,6 +650,33 @@ pub(crate) fn split_top(s: &str) -> Vec<String> {
     out
 }
 
+/// The statements of `text`, a piece of a function's body (what the instrumenter writes into
+/// one: its own code beside the user's), spans in `text`. `None` when a comment, string,
+/// statement or `{ }` scope in it is not closed, or a `}` closes a scope it did not open.
+pub(crate) fn statements(text: &str) -> Option<Vec<Stmt>> {
+    // Read as a body that ends after the text.
+    let closed = format!("{text}\n}}");
+    let mut r = Reader {
+        s: closed.as_bytes(),
+        text: &closed,
+        at: 0,
+    };
+    let mut f = Function {
+        start: 0,
+        name: String::new(),
+        entry: false,
+        params: Vec::new(),
+        params_close: 0,
+        body_open: 0,
+        body_close: 0,
+        stmts: Vec::new(),
+        regs: BTreeMap::new(),
+        vars: Vec::new(),
+    };
+    read_body(&closed, &mut r, &mut f).ok()?;
+    (f.body_close == closed.len() - 1).then_some(f.stmts)
+}
+
 fn read_body(text: &str, r: &mut Reader<'_>, f: &mut Function) -> Result<(), PtxError> {
     let open_line = r.line_of(r.at);
     let mut depth = 0usize;

@@ -9,7 +9,8 @@ use super::intervals;
 use super::record::{bits, RaceEventKind};
 use super::{RaceCoverage, RaceKernel, RaceOptions, RacePtx, RaceSite, RaceSiteKind};
 use super::{RaceUnchecked, SourceLoc};
-use crate::instrument::{callee, demangle, demangle_var, splice_text, SkipReason};
+use crate::instrument::{callee, demangle, demangle_var, SkipReason};
+use crate::ir::edit::Edits;
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
 use crate::ir::{effects, Address, Flow, MemKind, Sync};
 
@@ -122,23 +123,24 @@ fn func_facts(m: &Module) -> FuncFacts {
 
 pub(super) fn emit(text: &str, m: &Module, opts: &RaceOptions) -> RacePtx {
     let facts = func_facts(m);
-    let mut pieces: Vec<(usize, String)> = Vec::new();
+    let mut body = Edits::new();
     let mut kernels = Vec::new();
     let mut any = false;
     for f in m.functions.iter().filter(|f| f.entry) {
         let mut k = KernelRace::new(m, f, opts);
         k.plan(&facts);
         k.prune();
-        let changed = k.emit(&mut pieces);
+        let changed = k.emit(&mut body);
         any |= changed;
         kernels.push(k.finish(changed));
     }
+    let mut edits = Edits::new();
     if any {
-        pieces.insert(0, (m.header_end, RUNTIME.to_string()));
+        edits.insert(m.header_end, RUNTIME);
     }
-    pieces.sort_by_key(|p| p.0);
+    edits.append(body);
     RacePtx {
-        ptx: splice_text(text, &pieces),
+        ptx: edits.apply(text),
         kernels,
     }
 }
@@ -602,8 +604,8 @@ impl<'a> KernelRace<'a> {
         self.coverage.checked > 0 || self.coverage.barriers > 0
     }
 
-    /// Appends this kernel's insertions; whether it changed anything.
-    fn emit(&self, pieces: &mut Vec<(usize, String)>) -> bool {
+    /// Adds this kernel's edits; whether it changed anything.
+    fn emit(&self, edits: &mut Edits) -> bool {
         if self.coverage.not_checked.is_some()
             || (!self.has_shadow() && self.coverage.warp_syncs == 0)
         {
@@ -613,7 +615,7 @@ impl<'a> KernelRace<'a> {
         if !f.params.iter().any(|p| p.name == "__cc_rec") {
             return false;
         }
-        pieces.push((f.body_open, DECLS.to_string()));
+        edits.insert(f.body_open, DECLS);
         // Before the first statement that is no declaration, or after the last declaration of
         // a shared array (which the prologue names), when the bounds checks' own prologue
         // comes before it.
@@ -630,7 +632,7 @@ impl<'a> KernelRace<'a> {
             .max()
             .unwrap_or(0);
         let first = first.max(last_shared);
-        pieces.push((first, self.prologue()));
+        edits.insert(first, self.prologue());
         let mut label = 0u32;
         for (k, _, plan) in &self.plans {
             let s = &f.stmts[*k];
@@ -649,22 +651,22 @@ impl<'a> KernelRace<'a> {
                     if let Some(code) =
                         self.access(i, *id, *kind, *operand, *bytes, *generic, array, label)
                     {
-                        pieces.push((s.span.start, code));
+                        edits.insert(s.span.start, code);
                     }
                 }
                 Plan::Barrier { id } => {
-                    pieces.push((s.span.start, guarded(i, &barrier_before(*id, label))));
-                    pieces.push((s.span.end, guarded(i, &barrier_after(*id, label))));
+                    edits.insert(s.span.start, guarded(i, &barrier_before(*id, label)));
+                    edits.insert(s.span.end, guarded(i, &barrier_after(*id, label)));
                 }
                 Plan::WarpSync { id } => {
                     let (before, replaced) = warp_sync(i, *id, label);
-                    pieces.push((s.span.start, before));
-                    pieces.push((s.span.start, format!("\0{}\0{replaced}", s.span.end)));
-                    pieces.push((s.span.end, guarded(i, WARP_EPOCH)));
+                    edits.insert(s.span.start, before);
+                    edits.replace(s.span.clone(), replaced);
+                    edits.insert(s.span.end, guarded(i, WARP_EPOCH));
                 }
                 Plan::Collective => {
                     if self.has_shadow() {
-                        pieces.push((s.span.end, guarded(i, WARP_EPOCH)));
+                        edits.insert(s.span.end, guarded(i, WARP_EPOCH));
                     }
                 }
             }
