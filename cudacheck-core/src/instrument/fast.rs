@@ -36,9 +36,9 @@
 //! instruction needs its peers at the *same* instruction: barriers (`bar`, `barrier`), the
 //! `.sync`/`.aligned` warp collectives, `mbarrier` and cluster barriers, and calls (a callee
 //! may hold any of those). Functions with any of them, with local-memory accesses (measured:
-//! a split `window_median` ran 6x slower), or with indirect branch tables, keep
-//! the single checked body, as do functions with a label not starting with `$` (hand-written
-//! inline assembly), whose name the slow copy's renaming could confuse with a variable. Checks inside nested scopes (`{ }`) have their cold paths inline;
+//! a split `window_median` ran 6x slower), or with indirect branch tables (labels named
+//! outside a branch), keep the single checked body. Checks inside nested scopes (`{ }`) have
+//! their cold paths inline;
 //! the fast copy keeps those as they are (they come back, within the fast copy). The copy
 //! doubles the code `ptxas` compiles, so it is only made where the merges cost most: functions
 //! with a loop (a branch back to an earlier label).
@@ -48,7 +48,7 @@ use std::collections::BTreeSet;
 use super::ptx::{Function, StmtKind};
 use crate::ir::edit::{branch_targets, relabel, Edits};
 use crate::ir::read::statements;
-use crate::ir::{effects, Flow};
+use crate::ir::{effects, needs_peers, Flow};
 
 /// Whether `f`'s checked body may be split into a fast and a slow copy (see the module docs).
 pub(crate) fn applies(f: &Function) -> bool {
@@ -66,11 +66,7 @@ pub(crate) fn applies(f: &Function) -> bool {
                 }
             }
             StmtKind::Instr(i) => {
-                let op = i.op();
-                let collective = matches!(op, "bar" | "barrier" | "mbarrier" | "call" | "brx")
-                    || i.parts().any(|p| p == "sync" || p == "aligned")
-                    || op.starts_with("barrier")
-                    || op == "elect";
+                let collective = needs_peers(i);
                 // Local arrays: `window_median` (a per-thread array sorted in place) ran 6.0x
                 // slower split than checked in one body on the H100 (1.0x); kept whole.
                 let local = i.parts().any(|p| p == "local");

@@ -94,7 +94,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::analyze::Origin;
 use super::ptx::{Function, StmtKind};
-use crate::ir::{effects, Address, Bound, Cfg, Cmp, Flow, Loop, Operand, Step, Sync};
+use crate::ir::{effects, needs_peers, Address, Bound, Cfg, Cmp, Flow, Loop, Operand, Step};
 
 /// A 64-bit value computed on the edge into a loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -398,28 +398,22 @@ impl Analysis<'_> {
                 i.guard.is_some() || matches!(effects(i).flow, Flow::Next | Flow::Call)
             });
         let insert_before = if falls { first } else { jump? };
-        // Nothing in the loop needs other threads at the same instruction; no hand-written
-        // labels, no local memory (see `fast.rs` for why); the loop in the function's own
-        // scope, and a `{ }` scope in it (inline assembly) without memory accesses (their
-        // checks' cold paths are inline).
+        // Nothing in the loop needs other threads at the same instruction; no local memory
+        // (see `fast.rs` for why); the loop in the function's own scope, and a `{ }` scope in
+        // it (inline assembly) without memory accesses (their checks' cold paths are inline).
         if self.depth[first] != 0 || self.depth[insert_before] != 0 {
             return None;
         }
         for k in first..=last {
-            match &f.stmts[k].kind {
-                StmtKind::Label(name) if !name.starts_with('$') => return None,
-                StmtKind::Instr(i) => {
-                    let e = effects(i);
-                    if !matches!(e.sync, None | Some(Sync::Fence))
-                        || matches!(e.flow, Flow::Call | Flow::Indirect)
-                        || i.has("local")
-                        || e.opaque_memory()
-                        || (self.depth[k] > 0 && !e.mem.is_empty())
-                    {
-                        return None;
-                    }
+            if let StmtKind::Instr(i) = &f.stmts[k].kind {
+                let e = effects(i);
+                if needs_peers(i)
+                    || i.has("local")
+                    || e.opaque_memory()
+                    || (self.depth[k] > 0 && !e.mem.is_empty())
+                {
+                    return None;
                 }
-                _ => {}
             }
         }
         if self.depth[last + 1] != 0 {
@@ -1568,19 +1562,21 @@ $L__BB0_2:
         // A remainder loop (at most `m` iterations from `x & m`), a loop from one constant
         // to another, and a loop of redirected atomics alone: versioned only when the
         // precheck can pay.
-        let loop_from = |init: &str, bound: &str, step: &str| {
+        let loop_named = |label: &str, init: &str, bound: &str, step: &str| {
             function(&format!(
                 "
 	{init}
-$L__BB0_2:
+{label}:
 	ld.global.f32 %f1, [%rd5];
 	add.s64 %rd5, %rd5, 4;
 	add.s32 %r5, %r5, {step};
 	setp.ne.s32 %p2, %r5, {bound};
-	@%p2 bra $L__BB0_2;
+	@%p2 bra {label};
 	ret;"
             ))
         };
+        let loop_from =
+            |init: &str, bound: &str, step: &str| loop_named("$L__BB0_2", init, bound, step);
         let versioned_if = |f: &Function, redirected: bool| {
             let load = f
                 .stmts
@@ -1608,6 +1604,14 @@ $L__BB0_2:
         assert!(!versioned(&loop_from("mov.u32 %r5, 0;", "8", "1")));
         assert!(versioned(&loop_from("mov.u32 %r5, 0;", "1024", "1")));
         assert!(versioned(&loop_from("mov.u32 %r5, %r9;", "0", "-1")));
+        // A hand-written label (inline assembly's) serves as well: the copy's labels are
+        // renamed where the reader finds them (`ir::edit::relabel`).
+        assert!(versioned(&loop_named(
+            "LOOP",
+            "mov.u32 %r5, 0;",
+            "1024",
+            "1"
+        )));
         // A loop whose only candidate is an atomic redirected to the sink keeps its check.
         assert!(!versioned_if(
             &loop_from("and.b32 %r5, %r9, 255;", "0", "-1"),

@@ -25,7 +25,7 @@ pub mod read;
 
 pub use cfg::{BlockId, Cfg};
 pub use loops::{loops, Bound, Cmp, ExitTest, Induction, Loop, Step};
-pub use opcode::{effects, Effects, Flow, MemAccess, MemKind, Sync};
+pub use opcode::{effects, needs_peers, Effects, Flow, MemAccess, MemKind, Sync};
 pub use operand::{immediate, is_reg, regs_of, Address, Operand};
 
 /// The sources of the model, for caches of what is built on it.

@@ -384,6 +384,19 @@ fn sync(i: &Instr) -> Option<Sync> {
     })
 }
 
+/// Whether `i` needs other threads of its warp or block at the *same* instruction, or may
+/// through what it calls: a barrier or warp collective (any [`Sync`] but a fence), an
+/// `mbarrier`, any `.sync`/`.aligned` form, a call, or an indirect branch (whose targets a
+/// label table names). Code holding one cannot be run by some threads in one copy and by
+/// others in another (the instrumenter's fast and slow copies, its versioned loops).
+pub fn needs_peers(i: &Instr) -> bool {
+    let e = effects(i);
+    !matches!(e.sync, None | Some(Sync::Fence))
+        || matches!(e.flow, Flow::Call | Flow::Indirect)
+        || i.op() == "mbarrier"
+        || i.parts().any(|p| p == "sync" || p == "aligned")
+}
+
 /// The address of memory operand `a` of `i`.
 pub fn address<'a>(i: &'a Instr, a: &MemAccess) -> Option<Address<'a>> {
     Address::parse(i.operands.get(a.operand)?)
@@ -392,6 +405,33 @@ pub fn address<'a>(i: &'a Instr, a: &MemAccess) -> Option<Address<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_needs_peers() {
+        let needs = |t: &str| needs_peers(&instr(t));
+        for t in [
+            "bar.sync 0;",
+            "barrier.cluster.arrive;",
+            "shfl.sync.down.b32 %r2, %r1, 1, 31, -1;",
+            "activemask.b32 %r1;",
+            "elect.sync %r1|%p1, -1;",
+            "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;",
+            "wgmma.fence.sync.aligned;",
+            "call.uni (retval0), f, (param0);",
+            "brx.idx %r1, $L_tab;",
+        ] {
+            assert!(needs(t), "{t}");
+        }
+        for t in [
+            "membar.gl;",
+            "fence.acq_rel.gpu;",
+            "ld.global.f32 %f1, [%rd1];",
+            "atom.global.add.u32 %r1, [%rd1], 1;",
+            "@%p1 bra $L__BB0_2;",
+        ] {
+            assert!(!needs(t), "{t}");
+        }
+    }
 
     fn instr(text: &str) -> Instr {
         let ptx = format!(
