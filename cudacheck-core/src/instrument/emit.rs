@@ -70,7 +70,7 @@ use super::range::{ranges, Ranges};
 use super::record::FaultKind;
 use super::version::{self, Candidate, Versioned};
 use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
-use crate::ir::edit::{relabel, Edits};
+use crate::ir::edit::{labels, relabel, Edits};
 use crate::ir::{effects, Address, Cfg, Loop};
 
 /// The recording functions every instrumented module gets, after its header.
@@ -403,8 +403,8 @@ impl<'a> KernelEmitter<'a> {
             if current.as_ref().is_some_and(|(_, v, _)| k > v.last) {
                 // The fast copy: the loop's text with its edits, its labels renamed.
                 let (n, v, mut fast) = current.take().expect("checked");
-                let names = version::labels(f, v);
                 let stmts = &f.stmts[v.first..=v.last];
+                let names = labels(stmts);
                 relabel(
                     self.text,
                     stmts,

@@ -46,7 +46,7 @@
 use std::collections::BTreeSet;
 
 use super::ptx::{Function, StmtKind};
-use crate::ir::edit::{branch_targets, relabel, Edits};
+use crate::ir::edit::{branch_targets, labels, relabel, Edits};
 use crate::ir::read::statements;
 use crate::ir::{effects, needs_peers, Flow};
 
@@ -88,18 +88,9 @@ pub(crate) fn applies(f: &Function) -> bool {
 /// checked body then stays as it is).
 pub(crate) fn copies(main: &str, cold: &str) -> Option<String> {
     let (ms, cs) = (statements(main)?, statements(cold)?);
-    let defined = |stmts: &[crate::ir::read::Stmt]| -> BTreeSet<String> {
-        stmts
-            .iter()
-            .filter_map(|s| match &s.kind {
-                StmtKind::Label(l) => Some(l.clone()),
-                _ => None,
-            })
-            .collect()
-    };
-    let cold_labels = defined(&cs);
-    let mut labels = defined(&ms);
-    labels.extend(cold_labels.iter().cloned());
+    let cold_labels = labels(&cs);
+    let mut defined = labels(&ms);
+    defined.extend(cold_labels.iter().cloned());
 
     // The fast copy: branches into the cold section go to the slow copy's. Labels nothing in
     // it reaches any more (the ways back) go: a label is a block boundary to ptxas.
@@ -119,7 +110,7 @@ pub(crate) fn copies(main: &str, cold: &str) -> Option<String> {
         }
     }
     // The slow copy: every label renamed.
-    let rename = |l: &str| labels.contains(l).then(|| format!("{l}__s"));
+    let rename = |l: &str| defined.contains(l).then(|| format!("{l}__s"));
     let (mut slow_main, mut slow_cold) = (Edits::new(), Edits::new());
     relabel(main, &ms, rename, &mut slow_main);
     relabel(cold, &cs, rename, &mut slow_cold);

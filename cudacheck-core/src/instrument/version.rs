@@ -90,7 +90,7 @@
 //! 16-byte access also requires `a + offset` and `B` to be multiples of its width.
 //! A guarded (`@%p`) access may run in fewer iterations: the precheck covers all of them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use super::analyze::Origin;
 use super::ptx::{Function, StmtKind};
@@ -1173,17 +1173,6 @@ impl Gen {
         }
         out
     }
-}
-
-/// The labels `first..=last` of `f` define.
-pub(crate) fn labels(f: &Function, v: &Versioned) -> BTreeSet<String> {
-    f.stmts[v.first..=v.last]
-        .iter()
-        .filter_map(|s| match &s.kind {
-            StmtKind::Label(l) => Some(l.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -128,6 +128,17 @@ pub fn relabel(
     }
 }
 
+/// The labels `stmts` define.
+pub fn labels(stmts: &[Stmt]) -> std::collections::BTreeSet<String> {
+    stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Label(l) => Some(l.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The targets of the branches among `stmts`.
 pub fn branch_targets(stmts: &[Stmt]) -> impl Iterator<Item = &str> {
     stmts.iter().filter_map(|s| match &s.kind {
@@ -196,5 +207,9 @@ mod tests {
         );
         let targets: Vec<&str> = branch_targets(&stmts).collect();
         assert_eq!(targets, ["$L1", "L2"]);
+        assert_eq!(
+            labels(&stmts).into_iter().collect::<Vec<_>>(),
+            ["$L1", "L2"]
+        );
     }
 }
