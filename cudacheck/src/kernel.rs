@@ -447,18 +447,19 @@ impl Kernel {
     ) -> Result<(cudacheck_core::instrument::InstrumentedPtx, String, String), Error> {
         let (ptx, symbol, log) = if self.is_ptx() {
             let e = self.ptx_entry(arch)?;
-            // This kernel alone: a library's module holds hundreds, which the rewrite and
-            // ptxas would otherwise process for each kernel and launch shape.
-            let text = &self.source().text;
-            let one = cudacheck_core::ptx_subset(text, &e.symbol)
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| text.clone());
-            (one, e.symbol, String::new())
+            (self.source().text.clone(), e.symbol, String::new())
         } else {
             let (out, symbol) = self.nvrtc_output(arch, true)?;
             (out.ptx.unwrap_or_default(), symbol, out.log)
         };
+        // This kernel alone: a file's module holds many (candle's `quantized.cu` 142, a
+        // library's PTX hundreds), which the rewrite and ptxas would otherwise process for each
+        // kernel and launch shape (`quantized.cu`: 18 s a build for the whole module, 0.3 s for
+        // one kernel, the same coverage and host checks; results/README.md, ninth session).
+        let ptx = cudacheck_core::ptx_subset(&ptx, &symbol)
+            .ok()
+            .flatten()
+            .unwrap_or(ptx);
         let inst = instrument::instrument(&ptx, shape, host_checks)
             .map_err(|e| self.build_error(arch, e))?;
         Ok((inst, symbol, log))
@@ -699,12 +700,9 @@ impl Kernel {
                 let Some(sites) = inst.kernel(&symbol).cloned() else {
                     return Err(self.build_error(arch, BuildError::NoEntry { symbol }));
                 };
-                // The build runs one kernel: the others are left out of what is assembled
-                // (by nvJitLink here, by the driver's JIT at load, `build.rs`).
-                let ptx = cudacheck_core::ptx_subset(&inst.ptx, &symbol)
-                    .ok()
-                    .flatten()
-                    .unwrap_or(inst.ptx);
+                // The build holds this kernel alone (`instrumented_ptx`): nvJitLink here and the
+                // driver's JIT at load (`build.rs`) assemble nothing else.
+                let ptx = inst.ptx;
                 let assembled = nvrtc::assemble_ptx(&ptx, arch, &self.source().name)
                     .map_err(|e| self.build_error(arch, e.into()))?;
                 Ok(CheckedBuild {
