@@ -5,6 +5,7 @@
 //! exact architecture (`sm_XY` from its compute capability). Loading a CUBIN, not PTX, means a
 //! newer NVRTC than the driver still works: the driver never JIT-compiles anything.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -447,10 +448,10 @@ impl Kernel {
     ) -> Result<(cudacheck_core::instrument::InstrumentedPtx, String, String), Error> {
         let (ptx, symbol, log) = if self.is_ptx() {
             let e = self.ptx_entry(arch)?;
-            (self.source().text.clone(), e.symbol, String::new())
+            (Cow::Borrowed(&self.source().text), e.symbol, String::new())
         } else {
             let (out, symbol) = self.nvrtc_output(arch, true)?;
-            (out.ptx.unwrap_or_default(), symbol, out.log)
+            (Cow::Owned(out.ptx.unwrap_or_default()), symbol, out.log)
         };
         // This kernel alone: a file's module holds many (candle's `quantized.cu` 142, a
         // library's PTX hundreds), which the rewrite and ptxas would otherwise process for each
@@ -459,7 +460,7 @@ impl Kernel {
         let ptx = cudacheck_core::ptx_subset(&ptx, &symbol)
             .ok()
             .flatten()
-            .unwrap_or(ptx);
+            .unwrap_or_else(|| ptx.into_owned());
         let inst = instrument::instrument(&ptx, shape, host_checks)
             .map_err(|e| self.build_error(arch, e))?;
         Ok((inst, symbol, log))
@@ -702,11 +703,10 @@ impl Kernel {
                 };
                 // The build holds this kernel alone (`instrumented_ptx`): nvJitLink here and the
                 // driver's JIT at load (`build.rs`) assemble nothing else.
-                let ptx = inst.ptx;
-                let assembled = nvrtc::assemble_ptx(&ptx, arch, &self.source().name)
+                let assembled = nvrtc::assemble_ptx(&inst.ptx, arch, &self.source().name)
                     .map_err(|e| self.build_error(arch, e.into()))?;
                 Ok(CheckedBuild {
-                    ptx,
+                    ptx: inst.ptx,
                     cubin: assembled.cubin,
                     symbol,
                     log,
