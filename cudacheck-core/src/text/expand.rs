@@ -16,6 +16,12 @@ use super::lex::{lex, tokens, Kind, Lexer, Token};
 pub const MAX_EXPANSIONS: usize = 4096;
 /// How many tokens an expansion holds at most before expanding stops.
 pub const MAX_TOKENS: usize = 1 << 18;
+/// How many tokens one expansion may produce in all, counting every substitution and argument
+/// pre-expansion along the way (each weighted by the macros it came out of, whose names it
+/// carries): the bound on the work, where [`MAX_EXPANSIONS`] bounds invocations only. Macros
+/// whose arguments are expanded again at each use can otherwise make a few thousand
+/// invocations cost minutes (a toolkit header set read as a project's own).
+pub const MAX_WORK: usize = 1 << 22;
 
 /// One `#define`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,10 +158,7 @@ impl Macros {
 
     /// `tokens` with every macro invocation expanded, and the expansions rescanned.
     pub fn expand(&self, tokens: Vec<Token>) -> Vec<Token> {
-        let mut e = Expander {
-            macros: self,
-            budget: MAX_EXPANSIONS,
-        };
+        let mut e = Expander::new(self, MAX_WORK);
         let input = tokens.into_iter().map(Ht::new).collect();
         e.expand(input).into_iter().map(|t| t.tok).collect()
     }
@@ -169,11 +172,25 @@ impl Macros {
     /// The expansion of the function-like macro `name` invoked with `args` (each an
     /// argument's text), rescanned; `None` when `name` is no function-like macro.
     pub fn invoke(&self, name: &str, args: &[String]) -> Option<Vec<Token>> {
+        self.invoke_in(name, args, &mut Expander::new(self, MAX_WORK))
+    }
+
+    /// [`Macros::invoke`] with at most `max_work` tokens produced (see [`MAX_WORK`]), and the
+    /// work it took; `None` also when a limit cut the expansion short, so that a caller
+    /// deciding something from the expansion never decides it on a partial one.
+    pub fn invoke_counted(
+        &self,
+        name: &str,
+        args: &[String],
+        max_work: usize,
+    ) -> Option<(Vec<Token>, usize)> {
+        let mut e = Expander::new(self, max_work.min(MAX_WORK));
+        let out = self.invoke_in(name, args, &mut e)?;
+        (!e.truncated).then(|| (out, max_work.min(MAX_WORK) - e.work))
+    }
+
+    fn invoke_in(&self, name: &str, args: &[String], e: &mut Expander<'_>) -> Option<Vec<Token>> {
         let m = self.get(name).filter(|m| m.is_function_like())?;
-        let mut e = Expander {
-            macros: self,
-            budget: MAX_EXPANSIONS,
-        };
         let args: Vec<Vec<Ht>> = args
             .iter()
             .map(|a| tokens(a).into_iter().map(Ht::new).collect())
@@ -301,10 +318,30 @@ impl Ht {
 
 struct Expander<'m> {
     macros: &'m Macros,
+    /// Invocations left ([`MAX_EXPANSIONS`]).
     budget: usize,
+    /// Tokens left to produce ([`MAX_WORK`]).
+    work: usize,
+    /// Whether a limit left an invocation unexpanded.
+    truncated: bool,
 }
 
-impl Expander<'_> {
+impl<'m> Expander<'m> {
+    fn new(macros: &'m Macros, work: usize) -> Self {
+        Expander {
+            macros,
+            budget: MAX_EXPANSIONS,
+            work,
+            truncated: false,
+        }
+    }
+
+    fn within_limits(&mut self, held: usize) -> bool {
+        let ok = self.budget > 0 && self.work > 0 && held < MAX_TOKENS;
+        self.truncated |= !ok;
+        ok
+    }
+
     fn expand(&mut self, input: Vec<Ht>) -> Vec<Ht> {
         let mut ts: VecDeque<Ht> = input.into();
         let mut out: Vec<Ht> = Vec::new();
@@ -312,7 +349,8 @@ impl Expander<'_> {
             let m = (t.tok.kind == Kind::Ident && !t.hide.contains(&t.tok.text))
                 .then(|| self.macros.get(&t.tok.text))
                 .flatten();
-            let Some(m) = m.filter(|_| self.budget > 0 && out.len() + ts.len() < MAX_TOKENS) else {
+            let held = out.len() + ts.len();
+            let Some(m) = m.filter(|_| self.within_limits(held)) else {
                 out.push(t);
                 continue;
             };
@@ -417,6 +455,8 @@ impl Expander<'_> {
             }
             i += 1;
         }
+        let cost = out.len().saturating_mul(hide.len() + 1);
+        self.work = self.work.saturating_sub(cost);
         for (k, h) in out.iter_mut().enumerate() {
             let mut set = (*h.hide).clone();
             set.extend(hide.iter().filter(|n| !h.hide.contains(n)).cloned());
@@ -494,9 +534,40 @@ fn stringize(arg: &[Ht]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt::Write as _;
 
     fn defs(src: &str) -> Macros {
         Macros::defined_in(src)
+    }
+
+    /// Macros whose expansion doubles at each level: `L20(x)` would be 2^20 copies of `x`,
+    /// each level expanding its argument twice.
+    fn doubling(levels: usize) -> Macros {
+        let mut text = String::from("#define L0(x) x x\n");
+        for k in 1..=levels {
+            let _ = writeln!(text, "#define L{k}(x) L{}(x) L{}(x)", k - 1, k - 1);
+        }
+        defs(&text)
+    }
+
+    #[test]
+    fn an_expansion_that_would_not_end_is_cut_short_and_says_so() {
+        let m = doubling(40);
+        let out = m.invoke("L40", &["y".to_string()]).unwrap();
+        assert!(
+            out.len() <= MAX_TOKENS + 2 * MAX_EXPANSIONS + 2,
+            "{}",
+            out.len()
+        );
+        // A caller deciding something from the expansion gets none rather than a partial one.
+        assert_eq!(m.invoke_counted("L40", &["y".to_string()], MAX_WORK), None);
+        let (small, used) = m
+            .invoke_counted("L3", &["y".to_string()], MAX_WORK)
+            .unwrap();
+        assert_eq!(small.len(), 16);
+        assert!(used > 0 && used < 1000, "{used}");
+        // The work allowed is the caller's: a smaller allowance cuts sooner.
+        assert_eq!(m.invoke_counted("L3", &["y".to_string()], 10), None);
     }
 
     #[test]

@@ -53,7 +53,7 @@
 use std::path::{Path, PathBuf};
 
 use super::diagnostic::Diagnostic;
-pub use super::include_dirs::{cuda_include_dirs_here, HeaderDir};
+pub use super::include_dirs::{cuda_include_dirs_here, is_toolkit_include_dir, HeaderDir};
 
 /// The compatibility headers: (include name, contents).
 pub const COMPAT_HEADERS: &[(&str, &str)] = &[

@@ -41,6 +41,18 @@ impl HeaderDir {
     }
 }
 
+/// Whether `dir` is a CUDA toolkit's include directory (or its `cccl` folder): it holds both
+/// `cuda_runtime.h` and `crt/host_defines.h`, or CCCL's `cuda/std/version` beside `cub/` and
+/// `thrust/`. Such a directory passed with `-I` (a habit from nvcc command lines) still holds
+/// the toolkit's headers, not the project's: they are not scanned for host code, hashed into
+/// fingerprints, or searched before the project's own directories.
+pub fn is_toolkit_include_dir(dir: &Path) -> bool {
+    (dir.join("cuda_runtime.h").is_file() && dir.join("crt/host_defines.h").is_file())
+        || (dir.join("cuda/std/version").is_file()
+            && dir.join("cub").is_dir()
+            && dir.join("thrust").is_dir())
+}
+
 /// The CUDA include directories this process's environment names, with no NVRTC to start
 /// from (what `cudacheck doctor` shows when NVRTC is absent).
 #[doc(hidden)]

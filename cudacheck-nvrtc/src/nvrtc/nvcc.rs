@@ -28,7 +28,7 @@ use cudacheck_core::source::{set_aside_host_code_unit, HostCode, HostDecision};
 
 use super::diagnostic::{Diagnostic, Severity};
 use super::headers::{HOST_ONLY_HEADERS, IMPLICIT_HEADER_NAME};
-use super::request::{CompileOptions, CudaSource};
+use super::request::{project_dirs, CompileOptions, CudaSource};
 
 /// How many of a file's own headers are read, at most: a guard against include cycles through
 /// differently spelled paths and against pathological trees.
@@ -227,8 +227,12 @@ struct LocalHeaders {
 }
 
 /// The project's headers the file includes, directly or through each other, resolved as NVRTC
-/// resolves them (the including file's directory, then the `-I` directories).
+/// resolves them (the including file's directory, then the `-I` directories). A CUDA toolkit's
+/// include directory among the `-I` directories is not the project's: its headers are left to
+/// NVRTC (setting the host code of `cuda_fp16.hpp` aside would be work without end, and wrong).
 fn local_headers(source: &CudaSource, include_dirs: &[PathBuf]) -> LocalHeaders {
+    let project: Vec<PathBuf> = project_dirs(include_dirs).cloned().collect();
+    let include_dirs = project.as_slice();
     // Spelling -> the file it names (`None` once it has named two).
     let mut spellings: HashMap<String, Option<PathBuf>> = HashMap::new();
     let mut texts: HashMap<PathBuf, String> = HashMap::new();

@@ -10,6 +10,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::include_dirs::is_toolkit_include_dir;
 use cudacheck_core::Arch;
 use thiserror::Error;
 
@@ -190,7 +191,17 @@ impl CompileOptions {
                 None => format!("-D{name}"),
             });
         }
-        for dir in user_dirs(source, self).iter().chain(cuda_dirs) {
+        // The project's directories, then toolkit directories the user named with `-I` (still
+        // the toolkit's: see `is_toolkit_include_dir`), then those discovery found.
+        let given_toolkit = self
+            .include_dirs
+            .iter()
+            .filter(|d| is_toolkit_include_dir(d));
+        for dir in user_dirs(source, self)
+            .iter()
+            .chain(given_toolkit)
+            .chain(cuda_dirs)
+        {
             o.push(format!("-I{}", dir.display()));
         }
         o.extend(self.extra_options.iter().cloned());
@@ -198,13 +209,20 @@ impl CompileOptions {
     }
 }
 
+/// The project's include directories: the source's own, then the `-I` directories that are not
+/// a CUDA toolkit's (those hold the toolkit's headers, wherever they are named).
 pub(crate) fn user_dirs(source: &CudaSource, opts: &CompileOptions) -> Vec<PathBuf> {
     source
         .dir
         .iter()
-        .chain(&opts.include_dirs)
+        .chain(project_dirs(&opts.include_dirs))
         .cloned()
         .collect()
+}
+
+/// The `-I` directories that are the project's, not a CUDA toolkit's.
+pub(crate) fn project_dirs(include_dirs: &[PathBuf]) -> impl Iterator<Item = &PathBuf> {
+    include_dirs.iter().filter(|d| !is_toolkit_include_dir(d))
 }
 
 impl fmt::Display for CudaSource {
@@ -267,6 +285,62 @@ mod tests {
         let s = s.unwrap();
         assert_eq!(s.text, "");
         assert_eq!(s.dir.as_deref(), Some(std::env::temp_dir().as_path()));
+    }
+
+    /// A fake toolkit include directory: what `is_toolkit_include_dir` looks for.
+    fn fake_toolkit(root: &Path) -> PathBuf {
+        let inc = root.join("cuda/include");
+        std::fs::create_dir_all(inc.join("crt")).unwrap();
+        std::fs::write(inc.join("cuda_runtime.h"), "").unwrap();
+        std::fs::write(inc.join("crt/host_defines.h"), "").unwrap();
+        inc
+    }
+
+    #[test]
+    fn a_toolkit_include_dir_given_with_dash_i_is_searched_as_the_toolkits() {
+        let root = tempfile::tempdir().unwrap();
+        let toolkit = fake_toolkit(root.path());
+        let mine = root.path().join("mine");
+        std::fs::create_dir_all(&mine).unwrap();
+        let src = CudaSource {
+            dir: Some(PathBuf::from("/src")),
+            ..CudaSource::from_str("k.cu", "")
+        };
+        let opts = CompileOptions {
+            include_dirs: vec![toolkit.clone(), mine.clone()],
+            ..CompileOptions::new(Arch::new(9, 0))
+        };
+        // Not the project's: its headers are not scanned for host code or fingerprinted.
+        assert_eq!(
+            user_dirs(&src, &opts),
+            [PathBuf::from("/src"), mine.clone()]
+        );
+        // Searched after the project's own directories, before the discovered toolkit's.
+        let o = opts.to_nvrtc_options(&src, &[PathBuf::from("/cuda/include")]);
+        let dirs: Vec<&String> = o.iter().filter(|x| x.starts_with("-I")).collect();
+        assert_eq!(
+            dirs,
+            [
+                "-I/src".to_string(),
+                format!("-I{}", mine.display()),
+                format!("-I{}", toolkit.display()),
+                "-I/cuda/include".to_string(),
+            ]
+            .iter()
+            .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_project_directory_with_a_cuda_named_header_is_still_the_projects() {
+        let root = tempfile::tempdir().unwrap();
+        let mine = root.path().join("include");
+        std::fs::create_dir_all(&mine).unwrap();
+        // A project may ship a header of a toolkit name; without the toolkit's crt/ it is not
+        // a toolkit directory.
+        std::fs::write(mine.join("cuda_runtime.h"), "").unwrap();
+        assert!(!is_toolkit_include_dir(&mine));
+        assert!(is_toolkit_include_dir(&fake_toolkit(root.path())));
     }
 
     #[test]

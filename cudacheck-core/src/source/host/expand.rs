@@ -2,6 +2,7 @@
 //! functions), their full expansion, and their namespace-scope invocations that define host
 //! functions.
 
+use std::cell::{Cell, OnceCell};
 use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
@@ -30,9 +31,6 @@ pub(super) fn macro_host_functions(
     root: Node,
     macros: &FileMacros,
 ) -> Vec<HostMacroUse> {
-    if macros.defs.values().all(|d| d.host.is_none()) {
-        return Vec::new();
-    }
     let mut l = Vec::new();
     leaves(root, &mut l, true);
     let mut out = Vec::new();
@@ -131,17 +129,27 @@ pub(super) fn enclosing_namespaces(text: &str, n: Node) -> Vec<String> {
     out
 }
 
-/// The file's function-like macros, with the host code among them marked.
+/// The file's function-like macros; which of them are host code is decided the first time a
+/// name is asked about, so a unit that includes a large header set pays for the macros it uses,
+/// not for every macro the headers define.
 pub(super) struct FileMacros {
     pub(super) defs: HashMap<String, MacroDef>,
     /// The same macros, for the text layer to expand.
     expander: Macros,
+    /// Tokens the classifying expansions may still produce, for the whole file: past it, a
+    /// macro not yet classified is taken for device code (kept), so no header set makes the
+    /// work grow without end (a set-aside macro is an optimization; keeping one is safe).
+    work: Cell<usize>,
 }
+
+/// Tokens all classifying expansions of one file may produce together.
+const CLASSIFY_WORK: usize = 1 << 22;
 
 pub(super) struct MacroDef {
     pub(super) params: Vec<String>,
     pub(super) body: String,
-    pub(super) host: Option<HostMacro>,
+    /// Whether it is host code, once asked (see [`FileMacros`]).
+    host: OnceCell<Option<HostMacro>>,
     /// `#define NAME body`, expanded wherever the name appears (no arguments).
     pub(super) object: bool,
 }
@@ -179,21 +187,24 @@ impl FileMacros {
                 Macro::function(name, &d.params, &d.body)
             });
         }
-        let mut macros = FileMacros { defs, expander };
-        // Classified on the expansion with the parameters' own names as arguments.
-        let names: Vec<String> = macros
-            .defs
-            .iter()
-            .filter(|(_, d)| !d.object)
-            .map(|(n, _)| n.clone())
-            .collect();
-        for name in names {
-            let params = macros.defs[&name].params.clone();
-            let Some(full) = macros.expand(&name, &params) else {
-                continue;
-            };
+        FileMacros {
+            defs,
+            expander,
+            work: Cell::new(CLASSIFY_WORK),
+        }
+    }
+
+    /// Why the macro `name` is host code, if it is; decided on its expansion with the
+    /// parameters' own names as arguments, the first time it is asked.
+    fn host(&self, name: &str) -> Option<HostMacro> {
+        let d = self.defs.get(name).filter(|d| !d.object)?;
+        *d.host.get_or_init(|| {
+            let left = self.work.get();
+            let (full, used) = self.expander.invoke_counted(name, &d.params, left)?;
+            self.work.set(left.saturating_sub(used));
+            let full = crate::text::render(&full);
             let device = identifiers(&full).any(|w| matches!(w, "__device__" | "__global__"));
-            let host = if device {
+            if device {
                 None
             } else if full.contains("<<<") {
                 Some(HostMacro::Launches)
@@ -203,23 +214,17 @@ impl FileMacros {
                 Some(HostMacro::HostOnly)
             } else {
                 None
-            };
-            if let Some(d) = macros.defs.get_mut(&name) {
-                d.host = host;
             }
-        }
-        macros
+        })
     }
 
     /// Whether the macro `name` launches kernels.
     pub(super) fn launches(&self, name: &str) -> bool {
-        self.defs
-            .get(name)
-            .is_some_and(|d| d.host == Some(HostMacro::Launches))
+        self.host(name) == Some(HostMacro::Launches)
     }
 
     pub(super) fn is_host_name(&self, name: &str) -> bool {
-        self.defs.get(name).is_some_and(|d| d.host.is_some())
+        self.host(name).is_some()
     }
 
     /// Whether `def` (the `preproc_function_def` a macro body sits in) is host code.
@@ -254,7 +259,7 @@ fn collect_defs(text: &str, defs: &mut HashMap<String, MacroDef>) {
             MacroDef {
                 params: m.params.unwrap_or_default(),
                 body: m.body_text,
-                host: None,
+                host: OnceCell::new(),
                 object,
             },
         );
