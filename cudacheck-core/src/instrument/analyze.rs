@@ -20,8 +20,18 @@ use crate::ir::{effects, Address, Operand};
 /// converts them with `cvta.to.global` before global loads).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Origin {
-    Param { index: u32, space: Space },
-    Var { name: String, space: Space },
+    /// The buffer of the pointer at byte `offset` of parameter `index`'s value: the parameter
+    /// itself at 0, or, with [`InstrumentOptions::alloc_bases`] only, a pointer field of a
+    /// struct passed by value (a [`BufferSlot`](super::BufferSlot)).
+    Param {
+        index: u32,
+        offset: u32,
+        space: Space,
+    },
+    Var {
+        name: String,
+        space: Space,
+    },
 }
 
 impl Origin {
@@ -33,8 +43,9 @@ impl Origin {
 
     pub(crate) fn with_space(&self, space: Space) -> Origin {
         match self {
-            Origin::Param { index, .. } => Origin::Param {
+            Origin::Param { index, offset, .. } => Origin::Param {
                 index: *index,
+                offset: *offset,
                 space,
             },
             Origin::Var { name, .. } => Origin::Var {
@@ -207,8 +218,17 @@ fn width_of(i: &Instr) -> u64 {
         .unwrap_or(0)
 }
 
-/// Transfer function: the provenance one definition gives its destination.
-fn transfer(m: &Module, f: &Function, p: &Provenance, i: &Instr, entry: bool) -> Prov {
+/// Transfer function: the provenance one definition gives its destination. `fields`: a pointer
+/// read from a by-value struct parameter points into a buffer slot of its own
+/// ([`InstrumentOptions::alloc_bases`], whose launches pass a length and base for it).
+fn transfer(
+    m: &Module,
+    f: &Function,
+    p: &Provenance,
+    i: &Instr,
+    entry: bool,
+    fields: bool,
+) -> Prov {
     let ops = &i.operands;
     let op = |k: usize| -> Prov { ops.get(k).map_or(Prov::Data, |o| operand_prov(m, f, p, o)) };
     match i.op() {
@@ -223,11 +243,23 @@ fn transfer(m: &Module, f: &Function, p: &Provenance, i: &Instr, entry: bool) ->
                 if !entry {
                     return Prov::Opaque(Opaque::FunctionParam);
                 }
-                if addr.offset != 0 || f.params[k].decl.contains('[') {
-                    return Prov::Opaque(Opaque::StructField);
+                if addr.offset != 0 || is_aggregate(&f.params[k]) {
+                    // 8 bytes of a struct (at a multiple of 8: pointers are aligned so): the
+                    // launch knows the buffer only where it is told to read the pointer there.
+                    return match u32::try_from(addr.offset) {
+                        Ok(offset) if fields && offset % 8 == 0 && !i.has("f64") => {
+                            Prov::ptr(Origin::Param {
+                                index: k as u32,
+                                offset,
+                                space: Space::Generic,
+                            })
+                        }
+                        _ => Prov::Opaque(Opaque::StructField),
+                    };
                 }
                 return Prov::ptr(Origin::Param {
                     index: k as u32,
+                    offset: 0,
                     space: Space::Generic,
                 });
             }
@@ -304,8 +336,14 @@ fn transfer(m: &Module, f: &Function, p: &Provenance, i: &Instr, entry: bool) ->
     }
 }
 
+/// Whether a parameter is passed as bytes (a struct by value: `.param .align 8 .b8 k_param_0[24]`)
+/// rather than as one scalar or pointer.
+pub(crate) fn is_aggregate(p: &super::ptx::Param) -> bool {
+    p.decl.contains('[')
+}
+
 /// Computes the provenance of every register of `f` (a kernel when `f.entry`).
-pub fn provenance(m: &Module, f: &Function) -> Provenance {
+pub fn provenance(m: &Module, f: &Function, opts: &InstrumentOptions) -> Provenance {
     let mut p = Provenance {
         regs: BTreeMap::new(),
     };
@@ -318,7 +356,7 @@ pub fn provenance(m: &Module, f: &Function) -> Provenance {
                 continue;
             };
             let Some(d) = dest(i) else { continue };
-            let new = transfer(m, f, &p, i, f.entry);
+            let new = transfer(m, f, &p, i, f.entry, opts.alloc_bases);
             let old = p.of(d).clone();
             let joined = old.join(&new);
             if joined != old {
@@ -647,8 +685,8 @@ mod tests {
 
     fn decisions(m: &Module) -> Vec<Decision> {
         let f = &m.functions[0];
-        let p = provenance(m, f);
         let opts = InstrumentOptions::default();
+        let p = provenance(m, f, &opts);
         let r = super::super::range::ranges(m, f, &p, &opts);
         let mut out = Vec::new();
         for s in &f.stmts {
@@ -673,6 +711,7 @@ mod tests {
         );
         let g = Origin::Param {
             index: 0,
+            offset: 0,
             space: Space::Global,
         };
         assert_eq!(
@@ -691,6 +730,7 @@ mod tests {
             decisions(&m),
             vec![Decision::Check(Origin::Param {
                 index: 1,
+                offset: 0,
                 space: Space::Global
             })]
         );
@@ -719,6 +759,7 @@ mod tests {
             decisions(&m),
             vec![Decision::Check(Origin::Param {
                 index: 0,
+                offset: 0,
                 space: Space::Global
             })]
         );
@@ -761,10 +802,12 @@ mod tests {
         );
         let generic = Origin::Param {
             index: 0,
+            offset: 0,
             space: Space::Generic,
         };
         let global = Origin::Param {
             index: 0,
+            offset: 0,
             space: Space::Global,
         };
         let d = decisions(&m);

@@ -78,8 +78,34 @@ pub enum Target {
     /// One of several buffers, whichever the pointer held when the access ran (`in ? in :
     /// out`); the fault record carries the buffer's base address.
     OneOf(Vec<Target>),
+    /// The buffer a pointer field of a by-value struct parameter points into (`g.nlist` of
+    /// `struct Graph { int* nindex; int* nlist; int n; }`): the 8 bytes at `offset` of the
+    /// parameter's value. Only builds with
+    /// [`InstrumentOptions::alloc_bases`](super::InstrumentOptions::alloc_bases) check such
+    /// accesses. PTX keeps no field names: a report says "parameter 0 at byte 8".
+    Field(BufferSlot),
     /// Not an access: an assertion.
     Assert,
+}
+
+/// Where a build with [`InstrumentOptions::alloc_bases`](super::InstrumentOptions::alloc_bases)
+/// takes one buffer's length and base from: the 8 bytes at `offset` of parameter `param`'s
+/// value. A pointer parameter is `(k, 0)` (its value is the pointer); a pointer field of a
+/// struct passed by value is `(k, field offset)`. The launch reads the pointer there, looks up
+/// the allocation `[A, A + S)` holding it, and passes `S` and `A` in the slot's hidden
+/// parameters (for a slot whose pointer is in no known allocation, see the option).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BufferSlot {
+    /// The parameter's ordinal.
+    pub param: u32,
+    /// Byte offset of the pointer inside the parameter's value.
+    pub offset: u32,
+}
+
+impl fmt::Display for BufferSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "parameter {} at byte {}", self.param, self.offset)
+    }
 }
 
 /// One checked place; a fault record's `site` is its `id`.

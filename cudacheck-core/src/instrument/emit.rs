@@ -11,7 +11,12 @@
 //! $__cc_cont7:
 //! ```
 //!
-//! and a cold block at the end of the function records the fault (`__cc_fault`), zeroes what a
+//! where `BASE` is where the buffer starts: a parameter's value, or, with
+//! [`InstrumentOptions::alloc_bases`], the start of the allocation it points into, passed in
+//! the slot's `__cc_base_*` (so an index below the pointer is in bounds down to there). Every
+//! check, precheck, shadow and record takes it from [`KernelEmitter::load_base`].
+//!
+//! A cold block at the end of the function records the fault (`__cc_fault`), zeroes what a
 //! read would have produced and jumps back past the access, so an out-of-bounds access is
 //! skipped and the context stays usable. `ptxas` then optimises the whole function, checks
 //! included.
@@ -57,10 +62,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::analyze::{
-    accesses, callees, decide, provenance, Access, AccessKind, Decision, Origin, Prov, Provenance,
-    Unchecked,
+    accesses, callees, decide, is_aggregate, provenance, Access, AccessKind, Decision, Origin,
+    Prov, Provenance, Unchecked,
 };
-use super::coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
+use super::coverage::{
+    BufferSlot, Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess,
+};
 use super::fast;
 use super::group::{groups, Group};
 use super::guard::{Base, Guards};
@@ -257,6 +264,10 @@ struct KernelEmitter<'a> {
     /// The function's control-flow graph and loops, built once for the guard analysis and
     /// loop versioning both ([`Self::model`]).
     model: std::cell::OnceCell<(Cfg, Vec<Loop>)>,
+    /// With [`InstrumentOptions::alloc_bases`], the buffer slots whose length or base the
+    /// emitted code reads ([`Self::load_base`], [`Self::load_len`]): each needs its hidden
+    /// parameters declared ([`Self::slots`]).
+    used_slots: std::cell::RefCell<BTreeSet<BufferSlot>>,
 }
 
 impl<'a> KernelEmitter<'a> {
@@ -267,7 +278,7 @@ impl<'a> KernelEmitter<'a> {
         opts: &'a InstrumentOptions,
         next_site: &'a mut u32,
     ) -> Self {
-        let prov = provenance(m, f);
+        let prov = provenance(m, f, opts);
         let ranges = ranges(m, f, &prov, opts);
         KernelEmitter {
             text,
@@ -291,6 +302,7 @@ impl<'a> KernelEmitter<'a> {
             fast_parts: None,
             version_regs: 0,
             model: std::cell::OnceCell::new(),
+            used_slots: std::cell::RefCell::new(BTreeSet::new()),
         }
     }
 
@@ -461,6 +473,8 @@ impl<'a> KernelEmitter<'a> {
             host_checks: std::mem::take(&mut self.host_checks),
             widest: self.widest(),
             races: None,
+            alloc_bases: self.opts.alloc_bases,
+            slots: self.slots(),
         };
         (edits, kernel)
     }
@@ -568,9 +582,17 @@ impl<'a> KernelEmitter<'a> {
                 let Prov::Ptr(origins) = self.prov.of(addr.base) else {
                     continue;
                 };
-                let [Origin::Param { index, .. }] = origins.iter().collect::<Vec<_>>()[..] else {
+                // The launch compares a plain parameter's own address (a struct field's is
+                // not an argument it sees).
+                let [Origin::Param {
+                    index, offset: 0, ..
+                }] = origins.iter().collect::<Vec<_>>()[..]
+                else {
                     continue;
                 };
+                if is_aggregate(&self.f.params[*index as usize]) {
+                    continue;
+                }
                 let bytes = a.bytes as u32;
                 if out.get(index).map_or(true, |w| w.bytes < bytes) {
                     out.insert(
@@ -604,10 +626,13 @@ impl<'a> KernelEmitter<'a> {
             for a in &acc {
                 let d = decide(self.m, self.f, &self.prov, &self.ranges, self.opts, i, a);
                 let base = match &d {
+                    // A plain pointer parameter: the launch knows the bytes from its value to
+                    // its buffer's end (`LaunchValues::lens`), none for a struct's field.
                     Decision::Check(Origin::Param {
                         index,
+                        offset: 0,
                         space: Space::Global,
-                    }) => Base::Param(*index),
+                    }) if !is_aggregate(&self.f.params[*index as usize]) => Base::Param(*index),
                     // A fixed-size array: its size is known here, no launch value needed.
                     Decision::Check(Origin::Var { name, .. })
                         if self.m.var(self.f, name).and_then(|v| v.bytes).is_some() =>
@@ -690,6 +715,21 @@ impl<'a> KernelEmitter<'a> {
     fn hidden_params(&self) -> String {
         let mut s = String::new();
         let n = self.f.params.len();
+        if self.opts.alloc_bases {
+            // A length per slot, a base per slot, the record (`InstrumentOptions::alloc_bases`).
+            let slots = self.slots();
+            let names = slots
+                .iter()
+                .map(|sl| slot_param("len", *sl))
+                .chain(slots.iter().map(|sl| slot_param("base", *sl)))
+                .chain(std::iter::once("__cc_rec".to_string()));
+            for (k, name) in names.enumerate() {
+                let sep = if k == 0 && n == 0 { "" } else { "," };
+                let _ = write!(s, "{sep}\n\t.param .u64 {name}");
+            }
+            s.push('\n');
+            return s;
+        }
         for k in 0..n {
             let sep = if k == 0 && n == 0 { "" } else { "," };
             let _ = write!(s, "{sep}\n\t.param .u64 __cc_len_{k}");
@@ -729,11 +769,54 @@ impl<'a> KernelEmitter<'a> {
         s
     }
 
+    /// With [`InstrumentOptions::alloc_bases`], the buffer slots of this kernel, in the order
+    /// of their hidden parameters: `(k, 0)` for every parameter, then (sorted in) every other
+    /// slot the emitted code reads.
+    fn slots(&self) -> Vec<BufferSlot> {
+        if !self.opts.alloc_bases {
+            return Vec::new();
+        }
+        let mut all = self.used_slots.borrow().clone();
+        all.extend((0..self.f.params.len() as u32).map(|param| BufferSlot { param, offset: 0 }));
+        all.into_iter().collect()
+    }
+
+    /// The slot of a parameter origin, noted as used when the build takes slots.
+    fn use_slot(&self, index: u32, offset: u32) -> BufferSlot {
+        let slot = BufferSlot {
+            param: index,
+            offset,
+        };
+        if self.opts.alloc_bases {
+            self.used_slots.borrow_mut().insert(slot);
+        }
+        slot
+    }
+
     /// Code leaving `o`'s base address in `dst` (a `bits`-wide register), under guard `g`.
+    ///
+    /// The one place deciding what an offset into a parameter's buffer is measured from: the
+    /// argument itself (the buffer starts where the pointer points), or, with
+    /// [`InstrumentOptions::alloc_bases`], the start of the allocation the pointer points into,
+    /// which the launch passes in the slot's hidden base (a view may index below its pointer).
+    /// Either is a generic address, converted like the parameter for a global-space check.
     fn load_base(&self, o: &Origin, bits: u32, dst: &str, g: &str) -> String {
         match o {
-            Origin::Param { index, space } => {
-                let p = &self.f.params[*index as usize].name;
+            Origin::Param {
+                index,
+                offset,
+                space,
+            } => {
+                let slot = self.use_slot(*index, *offset);
+                let p = if self.opts.alloc_bases {
+                    slot_param("base", slot)
+                } else {
+                    let name = &self.f.params[*index as usize].name;
+                    match offset {
+                        0 => name.clone(),
+                        k => format!("{name}+{k}"),
+                    }
+                };
                 let mut s = format!("{g}ld.param.u64 {dst}, [{p}];\n\t");
                 if *space == Space::Global {
                     let _ = write!(s, "{g}cvta.to.global.u64 {dst}, {dst};\n\t");
@@ -757,10 +840,13 @@ impl<'a> KernelEmitter<'a> {
     /// `o`'s length in bytes: a constant, or code leaving it in the 64-bit register `dst`.
     fn load_len(&self, o: &Origin, dst: &str, g: &str) -> Len {
         match o {
-            Origin::Param { index, .. } => Len::Code(
-                format!("{g}ld.param.u64 {dst}, [__cc_len_{index}];\n\t"),
-                dst.to_string(),
-            ),
+            Origin::Param { index, offset, .. } => {
+                let len = slot_param("len", self.use_slot(*index, *offset));
+                Len::Code(
+                    format!("{g}ld.param.u64 {dst}, [{len}];\n\t"),
+                    dst.to_string(),
+                )
+            }
             Origin::Var { name, .. } => match self.m.var(self.f, name).and_then(|v| v.bytes) {
                 Some(b) => Len::Const(b),
                 None => Len::Code(
@@ -775,6 +861,14 @@ impl<'a> KernelEmitter<'a> {
 
     fn target_of(&self, o: &Origin) -> Target {
         match o {
+            Origin::Param { index, offset, .. }
+                if *offset != 0 || is_aggregate(&self.f.params[*index as usize]) =>
+            {
+                Target::Field(BufferSlot {
+                    param: *index,
+                    offset: *offset,
+                })
+            }
             Origin::Param { index, .. } => Target::Param(*index),
             Origin::Var { name, .. } => Target::Var(demangle_var(name)),
         }
@@ -1157,7 +1251,17 @@ impl<'a> KernelEmitter<'a> {
         if align.is_some() {
             s.push_str("or.pred %__cc_p, %__cc_p, %__cc_v;\n\t");
         }
-        let cold = self.cold_block(i, a, site, bits == 32 && !sym, &len, shadow, cont);
+        // The record's base: the buffer the shadow names; with allocation bases, the
+        // allocation's start for every check against a parameter, so that the record alone
+        // says where its offset is measured from.
+        let record_base = match (d, shadow) {
+            (_, Some(si)) => (String::new(), format!("%__cc_sb{si}")),
+            (Decision::Check(o @ Origin::Param { .. }), None) if self.opts.alloc_bases => {
+                (self.load_base(o, 64, "%__cc_u", ""), "%__cc_u".to_string())
+            }
+            _ => (String::new(), "0".to_string()),
+        };
+        let cold = self.cold_block(i, a, site, bits == 32 && !sym, &len, record_base, cont);
         (s, cold, site)
     }
 
@@ -1301,7 +1405,8 @@ impl<'a> KernelEmitter<'a> {
     }
 
     /// The out-of-line path of a failed check: record the first fault, count all, give a read
-    /// 0, and continue after the skipped access.
+    /// 0, and continue after the skipped access. `base`: the code to run first and the operand
+    /// the record's base field gets.
     #[allow(clippy::too_many_arguments)]
     fn cold_block(
         &mut self,
@@ -1310,7 +1415,7 @@ impl<'a> KernelEmitter<'a> {
         site: u32,
         narrow: bool,
         len: &Len,
-        shadow: Option<usize>,
+        (base_code, base): (String, String),
         cont: &str,
     ) -> String {
         let fault_kind = match a.kind {
@@ -1344,10 +1449,9 @@ impl<'a> KernelEmitter<'a> {
                 32 + 4 * k
             );
         }
-        let base = shadow.map_or_else(|| "0".to_string(), |si| format!("%__cc_sb{si}"));
         let _ = write!(
             c,
-            "mov.u32 %__cc_x, {};\n\tst.global.u32 [%__cc_r+60], %__cc_x;\n\tmov.u64 %__cc_t, {base};\n\tst.global.u64 [%__cc_r+64], %__cc_t;\n$__cc_skip{site}:\n",
+            "mov.u32 %__cc_x, {};\n\tst.global.u32 [%__cc_r+60], %__cc_x;\n\t{base_code}mov.u64 %__cc_t, {base};\n\tst.global.u64 [%__cc_r+64], %__cc_t;\n$__cc_skip{site}:\n",
             a.bytes
         );
         // A skipped read or atomic gives 0; a collective was not skipped (`redirect`).
@@ -1475,6 +1579,15 @@ impl<'a> KernelEmitter<'a> {
             }
         }
         s
+    }
+}
+
+/// The hidden parameter holding a slot's length (`what` = `len`) or base (`base`):
+/// `__cc_len_<k>` for a parameter's own slot, `__cc_len_<k>_<offset>` for a struct field's.
+fn slot_param(what: &str, slot: BufferSlot) -> String {
+    match slot.offset {
+        0 => format!("__cc_{what}_{}", slot.param),
+        off => format!("__cc_{what}_{}_{off}", slot.param),
     }
 }
 

@@ -7,7 +7,9 @@
 //!
 //! 1. each `.entry` takes hidden trailing parameters: one `.u64` per user parameter, the
 //!    length in bytes of the buffer passed there (`u64::MAX` where unknown), then a pointer to
-//!    a zeroed [`FaultRecord`] ([`hidden_params`] says how many);
+//!    a zeroed [`FaultRecord`] ([`hidden_params`] says how many; with
+//!    [`InstrumentOptions::alloc_bases`], a length and a base per [`BufferSlot`] instead, see
+//!    there);
 //! 2. every load, store and atomic whose address can be traced to a kernel parameter or an
 //!    array (`__shared__`, static or `extern`, `__device__`, `__constant__`, local) is checked
 //!    against that buffer's byte range before it runs: `offset = address - base`, out of bounds
@@ -86,7 +88,9 @@ use std::fmt::Write as _;
 
 use thiserror::Error;
 
-pub use coverage::{Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess};
+pub use coverage::{
+    BufferSlot, Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess,
+};
 pub(crate) use emit::{callee, source_loc};
 pub use emit::{demangle, demangle_var};
 pub use host_expr::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues, Sibling};
@@ -120,9 +124,26 @@ pub const fn hidden_params(num_params: usize) -> usize {
     num_params + 1
 }
 
+/// How many hidden parameters a build made with `opts` takes, given `slots`: the kernel's user
+/// parameters without [`InstrumentOptions::alloc_bases`] (one length each, then the record:
+/// [`hidden_params`]), or the length of its [`InstrumentedKernel::slots`] with it (a length
+/// and a base per slot, then the record). A built kernel says it itself:
+/// [`InstrumentedKernel::hidden_params`].
+pub const fn hidden_params_for(slots: usize, opts: &InstrumentOptions) -> usize {
+    if opts.alloc_bases {
+        2 * slots + 1
+    } else {
+        hidden_params(slots)
+    }
+}
+
 /// The length to pass for a parameter whose buffer length is unknown (a raw address, or not a
 /// pointer at all): every access through it passes.
-pub const UNKNOWN_LEN: u64 = u64::MAX;
+///
+/// `i64::MAX`, not `u64::MAX`: the device computes a check's limit, `len - bytes + 1`, in signed
+/// 64-bit arithmetic clamped at 0, where `u64::MAX` would read as -1 and fail every access. Every
+/// address below 2^63 (every address a process has) passes this length from base 0.
+pub const UNKNOWN_LEN: u64 = i64::MAX as u64;
 
 /// One instrumented kernel (`.entry`). Serializable, so that a bounds-checked build can be
 /// kept on disk with the table its faults are named through (`cudacheck::cache`).
@@ -151,6 +172,17 @@ pub struct InstrumentedKernel {
     /// The race-checked build's table ([`crate::race`]), when the build is one.
     #[serde(default)]
     pub races: Option<crate::race::RaceKernel>,
+    /// Whether the build checks against allocations ([`InstrumentOptions::alloc_bases`]): its
+    /// hidden parameters are then a length and a base per [`slots`](Self::slots), not a length
+    /// per parameter ([`Self::hidden_params`]).
+    #[serde(default)]
+    pub alloc_bases: bool,
+    /// With [`alloc_bases`](Self::alloc_bases), the buffer slots the build checks against, in
+    /// the order of its hidden parameters: `(k, 0)` for every parameter `k`, and `(k, offset)`
+    /// for every other pointer field of a by-value struct parameter that an access is checked
+    /// against, ordered by parameter, then offset. Empty otherwise.
+    #[serde(default)]
+    pub slots: Vec<BufferSlot>,
 }
 
 /// The widest access a kernel makes through one buffer parameter.
@@ -165,6 +197,17 @@ pub struct WidestAccess {
 }
 
 impl InstrumentedKernel {
+    /// How many hidden parameters the build takes after the user's: one length per parameter
+    /// and the record ([`hidden_params`]), or, with [`alloc_bases`](Self::alloc_bases), a
+    /// length per slot, a base per slot and the record.
+    pub fn hidden_params(&self) -> usize {
+        if self.alloc_bases {
+            2 * self.slots.len() + 1
+        } else {
+            hidden_params(self.num_params as usize)
+        }
+    }
+
     /// The first buffer argument whose address (`ptrs[k]`, 0 for non-buffers) is not aligned
     /// for the widest access the kernel makes through it.
     pub fn misaligned_argument(&self, ptrs: &[u64]) -> Option<&WidestAccess> {
@@ -305,6 +348,31 @@ pub struct InstrumentOptions {
     /// access before a loop, and a copy of the loop without those checks). For comparisons;
     /// versioning changes no report.
     pub keep_loop_checks: bool,
+    /// Check against allocations rather than against the buffers the arguments start: for a
+    /// launch interposer that knows, per pointer argument `p`, the allocation `[A, A + S)` it
+    /// points into (a tensor view may point into its middle and index below itself, down to
+    /// `A`). Each kernel then takes, after its parameters, a `.u64` length per
+    /// [`BufferSlot`] (`__cc_len_<k>`, or `__cc_len_<k>_<offset>` for a struct field; `S`),
+    /// a `.u64` base per slot in the same order (`__cc_base_<k>`, `__cc_base_<k>_<offset>`;
+    /// `A`), then the record (`__cc_rec`), and every device check measures its offset from
+    /// the slot's base instead of from the argument: `address - A`, out of bounds past
+    /// `S - bytes` (unsigned), so below `A` too. The fault record's `base` is `A` and its
+    /// `offset` is from `A` (see [`FaultRecord::base`]). Pointer fields of by-value struct
+    /// parameters (`struct Graph { int* nindex; int* nlist; int n; }`) are slots of their own
+    /// and checked; without this they are listed unchecked ([`SkipReason::StructField`]).
+    ///
+    /// A slot whose pointer is in no allocation the launch knows (or the slot `(k, 0)` of a
+    /// parameter that is no pointer) takes base 0 and length `i64::MAX as u64`, through which
+    /// every address below `2^63` passes. Not [`UNKNOWN_LEN`]: the device computes the limit
+    /// `max(len - bytes + 1, 0)` in signed 64-bit arithmetic, where `u64::MAX` reads as -1,
+    /// so every access would fail.
+    ///
+    /// Host checks ([`Self::host_checks`]) stay relative to the argument: a launch passes, as
+    /// [`LaunchValues::lens`], the bytes from `p` to the allocation's end (`A + S - p`), and a
+    /// host check that holds puts the access in `[p, A + S)`, inside the allocation. A host
+    /// check never holds for an offset below `p`. Only plain parameters get host checks; a
+    /// struct field's accesses are checked on the device.
+    pub alloc_bases: bool,
 }
 
 impl InstrumentOptions {
@@ -316,7 +384,15 @@ impl InstrumentOptions {
             host_checks: false,
             on_device: HostCheckSet::new(),
             keep_loop_checks: false,
+            alloc_bases: false,
         }
+    }
+
+    /// Check against allocations: a length and a base per buffer slot (see
+    /// [`Self::alloc_bases`]).
+    pub const fn alloc_bases(mut self, on: bool) -> Self {
+        self.alloc_bases = on;
+        self
     }
 
     /// Keep every check inside loops (no loop versioning; see [`Self::keep_loop_checks`]).

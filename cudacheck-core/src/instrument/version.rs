@@ -1425,17 +1425,34 @@ mod tests {
         }
     }
 
+    /// What [`soundness`] found over its entry states.
+    struct Outcome {
+        /// Entries the precheck let run the fast loop.
+        fast: usize,
+        /// Entries it refused whose loop would have faulted.
+        caught: usize,
+        /// Of `fast`, those whose loop read below the pointer `%rd30` (inside the allocation).
+        below_pointer: usize,
+        /// Entries whose loop ended reading only inside the buffer, some below the pointer:
+        /// those `below_pointer` may count.
+        in_bounds_below_pointer: usize,
+        /// The precheck.
+        code: String,
+    }
+
     /// Checks the precheck against the loop for `n` random entry states of the registers
-    /// `inputs` (and `ptrs`, near the buffer), with the load's buffer at `%rd30` of `len`
-    /// bytes: how many entries ran the fast loop, how many the precheck refused that would
-    /// have faulted, and the precheck.
+    /// `inputs` (and `ptrs`, near the pointer), with the load's pointer at `%rd30` and `len`
+    /// bytes from there to the end of its buffer, which starts `below` bytes before it
+    /// (`%rd29`, the base the precheck measures from, as an allocation's start
+    /// passed for a view: `InstrumentOptions::alloc_bases`).
     fn soundness(
         body: &str,
         inputs: &[&str],
         ptrs: &[&str],
         n: usize,
         seed: u64,
-    ) -> (usize, usize, String) {
+        below: u64,
+    ) -> Outcome {
         let f = function(body);
         let load = f
             .stmts
@@ -1444,6 +1461,7 @@ mod tests {
             .unwrap();
         let origin = Origin::Param {
             index: 0,
+            offset: 0,
             space: super::super::ptx::Space::Global,
         };
         let i = f.instr(load).unwrap();
@@ -1464,7 +1482,7 @@ mod tests {
         let mut g = Gen::new();
         g.precheck(
             v,
-            &|_, d| format!("mov.b64 {d}, %rd30;\n\t"),
+            &|_, d| format!("mov.b64 {d}, %rd29;\n\t"),
             &|_, bytes, d| {
                 let code = format!(
                     "sub.s64 {d}, %rd31, {};\n\tmax.s64 {d}, {d}, 0;\n\t",
@@ -1479,19 +1497,24 @@ mod tests {
         );
         let code = parse(&text).unwrap().functions.remove(0);
         let mut rng = Rng(seed);
-        let (mut fast, mut caught) = (0, 0);
+        let (mut fast, mut caught, mut below_pointer, mut in_bounds_below_pointer) = (0, 0, 0, 0);
         for _ in 0..n {
             let mut regs = HashMap::new();
-            let base = 1u64 << 40;
-            let len = rng.next() % 4000;
+            let ptr = 1u64 << 40;
+            let base = ptr - below;
+            // Entry values near the end of the bytes from the pointer on, as without an
+            // allocation below it.
+            let from_ptr = rng.next() % 4000;
+            let len = from_ptr + below;
             for r in inputs {
-                regs.insert(r.to_string(), rng.int(len) as u64);
+                regs.insert(r.to_string(), rng.int(from_ptr) as u64);
             }
             for r in ptrs {
                 let off = (rng.next() % 1200) as i64 - 100;
-                regs.insert(r.to_string(), base.wrapping_add((off & !3) as u64));
+                regs.insert(r.to_string(), ptr.wrapping_add((off & !3) as u64));
             }
-            regs.insert("%rd30".into(), base);
+            regs.insert("%rd29".into(), base);
+            regs.insert("%rd30".into(), ptr);
             regs.insert("%rd31".into(), len);
             // Registers are their width's bits.
             let mut m = Machine {
@@ -1504,9 +1527,14 @@ mod tests {
             }
             let regs = m.regs;
             let fails = run_code(&f, &code, &regs);
-            let (loads, _) = run_loop(&f, v, &regs, 4_000);
+            let (loads, ended) = run_loop(&f, v, &regs, 4_000);
+            let inside = |a: &u64| a.wrapping_sub(base).saturating_add(4) <= len;
+            if ended && loads.iter().all(inside) && loads.iter().any(|&a| a < ptr) {
+                in_bounds_below_pointer += 1;
+            }
             if !fails {
                 fast += 1;
+                below_pointer += usize::from(loads.iter().any(|&a| a < ptr));
                 for a in loads {
                     let o = a.wrapping_sub(base);
                     assert!(
@@ -1522,7 +1550,13 @@ mod tests {
                 caught += 1;
             }
         }
-        (fast, caught, g.code)
+        Outcome {
+            fast,
+            caught,
+            below_pointer,
+            in_bounds_below_pointer,
+            code: g.code,
+        }
     }
 
     const UP_BY_REGISTER: &str = "
@@ -1536,14 +1570,32 @@ $L__BB0_2:
 	ret;";
 
     /// `divides`: the precheck needs the iteration count (a division), rather than bounding
-    /// every access by the counter's advance.
+    /// every access by the counter's advance. Each loop is checked twice: against a buffer
+    /// that starts at the pointer, and against an allocation that starts 256 bytes before it
+    /// (a view's, `InstrumentOptions::alloc_bases`), where reads below the pointer are in
+    /// bounds down to the allocation's start and no further.
     fn sound(body: &str, inputs: &[&str], ptrs: &[&str], divides: bool) {
-        let (fast, caught, code) = soundness(body, inputs, ptrs, 2000, 0x5eed);
-        assert_eq!(code.contains("div."), divides, "{code}");
-        println!("fast {fast}, caught {caught}");
-        // Neither side is empty: the precheck passes good entries and the loop would fault
-        // for some it refuses.
-        assert!(fast >= 25 && caught >= 25, "fast {fast}, caught {caught}");
+        for below in [0, 256] {
+            let o = soundness(body, inputs, ptrs, 2000, 0x5eed, below);
+            assert_eq!(o.code.contains("div."), divides, "{}", o.code);
+            let (fast, caught, under) = (o.fast, o.caught, o.below_pointer);
+            let could = o.in_bounds_below_pointer;
+            println!(
+                "{below} bytes below: fast {fast}, caught {caught}, below the pointer {under} of {could}"
+            );
+            // Neither side is empty: the precheck passes good entries and the loop would fault
+            // for some it refuses.
+            assert!(fast >= 25 && caught >= 25, "fast {fast}, caught {caught}");
+            // Where loops read below the pointer inside the allocation, the precheck passes
+            // most (one measuring from the pointer would pass none).
+            assert!(
+                2 * under >= could,
+                "{under} of {could} loops reading below the pointer"
+            );
+            if below == 0 {
+                assert_eq!(could, 0, "a buffer starting at the pointer");
+            }
+        }
     }
 
     #[test]
@@ -1577,6 +1629,7 @@ $L__BB0_2:
                 Candidate {
                     origin: Origin::Param {
                         index: 0,
+                        offset: 0,
                         space: super::super::ptx::Space::Global,
                     },
                     bytes: 4,

@@ -749,6 +749,8 @@ mod tests {
                 loc: loc(4, 26),
             }],
             races: None,
+            alloc_bases: false,
+            slots: Vec::new(),
         }
     }
 
