@@ -21,6 +21,17 @@ export CUDACHECK_CACHE_DIR
 trap 'rm -f "$log"; rm -rf "$CUDACHECK_CACHE_DIR"' EXIT
 status=0
 
+# The interposer `cudacheck run` preloads, built once as a shared object and handed to the CLI's
+# build script (which carries it inside the binary) and to the fake-driver tests of
+# cudacheck-run, instead of a build of its own in each (cudacheck-cli/build.rs).
+printf '\n===== the interposer (cudacheck-run as a shared object) =====\n' | tee -a "$log"
+if cargo rustc -q -p cudacheck-run --lib --features interpose --crate-type cdylib 2>&1 | tee -a "$log"; then
+  export CUDACHECK_PRELOAD_SO="$root/target/debug/libcudacheck_run.so"
+  echo "built $CUDACHECK_PRELOAD_SO" | tee -a "$log"
+else
+  status=1
+fi
+
 run_tier() { # title, then the cargo test arguments
   local title="$1"; shift
   printf '\n===== %s =====\n' "$title" | tee -a "$log"

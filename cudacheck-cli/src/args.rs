@@ -27,6 +27,40 @@ pub enum Command {
     /// Record the compiled resources of every `#[checked_kernel]` with an `arch` into the
     /// crate's `.cudacheck/` directory (commit it), for builds where NVRTC is absent.
     Prepare(PrepareArgs),
+    /// Run a program (and its children) with every CUDA kernel launch validated and, where the
+    /// kernel's module carries PTX, bounds-checked: `cudacheck run -- cargo test`.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Check shared-memory races and barriers too.
+    #[arg(long)]
+    pub races: bool,
+    /// Only validate launches (no bounds-checked builds).
+    #[arg(long)]
+    pub no_bounds: bool,
+    /// Append one JSON line per finding to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Exit with N when anything was found (else the program's own status).
+    #[arg(long, value_name = "N")]
+    pub error_exitcode: Option<u8>,
+    /// After the first finding: go on (the bad access was suppressed), or stop the process.
+    #[arg(long, value_enum, default_value = "continue")]
+    pub on_fault: OnFaultArg,
+    /// Do not capture the host call stack of each launch and allocation.
+    #[arg(long)]
+    pub no_stacks: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnFaultArg {
+    Continue,
+    Abort,
 }
 
 #[derive(Debug, Args)]

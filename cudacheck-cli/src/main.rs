@@ -6,10 +6,12 @@
 //! cudacheck instrument --json kernels/
 //! cudacheck cache info
 //! cudacheck prepare -- -p my-crate
+//! cudacheck run -- cargo test
 //! ```
 //!
 //! Exit status: 0 when every kernel is clean, 1 when a launch configuration violates a limit,
-//! 2 on compile errors or bad usage.
+//! 2 on compile errors or bad usage; `run` exits with the program's status (or
+//! `--error-exitcode` when something was found).
 
 mod args;
 mod cache;
@@ -18,6 +20,7 @@ mod collect;
 mod instrument;
 mod prepare;
 mod render;
+mod run;
 
 use std::process::ExitCode;
 
@@ -36,5 +39,6 @@ fn main() -> ExitCode {
         Command::Instrument(args) => instrument::run(&args),
         Command::Cache(args) => cache::run(&args),
         Command::Prepare(args) => prepare::run(&args),
+        Command::Run(args) => run::run(&args),
     }
 }

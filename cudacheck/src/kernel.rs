@@ -688,7 +688,11 @@ impl Kernel {
 
     /// The bounds-checked build for `arch` and `shape`, from the cache (`cache::through_checked`)
     /// or made now: NVRTC's PTX instrumented for the shape and assembled by nvJitLink.
-    fn checked_build(&self, arch: Arch, shape: Option<Spec>) -> Result<CheckedBuild, Error> {
+    pub(crate) fn checked_build(
+        &self,
+        arch: Arch,
+        shape: Option<Spec>,
+    ) -> Result<CheckedBuild, Error> {
         let opts = self.compile_options(arch, true);
         cache::through_checked(
             self.source(),
@@ -845,6 +849,13 @@ fn shape_bytes(shape: Option<Spec>) -> Vec<u8> {
             .chain(
                 s.keep_loop_checks
                     .then_some(*b"keep-loop-checks")
+                    .into_iter()
+                    .flatten(),
+            )
+            // Builds checked against allocation bases say so (`cudacheck run`).
+            .chain(
+                s.alloc_bases
+                    .then_some(*b"alloc-bases")
                     .into_iter()
                     .flatten(),
             )

@@ -60,6 +60,10 @@ pub(crate) struct Spec {
     pub(crate) races: bool,
     /// Every check inside loops stays (`CUDACHECK_KEEP_LOOP_CHECKS`: no loop versioning).
     pub(crate) keep_loop_checks: bool,
+    /// Each pointer parameter is checked against a hidden base and length (the allocation it
+    /// points into: `cudacheck run`'s builds), not against its own value, so a pointer into
+    /// the middle of an allocation may index down to the allocation's start.
+    pub(crate) alloc_bases: bool,
 }
 
 impl Spec {
@@ -75,6 +79,7 @@ impl Spec {
             on_device: HostCheckSet::new(),
             races: false,
             keep_loop_checks: crate::policy::keep_loop_checks(),
+            alloc_bases: false,
         })
     }
 
@@ -121,7 +126,8 @@ pub(crate) fn instrument(
             .dynamic_shared_bytes(s.dynamic_shared_bytes)
             .host_checks(s.host_checks)
             .on_device(s.on_device)
-            .keep_loop_checks(s.keep_loop_checks),
+            .keep_loop_checks(s.keep_loop_checks)
+            .alloc_bases(s.alloc_bases),
         None => cudacheck_core::instrument::InstrumentOptions::new().host_checks(host_checks),
     };
     let mut inst = cudacheck_core::instrument::instrument_ptx_with(ptx, &opts)?;

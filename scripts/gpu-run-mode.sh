@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `cudacheck run` on the GPU machine, every check in one command:
+#
+#   scripts/gpu-run-mode.sh bundle
+#       here: the CLI (release, the interposer inside) into target/gpu-carry/cudacheck, the
+#       Rust test programs into target/run-programs/bin, the third-party sources into
+#       target/gpu-carry/run-thirdparty.tar.xz
+#   scripts/gpu-run-mode.sh run OUTDIR [PART...]
+#       GPU machine (carry ["target/gpu-carry", "target/run-programs/bin"]); parts, in order:
+#         programs    tests/run: planted bugs and correct twins (C++ built there by nvcc, Rust
+#                     built here), each plain, under `cudacheck run` and under memcheck
+#                     (scripts/run-programs.sh)
+#         bench       the interposer's cost per launch and per kernel (scripts/run-bench.sh)
+#         thirdparty  llm.c dev/cuda and cuda-samples, plain / run cold / run warm / memcheck
+#                     (scripts/run-thirdparty.sh)
+#       default: all three. Everything each part wrote is packed into OUTDIR/logs.tar.xz; its
+#       tables (run-programs.md, run-bench.md, run-thirdparty.md) and the console log are put
+#       beside it (the device tool brings back at most 8 files).
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+case "${1:-}" in
+  bundle)
+    set -e
+    eval "$(scripts/setup-cuda.sh)"
+    cargo build --release -p cudacheck-cli
+    mkdir -p target/gpu-carry
+    cp target/release/cudacheck target/gpu-carry/cudacheck
+    strip --strip-all target/gpu-carry/cudacheck
+    scripts/run-programs.sh build-rust
+    scripts/run-thirdparty.sh bundle
+    du -sh target/gpu-carry/* target/run-programs/bin
+    ;;
+  run)
+    out="${2:?usage: gpu-run-mode.sh run OUTDIR [PART...]}"
+    shift 2
+    parts=("$@")
+    [ ${#parts[@]} -gt 0 ] || parts=(programs bench thirdparty)
+    bin="$root/target/gpu-carry/cudacheck"
+    work="$out/work"
+    mkdir -p "$work"
+    # A module cache of this run's own, so that "cold" means cold.
+    export CUDACHECK_CACHE_DIR="$work/module-cache"
+    {
+      date -u +%Y-%m-%dT%H:%M:%SZ
+      nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+      "${NVCC:-/usr/local/cuda/bin/nvcc}" --version | tail -2
+      "$bin" doctor 2>&1 | head -40
+    } > "$work/env.txt" 2>&1
+    for p in "${parts[@]}"; do
+      echo "===== $p ($(date -u +%H:%M:%S)) ====="
+      case "$p" in
+        programs)
+          scripts/run-programs.sh build-cpp > "$work/programs-build.log" 2>&1 || echo "some C++ programs did not build (see programs-build.log)"
+          RUN_TIMEOUT="${RUN_TIMEOUT:-60}" scripts/run-programs.sh check "$bin" "$work/programs"
+          cp "$work/programs/run-programs.md" "$out/" 2>/dev/null
+          ;;
+        bench)
+          scripts/run-bench.sh "$bin" "$work/bench" "${BENCH_ROUNDS:-7}"
+          cp "$work/bench/run-bench.md" "$out/" 2>/dev/null
+          ;;
+        thirdparty)
+          scripts/run-thirdparty.sh run "$bin" "$work/thirdparty"
+          cp "$work/thirdparty/run-thirdparty.md" "$out/" 2>/dev/null
+          ;;
+        *) echo "unknown part $p" ;;
+      esac
+    done
+    rm -rf "$work/module-cache"
+    tar -C "$out" -cJf "$out/logs.tar.xz" work && rm -rf "$work"
+    ls -la "$out"
+    ;;
+  *) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# What `cudacheck run` costs, measured on the GPU machine (nvcc there):
+#
+#   scripts/run-bench.sh CUDACHECK_BIN OUTDIR [ROUNDS]
+#
+# tests/run/bench/launch_cost.cu is built twice: with PTX in its fatbin (what nvcc's default
+# -arch=sm_90 embeds; launches are bounds-checked) and with SASS only (launches are validated
+# and run unchanged). Each round runs, side by side in one process order per round:
+#   - host cost per launch of an empty kernel: plain, under `run` with SASS only (validation
+#     only: the path of a launch that needs no check), under `run --no-bounds` (validation
+#     only, PTX present), under `run` (bounds-checked), and bounds-checked without host call
+#     stacks (`--no-stacks`);
+#   - GPU time per launch of four kernels (saxpy, a clamped stencil, a shared-memory block
+#     reduction, a gather; each longer than a checked launch takes on the host): plain and
+#     under `run`.
+# A warm-up run under `run` first fills the module cache. OUTDIR/run-bench.tsv holds every
+# figure; OUTDIR/run-bench.md the medians over rounds and the ratios.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="$1"; out="$2"; rounds="${3:-7}"
+nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
+mkdir -p "$out/bench-bin"
+src="$root/tests/run/bench/launch_cost.cu"
+"$nvcc" -arch=sm_90 -lineinfo -O2 -o "$out/bench-bin/launch_cost" "$src"
+"$nvcc" -gencode arch=compute_90,code=sm_90 -lineinfo -O2 -o "$out/bench-bin/launch_cost_sass" "$src"
+b="$out/bench-bin"
+tsv="$out/run-bench.tsv"
+printf 'round\tmode\tmeasure\tvalue\n' > "$tsv"
+"$bin" run -- "$b/launch_cost" kernels > /dev/null 2> "$out/bench-warmup.stderr"
+"$bin" run -- "$b/launch_cost" launches > /dev/null 2>> "$out/bench-warmup.stderr"
+record() { # round mode command...
+  local r="$1" m="$2"; shift 2
+  "$@" 2>> "$out/bench.stderr" | while read -r kind a b2; do
+    case "$kind" in
+      launch_us) printf '%s\t%s\tlaunch_us\t%s\n' "$r" "$m" "$a" ;;
+      kernel) printf '%s\t%s\t%s\t%s\n' "$r" "$m" "$a" "$b2" ;;
+    esac
+  done >> "$tsv"
+}
+for r in $(seq 1 "$rounds"); do
+  record "$r" plain "$b/launch_cost" launches
+  record "$r" run-sass-only "$bin" run -- "$b/launch_cost_sass" launches
+  record "$r" run-no-bounds "$bin" run --no-bounds -- "$b/launch_cost" launches
+  record "$r" run "$bin" run -- "$b/launch_cost" launches
+  record "$r" run-no-stacks "$bin" run --no-stacks -- "$b/launch_cost" launches
+  record "$r" plain "$b/launch_cost" kernels
+  record "$r" run "$bin" run -- "$b/launch_cost" kernels
+done
+python3 - "$tsv" "$out/run-bench.md" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+med = {}
+for r in rows:
+    med.setdefault((r["mode"], r["measure"]), []).append(float(r["value"]))
+med = {k: statistics.median(v) for k, v in med.items()}
+out = ["| measure | mode | median | vs plain |", "|---|---|---|---|"]
+for (mode, m), v in sorted(med.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    base = med.get(("plain", m))
+    ratio = f"{v / base:.3f}x" if base else ""
+    out.append(f"| {m} | {mode} | {v:.3f} us | {ratio} |")
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+print("\n".join(out))
+PY
