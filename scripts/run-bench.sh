@@ -8,8 +8,9 @@
 # and run unchanged). Each round runs, side by side in one process order per round:
 #   - host cost per launch of an empty kernel: plain, under `run` with SASS only (validation
 #     only: the path of a launch that needs no check), under `run --no-bounds` (validation
-#     only, PTX present), under `run` (bounds-checked), and bounds-checked without host call
-#     stacks (`--no-stacks`);
+#     only, PTX present), under `run` (bounds-checked, host stacks of each kernel's first
+#     launch), and bounds-checked with no stacks (`--stacks off`) and every launch's
+#     (`--stacks all`);
 #   - GPU time per launch of four kernels (saxpy, a clamped stencil, a shared-memory block
 #     reduction, a gather; each longer than a checked launch takes on the host): plain and
 #     under `run`.
@@ -30,7 +31,8 @@ printf 'round\tmode\tmeasure\tvalue\n' > "$tsv"
 "$bin" run -- "$b/launch_cost" launches > /dev/null 2>> "$out/bench-warmup.stderr"
 record() { # round mode command...
   local r="$1" m="$2"; shift 2
-  "$@" 2>> "$out/bench.stderr" | while read -r kind a b2; do
+  # One core for every run: the host cost of a launch varies less when the process stays put.
+  taskset -c 2 "$@" 2>> "$out/bench.stderr" | while read -r kind a b2; do
     case "$kind" in
       launch_us) printf '%s\t%s\tlaunch_us\t%s\n' "$r" "$m" "$a" ;;
       kernel) printf '%s\t%s\t%s\t%s\n' "$r" "$m" "$a" "$b2" ;;
@@ -42,7 +44,8 @@ for r in $(seq 1 "$rounds"); do
   record "$r" run-sass-only "$bin" run -- "$b/launch_cost_sass" launches
   record "$r" run-no-bounds "$bin" run --no-bounds -- "$b/launch_cost" launches
   record "$r" run "$bin" run -- "$b/launch_cost" launches
-  record "$r" run-no-stacks "$bin" run --no-stacks -- "$b/launch_cost" launches
+  record "$r" run-stacks-off "$bin" run --stacks off -- "$b/launch_cost" launches
+  record "$r" run-stacks-all "$bin" run --stacks all -- "$b/launch_cost" launches
   record "$r" plain "$b/launch_cost" kernels
   record "$r" run "$bin" run -- "$b/launch_cost" kernels
 done

@@ -55,6 +55,16 @@ install() { # folder, stamp, packages...
   touch "$done"
 }
 install "$dest" "$stamp" "${pkgs[@]}"
+lib="$dest/nvidia/cu13/lib/libnvrtc.so.13"
+# `--main`: only what the main job (`cudacheck check`) needs, one NVRTC release and its headers
+# (about 150 MB); the test suite installs the rest (scripts/test.sh, without the flag).
+if [ "${1:-}" = "--main" ]; then
+  [ -f "$lib" ] || { echo "setup-cuda: $lib is missing after install" >&2; exit 2; }
+  # nvJitLink (for `cudacheck instrument`) when the test suite installed it already.
+  jl="$root/.cuda/jl/nvidia/cu13/lib/libnvJitLink.so.13"
+  echo "export CUDACHECK_NVRTC=$lib$([ -f "$jl" ] && echo " CUDACHECK_NVJITLINK=$jl")"
+  exit 0
+fi
 install "$dest12" "$stamp12" "${pkgs12[@]}"
 # nvJitLink assembles the PTX that bounds checking rewrites (ptxas inside a library). Its own
 # folder: pip --target will not add files under the existing nvidia/ of the first install.
@@ -62,7 +72,6 @@ destjl="$root/.cuda/jl"
 install "$destjl" "$destjl/.cudacheck-installed-v1" nvidia-nvjitlink==13.0.88
 libjl="$destjl/nvidia/cu13/lib/libnvJitLink.so.13"
 
-lib="$dest/nvidia/cu13/lib/libnvrtc.so.13"
 lib12="$dest12/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
 dest124="$root/.cuda/m/12.4"
 install "$dest124" "$dest124/.cudacheck-installed-v1" "${pkgs124[@]}"

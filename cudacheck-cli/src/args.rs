@@ -49,12 +49,21 @@ pub struct RunArgs {
     /// After the first finding: go on (the bad access was suppressed), or stop the process.
     #[arg(long, value_enum, default_value = "continue")]
     pub on_fault: OnFaultArg,
-    /// Do not capture the host call stack of each launch and allocation.
-    #[arg(long)]
-    pub no_stacks: bool,
+    /// Host call stacks in reports: `first` captures every allocation's and the first launch's
+    /// of each kernel with each block and shared memory size; `all` every launch's (a few
+    /// microseconds each); `off` none.
+    #[arg(long, value_enum, default_value = "first")]
+    pub stacks: StacksArg,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StacksArg {
+    First,
+    All,
+    Off,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -11,7 +11,7 @@ use std::process::{Command, ExitCode};
 
 use cudacheck_run::protocol::{self, OnFault};
 
-use crate::args::{OnFaultArg, RunArgs};
+use crate::args::{OnFaultArg, RunArgs, StacksArg};
 
 /// The interposer, built by `build.rs`.
 static PRELOAD: &[u8] = include_bytes!(env!("CUDACHECK_PRELOAD_SO_PATH"));
@@ -52,7 +52,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .env(protocol::ENV_SUMMARY_DIR, summaries.path())
         .env(protocol::ENV_RACES, flag(args.races))
         .env(protocol::ENV_BOUNDS, flag(!args.no_bounds))
-        .env(protocol::ENV_STACKS, flag(!args.no_stacks))
+        .env(
+            protocol::ENV_STACKS,
+            match args.stacks {
+                StacksArg::First => "first",
+                StacksArg::All => "all",
+                StacksArg::Off => "off",
+            },
+        )
         .env(protocol::ENV_ON_FAULT, on_fault(args.on_fault).as_str())
         .env(
             protocol::ENV_ABORT_STATUS,

@@ -203,15 +203,24 @@ fn adopt(s: &State, f: CUfunction) -> Arc<Func> {
         .clone()
 }
 
-/// A `CUfunction` for reading the kernel's attributes in the current context.
-fn function_of(func: &Func, handle: CUfunction) -> Option<CUfunction> {
+/// A `CUfunction` for reading the kernel's attributes in context `ctx` (current): the handle
+/// itself, or, for a `CUkernel` (what the CUDA runtime launches), its function in the context,
+/// asked of the driver once per context.
+fn function_of(func: &Func, handle: CUfunction, ctx: usize) -> Option<CUfunction> {
     if !func.is_kernel_handle {
         return Some(handle);
+    }
+    if let Some(&f) = func.lock().functions.get(&ctx) {
+        return Some(f as CUfunction);
     }
     let mut f: CUfunction = std::ptr::null_mut();
     let get = ffi::real().cuKernelGetFunction?;
     // SAFETY: `handle` is a CUkernel the program launched; `f` a valid out-pointer.
-    (unsafe { get(&mut f, handle) } == CUDA_SUCCESS).then_some(f)
+    if unsafe { get(&mut f, handle) } != CUDA_SUCCESS {
+        return None;
+    }
+    func.lock().functions.insert(ctx, f as usize);
+    Some(f)
 }
 
 fn fattr(f: CUfunction, a: c_int) -> u32 {
@@ -227,13 +236,13 @@ fn fattr(f: CUfunction, a: c_int) -> u32 {
 /// The launch checked against the device's limits and the kernel's resources, remembered
 /// per context once it passes; every rule it breaks, in words, when it does not.
 fn validated(s: &State, func: &Func, l: &Launch, ctx: usize) -> Result<(), Vec<String>> {
-    let Some(f) = function_of(func, l.f) else {
-        return Ok(());
-    };
     // The opt-in can change between launches (cuFuncSetAttribute); read it only when the
     // launch asks for dynamic shared memory.
     let opt_in = if l.shared > 0 {
-        fattr(f, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES)
+        match function_of(func, l.f, ctx) {
+            Some(f) => fattr(f, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES),
+            None => return Ok(()),
+        }
     } else {
         0
     };
@@ -241,6 +250,9 @@ fn validated(s: &State, func: &Func, l: &Launch, ctx: usize) -> Result<(), Vec<S
     if func.lock().last_valid.get(&ctx) == Some(&key) {
         return Ok(());
     }
+    let Some(f) = function_of(func, l.f, ctx) else {
+        return Ok(());
+    };
     let Some(d) = s.current_device() else {
         return Ok(());
     };

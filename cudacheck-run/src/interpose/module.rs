@@ -200,6 +200,8 @@ pub struct Func {
 pub struct FuncInner {
     /// The configuration of the last launch that passed validation, per context.
     pub last_valid: HashMap<usize, ValidKey>,
+    /// For a `CUkernel`: its `CUfunction` in each context it was launched in.
+    pub functions: HashMap<usize, usize>,
     /// The library's kernel object its checked builds are made from, once made.
     pub engine: Option<cudacheck::Kernel>,
     /// Its entry in the module's PTX.

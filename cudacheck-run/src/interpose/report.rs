@@ -207,10 +207,17 @@ fn out_of_bounds(info: &LaunchInfo, rec: &cudacheck_core::instrument::FaultRecor
     let byte_offset = match bound {
         Some(b) => {
             let k = b.slot.param;
-            let name = match b.slot.offset {
-                0 => func.param_label(&info.entry, k as usize),
-                off => format!(
-                    "{} (its pointer at byte {off})",
+            // A pointer field of a struct passed by value is named by its byte offset (PTX
+            // keeps no field names).
+            let by_value = info
+                .entry
+                .params
+                .get(k as usize)
+                .is_some_and(|p| p.size > 8);
+            let name = match (b.slot.offset, by_value) {
+                (0, false) => func.param_label(&info.entry, k as usize),
+                (off, _) => format!(
+                    "the pointer at byte {off} of {}",
                     func.param_label(&info.entry, k as usize)
                 ),
             };

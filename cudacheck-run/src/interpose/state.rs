@@ -234,6 +234,7 @@ impl State {
         {
             let mut i = f.lock();
             i.last_valid.remove(&ctx);
+            i.functions.remove(&ctx);
             i.loaded.retain(|&(c, _), _| c != ctx);
         }
     }
