@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #ifndef ROUTE
 #error "build with -DROUTE=1 (linked), 2 (dlsym) or 3 (cuGetProcAddress)"
@@ -221,6 +222,20 @@ int main(int argc, char **argv) {
     expect("cuModuleGetFunction(add)", p_cuModuleGetFunction(&add, module, "add"), 0, 5);
 
     void *params[] = {&x, &y, &n};
+    /* LAUNCH_BENCH=N: N launches back to back, then "ns_per_launch T" and exit (what the
+     * interposer itself costs a launch, against a driver that costs nearly nothing:
+     * scripts/run-cost-offline.sh). */
+    if (getenv("LAUNCH_BENCH")) {
+        int reps = atoi(getenv("LAUNCH_BENCH"));
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int k = 0; k < reps; k++)
+            p_cuLaunchKernel(add, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+        printf("ns_per_launch %.1f\n", ns / (reps > 0 ? reps : 1));
+        return 0;
+    }
     expect("cuLaunchKernel(grid 4, block 256)",
            p_cuLaunchKernel(add, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL), 0, 6);
     /* 2048 threads in a block: the driver answers CUDA_ERROR_INVALID_VALUE, interposed or not. */
