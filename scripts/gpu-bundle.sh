@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Step 1 of a GPU run (shared/GPU.md): build here the GPU-tier test binaries, the examples and
+# Step 1 of a GPU run: build here the GPU-tier test binaries, the examples and
 # the benchmarks, and copy them (stripped) into target/gpu-bundle/, which the device tool
 # carries to the GPU machine. Step 2 runs scripts/gpu-run.sh there:
 #

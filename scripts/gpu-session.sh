@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call for a session's GPU work (shared/GPU.md: one or two calls a session). Each
+# The GPU work of one device call, in named parts (a call that starts a machine costs minutes,
+# so the parts that belong together run in one). Each
 # step has a time limit so that the call ends inside the device tool's 600 s; everything lands
 # in $OUT/run/ and, at the end, in $OUT/run.tgz (the tool brings back at most 8 files).
 #

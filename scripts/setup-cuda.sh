@@ -3,7 +3,7 @@
 # CUDA needed, no root needed) and prints the line to source for using them. Idempotent: a
 # second run with everything in place does nothing.
 #
-# Versions are pinned to CUDA 13.0, the toolkit on our GPU machine (shared/GPU.md), so the
+# Versions are pinned to CUDA 13.0, the toolkit of the GPU machine the GPU tier runs on, so the
 # CUBINs NVRTC writes here load under that machine's 13.0 driver.
 #
 # Beside the default, an NVRTC matrix (issue 23): every NVRTC release cudacheck is tested
