@@ -168,6 +168,10 @@ fn installed_preload() -> std::io::Result<PathBuf> {
     }
     let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
     std::io::Write::write_all(&mut tmp, PRELOAD)?;
+    // Readable by whoever runs the command (a temporary file is the owner's alone).
+    use std::os::unix::fs::PermissionsExt;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
     tmp.persist(&path).map_err(|e| e.error)?;
     Ok(path)
 }
