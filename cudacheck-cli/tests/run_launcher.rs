@@ -38,10 +38,7 @@ fn a_command_runs_with_the_interposer_preloaded_and_keeps_its_output_and_status(
     assert!(std::path::Path::new(preload).is_file(), "{preload}");
     assert_eq!(lines.next(), Some("out"));
     // The interposer loaded into `sh` and `echo` without a word: they use no CUDA.
-    assert!(
-        err.contains("no process of the command used CUDA"),
-        "{err}"
-    );
+    assert!(err.contains("no process of the command used CUDA"), "{err}");
     assert!(!err.contains("ERROR: ld.so"), "{err}");
 }
 
@@ -55,7 +52,10 @@ fn the_users_own_preloads_are_kept_after_ours() {
         .output()
         .unwrap();
     let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(!line.contains(':'), "an empty user list adds nothing: {line}");
+    assert!(
+        !line.contains(':'),
+        "an empty user list adds nothing: {line}"
+    );
     assert!(line.ends_with(".so"), "{line}");
 }
 
