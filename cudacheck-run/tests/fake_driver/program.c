@@ -19,6 +19,9 @@
  * (and its error on stderr).
  */
 
+/* clock_gettime under -std=c11. */
+#define _POSIX_C_SOURCE 199309L
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
