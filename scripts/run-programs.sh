@@ -16,6 +16,9 @@
 # here `scripts/run-programs.sh build`, carry target/run-programs/bin, and there
 # `scripts/run-programs.sh build-cpp && scripts/run-programs.sh check path/to/cudacheck $OUT`.
 #
+# RUN_PROGRAMS_FLAGS adds options to every `cudacheck run` of check (`--races`: the same
+# verdicts must hold with race checking on).
+#
 # check runs every case of the manifest three ways, each under a time limit (RUN_TIMEOUT,
 # default 60 s), keeping stdout, stderr, exit status and wall time in OUTDIR/<program>/:
 # plainly; under `CUDACHECK_BIN run --json OUTDIR/<program>/<case>.jsonl --`; and, for planted
@@ -163,7 +166,9 @@ check() {
     # Nothing of an earlier check in the same OUTDIR may stand in for this one's.
     rm -f "$d/$case".*
     run_one "$d/$case.plain" "$exe" "$case"
-    run_one "$d/$case.run" "$cudacheck" run --json "$d/$case.jsonl" -- "$exe" "$case"
+    # shellcheck disable=SC2086 # RUN_PROGRAMS_FLAGS: more `cudacheck run` options, as words
+    run_one "$d/$case.run" "$cudacheck" run ${RUN_PROGRAMS_FLAGS:-} --json "$d/$case.jsonl" \
+      -- "$exe" "$case"
     if [ "$arg" = 1 ] && [ -n "$sanitizer" ]; then
       run_one "$d/$case.memcheck" "$sanitizer" --tool memcheck "$exe" "$case"
     fi
