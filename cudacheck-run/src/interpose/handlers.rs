@@ -17,7 +17,7 @@ use super::launch::{self, CoopFn, ExFn, Launch, LaunchFn, Via};
 use super::module::{Func, Handle, Module};
 use super::records;
 use super::stack::Stack;
-use super::state::{state, State};
+use super::state::{program_name, state, State};
 
 type Real<F> = F;
 
@@ -108,7 +108,7 @@ unsafe fn loaded_image(module: *mut CUmodule, image: *const c_void, what: &str) 
     let s = state();
     // SAFETY: the driver wrote the handle.
     let h = unsafe { *module } as usize;
-    let label = format!("{} ({what})", program());
+    let label = format!("{} ({what})", program_name());
     // SAFETY: as the caller promises.
     let m = unsafe { Module::from_image(Handle::Module(h), image, arch(s), label) };
     add_module(s, h, m);
@@ -253,7 +253,7 @@ pub unsafe fn library_load_data(
         let s = state();
         // SAFETY: the driver wrote the handle.
         let h = unsafe { *library } as usize;
-        let label = format!("{} (library)", program());
+        let label = format!("{} (library)", program_name());
         // SAFETY: the driver loaded `code`.
         let m = unsafe { Module::from_image(Handle::Library(h), code, arch(s), label) };
         add_library(s, h, m);
@@ -855,11 +855,4 @@ fn active_primary(dev: CUdevice) -> Option<CUcontext> {
         unsafe { release(dev) };
     }
     Some(ctx)
-}
-
-fn program() -> String {
-    std::env::args()
-        .next()
-        .map(|a| a.rsplit('/').next().unwrap_or(&a).to_string())
-        .unwrap_or_else(|| "program".to_string())
 }

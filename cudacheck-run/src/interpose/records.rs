@@ -178,10 +178,12 @@ impl Records {
             };
         }
         i.pending.push_back(Pending { slot, event, info });
+        // Many in flight: read those done, at most every POLL_EVERY (a launch must stay cheap;
+        // running out of slots waits for the oldest in `take_slot`).
         let many = i.pending.len() >= SLOTS / 4;
         drop(i);
         if many {
-            self.poll();
+            self.poll_when_waiting();
         }
     }
 
@@ -200,18 +202,17 @@ impl Records {
         }
     }
 
-    /// [`Self::poll`] when the program waits: at most every [`POLL_EVERY`], or sooner when
-    /// many launches are in flight, so that a program that waits after each launch does not
-    /// pay a copy of records for each. Never while a stream capture is under way (a capture
+    /// [`Self::poll`] at most every [`POLL_EVERY`], so that a program that waits after each
+    /// launch does not pay a copy of records for each. Never while a stream capture is under way (a capture
     /// in the global mode is invalidated by a wait on any thread).
     pub fn poll_when_waiting(&self) {
         if state().captures.load(std::sync::atomic::Ordering::Relaxed) > 0 {
             return;
         }
-        let due = {
-            let i = self.lock();
-            i.pending.len() >= SLOTS / 8 || i.last_poll.map_or(true, |t| t.elapsed() >= POLL_EVERY)
-        };
+        let due = self
+            .lock()
+            .last_poll
+            .map_or(true, |t| t.elapsed() >= POLL_EVERY);
         if due {
             self.poll();
         }
@@ -220,24 +221,27 @@ impl Records {
     /// The completed launches, with their records, their slots freed (zeroed first where the
     /// kernel wrote one).
     fn read_completed(&self, i: &mut Inner) -> Vec<(LaunchInfo, Vec<u8>)> {
-        let query = |e: CUevent| {
+        // Each event asked once: a launch that completes after this is read the next time.
+        let done: Vec<bool> = i
+            .pending
+            .iter()
             // SAFETY: an event of ours.
-            e.is_null() || unsafe { call!(cuEventQuery(e)) } != CUDA_ERROR_NOT_READY
-        };
-        if !i.pending.iter().any(|p| query(p.event)) {
+            .map(|p| {
+                p.event.is_null() || unsafe { call!(cuEventQuery(p.event)) } != CUDA_ERROR_NOT_READY
+            })
+            .collect();
+        let completed = i.pending.iter().zip(&done).filter(|(_, &d)| d);
+        let Some((lo, hi)) = completed.fold(None, |r: Option<(usize, usize)>, (p, _)| {
+            let s = p.slot as usize;
+            Some(r.map_or((s, s), |(lo, hi)| (lo.min(s), hi.max(s))))
+        }) else {
             return Vec::new();
-        }
+        };
         let _ctx = Current::push(self.ctx as CUcontext);
         let (arena, stream) = (i.arena, i.stream);
         // One copy of the slots from the lowest to the highest completed one (slots are
         // reused lowest first, so they stay close): slots of launches still running in between
         // are copied too and left unread.
-        let done = i
-            .pending
-            .iter()
-            .filter(|p| query(p.event))
-            .map(|p| p.slot as usize);
-        let (lo, hi) = done.fold((usize::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
         let (from, bytes) = (lo * SLOT_BYTES, (hi + 1 - lo) * SLOT_BYTES);
         // SAFETY: the range lies in the arena and in the host buffer of the same length;
         // ordered on our stream.
@@ -257,10 +261,8 @@ impl Records {
         }
         let mut out = Vec::new();
         let mut still = VecDeque::new();
-        while let Some(p) = i.pending.pop_front() {
-            // A launch that completed after the copy was decided is read next time.
-            let copied = (lo..=hi).contains(&(p.slot as usize));
-            if !copied || !query(p.event) {
+        for (p, finished) in std::mem::take(&mut i.pending).into_iter().zip(done) {
+            if !finished {
                 still.push_back(p);
                 continue;
             }

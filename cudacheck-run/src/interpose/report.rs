@@ -566,7 +566,7 @@ fn stack_lines(msg: &mut String, title: &str, frames: &[String]) {
 }
 
 fn tuple(v: [u32; 3]) -> String {
-    format!("({}, {}, {})", v[0], v[1], v[2])
+    cudacheck_core::Dim3::new(v[0], v[1], v[2]).to_string()
 }
 
 fn plural(n: u32, one: &str, many: &str) -> String {

@@ -293,7 +293,8 @@ fn fold(into: &mut BTreeMap<String, KernelSummary>, f: &Func) {
     }
 }
 
-fn program_name() -> String {
+/// The program, as `argv[0]` names it, without its directory.
+pub fn program_name() -> String {
     std::env::args()
         .next()
         .map(|a| a.rsplit('/').next().unwrap_or(&a).to_string())
