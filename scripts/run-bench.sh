@@ -34,7 +34,7 @@ record() { # round mode command...
   # One core for every run: the host cost of a launch varies less when the process stays put.
   taskset -c 2 "$@" 2>> "$out/bench.stderr" | while read -r kind a b2; do
     case "$kind" in
-      launch_us) printf '%s\t%s\tlaunch_us\t%s\n' "$r" "$m" "$a" ;;
+      launch_us|launch_us_min) printf '%s\t%s\t%s\t%s\n' "$r" "$m" "$kind" "$a" ;;
       kernel) printf '%s\t%s\t%s\t%s\n' "$r" "$m" "$a" "$b2" ;;
     esac
   done >> "$tsv"
@@ -61,6 +61,20 @@ for (mode, m), v in sorted(med.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     base = med.get(("plain", m))
     ratio = f"{v / base:.3f}x" if base else ""
     out.append(f"| {m} | {mode} | {v:.3f} us | {ratio} |")
+# Ratios of modes run in the same round (one after the other, same core): the median of the
+# per-round ratios, which the drift of the machine between rounds does not move.
+by_round = {}
+for r in rows:
+    by_round.setdefault((r["measure"], r["round"]), {})[r["mode"]] = float(r["value"])
+paired = {}
+for (m, _), modes in by_round.items():
+    if "plain" in modes:
+        for mode, v in modes.items():
+            if mode != "plain":
+                paired.setdefault((m, mode), []).append(v / modes["plain"])
+out += ["", "| measure | mode | median of per-round ratios to plain | rounds |", "|---|---|---|---|"]
+for (m, mode), v in sorted(paired.items()):
+    out.append(f"| {m} | {mode} | {statistics.median(v):.3f}x | {len(v)} |")
 open(sys.argv[2], "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY

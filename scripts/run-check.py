@@ -3,12 +3,13 @@
 tests/run/expected.json, from the files `scripts/run-programs.sh check` left in OUTDIR.
 
     run-check.py [--manifest FILE] OUTDIR     compare; table on stdout, OUTDIR/run-programs.{md,json}
-    run-check.py [--manifest FILE] --plan     the runs to make, one a line: KIND PROGRAM CASE [CODE]
+    run-check.py [--manifest FILE] --plan     the runs to make, one a line (see main_plan)
     run-check.py [--manifest FILE] --self-test
 
 OUTDIR/<program>/ holds, per case, <case>.<mode>.{stdout,stderr,rc,ms} for mode plain (the
-program alone), run (under `cudacheck run --json <case>.jsonl`), memcheck (under
-`compute-sanitizer --tool memcheck`, planted cases, when present) and exitcode (under
+program alone), run (under `cudacheck run [OPTIONS] --json <case>.jsonl`, with the options the
+manifest gives the case), memcheck (under `compute-sanitizer --tool memcheck`, or the tool the
+manifest names for the case, planted cases, when present) and exitcode (under
 `cudacheck run --error-exitcode N`, the probe the manifest names); <case>.jsonl, the findings;
 cases.txt, what `PROGRAM --list` printed. OUTDIR/env.txt, when present, heads the report.
 
@@ -71,17 +72,26 @@ class Access:
         return f"{self.kernel}: {self.access} of {p} at index {where}, line {self.line}"
 
 
+# Kinds a fault is told by its kernel and the lines it may be reported at (markers), not by
+# accesses: which of a race's two accesses a report names depends on the order the threads ran.
+LINE_KINDS = {"race", "barrier"}
+
+
 @dataclass
 class Fault:
-    """One bad launch: its bad accesses (out of bounds), or the launch error it is."""
+    """One bad launch: its bad accesses (out of bounds), the launch error it is, or a race or
+    barrier error with the lines a report of it may name."""
     kind: str
     kernel: str
     words: list
     accesses: list
+    lines: dict = field(default_factory=dict)  # marker -> line (race, barrier)
 
     def describe(self):
         if self.kind == "launch_error":
             return f"launch_error of {self.kernel}"
+        if self.kind in LINE_KINDS:
+            return f"{self.kind} in {self.kernel} at line {' or '.join(map(str, self.lines.values()))}"
         return "; ".join(a.describe() for a in self.accesses)
 
 
@@ -91,6 +101,9 @@ class Case:
     faults: list
     same_stdout: bool = False
     stdout_as_correct: bool = False
+    # compute-sanitizer's tool to compare with (planted cases), and `cudacheck run` options.
+    sanitizer: str = "memcheck"
+    flags: list = field(default_factory=list)
 
     @property
     def planted(self):
@@ -156,8 +169,15 @@ def load_manifest(path, root=ROOT):
                         block=merged.get("block"), marker=marker, line=marks[marker]))
                 if kind == "out_of_bounds" and not accesses:
                     raise ManifestError(f"{p['name']} {cname}: an out_of_bounds fault needs accesses")
+                lines = {}
+                if kind in LINE_KINDS:
+                    for marker in fd.get("markers") or [fd.get("marker", cname)]:
+                        if marker not in marks:
+                            raise ManifestError(f"{p['name']} {cname}: no RUN-BUG({marker}) in "
+                                                f"{p['source']}")
+                        lines[marker] = marks[marker]
                 faults.append(Fault(kind=kind, kernel=fd["kernel"], words=fd.get("words", []),
-                                    accesses=accesses))
+                                    accesses=accesses, lines=lines))
             ids = [a.identity() for f in faults for a in f.accesses]
             if len(ids) != len(set(ids)):
                 raise ManifestError(f"{p['name']} {cname}: two accesses with one identity "
@@ -165,12 +185,18 @@ def load_manifest(path, root=ROOT):
             kernels = [f.kernel for f in faults if f.kind == "launch_error"]
             if len(kernels) != len(set(kernels)):
                 raise ManifestError(f"{p['name']} {cname}: two launch errors of one kernel")
+            flags = p.get("flags", []) + c.get("flags", [])
+            if any(not f.startswith("--") or " " in f for f in flags):
+                raise ManifestError(f"{p['name']} {cname}: flags must be options, one word each")
             cases[cname] = Case(name=cname, faults=faults,
                                 same_stdout=bool(c.get("same_stdout")),
-                                stdout_as_correct=bool(c.get("stdout_as_correct")))
+                                stdout_as_correct=bool(c.get("stdout_as_correct")),
+                                sanitizer=c.get("sanitizer", p.get("sanitizer", "memcheck")),
+                                flags=flags)
         if "correct" not in cases:
             raise ManifestError(f"{p['name']}: no `correct` case")
         used = {a.marker for c in cases.values() for f in c.faults for a in f.accesses}
+        used |= {m for c in cases.values() for f in c.faults for m in f.lines}
         if "cases_from" not in p:
             unused = sorted(set(marks) - used)
             if unused:
@@ -251,6 +277,10 @@ def parse_memcheck(text):
     """(error count or None, first error in words or None, its line or None)."""
     count = None
     m = re.search(r"ERROR SUMMARY:\s*(\d+)\s+error", text)
+    if m:
+        count = int(m.group(1))
+    # racecheck counts hazards ("RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)").
+    m = re.search(r"RACECHECK SUMMARY:\s*\d+\s+hazards? displayed\s*\((\d+)\s+error", text)
     if m:
         count = int(m.group(1))
     first = line = None
@@ -372,6 +402,19 @@ def compare_findings(case, findings, source):
                 problems.append(f"launch_error of {f.get('kernel')!r} does not say "
                                 f"{', '.join(missing)}: {f.get('message')!r}")
             continue
+        if kind in LINE_KINDS:
+            hit = [fi for fi, fault in enumerate(case.faults)
+                   if fault.kind == kind and fault.kernel == f.get("kernel")]
+            if not hit:
+                problems.append(f"unexpected {describe_finding(f)}: {f.get('message')!r}")
+                continue
+            by_fault[hit[0]].append((f, None))
+            want = case.faults[hit[0]].lines
+            if f.get("line") not in want.values():
+                problems.append(f"{kind} in {f.get('kernel')!r} reported at line {f.get('line')}, "
+                                f"expected one of {sorted(want.values())} "
+                                f"({', '.join(sorted(want))}): {f.get('message')!r}")
+            continue
         hit = [(fi, a) for fi, a in accesses if finding_identity(f, a) == a.identity()]
         if not hit:
             problems.append(f"unexpected {describe_finding(f)}")
@@ -389,6 +432,9 @@ def compare_findings(case, findings, source):
         if fault.kind == "launch_error":
             if len(got) > 1:
                 problems.append(f"{fault.describe()} reported {len(got)} times")
+            continue
+        if fault.kind in LINE_KINDS:
+            # One report per pair of sites: a race seen from both of its accesses is two.
             continue
         per_access = {}
         for f, a in got:
@@ -434,7 +480,7 @@ def expected_words(case):
         return "none"
     parts = []
     for f in case.faults:
-        parts.append("launch_error" if f.kind == "launch_error"
+        parts.append(f.kind if f.kind == "launch_error" or f.kind in LINE_KINDS
                      else f"{len(f.accesses)} access{'es' if len(f.accesses) > 1 else ''}")
     return ", ".join(parts)
 
@@ -453,8 +499,10 @@ def evaluate_case(program, case, outdir):
     if memcheck is not None:
         text = memcheck.stdout.decode("utf-8", "replace") + "\n" + memcheck.stderr
         row.memcheck_errors, row.memcheck_first, mline = parse_memcheck(text)
-        if mline is not None and case.faults and case.faults[0].accesses:
-            row.memcheck_line_ok = mline in {a.line for f in case.faults for a in f.accesses}
+        marked = {a.line for f in case.faults for a in f.accesses}
+        marked |= {l for f in case.faults for l in f.lines.values()}
+        if mline is not None and marked:
+            row.memcheck_line_ok = mline in marked
     if os.path.exists(os.path.join(d, "missing")):
         row.problems.append("the program's executable is missing (not built?)")
         return row
@@ -626,12 +674,13 @@ def main_compare(manifest_path, outdir):
 
 
 def main_plan(manifest_path):
-    """The runs scripts/run-programs.sh makes: `case PROGRAM CASE PLANTED` and
-    `probe PROGRAM CASE CODE`."""
+    """The runs scripts/run-programs.sh makes: `case PROGRAM CASE PLANTED SANITIZER_TOOL
+    [OPTION...]` (the options are `cudacheck run`'s) and `probe PROGRAM CASE CODE`."""
     programs, probe = load_manifest(manifest_path)
     for p in programs:
         for c in p.cases.values():
-            print(f"case {p.name} {c.name} {1 if c.planted else 0}")
+            print(" ".join([f"case {p.name} {c.name} {1 if c.planted else 0} {c.sanitizer}"]
+                           + c.flags))
     if probe:
         for cname in probe["cases"]:
             print(f"probe {probe['program']} {cname} {probe['code']}")
@@ -663,6 +712,11 @@ def synthesize(programs, probe, outdir, per_launch=False):
                                      "violations": [" ".join(str(w[0] if isinstance(w, list) else w)
                                                              for w in fault.words)],
                                      "message": f"kernel `{fault.kernel}`: refused"})
+                    continue
+                if fault.kind in LINE_KINDS:
+                    findings.append({"kind": fault.kind, "kernel": fault.kernel, "pid": 1,
+                                     "line": next(iter(fault.lines.values())),
+                                     "message": f"kernel `{fault.kernel}`: {fault.kind}"})
                     continue
                 chosen = fault.accesses[:1] if per_launch else fault.accesses
                 for a in chosen:
@@ -728,6 +782,14 @@ def self_test(manifest_path):
                declared is not None and sorted(declared) == sorted(p.cases),
                f"source {declared}, manifest {sorted(p.cases)}")
 
+    # The second marked line of two race faults (the synthesized report gives the first).
+    race = next((p for p in programs if p.name == "race"), None)
+    if race is None:
+        expect("the manifest has the race program", False)
+        return 1
+    RACE_OTHER_LINE = list(race.cases["bug_scan"].faults[0].lines.values())[1]
+    RACE_OTHER_LINE_T = list(race.cases["bug_transpose"].faults[0].lines.values())[1]
+
     def run_scenario(name, mutate=None, per_launch=False, want_fail=None, want_text=None):
         tmp = tempfile.mkdtemp(prefix="run-check-")
         try:
@@ -791,6 +853,22 @@ def self_test(manifest_path):
     run_scenario("a wrong line fails",
                  mutate=edit_jsonl("templates", "bug_namespace", set_field("line", 1)),
                  want_fail=[("templates", "bug_namespace")], want_text="line 1")
+    run_scenario("a race reported at its other marked line passes",
+                 mutate=edit_jsonl("race", "bug_scan", set_field("line", RACE_OTHER_LINE)))
+    run_scenario("a race reported twice, once from each access, passes",
+                 mutate=edit_jsonl("race", "bug_transpose", lambda ls: ls + [
+                     {**ls[0], "line": RACE_OTHER_LINE_T}]))
+    run_scenario("a race at an unmarked line fails",
+                 mutate=edit_jsonl("race", "bug_scan", set_field("line", 1)),
+                 want_fail=[("race", "bug_scan")], want_text="reported at line 1")
+    run_scenario("a barrier error reported as a race fails",
+                 mutate=edit_jsonl("race", "bug_barrier", set_field("kind", "race")),
+                 want_fail=[("race", "bug_barrier")], want_text="unexpected race")
+    run_scenario("a race found in a correct twin fails",
+                 mutate=edit_jsonl("race", "correct", lambda ls: ls + [
+                     {"kind": "race", "kernel": "scan_block", "pid": 1,
+                      "line": RACE_OTHER_LINE, "message": "race"}]),
+                 want_fail=[("race", "correct")], want_text="finding in a correct program")
     run_scenario("a null line fails (every finding names its line)",
                  mutate=edit_jsonl("interior", "bug_below_start", set_field("line", None)),
                  want_fail=[("interior", "bug_below_start")], want_text="does not name line")

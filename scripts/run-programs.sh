@@ -21,9 +21,10 @@
 #
 # check runs every case of the manifest three ways, each under a time limit (RUN_TIMEOUT,
 # default 60 s), keeping stdout, stderr, exit status and wall time in OUTDIR/<program>/:
-# plainly; under `CUDACHECK_BIN run --json OUTDIR/<program>/<case>.jsonl --`; and, for planted
-# cases, under `compute-sanitizer --tool memcheck` when it is found (for comparison; never part
-# of the verdict). Then the probe of `--error-exitcode`, and run-check.py, which prints the table,
+# plainly; under `CUDACHECK_BIN run [OPTIONS] --json OUTDIR/<program>/<case>.jsonl --` (options
+# from the manifest: `--races` for the race program); and, for planted cases, under
+# `compute-sanitizer --tool memcheck` (or the tool the manifest names: racecheck, synccheck) when
+# it is found (for comparison; never part of the verdict). Then the probe of `--error-exitcode`, and run-check.py, which prints the table,
 # writes OUTDIR/run-programs.{md,json} and exits non-zero on any mismatch.
 #
 # With a toolkit from pip wheels (nvidia-cuda-nvcc + nvidia-nvvm unpacked, as on machines
@@ -143,7 +144,7 @@ check() {
   local plan
   local -A listed=()
   plan="$(python3 scripts/run-check.py --manifest "$manifest" --plan)" || die "bad manifest"
-  while read -r kind program case arg; do
+  while read -r kind program case arg tool flags; do
     exe="$bin/$program"
     d="$outdir/$program"
     mkdir -p "$d"
@@ -166,11 +167,11 @@ check() {
     # Nothing of an earlier check in the same OUTDIR may stand in for this one's.
     rm -f "$d/$case".*
     run_one "$d/$case.plain" "$exe" "$case"
-    # shellcheck disable=SC2086 # RUN_PROGRAMS_FLAGS: more `cudacheck run` options, as words
-    run_one "$d/$case.run" "$cudacheck" run ${RUN_PROGRAMS_FLAGS:-} --json "$d/$case.jsonl" \
+    # shellcheck disable=SC2086 # the case's and RUN_PROGRAMS_FLAGS' `cudacheck run` options, as words
+    run_one "$d/$case.run" "$cudacheck" run ${RUN_PROGRAMS_FLAGS:-} $flags --json "$d/$case.jsonl" \
       -- "$exe" "$case"
     if [ "$arg" = 1 ] && [ -n "$sanitizer" ]; then
-      run_one "$d/$case.memcheck" "$sanitizer" --tool memcheck "$exe" "$case"
+      run_one "$d/$case.memcheck" "$sanitizer" --tool "${tool:-memcheck}" "$exe" "$case"
     fi
     echo "$program $case: plain exit $(cat "$d/$case.plain.rc"), under cudacheck exit $(cat "$d/$case.run.rc")"
   done <<<"$plan"

@@ -350,6 +350,9 @@ driver_api! {
         fn cuMemMap(ptr: CUdeviceptr, bytes: usize, offset: usize,
             handle: CUmemGenericAllocationHandle, flags: u64) => h::mem_map;
         fn cuMemUnmap(ptr: CUdeviceptr, bytes: usize) => h::mem_unmap;
+        fn cuMemAddressReserve(ptr: *mut CUdeviceptr, bytes: usize, alignment: usize,
+            addr: CUdeviceptr, flags: u64) => h::mem_address_reserve;
+        fn cuMemAddressFree(ptr: CUdeviceptr, bytes: usize) => h::mem_address_free;
 
         fn cuStreamBeginCapture(stream: CUstream, mode: c_int) => h::begin_capture;
         fn cuStreamBeginCapture_ptsz(stream: CUstream, mode: c_int) => h::begin_capture;

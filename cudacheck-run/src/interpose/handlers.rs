@@ -701,7 +701,8 @@ pub unsafe fn mem_map(
     // SAFETY: the program's arguments.
     let r = unsafe { real(ptr, bytes, offset, handle, flags) };
     if r == CUDA_SUCCESS {
-        record(ptr, bytes as u64, "cuMemMap");
+        let s = state();
+        s.allocs.map(ptr, bytes as u64, Stack::maybe(s));
     }
     r
 }
@@ -711,7 +712,34 @@ pub unsafe fn mem_unmap(
     ptr: CUdeviceptr,
     bytes: usize,
 ) -> CUresult {
-    state().allocs.remove_range(ptr, bytes as u64);
+    state().allocs.unmap(ptr, bytes as u64);
+    // SAFETY: the program's arguments.
+    unsafe { real(ptr, bytes) }
+}
+
+pub unsafe fn mem_address_reserve(
+    real: Real<unsafe extern "C" fn(*mut CUdeviceptr, usize, usize, CUdeviceptr, u64) -> CUresult>,
+    ptr: *mut CUdeviceptr,
+    bytes: usize,
+    alignment: usize,
+    addr: CUdeviceptr,
+    flags: u64,
+) -> CUresult {
+    // SAFETY: the program's arguments.
+    let r = unsafe { real(ptr, bytes, alignment, addr, flags) };
+    if r == CUDA_SUCCESS {
+        // SAFETY: the driver wrote the address.
+        state().allocs.reserve(unsafe { *ptr }, bytes as u64);
+    }
+    r
+}
+
+pub unsafe fn mem_address_free(
+    real: Real<unsafe extern "C" fn(CUdeviceptr, usize) -> CUresult>,
+    ptr: CUdeviceptr,
+    bytes: usize,
+) -> CUresult {
+    state().allocs.release(ptr, bytes as u64);
     // SAFETY: the program's arguments.
     unsafe { real(ptr, bytes) }
 }

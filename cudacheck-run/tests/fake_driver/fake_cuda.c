@@ -889,6 +889,17 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t bytes) {
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t bytes, size_t alignment,
+                                    CUdeviceptr addr, unsigned long long flags) {
+    (void)ptr, (void)bytes, (void)alignment, (void)addr, (void)flags;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t bytes) {
+    (void)ptr, (void)bytes;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
     CUresult r = need_ctx();
     if (r)
@@ -1265,7 +1276,8 @@ EXPORT CUresult cuGetErrorString(CUresult e, const char **s) {
     X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)     \
     X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuMemHostRegister_v2)              \
     X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2) X(cuMemGetAddressRange_v2) X(cuMemMap) \
-    X(cuMemUnmap) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoHAsync_v2)                  \
+    X(cuMemUnmap) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemcpyHtoD_v2)                 \
+    X(cuMemcpyDtoH_v2) X(cuMemcpyDtoHAsync_v2)                                                   \
     X(cuMemcpyDtoDAsync_v2) X(cuMemcpyDtoDAsync_v2_ptsz) X(cuMemsetD8_v2) X(cuMemsetD8Async)     \
     X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchCooperativeKernel)                        \
     X(cuLaunchCooperativeKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)               \
