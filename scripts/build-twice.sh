@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22: building the examples twice in a row, the second build calls no NVRTC.
+# Building the examples twice in a row, the second build calls no NVRTC.
 # `#[checked_kernel(arch = ..)]` compiles its kernel at `cargo build`; CUDACHECK_BUILD_LOG makes
 # each expansion log where its resources came from (compiled / cache / prepared / none).
 # Usage: scripts/build-twice.sh  (prints a markdown table; uses a fresh module cache)

@@ -6,14 +6,15 @@
 # nvcc, ptxas, fatbinary and nvlink come from one PyPI wheel, cicc (which nvcc runs for .cu
 # input) from another; unzip both into one folder:
 #
-#   python3 -m pip download --no-deps --only-binary=:all: nvidia-cuda-nvcc==13.0.88 -d /tmp/nvccwhl
-#   python3 -m pip download --no-deps --only-binary=:all: nvidia-nvvm==13.0.88 -d /tmp/nvccwhl
-#   mkdir -p /tmp/nvcc13 && for w in /tmp/nvccwhl/*.whl; do unzip -q -o "$w" -d /tmp/nvcc13; done
+#   python3 -m pip download --no-deps --only-binary=:all: nvidia-cuda-nvcc==13.0.88 -d target/nvccwhl
+#   python3 -m pip download --no-deps --only-binary=:all: nvidia-nvvm==13.0.88 -d target/nvccwhl
+#   mkdir -p target/nvcc13 && for w in target/nvccwhl/*.whl; do unzip -q -o "$w" -d target/nvcc13; done
 #
 # The CUDA headers (cuda_runtime.h, which nvcc includes into every .cu) are those that
 # scripts/setup-cuda.sh installs into .cuda/py. Host steps need g++, ld and objcopy (binutils).
 #
-# Usage:  NVCC_ROOT=/tmp/nvcc13/nvidia/cu13 scripts/gen-fatbin-fixtures.sh
+# Usage:  scripts/gen-fatbin-fixtures.sh     (NVCC_ROOT: the unzipped nvidia/cu13, default
+#         target/nvcc13/nvidia/cu13)
 #
 # Every fixture is built from the two kernels beside the fixtures (scale_add.cu, fill_value.cu),
 # written for these tests. What each file holds, and so what the tests expect of it, is in the
@@ -21,7 +22,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$root/cudacheck-core/tests/fixtures/fatbin"
-nvcc_root="${NVCC_ROOT:-/tmp/nvcc13/nvidia/cu13}"
+nvcc_root="${NVCC_ROOT:-$root/target/nvcc13/nvidia/cu13}"
 if [ ! -x "$nvcc_root/bin/nvcc" ] || [ ! -x "$nvcc_root/nvvm/bin/cicc" ]; then
   echo "gen-fatbin-fixtures: no nvcc with cicc under $nvcc_root (set NVCC_ROOT; see the top of this script)" >&2
   exit 2

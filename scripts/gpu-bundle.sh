@@ -37,7 +37,7 @@ for line in sys.stdin:
 cargo test --workspace --no-run --message-format=json-render-diagnostics 2>/dev/null \
   | copy_executables "$bundle/tests" gpu_
 # Examples in both profiles: the same bug behaves differently in debug and release.
-# GPU_BUNDLE_QUICK=1 (a call that runs only test binaries and benchmarks, e.g. gpu-session.sh
+# GPU_BUNDLE_QUICK=1 (a GPU run of test binaries and benchmarks only, e.g. gpu-suite.sh
 # races): release examples only, no compat fixtures.
 if [ -z "${GPU_BUNDLE_QUICK:-}" ]; then
   cargo build -p cudacheck-examples --examples --message-format=json-render-diagnostics \

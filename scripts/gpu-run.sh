@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Step 2 of a GPU run, on the GPU machine (see scripts/gpu-bundle.sh): runs every bundled test
 # binary with the GPU required, the examples in debug and release, and the benchmarks. Writes
-# the log and the benchmark results under $OUT (the device tool brings them back) or results/.
+# the log and the benchmark results under $OUT, or target/gpu-run/ without it.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-out="${OUT:-$root/results/gpu-run}"
+out="${OUT:-$root/target/gpu-run}"
 mkdir -p "$out"
 bundle=target/gpu-bundle
 if [ -f target/gpu-carry/bundle.tar.xz ]; then
@@ -45,14 +45,14 @@ log="$out/gpu-run-${parts// /-}.log"
       echo "-- $b"; "$b" "$out/$(basename "$b").json" "$out/$(basename "$b").md" || status=1
     done
   fi
-  # compute-sanitizer's price, same benchmark binary, same session: run under memcheck too
+  # compute-sanitizer's price, same benchmark binary, same machine: run under memcheck too
   # (capped at 450 s), then the kernel times side by side (needs the `bench` part first).
   if want sanitizer && [ -x "$bundle/release/bench_instrument" ]; then
     sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
     echo "-- bench_instrument under $sanitizer --tool memcheck"
     timeout 450 "$sanitizer" --tool memcheck "$bundle/release/bench_instrument" \
-      "$out/memcheck.json" /tmp/memcheck.md > /tmp/memcheck.log 2>&1 || status=1
-    tail -4 /tmp/memcheck.log
+      "$out/memcheck.json" "$out/memcheck.md" > "$out/memcheck.log" 2>&1 || status=1
+    tail -4 "$out/memcheck.log"
     if [ -f "$out/bench_instrument.json" ] && [ -f "$out/memcheck.json" ]; then
       python3 scripts/sanitizer-compare.py "$out/bench_instrument.json" "$out/memcheck.json" \
         | tee "$out/sanitizer.md"

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Issue 23, item 3: candle's and mistral.rs's kernel files (results/corpus.md's 92) under each
-# NVRTC release of the matrix, on the GPU machine's cores (a release takes over an hour on the
-# 2-core development VM). The release's NVRTC and headers travel in the bundle, laid out as
+# candle's and mistral.rs's kernel files (results/corpus.md's 92) under each NVRTC release of
+# the matrix, on the GPU machine's cores (a release takes over an hour on a 2-core machine). The release's NVRTC and headers travel in the bundle, laid out as
 # pip installs them, so cudacheck finds the headers beside the library as it does here.
 #
 #   scripts/matrix-corpus.sh bundle LABEL        # here: target/gpu-carry/matrix-LABEL.tar.xz
@@ -13,20 +12,25 @@
 #   scripts/matrix-corpus.sh summary OUTDIR...   # here: per release, files that compile with
 #       kernels, and the ones that do not
 #   scripts/matrix-corpus.sh instrument LABEL OUTDIR  # GPU machine: `cudacheck instrument
-#       --json` of candle's and mistral.rs quant's files (issue 21: whole-library bounds-check
+#       --json` of candle's and mistral.rs quant's files (whole-library bounds-check
 #       coverage), one process per file on all cores, largest first; OUTDIR/instrument-*.json
 #   scripts/matrix-corpus.sh coverage OUTDIR     # here: kernels with every access checked,
 #       per group, and the files whose instrumented build failed
 #
 # The files: candle @ candle-kernels/src (26); mistral.rs @ mistralrs-quant/kernels and
 # mistralrs-core/src/cuda (51), mistralrs-paged-attn/src/cuda (15, with -DENABLE_FP8); paths
-# containing cutlass, dummy or fa3/ left out (results/corpus.md).
+# containing cutlass, dummy or fa3/ left out (results/corpus.md). CANDLE_REPO and MISTRAL_REPO
+# are the checkouts (default $CORPUS_ROOT/huggingface+candle and
+# $CORPUS_ROOT/EricLBuehler+mistral.rs; CORPUS_ROOT defaults to .corpus/, ignored by git).
+# The GPU machine runs the bundle with its own CUDA 13.0 toolkit and no Rust (target/gpu-carry
+# carried; scripts/gpu-suite.sh nvrtc-matrix and coverage).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mode="${1:-}"
 shift || true
-candle_repo="${CANDLE_REPO:-/work/corpus/huggingface+candle}"
-mistral_repo="${MISTRAL_REPO:-/work/corpus/EricLBuehler+mistral.rs}"
+corpus_root="${CORPUS_ROOT:-$root/.corpus}"
+candle_repo="${CANDLE_REPO:-$corpus_root/huggingface+candle}"
+mistral_repo="${MISTRAL_REPO:-$corpus_root/EricLBuehler+mistral.rs}"
 # Each group: a name, its folder inside the bundle, the flags it is checked with.
 groups=("candle candle/candle-kernels/src" "mistral mistral/mistralrs-quant/kernels"
   "mistral-core mistral/mistralrs-core/src/cuda" "paged mistral/mistralrs-paged-attn/src/cuda -DENABLE_FP8")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Race checking's cost beside compute-sanitizer's racecheck (issue 24), from two runs of
-examples/bench_set in one GPU session: `--races` (plain versus race- and bounds-checked) and
+"""Race checking's cost beside compute-sanitizer's racecheck, from two runs of
+examples/bench_set on one GPU machine: `--races` (plain versus race- and bounds-checked) and
 `--plain-timed` under `compute-sanitizer --tool racecheck`. Only the kernels with race-checked
 shared accesses count. Prints markdown.
 
@@ -49,8 +49,8 @@ g = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan"
 
 print(f"Race checking on {races['device']}, {races['date_utc']}: kernels of the benchmark set "
       "with race-checked shared-memory accesses; medians of CUDA-event kernel times; the same "
-      "binary's plain launches timed under `compute-sanitizer --tool racecheck` in the same "
-      "session. cudacheck's race-checked build is also bounds-checked.\n")
+      "binary's plain launches timed under `compute-sanitizer --tool racecheck` on the same "
+      "machine. cudacheck's race-checked build is also bounds-checked.\n")
 print("| kernel | shared accesses checked | plain (ms) | race-checked (ms) | vs plain | plain under racecheck (ms) | vs plain | bit-identical, no report |")
 print("|---|---:|---:|---:|---:|---:|---:|---|")
 ours, theirs = [], []

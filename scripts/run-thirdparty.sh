@@ -9,7 +9,8 @@
 #       here: the chosen programs' sources and what they include (no binaries, no data) into
 #       target/gpu-carry/run-thirdparty.tar.xz, with each checkout's commit and the program
 #       list (programs.tsv). CORPUS_DIR: checkouts of karpathy/llm.c and NVIDIA/cuda-samples
-#       (default /work/corpus/karpathy+llm.c /work/corpus/NVIDIA+cuda-samples)
+#       (default $CORPUS_ROOT/karpathy+llm.c and $CORPUS_ROOT/NVIDIA+cuda-samples; CORPUS_ROOT
+#       defaults to .corpus/, ignored by git)
 #   scripts/run-thirdparty.sh run CUDACHECK_BIN OUTDIR
 #       GPU machine (bash, coreutils, tar/xz, nvcc, compute-sanitizer, python3): unpack the
 #       bundle, build every program (`xargs -P`, all cores), then
@@ -56,7 +57,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mode="${1:-}"
 shift || true
 bundle="$root/target/gpu-carry/run-thirdparty.tar.xz"
-default_corpora=(/work/corpus/karpathy+llm.c /work/corpus/NVIDIA+cuda-samples)
+corpus_root="${CORPUS_ROOT:-$root/.corpus}"
+default_corpora=("$corpus_root/karpathy+llm.c" "$corpus_root/NVIDIA+cuda-samples")
 
 # The programs: id, checkout, directory in it, binary, sources, nvcc flags ({co} is the
 # checkout's root), fatbin to make first ("SOURCE>OUTPUT" or -), arguments (the rest of the

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Side-by-side table of kernel times: plain, cudacheck bounds-checked, and plain under
-`compute-sanitizer --tool memcheck`, from two runs of examples/bench_instrument in one GPU
-session (scripts/gpu-run.sh): one plain, one under memcheck. Prints markdown."""
+`compute-sanitizer --tool memcheck`, from two runs of examples/bench_instrument on one GPU
+machine (scripts/gpu-run.sh): one plain, one under memcheck. Prints markdown."""
 import json
 import math
 import sys
@@ -11,7 +11,7 @@ memcheck = json.load(open(sys.argv[2]))
 under = {r["kernel"]: r for r in memcheck["rows"]}
 print(f"Kernel times on {plain['device']}, {plain['date_utc']}: medians of {plain['runs']} "
       f"CUDA-event timings after {plain['warmup']} warm-ups, the same benchmark binary run "
-      "plainly and under `compute-sanitizer --tool memcheck` in the same session.\n")
+      "plainly and under `compute-sanitizer --tool memcheck` on the same machine.\n")
 print("| kernel | size | plain (ms) | cudacheck checked (ms) | vs plain | plain under memcheck (ms) | vs plain |")
 print("|---|---|---:|---:|---:|---:|---:|")
 ours, theirs = [], []

@@ -6,7 +6,7 @@
 # Versions are pinned to CUDA 13.0, the toolkit of the GPU machine the GPU tier runs on, so the
 # CUBINs NVRTC writes here load under that machine's 13.0 driver.
 #
-# Beside the default, an NVRTC matrix (issue 23): every NVRTC release cudacheck is tested
+# Beside the default, an NVRTC matrix: every NVRTC release cudacheck is tested
 # against, each with the headers of its own release, in a folder of its own. The line printed
 # lists them as CUDACHECK_NVRTC_MATRIX="12.4=LIB 12.9=LIB 13.0=LIB 13.5=LIB"; the NVRTC tier
 # compiles our kernels and the compatibility headers' cases with each (tests/tests/nvrtc_matrix.rs).

@@ -3,25 +3,28 @@
 # no network and no Rust: the binary and the third-party sources travel in an ignored path.
 #
 #   scripts/thirdparty.sh bundle [CANDLE_REPO] [MISTRAL_REPO]   # here: build, copy, pack
-#   device run, carry ["target/gpu-carry"], command "scripts/thirdparty.sh run"
-#   device run, same carry, command "scripts/thirdparty.sh run-ptx"  # issue 20: candle's
-#                           # kernels as candle ships them, PTX nvcc makes there (see below)
+#   scripts/thirdparty.sh run        # GPU machine, target/gpu-carry carried
+#   scripts/thirdparty.sh run-ptx    # GPU machine: candle's kernels as candle ships them, from
+#                                    # the PTX nvcc makes there (see below)
 #   scripts/thirdparty.sh dry-run [CANDLE_REPO] [MISTRAL_REPO]  # here, no GPU: build every
 #                                                               # kernel plain and checked
 #
 # CANDLE_REPO and MISTRAL_REPO are checkouts of huggingface/candle and EricLBuehler/mistral.rs
-# (default: /work/corpus/huggingface+candle, /work/corpus/EricLBuehler+mistral.rs). The bundle
+# (default: $CORPUS_ROOT/huggingface+candle and $CORPUS_ROOT/EricLBuehler+mistral.rs, where
+# CORPUS_ROOT, a directory of third-party checkouts named owner+name, defaults to .corpus/,
+# ignored by git). The measured commits are candle 2a13b0f3 and mistral.rs 9e922623. The bundle
 # copies only the kernel directories the harness reads (candle-kernels/src; mistral.rs's
 # ops, rotary and vector_fp8 kernels and mistralrs-core/src/cuda) into
 # target/gpu-carry/thirdparty.tar.xz, with each checkout's commit: a run-time input, never
 # committed (target/ is ignored). `run` unpacks it and writes thirdparty.json, thirdparty.md
-# and the log under $OUT (the device tool brings them back), else results/thirdparty/.
+# and the log under $OUT, else target/thirdparty-run/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 mode="${1:-}"
-candle_repo="${2:-/work/corpus/huggingface+candle}"
-mistral_repo="${3:-/work/corpus/EricLBuehler+mistral.rs}"
+corpus_root="${CORPUS_ROOT:-$root/.corpus}"
+candle_repo="${2:-$corpus_root/huggingface+candle}"
+mistral_repo="${3:-$corpus_root/EricLBuehler+mistral.rs}"
 mistral_dirs=(mistralrs-quant/kernels/ops mistralrs-quant/kernels/rotary
   mistralrs-quant/kernels/vector_fp8 mistralrs-core/src/cuda)
 
@@ -29,7 +32,7 @@ commit() { git -C "$1" rev-parse HEAD 2>/dev/null || echo unknown; }
 # On the GPU machine: the output folder, and the bundle unpacked into $stage.
 stage=target/thirdparty-stage
 unpack() {
-  out="${OUT:-$root/results/thirdparty}"
+  out="${OUT:-$root/target/thirdparty-run}"
   mkdir -p "$out"
   rm -rf "$stage"
   mkdir -p "$stage"
@@ -91,7 +94,7 @@ dry-run)
     "$out/dry.json" "$out/dry.md"
   ;;
 *)
-  sed -n '2,16p' "$0" >&2
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
   exit 2
   ;;
 esac

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole programs (issue 23, item 2): does `cudacheck check` compile every file whose device code
+# Whole programs: does `cudacheck check` compile every file whose device code
 # nvcc compiles, with each kernel's registers and static shared memory equal to nvcc's?
 #
 #   scripts/wholeprog.sh bundle [CORPUS_DIR...]
@@ -10,7 +10,7 @@
 #       the include flags its project needs; OUTDIR/reference.tsv records per file whether nvcc
 #       compiles it (and nvcc's first error when not) and per kernel its registers, static
 #       shared memory and stack frame from ptxas's report; OUTDIR/logs/ keeps nvcc's output
-#   scripts/wholeprog.sh reference-bundle OUTDIR     (also: reference-carried, gpu-session.sh's name)
+#   scripts/wholeprog.sh reference-bundle OUTDIR     (also: reference-carried, gpu-suite.sh's name)
 #       GPU machine: unpack target/gpu-carry/wholeprog.tar.xz and run `reference` on it: needs
 #       bash, coreutils, find/xargs, tar, xz and nvcc, nothing else; all cores (`xargs -P`), each
 #       file at most $WHOLEPROG_FILE_LIMIT s (180); every finished file's lines are in
@@ -43,10 +43,13 @@
 # corpus's own flags: `-I DIR` of the CUDA libraries' headers (cuRAND's `curand_kernel.h`,
 # cuFFT's `cufft.h`) where NVRTC's own include directory lacks them, as the toolkit's has them.
 #
-# The lead's GPU call: carry ["target/gpu-carry"], command
-#   "scripts/wholeprog.sh reference-bundle $OUT"
-# (nvcc at /usr/local/cuda/bin/nvcc, or $NVCC). Then here:
-#   scripts/wholeprog.sh compare DIR_WITH_reference.tsv /work/corpus/...
+# On the GPU machine (CUDA 13.0 toolkit, nvcc at /usr/local/cuda/bin/nvcc or $NVCC, no Rust),
+# with target/gpu-carry carried: "scripts/wholeprog.sh reference-bundle $OUT" (or
+# scripts/gpu-suite.sh wholeprog). Then here:
+#   scripts/wholeprog.sh compare DIR_WITH_reference.tsv CORPUS_DIR...
+# CORPUS_DIR defaults to the three corpora under $CORPUS_ROOT (checkouts named owner+name;
+# default .corpus/, ignored by git): karpathy+llm.c/dev/cuda, NVIDIA+cuda-samples/Samples,
+# olcf+cuda-training-series/exercises.
 #
 # A file is named by its path below the parent of its checkout (`karpathy+llm.c/dev/cuda/
 # adamw.cu`), the checkout being the nearest directory above it with `.git` or
@@ -59,8 +62,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mode="${1:-}"
 shift || true
-default_corpora=(/work/corpus/karpathy+llm.c/dev/cuda /work/corpus/NVIDIA+cuda-samples/Samples
-  /work/corpus/olcf+cuda-training-series/exercises)
+corpus_root="${CORPUS_ROOT:-$root/.corpus}"
+default_corpora=("$corpus_root/karpathy+llm.c/dev/cuda" "$corpus_root/NVIDIA+cuda-samples/Samples"
+  "$corpus_root/olcf+cuda-training-series/exercises")
 bundle=target/gpu-carry/wholeprog.tar.xz
 
 # The checkout a path lies in: the nearest directory above it with .git or .wholeprog-commit.

@@ -456,7 +456,7 @@ impl Kernel {
         // This kernel alone: a file's module holds many (candle's `quantized.cu` 142, a
         // library's PTX hundreds), which the rewrite and ptxas would otherwise process for each
         // kernel and launch shape (`quantized.cu`: 18 s a build for the whole module, 0.3 s for
-        // one kernel, the same coverage and host checks; results/README.md, ninth session).
+        // one kernel, the same coverage and host checks; results/instrument_cost.md, 2026-11-27).
         let ptx = cudacheck_core::ptx_subset(&ptx, &symbol)
             .ok()
             .flatten()
