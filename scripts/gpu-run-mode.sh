@@ -13,7 +13,10 @@
 #         bench       the interposer's cost per launch and per kernel (scripts/run-bench.sh)
 #         thirdparty  llm.c dev/cuda and cuda-samples, plain / run cold / run warm / memcheck
 #                     (scripts/run-thirdparty.sh)
-#       default: all three. Everything each part wrote is packed into OUTDIR/logs.tar.xz; its
+#         benchset    the benchmark set's kernels (examples/bench_set) bounds-checked by the
+#                     library and by `cudacheck run`, GPU time of each beside plain
+#                     (scripts/run-benchset-compare.py)
+#       default: programs, bench and thirdparty. Everything each part wrote is packed into OUTDIR/logs.tar.xz; its
 #       tables (run-programs.md, run-bench.md, run-thirdparty.md) and the console log are put
 #       beside it (the device tool brings back at most 8 files).
 set -uo pipefail
@@ -28,6 +31,8 @@ case "${1:-}" in
     mkdir -p target/gpu-carry
     cp target/release/cudacheck target/gpu-carry/cudacheck
     strip --strip-all target/gpu-carry/cudacheck
+    cargo build --release -p cudacheck-examples --example bench_set
+    cp target/release/examples/bench_set target/gpu-carry/bench_set
     scripts/run-programs.sh build-rust
     scripts/run-thirdparty.sh bundle
     du -sh target/gpu-carry/* target/run-programs/bin
@@ -61,6 +66,23 @@ case "${1:-}" in
         bench)
           scripts/run-bench.sh "$bin" "$work/bench" "${BENCH_ROUNDS:-7}"
           cp "$work/bench/run-bench.md" "$out/" 2>/dev/null
+          ;;
+        benchset)
+          # One process each: the library's checked launches, the plain launches alone, and
+          # the same under `cudacheck run` (which checks them with its own builds). The plain
+          # builds of the last two are loaded from PTX (CUDACHECK_PLAIN_JIT=1), which the
+          # interposer needs to check them, so both are assembled by the driver's JIT alike.
+          b="$work/benchset"
+          mkdir -p "$b"
+          bs="$root/target/gpu-carry/bench_set"
+          CUDACHECK_REPO="$root" "$bs" "$b/library.json" "$b/library.md" > "$b/library.out" 2>&1
+          CUDACHECK_PLAIN_JIT=1 CUDACHECK_REPO="$root" "$bs" --plain-timed "$b/plain.json" \
+            > "$b/plain.out" 2>&1
+          CUDACHECK_PLAIN_JIT=1 CUDACHECK_REPO="$root" "$bin" run -- "$bs" --plain-timed "$b/interposed.json" \
+            > "$b/interposed.out" 2>&1
+          python3 scripts/run-benchset-compare.py "$b/library.json" "$b/plain.json" \
+            "$b/interposed.json" | tee "$out/run-benchset.md"
+          tail -25 "$b/interposed.out"
           ;;
         thirdparty)
           scripts/run-thirdparty.sh run "$bin" "$work/thirdparty"

@@ -792,8 +792,12 @@ impl Make for Kernel {
                 Ok(c)
             }
             Variant::Plain => {
-                let (out, symbol) = self.nvrtc_output(arch, false)?;
-                self.finish(arch, out.cubin, symbol, 0, out.log)
+                let jit = crate::policy::plain_jit();
+                let (out, symbol) = self.nvrtc_output(arch, jit)?;
+                let mut c = self.finish(arch, out.cubin, symbol, 0, out.log)?;
+                // Loaded from its PTX then (`build.rs`, `Loaded::load`).
+                c.ptx = out.ptx.filter(|_| jit);
+                Ok(c)
             }
             Variant::Checked { shape } => {
                 let built = self.checked_build(arch, shape)?;

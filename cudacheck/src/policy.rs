@@ -99,6 +99,17 @@ pub(crate) fn checked_jit() -> bool {
     env_flag("CUDACHECK_CHECKED_JIT", &ENV_CHECKED_JIT).unwrap_or(true)
 }
 
+static ENV_PLAIN_JIT: OnceLock<Option<bool>> = OnceLock::new();
+
+/// `CUDACHECK_PLAIN_JIT=1`: plain builds of kernels compiled from source are loaded from
+/// NVRTC's PTX through the driver's JIT, as bounds-checked builds are, instead of from NVRTC's
+/// CUBIN (the default). For comparing a kernel with its checked build assembled the same way,
+/// and for `cudacheck run` over a program that uses the library: the interposer checks a
+/// kernel whose module carries PTX, and a CUBIN carries none.
+pub(crate) fn plain_jit() -> bool {
+    env_flag("CUDACHECK_PLAIN_JIT", &ENV_PLAIN_JIT).unwrap_or(false)
+}
+
 /// A yes/no environment variable, read once per process into `cell`.
 fn env_flag(name: &str, cell: &OnceLock<Option<bool>>) -> Option<bool> {
     *cell.get_or_init(|| parse_flag(std::env::var(name).ok().as_deref()))

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The GPU time of bounds-checked kernels under `cudacheck run` beside the library's, on the
+benchmark set (examples/bench_set, bench/kernels/), from three runs of one device call:
+
+    library.json      bench_set: plain versus the library's bounds-checked launches
+    plain.json        bench_set --plain-timed: the plain launches alone, timed
+    interposed.json   cudacheck run -- bench_set --plain-timed: the same launches, which the
+                      interposer replaces by its own bounds-checked builds (each pointer bounded
+                      by its allocation, both sides), timed by the same events
+
+    run-benchset-compare.py library.json plain.json interposed.json > run-benchset.md
+
+Per kernel: the plain time of each run, the library's slowdown and the interposer's (its time
+over the plain-timed run's). Geometric means and the worst of each. Prints markdown.
+"""
+import json
+import math
+import sys
+
+
+def rows(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    return data, {r["kernel"]: r for r in data["rows"]}
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    lib_data, lib = rows(sys.argv[1])
+    _, plain = rows(sys.argv[2])
+    _, inter = rows(sys.argv[3])
+    out = [
+        f"date: {lib_data.get('date_utc')}, device: {lib_data.get('device')}",
+        "",
+        "| kernel | plain ms | library checked / plain | plain-timed ms | under `cudacheck run` ms | `cudacheck run` / plain |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lib_ratios, run_ratios, missing = [], [], []
+    for name, r in lib.items():
+        p, i = plain.get(name), inter.get(name)
+        lr = r.get("slowdown")
+        if not (p and i and p.get("plain_kernel_ms") and i.get("plain_kernel_ms")):
+            missing.append(name)
+            continue
+        rr = i["plain_kernel_ms"] / p["plain_kernel_ms"]
+        if lr:
+            lib_ratios.append((lr, name))
+        run_ratios.append((rr, name))
+        out.append(f"| {name} | {r.get('plain_kernel_ms', float('nan')):.4f} | "
+                   f"{lr if lr is not None else float('nan'):.3f}x | {p['plain_kernel_ms']:.4f} | "
+                   f"{i['plain_kernel_ms']:.4f} | {rr:.3f}x |")
+    out.append("")
+    if lib_ratios:
+        worst = max(lib_ratios)
+        out.append(f"library: geometric mean {geomean([x for x, _ in lib_ratios]):.3f}x over "
+                   f"{len(lib_ratios)} kernels, worst {worst[0]:.3f}x ({worst[1]})")
+    if run_ratios:
+        worst = max(run_ratios)
+        out.append(f"`cudacheck run`: geometric mean {geomean([x for x, _ in run_ratios]):.3f}x "
+                   f"over {len(run_ratios)} kernels, worst {worst[0]:.3f}x ({worst[1]})")
+    if missing:
+        out.append(f"not in every run: {', '.join(missing)}")
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
