@@ -20,6 +20,7 @@ pub mod limits;
 pub mod ptx_entry;
 pub mod race;
 pub mod resources;
+mod sources;
 pub mod source;
 pub mod text;
 pub mod validate;

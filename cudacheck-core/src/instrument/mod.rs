@@ -101,22 +101,7 @@ pub use record::{decode, FaultKind, FaultRecord, MSG_BYTES, RECORD_BYTES};
 /// The source of the rewrite, for caches of its output: a build stored by one instrumenter
 /// must not answer for another (`cudacheck::cache` hashes these into a checked build's key).
 #[doc(hidden)]
-pub const INSTRUMENT_SOURCES: &[&str] = &[
-    include_str!("mod.rs"),
-    include_str!("analyze.rs"),
-    include_str!("contract.rs"),
-    include_str!("coverage.rs"),
-    include_str!("emit.rs"),
-    include_str!("fast.rs"),
-    include_str!("group.rs"),
-    include_str!("guard.rs"),
-    include_str!("host_expr.rs"),
-    include_str!("normalize.rs"),
-    include_str!("range.rs"),
-    include_str!("record.rs"),
-    include_str!("reduce.rs"),
-    include_str!("version.rs"),
-];
+pub const INSTRUMENT_SOURCES: &[&str] = crate::sources::INSTRUMENT;
 
 /// How many hidden parameters an instrumented kernel with `num_params` user parameters takes:
 /// one byte length per user parameter, then the fault record's address.

@@ -30,12 +30,4 @@ pub use operand::{immediate, is_reg, regs_of, Address, Operand};
 
 /// The sources of the model, for caches of what is built on it.
 #[doc(hidden)]
-pub const SOURCES: &[&str] = &[
-    include_str!("mod.rs"),
-    include_str!("cfg.rs"),
-    include_str!("edit.rs"),
-    include_str!("loops.rs"),
-    include_str!("opcode.rs"),
-    include_str!("operand.rs"),
-    include_str!("read.rs"),
-];
+pub const SOURCES: &[&str] = crate::sources::IR;

@@ -97,11 +97,7 @@ use crate::ir::read::{self, PtxError};
 /// The source of the rewrite, for build caches (a race-checked build stored by one version of
 /// the checker must not answer for another).
 #[doc(hidden)]
-pub const RACE_SOURCES: &[&str] = &[
-    include_str!("mod.rs"),
-    include_str!("emit.rs"),
-    include_str!("record.rs"),
-];
+pub const RACE_SOURCES: &[&str] = crate::sources::RACE;
 
 /// What a race-checked build is made for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -45,13 +45,7 @@ pub use lex::{
 /// The sources of the text layer, for caches keyed on the code that decides what they hold
 /// (the host-code transform, the include scan of a cache key).
 #[doc(hidden)]
-pub const SOURCES: &[&str] = &[
-    include_str!("mod.rs"),
-    include_str!("directive.rs"),
-    include_str!("expand.rs"),
-    include_str!("include.rs"),
-    include_str!("lex.rs"),
-];
+pub const SOURCES: &[&str] = crate::sources::TEXT;
 
 #[cfg(test)]
 mod tests {

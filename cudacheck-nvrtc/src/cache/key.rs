@@ -48,18 +48,13 @@ impl fmt::Debug for Key {
 }
 
 /// The source of the code that turns a compile request into NVRTC's input (options, in-memory
-/// headers, any rewriting of the source) and an entry back into a result. The crate version
-/// changes only at releases; hashing this code too means a cudacheck built from changed code
-/// never answers from entries an older build stored. Add a file here when it starts to shape
-/// what NVRTC is given.
-const COMPILE_PATH: &[&str] = &[
-    include_str!("../nvrtc/request.rs"),
-    include_str!("../nvrtc/compile.rs"),
-    include_str!("../nvrtc/headers.rs"),
-    include_str!("../nvrtc/nvcc.rs"),
-    include_str!("hook.rs"),
-    include_str!("entry.rs"),
-];
+/// headers, any rewriting of the source) and an entry back into a result: every file of
+/// `src/nvrtc/` (`NVRTC_FILES`, listed by `build.rs` from the directory) and these. The crate
+/// version changes only at releases; hashing this code too means a cudacheck built from changed
+/// code never answers from entries an older build stored.
+const COMPILE_PATH: &[&str] = &[include_str!("hook.rs"), include_str!("entry.rs")];
+
+include!(concat!(env!("OUT_DIR"), "/nvrtc_files.rs"));
 
 /// The code that decides what a manifest records and when it holds (see `manifest.rs`), and
 /// the compatibility headers handed to NVRTC in memory: a direct key covers both, since a
@@ -98,8 +93,9 @@ fn compile_path_digest() -> &'static [u8; 32] {
     static DIGEST: OnceLock<[u8; 32]> = OnceLock::new();
     DIGEST.get_or_init(|| {
         digest(
-            COMPILE_PATH
+            NVRTC_FILES
                 .iter()
+                .chain(COMPILE_PATH)
                 .chain(cudacheck_core::source::TRANSFORM_SOURCES)
                 .chain(cudacheck_core::text::SOURCES)
                 .copied(),

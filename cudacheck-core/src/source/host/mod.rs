@@ -55,16 +55,7 @@ mod text;
 /// results the old one produced. The text layer it reads CUDA through is
 /// [`crate::text::SOURCES`].
 #[doc(hidden)]
-pub const TRANSFORM_SOURCES: &[&str] = &[
-    include_str!("mod.rs"),
-    include_str!("decls.rs"),
-    include_str!("reach.rs"),
-    include_str!("expand.rs"),
-    include_str!("items.rs"),
-    include_str!("launches.rs"),
-    include_str!("text.rs"),
-    include_str!("../macros.rs"),
-];
+pub const TRANSFORM_SOURCES: &[&str] = crate::sources::TRANSFORM;
 
 use decls::{member_definitions, HostDecl};
 use expand::*;
