@@ -1,11 +1,11 @@
 //! What a device fault looks like in each sync mode.
 //!
-//! - `SyncMode::Never` (release builds): the launch returns at once; the fault surfaces at a
+//! - `.sync(false)` (release builds): the launch returns at once; the fault surfaces at a
 //!   later call, which names the recent launches that may have caused it.
-//! - `SyncMode::Always` (debug builds, or `CUDACHECK_SYNC=1`): cudacheck waits after each
+//! - `.sync(true)` (debug builds, or `CUDACHECK_SYNC=1`): cudacheck waits after each
 //!   launch, so the fault names its launch exactly, with the Rust line that made it.
 //!
-//! - bounds checking (the default for debug builds, `InstrumentMode::On` here): the bad write
+//! - bounds checking (the default for debug builds, `.instrument(true)` here): the bad write
 //!   is skipped, the launch returns `Error::OutOfBounds` naming the buffer, index, thread and
 //!   source line, and the context stays usable: the next launch works.
 //!
@@ -15,7 +15,7 @@
 //! `cargo run -p cudacheck-examples --example 02_debug_vs_release`
 
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{InstrumentMode, Kernel, SyncMode};
+use cudacheck::Kernel;
 use cudacheck_examples::{report, stream_or_exit};
 
 const SRC: &str = r#"
@@ -30,19 +30,14 @@ extern "C" __global__ void buggy(float* out, int n) {
 }
 "#;
 
-fn run(mode: SyncMode, checked: bool) -> Result<(), Box<dyn std::error::Error>> {
+fn run(sync: bool, checked: bool) -> Result<(), Box<dyn std::error::Error>> {
     let stream = stream_or_exit();
     let src = CudaSource::from_str("example.cu", SRC);
     // Without bounds checking the bad write reaches the device and faults there.
-    let instrument = if checked {
-        InstrumentMode::On
-    } else {
-        InstrumentMode::Off
-    };
-    let fill = Kernel::new(src.clone(), "fill").sync(mode).build();
+    let fill = Kernel::new(src.clone(), "fill").sync(sync).build();
     let buggy = Kernel::new(src, "buggy")
-        .sync(mode)
-        .instrument(instrument)
+        .sync(sync)
+        .instrument(checked)
         .build();
     let mut out = cudacheck::alloc_zeros::<f32>(&stream, 256)?;
 
@@ -77,7 +72,7 @@ fn run(mode: SyncMode, checked: bool) -> Result<(), Box<dyn std::error::Error>> 
     let label = if checked {
         "bounds-checked".to_string()
     } else {
-        format!("{mode:?}")
+        format!("sync({sync})")
     };
     match attempt() {
         Ok(()) => println!("{label}: no fault?"),
@@ -108,9 +103,9 @@ fn run(mode: SyncMode, checked: bool) -> Result<(), Box<dyn std::error::Error>> 
 /// A device fault poisons the process for CUDA, so each mode runs in its own child process.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::args().nth(1).as_deref() {
-        Some("never") => run(SyncMode::Never, false),
-        Some("always") => run(SyncMode::Always, false),
-        Some("checked") => run(SyncMode::Always, true),
+        Some("never") => run(false, false),
+        Some("always") => run(true, false),
+        Some("checked") => run(true, true),
         _ => {
             for mode in ["never", "always", "checked"] {
                 let status = std::process::Command::new(std::env::current_exe()?)

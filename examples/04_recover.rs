@@ -10,7 +10,7 @@
 //! `cargo run -p cudacheck-examples --example 04_recover`
 
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, InstrumentMode, Kernel, SyncMode};
+use cudacheck::{Error, Kernel};
 use cudacheck_examples::{report, stream_or_exit};
 
 const SRC: &str = r#"
@@ -31,8 +31,8 @@ fn worker(round: usize, bad: bool) -> Result<(), Box<dyn std::error::Error>> {
     // driver. With bounds checking the assert would come back as Error::DeviceAssert instead,
     // without poisoning anything.
     let k = Kernel::new(CudaSource::from_str("check.cu", SRC), "check_positive")
-        .sync(SyncMode::Always)
-        .instrument(InstrumentMode::Off)
+        .sync(true)
+        .instrument(false)
         .build();
     let data: Vec<f32> = (0..1024)
         .map(|i| if bad && i == 500 { -1.0 } else { 1.0 })

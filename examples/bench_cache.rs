@@ -46,7 +46,7 @@ use std::time::Instant;
 
 use cudacheck::core::Arch;
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{InstrumentMode, Kernel, SyncMode};
+use cudacheck::Kernel;
 use cudacheck_examples::{kernel, report, stream_or_exit, write_outputs};
 
 const N: usize = 1 << 16;
@@ -145,16 +145,14 @@ impl Case {
     /// The kernel as a program would declare it.
     fn kernel(self) -> Result<Kernel, Box<dyn std::error::Error>> {
         Ok(match self {
-            Case::Small => {
-                Kernel::new(kernel("saxpy.cu")?, "saxpy").instrument(InstrumentMode::Off)
+            Case::Small => Kernel::new(kernel("saxpy.cu")?, "saxpy").instrument(false),
+            Case::Headers => {
+                Kernel::new(CudaSource::from_str("mix.cu", HEADERS_SRC), "mix").instrument(false)
             }
-            Case::Headers => Kernel::new(CudaSource::from_str("mix.cu", HEADERS_SRC), "mix")
-                .instrument(InstrumentMode::Off),
-            Case::Checked => {
-                Kernel::new(kernel("saxpy.cu")?, "saxpy").instrument(InstrumentMode::On)
+            Case::Checked => Kernel::new(kernel("saxpy.cu")?, "saxpy").instrument(true),
+            Case::Multi => {
+                Kernel::new(CudaSource::from_str("five.cu", MULTI_SRC), "axpy").instrument(false)
             }
-            Case::Multi => Kernel::new(CudaSource::from_str("five.cu", MULTI_SRC), "axpy")
-                .instrument(InstrumentMode::Off),
         }
         .build())
     }
@@ -496,7 +494,7 @@ fn child(case: Case) -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         // A bounds-checked launch synchronizes whatever this says.
         let mut l = k.launch(&stream);
-        l.grid(grid).block(BLOCK).sync(SyncMode::Never);
+        l.grid(grid).block(BLOCK).sync(false);
         // SAFETY: both kernels touch element i of each buffer for i < n only, and every
         // buffer holds N = n elements.
         unsafe {

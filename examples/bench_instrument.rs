@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudacheck::cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, DeviceRepr};
-use cudacheck::{Error, Kernel, SyncMode};
+use cudacheck::{Error, Kernel};
 use cudacheck_examples::{kernel, median, report, stream_or_exit, utc_now, write_outputs};
 
 const RUNS: usize = 30;
@@ -56,9 +56,7 @@ fn data(n: usize) -> Vec<f32> {
 }
 
 fn k(file: &str, name: &str) -> Result<Kernel, Box<dyn std::error::Error>> {
-    Ok(Kernel::new(kernel(file)?, name)
-        .sync(SyncMode::Never)
-        .build())
+    Ok(Kernel::new(kernel(file)?, name).sync(false).build())
 }
 
 fn div(a: usize, b: usize) -> u32 {

@@ -1,5 +1,5 @@
 //! Launch overhead: a raw cudarc launch vs a cudacheck launch in release mode
-//! (`SyncMode::Never`, configuration memoized) vs a debug-mode launch (synchronize each), side
+//! (`.sync(false)`, configuration memoized) vs a debug-mode launch (synchronize each), side
 //! by side, on an empty kernel and on a two-argument kernel; and a release launch of the
 //! function cudarc loaded, through `Kernel::from_function` (issue 20).
 //!
@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use cudacheck::cudarc::driver::{sys, LaunchConfig as RawLaunchConfig, PushKernelArg};
 use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
-use cudacheck::{Kernel, SyncMode};
+use cudacheck::Kernel;
 use cudacheck_examples::{stream_or_exit, write_outputs};
 use cudarc::nvrtc::Ptx;
 
@@ -54,7 +54,7 @@ const LAUNCHES: usize = 10_000;
 /// Debug mode waits for each launch; fewer launches keep the run short.
 const DEBUG_LAUNCHES: usize = 1_000;
 
-/// A release launch (`SyncMode::Never`) of the function cudarc loaded, through
+/// A release launch (`.sync(false)`) of the function cudarc loaded, through
 /// `Kernel::from_function`.
 const APP_MODE: &str = "cudacheck release, loaded by cudarc";
 
@@ -150,16 +150,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let raw_empty = module.load_function("empty")?;
     let raw_touch = module.load_function("touch")?;
 
-    let release_empty = Kernel::new(source.clone(), "empty")
-        .sync(SyncMode::Never)
-        .build();
-    let release_touch = Kernel::new(source.clone(), "touch")
-        .sync(SyncMode::Never)
-        .build();
-    let debug_empty = Kernel::new(source.clone(), "empty")
-        .sync(SyncMode::Always)
-        .build();
-    let debug_touch = Kernel::new(source, "touch").sync(SyncMode::Always).build();
+    let release_empty = Kernel::new(source.clone(), "empty").sync(false).build();
+    let release_touch = Kernel::new(source.clone(), "touch").sync(false).build();
+    let debug_empty = Kernel::new(source.clone(), "empty").sync(true).build();
+    let debug_touch = Kernel::new(source, "touch").sync(true).build();
     // Issue 20: the functions cudarc loaded above, launched through cudacheck as a candle-style
     // application would (validated from the driver's attributes, no compile).
     let app_empty = Kernel::from_function(&ctx, raw_empty.clone(), "empty")?;
@@ -254,7 +248,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .launch(&stream)
                     .grid(1)
                     .block(32)
-                    .sync(SyncMode::Never)
+                    .sync(false)
                     .run()
                     .expect("launch");
             }),
@@ -309,7 +303,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .launch(&stream)
                     .grid(1)
                     .block(32)
-                    .sync(SyncMode::Never)
+                    .sync(false)
                     .arg_mut(&mut buf_app)
                     .arg(&n)
                     .run()

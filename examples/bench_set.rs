@@ -48,7 +48,7 @@ use cudacheck::core::Arch;
 use cudacheck::cudarc::driver::{
     sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
 };
-use cudacheck::{Coverage, DriverError, Error, Kernel, SyncMode};
+use cudacheck::{Coverage, DriverError, Error, Kernel};
 use cudacheck_examples::{bench_kernel, median, report, stream_or_exit, utc_now, write_outputs};
 use half::f16;
 
@@ -1207,7 +1207,7 @@ fn cov_cell(c: Option<&Coverage>) -> (String, String) {
 }
 
 fn kernel_of(sp: &Spec, arch: Option<Arch>) -> Result<Kernel, BoxError> {
-    let mut b = Kernel::new(bench_kernel(sp.file)?, sp.kernel).sync(SyncMode::Never);
+    let mut b = Kernel::new(bench_kernel(sp.file)?, sp.kernel).sync(false);
     if let Some(a) = arch {
         b = b.arch(a);
     }

@@ -263,8 +263,7 @@ fn kernel_builder(m: &Model, checked: &Checked) -> TokenStream {
         options.push(quote!(.max_registers(#r)));
     }
     if let Some(on) = m.instrument {
-        let mode = if on { quote!(On) } else { quote!(Off) };
-        options.push(quote!(.instrument(::cudacheck::__private::InstrumentMode::#mode)));
+        options.push(quote!(.instrument(#on)));
     }
     if let Some(on) = m.races {
         options.push(quote!(.races(#on)));

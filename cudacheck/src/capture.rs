@@ -7,8 +7,8 @@
 //!   the kernel, the arguments, `requires` clauses. Those errors come back from `run` at
 //!   capture time.
 //! - It never waits for the kernel: the kernel has not run, and synchronizing a capturing
-//!   stream would invalidate the capture. A launch whose [`SyncMode`](crate::SyncMode) says
-//!   "synchronize" (debug builds) is recorded like a release launch. Faults of a plain kernel
+//!   stream would invalidate the capture. A launch whose [`sync`](crate::Launch::sync) switch
+//!   says "synchronize" (debug builds) is recorded like a release launch. Faults of a plain kernel
 //!   of the graph surface when the graph's stream is next checked
 //!   ([`synchronize`](crate::synchronize), [`check`](crate::check)), as a release launch's do.
 //! - A launch that asked (one that would synchronize, or a bounds-checked one) is not entered

@@ -221,9 +221,11 @@ pub enum Error {
     SharedRace(Box<SharedRace>),
 
     /// A race-checked launch found a barrier misused: threads of a block at different
-    /// `__syncthreads()`, or `__syncwarp(mask)` called by a lane outside its mask.
+    /// `__syncthreads()`, or `__syncwarp(mask)` called by a lane outside its mask
+    /// ([`BarrierMisuse::kind`]). Named as the other reports of a checked launch are: after
+    /// the struct it holds.
     #[error(transparent)]
-    Barrier(Box<BarrierMisuse>),
+    BarrierMisuse(Box<BarrierMisuse>),
 
     /// The kernel's bounds-checked build could not be made (its PTX unreadable, nvJitLink
     /// missing, or ptxas refusing the checked code).
@@ -565,7 +567,7 @@ impl From<Fault> for Error {
             Fault::Misaligned(m) => Error::Misaligned(m),
             Fault::DeviceAssert(d) => Error::DeviceAssert(d),
             Fault::SharedRace(r) => Error::SharedRace(r),
-            Fault::Barrier(b) => Error::Barrier(b),
+            Fault::BarrierMisuse(b) => Error::BarrierMisuse(b),
         }
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use cudacheck_core::cubin::read_cubin;
 use cudacheck_core::limits::ArchLimits;
 use cudacheck_core::validate::kernel_max_threads;
-use cudacheck_core::{Arch, KernelResources};
+use cudacheck_core::{Arch, Dim3, KernelResources};
 use cudarc::driver::{CudaContext, CudaStream};
 
 use crate::build::{Builds, Compiled, Loaded, Make, Variant};
@@ -21,9 +21,8 @@ use crate::cache::{self, CheckedBuild};
 use crate::context::{bind, ContextState};
 use crate::driver::{self, FunctionAttributes};
 use crate::error::Error;
-use crate::instrument::{self, ArgView, BuildError, Coverage, Spec};
+use crate::instrument::{self, ArgView, BuildError, Coverage, RaceCoverage, Spec};
 use crate::nvrtc::{self, CompileError, CompileOptions, CudaSource};
-use crate::policy::{InstrumentMode, SyncMode};
 use crate::ring::{intern, KernelName};
 use cudacheck_core::instrument::HostCheckSet;
 
@@ -96,9 +95,12 @@ pub struct KernelBuilder {
     max_registers: Option<u32>,
     arch: Option<Arch>,
     params: Option<&'static [ParamSpec]>,
-    instrument: InstrumentMode,
+    /// The kernel's switches ([`sync`](Self::sync), [`instrument`](Self::instrument),
+    /// [`races`](Self::races)): `None` until set, which leaves them to the environment and the
+    /// build profile.
+    instrument: Option<bool>,
     races: Option<bool>,
-    sync: SyncMode,
+    sync: Option<bool>,
     shared_opt_in: bool,
     origin: Origin,
 }
@@ -153,27 +155,41 @@ impl KernelBuilder {
         self
     }
 
-    /// Whether launches are bounds-checked (see [`InstrumentMode`] for the order in which the
-    /// launch, this setting, `CUDACHECK_INSTRUMENT` and the build profile decide).
-    pub fn instrument(mut self, mode: InstrumentMode) -> Self {
-        self.instrument = mode;
+    /// Bounds-check this kernel's launches (`true`) or not (`false`), unless a launch says
+    /// otherwise ([`Launch::instrument`](crate::Launch::instrument)). Overrides
+    /// `CUDACHECK_INSTRUMENT`; without either, debug builds bounds-check and release builds do
+    /// not (for macro-declared kernels, the profile of the crate that declares them). The
+    /// macro's `instrument = true/false` calls this. See [the switches](crate#switches).
+    ///
+    /// A bounds-checked launch runs a rewritten copy of the kernel (see
+    /// [`cudacheck_core::instrument`]) that checks every access through its pointer
+    /// parameters and fixed-size arrays, synchronizes, and returns
+    /// [`Error::OutOfBounds`] or [`Error::DeviceAssert`] for the first bad access or failed
+    /// `assert`, naming the CUDA source line, instead of letting the kernel corrupt memory or
+    /// poison the context.
+    pub fn instrument(mut self, on: bool) -> Self {
+        self.instrument = Some(on);
         self
     }
 
-    /// Whether launches of this kernel are race-checked: shared-memory races and misused
-    /// barriers reported as [`Error::SharedRace`](crate::Error::SharedRace) and
-    /// [`Error::Barrier`](crate::Error::Barrier) (see [`cudacheck_core::race`]). A race-checked
-    /// launch is also bounds-checked. Unless a launch says otherwise
-    /// ([`Launch::races`](crate::Launch::races)); overrides `CUDACHECK_RACES`. Off by default.
+    /// Race-check this kernel's launches (`true`) or not (`false`), unless a launch says
+    /// otherwise ([`Launch::races`](crate::Launch::races)): shared-memory races and misused
+    /// barriers are reported as [`Error::SharedRace`] and [`Error::BarrierMisuse`] (see
+    /// [`cudacheck_core::race`]). A race-checked launch is also bounds-checked, unless bounds
+    /// checking is turned off by name (see [the switches](crate#switches)). Overrides
+    /// `CUDACHECK_RACES`; without either, off in every build profile. The macro's
+    /// `races = true/false` calls this. See [the switches](crate#switches).
     pub fn races(mut self, on: bool) -> Self {
         self.races = Some(on);
         self
     }
 
-    /// Whether launches of this kernel synchronize and check afterwards, unless a launch says
-    /// otherwise. Overrides `CUDACHECK_SYNC`.
-    pub fn sync(mut self, mode: SyncMode) -> Self {
-        self.sync = mode;
+    /// Synchronize after each launch of this kernel and check for faults (`true`), or return
+    /// at once (`false`), unless a launch says otherwise
+    /// ([`Launch::sync`](crate::Launch::sync)). Overrides `CUDACHECK_SYNC`; without either,
+    /// debug builds synchronize and release builds do not. See [the switches](crate#switches).
+    pub fn sync(mut self, on: bool) -> Self {
+        self.sync = Some(on);
         self
     }
 
@@ -191,7 +207,7 @@ impl KernelBuilder {
             inner: Arc::new(KernelInner {
                 ring_name: intern(&name),
                 name,
-                instrument_default: self.instrument.kernel_default(),
+                instrument_default: crate::policy::instrument_default(self.instrument),
                 races_default: crate::policy::races_default(self.races),
                 races_noted: std::sync::atomic::AtomicBool::new(false),
                 builder: self,
@@ -216,8 +232,9 @@ struct KernelInner {
     builder: KernelBuilder,
     /// The plain build and the bounds-checked ones, per architecture and per context.
     builds: Builds,
-    /// Whether launches are instrumented when the launch does not say (see
-    /// [`InstrumentMode::kernel_default`]).
+    /// Whether launches are instrumented when the launch does not say: the kernel's setting,
+    /// else `CUDACHECK_INSTRUMENT`; `None` leaves it to the build profile
+    /// (`policy::instrument_default`).
     instrument_default: Option<bool>,
     /// Whether launches are race-checked when the launch does not say: the kernel's setting,
     /// else `CUDACHECK_RACES`, else no.
@@ -273,9 +290,9 @@ impl Kernel {
             max_registers: None,
             arch: None,
             params: None,
-            instrument: InstrumentMode::Auto,
+            instrument: None,
             races: None,
-            sync: SyncMode::FromEnv,
+            sync: None,
             shared_opt_in: true,
             origin: Origin::Source,
         }
@@ -343,7 +360,7 @@ impl Kernel {
             params_known: params.is_some(),
         });
         let mut b = Kernel::new(CudaSource::from_str(name.clone(), String::new()), name);
-        b.instrument = InstrumentMode::Off;
+        b.instrument = Some(false);
         b.origin = Origin::LoadedByApp;
         let kernel = b.build();
         kernel.inner.builds.adopt(
@@ -506,7 +523,7 @@ impl Kernel {
     /// [`Error::Compile`] or [`Error::NvrtcNotFound`] when the source does not compile, and
     /// [`Error::Instrument`] when its PTX cannot be read.
     pub fn coverage(&self) -> Result<Option<Coverage>, Error> {
-        let arch = self.inner.builder.arch.unwrap_or(Arch::new(9, 0));
+        let arch = self.coverage_arch();
         let (inst, symbol, _) = self.instrumented_ptx(arch, None, true)?;
         Ok(inst.kernel(&symbol).map(|k| k.coverage.clone()))
     }
@@ -528,16 +545,39 @@ impl Kernel {
         sets.iter().map(|&(_, set)| set).collect()
     }
 
-    /// What race checking covers in this kernel ([`KernelBuilder::races`]): shared accesses
-    /// and barriers checked, accesses left unchecked and why, or why the kernel is not
-    /// race-checked at all; built for launches without dynamic shared memory. `Ok(None)` when
-    /// the compiled source has no such kernel. Needs NVRTC, no GPU.
+    /// What bounds checking covers in launches of one shape: as [`coverage`](Self::coverage),
+    /// in the build those launches run, which is specialised for the block (`block`) and the
+    /// dynamic shared memory (`dynamic_shared_bytes`; the grid plays no part). Knowing them, the
+    /// instrumenter proves more accesses in bounds (a tile indexed by `threadIdx` in a block no
+    /// larger than the tile), so [`proven`](Coverage::proven) may be higher and
+    /// [`checked`](Coverage::checked) lower than without a shape. A block no GPU runs gives the
+    /// coverage without launch-shape facts (a launch with it is refused). Needs NVRTC, no GPU.
     ///
     /// # Errors
     ///
     /// As [`Kernel::coverage`].
-    pub fn race_coverage(&self) -> Result<Option<cudacheck_core::race::RaceCoverage>, Error> {
-        let arch = self.inner.builder.arch.unwrap_or(Arch::new(9, 0));
+    pub fn coverage_for(
+        &self,
+        block: impl Into<Dim3>,
+        dynamic_shared_bytes: u32,
+    ) -> Result<Option<Coverage>, Error> {
+        let arch = self.coverage_arch();
+        let shape = Spec::of(block.into(), dynamic_shared_bytes);
+        let (inst, symbol, _) = self.instrumented_ptx(arch, shape, true)?;
+        Ok(inst.kernel(&symbol).map(|k| k.coverage.clone()))
+    }
+
+    /// What race checking covers in this kernel ([`KernelBuilder::races`]): shared accesses
+    /// and barriers checked, accesses left unchecked and why, or why the kernel is not
+    /// race-checked at all; built without launch-shape facts and for launches without dynamic
+    /// shared memory ([`race_coverage_for`](Self::race_coverage_for) gives a launch shape's).
+    /// `Ok(None)` when the compiled source has no such kernel. Needs NVRTC, no GPU.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kernel::coverage`].
+    pub fn race_coverage(&self) -> Result<Option<RaceCoverage>, Error> {
+        let arch = self.coverage_arch();
         let (inst, symbol, _) = self.instrumented_ptx(arch, None, true)?;
         let r =
             cudacheck_core::race::race_ptx(&inst.ptx, &cudacheck_core::race::RaceOptions::new(0))
@@ -545,7 +585,41 @@ impl Kernel {
         Ok(r.kernel(&symbol).map(|k| k.coverage.clone()))
     }
 
-    pub(crate) fn default_sync(&self) -> SyncMode {
+    /// What race checking covers in race-checked launches of one shape: as
+    /// [`race_coverage`](Self::race_coverage), in the build those launches run (the
+    /// race-checked build for `block` and `dynamic_shared_bytes`; the grid plays no part).
+    /// The race rewrite works on the bounds-checked build of the shape, whose code (loops
+    /// versioned for the block, accesses proven in bounds) can differ from the shapeless one,
+    /// so the counts can too. Whether a launch's shared memory leaves room for the checker's
+    /// shadow depends on the device, and is said by the launch (it then runs without race
+    /// checks). A block no GPU runs gives the coverage without launch-shape facts. Needs
+    /// NVRTC, no GPU.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kernel::coverage`].
+    pub fn race_coverage_for(
+        &self,
+        block: impl Into<Dim3>,
+        dynamic_shared_bytes: u32,
+    ) -> Result<Option<RaceCoverage>, Error> {
+        let Some(shape) = Spec::of(block.into(), dynamic_shared_bytes) else {
+            return self.race_coverage();
+        };
+        let arch = self.coverage_arch();
+        let (inst, symbol, _) = self.instrumented_ptx(arch, Some(shape.races(true)), true)?;
+        Ok(inst
+            .kernel(&symbol)
+            .and_then(|k| k.races.as_ref())
+            .map(|r| r.coverage.clone()))
+    }
+
+    /// The architecture coverage reports build for: the kernel's, else sm_90.
+    fn coverage_arch(&self) -> Arch {
+        self.inner.builder.arch.unwrap_or(Arch::new(9, 0))
+    }
+
+    pub(crate) fn default_sync(&self) -> Option<bool> {
         self.inner.builder.sync
     }
 

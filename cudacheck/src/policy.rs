@@ -1,6 +1,11 @@
-//! What a launch does besides launching: whether it synchronizes and checks afterwards
-//! ([`SyncMode`]) and whether it runs the bounds-checked build ([`InstrumentMode`]), each
-//! resolved in one documented order (launch, kernel, environment, build profile).
+//! What a launch does besides launching: whether it synchronizes and checks afterwards, whether
+//! it runs the bounds-checked build, and whether it is race-checked, each resolved in the one
+//! order the crate documents (`lib.rs`, "Switches"): the launch, the kernel, the environment,
+//! the build profile.
+//!
+//! Every switch is a `bool` at both levels (`KernelBuilder::sync(bool)`, `Launch::sync(bool)`,
+//! and likewise `instrument` and `races`), held here as an `Option<bool>`: `None`, a switch never
+//! set, leaves the choice to the next level of the order.
 //!
 //! Under stream capture a launch does not run, so there is nothing to wait for, and waiting
 //! is illegal: [`after_launch`] turns "synchronize" into "do not" there (see
@@ -8,65 +13,11 @@
 
 use std::sync::OnceLock;
 
-/// Whether a launch waits for the kernel and checks for faults right after launching.
-///
-/// Resolution, first match wins: the launch's own [`Launch::sync`](crate::Launch::sync)
-/// (`Always`/`Never`), the kernel's [`KernelBuilder::sync`](crate::KernelBuilder::sync), the
-/// `CUDACHECK_SYNC` environment variable (`1`/`0`, read once per process), then the build
-/// profile: debug builds synchronize, release builds do not. A launch into a stream that is
-/// being captured never synchronizes (see [`capture`](crate::capture)).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SyncMode {
-    /// Synchronize and check after every launch: faults name their launch exactly.
-    Always,
-    /// Do not synchronize: faults surface at a later call, naming the recent launches.
-    Never,
-    /// Defer to `CUDACHECK_SYNC`, then the build profile.
-    #[default]
-    FromEnv,
-}
-
-/// Whether launches of a kernel are bounds-checked ([`KernelBuilder::instrument`]).
-///
-/// An instrumented launch runs a rewritten copy of the kernel (see
-/// [`cudacheck_core::instrument`]) that checks every access through its pointer parameters and
-/// fixed-size arrays, synchronizes, and returns [`Error::OutOfBounds`] or
-/// [`Error::DeviceAssert`] for the first bad access or failed `assert`, naming the CUDA source
-/// line, instead of letting the kernel corrupt memory or poison the context.
-///
-/// Resolution, first match wins:
-/// 1. the launch's own [`Launch::instrument`](crate::Launch::instrument);
-/// 2. the kernel's mode, [`On`](Self::On) or [`Off`](Self::Off) (from
-///    [`KernelBuilder::instrument`] or the macro's `instrument = true/false`);
-/// 3. the `CUDACHECK_INSTRUMENT` environment variable (`1`/`0`, read once per process);
-/// 4. the build profile: on in debug builds, off in release builds (for macro-declared kernels,
-///    the profile of the crate that declares them).
-///
-/// [`KernelBuilder::instrument`]: crate::KernelBuilder::instrument
-/// [`Error::OutOfBounds`]: crate::Error::OutOfBounds
-/// [`Error::DeviceAssert`]: crate::Error::DeviceAssert
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum InstrumentMode {
-    /// Never bounds-check this kernel's launches (a launch may still ask for it).
-    Off,
-    /// Bounds-check every launch of this kernel (unless a launch says otherwise).
-    On,
-    /// Defer to `CUDACHECK_INSTRUMENT`, then the build profile.
-    #[default]
-    Auto,
-}
-
-impl InstrumentMode {
-    /// The kernel's part of the resolution: its own mode, or for `Auto` the environment;
-    /// `None` leaves it to the launch's build profile. Resolved once, when the kernel is
-    /// built, so that a plain launch pays one test for it.
-    pub(crate) fn kernel_default(self) -> Option<bool> {
-        match self {
-            InstrumentMode::On => Some(true),
-            InstrumentMode::Off => Some(false),
-            InstrumentMode::Auto => env_flag("CUDACHECK_INSTRUMENT", &ENV_INSTRUMENT),
-        }
-    }
+/// The kernel's part of the bounds-checking order: its own setting, else
+/// `CUDACHECK_INSTRUMENT`; `None` leaves it to the launch's build profile. Resolved once, when
+/// the kernel is built, so that a plain launch pays one test for it.
+pub(crate) fn instrument_default(kernel: Option<bool>) -> Option<bool> {
+    kernel.or_else(|| env_flag("CUDACHECK_INSTRUMENT", &ENV_INSTRUMENT))
 }
 
 /// Whether a kernel's launches are race-checked when a launch does not say: its own setting,
@@ -125,30 +76,18 @@ pub(crate) fn parse_flag(v: Option<&str>) -> Option<bool> {
     }
 }
 
-/// Whether a launch synchronizes, in the order documented on [`SyncMode`].
+/// Whether a launch synchronizes: the launch's `sync`, the kernel's, `CUDACHECK_SYNC` (read
+/// only when neither said), the build profile.
 #[inline]
-pub(crate) fn sync_wanted(launch: SyncMode, kernel: SyncMode, debug: bool) -> bool {
-    match (launch, kernel) {
-        (SyncMode::FromEnv, SyncMode::FromEnv) => {
-            resolve_sync(launch, kernel, env_flag("CUDACHECK_SYNC", &ENV_SYNC), debug)
-        }
-        _ => resolve_sync(launch, kernel, None, debug),
+pub(crate) fn sync_wanted(launch: Option<bool>, kernel: Option<bool>, debug: bool) -> bool {
+    match launch.or(kernel) {
+        Some(on) => on,
+        None => env_flag("CUDACHECK_SYNC", &ENV_SYNC).unwrap_or(debug),
     }
 }
 
-/// [`sync_wanted`] with the environment's value given.
-fn resolve_sync(launch: SyncMode, kernel: SyncMode, env: Option<bool>, debug: bool) -> bool {
-    match (launch, kernel) {
-        (SyncMode::Always, _) => true,
-        (SyncMode::Never, _) => false,
-        (_, SyncMode::Always) => true,
-        (_, SyncMode::Never) => false,
-        _ => env.unwrap_or(debug),
-    }
-}
-
-/// Whether a launch is bounds-checked, in the order documented on [`InstrumentMode`]:
-/// `kernel` is [`InstrumentMode::kernel_default`].
+/// Whether a launch is bounds-checked: the launch's `instrument`, then `kernel`, which is
+/// [`instrument_default`] (the kernel's setting, then the environment), then the profile.
 #[inline]
 pub(crate) fn instrumented(launch: Option<bool>, kernel: Option<bool>, debug: bool) -> bool {
     launch.or(kernel).unwrap_or(debug)
@@ -184,19 +123,22 @@ mod tests {
 
     #[test]
     fn sync_resolution_order() {
-        use SyncMode::*;
         // The launch wins over everything.
-        assert!(resolve_sync(Always, Never, Some(false), false));
-        assert!(!resolve_sync(Never, Always, Some(true), true));
-        // Then the kernel's builder, over the environment.
-        assert!(resolve_sync(FromEnv, Always, Some(false), false));
-        assert!(!resolve_sync(FromEnv, Never, Some(true), true));
-        // Then the environment, over the profile.
-        assert!(resolve_sync(FromEnv, FromEnv, Some(true), false));
-        assert!(!resolve_sync(FromEnv, FromEnv, Some(false), true));
-        // Then the profile.
-        assert!(resolve_sync(FromEnv, FromEnv, None, true));
-        assert!(!resolve_sync(FromEnv, FromEnv, None, false));
+        assert!(sync_wanted(Some(true), Some(false), false));
+        assert!(!sync_wanted(Some(false), Some(true), true));
+        // Then the kernel's builder, whatever the environment and the profile.
+        assert!(sync_wanted(None, Some(true), false));
+        assert!(!sync_wanted(None, Some(false), true));
+    }
+
+    #[test]
+    fn the_kernel_setting_comes_before_the_environment() {
+        // `instrument_default` and `races_default` read the environment only for a kernel
+        // that said nothing; what it said stands whatever the variables hold.
+        assert_eq!(instrument_default(Some(true)), Some(true));
+        assert_eq!(instrument_default(Some(false)), Some(false));
+        assert!(races_default(Some(true)));
+        assert!(!races_default(Some(false)));
     }
 
     #[test]

@@ -8,7 +8,6 @@ pub use half;
 
 pub use crate::kernel::{Kernel, ParamKind, ParamSpec};
 pub use crate::launch::{Grid, LaunchDims};
-pub use crate::policy::{InstrumentMode, SyncMode};
 pub use cudacheck_core::Dim3;
 
 /// A kernel built on first use, for the `static` a macro wrapper keeps:

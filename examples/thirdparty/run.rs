@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use cudacheck::cudarc::driver::CudaStream;
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, Kernel, PtxSource, SyncMode};
+use cudacheck::{Error, Kernel, PtxSource};
 use serde::Serialize;
 
 use crate::call::Data;
@@ -85,12 +85,10 @@ impl CaseResult {
 pub fn kernel(case: &Case, path: &Path, ptx: Option<&Path>) -> Result<Kernel, String> {
     if let Some(ptx) = ptx {
         let p = PtxSource::from_file(ptx).map_err(|e| e.to_string())?;
-        return Ok(Kernel::from_ptx(p, case.kernel)
-            .sync(SyncMode::Always)
-            .build());
+        return Ok(Kernel::from_ptx(p, case.kernel).sync(true).build());
     }
     let src = CudaSource::from_file(path).map_err(|e| e.to_string())?;
-    let mut b = Kernel::new(src, case.kernel).sync(SyncMode::Always);
+    let mut b = Kernel::new(src, case.kernel).sync(true);
     for d in case.defines {
         b = b.define(d, None);
     }

@@ -1,6 +1,6 @@
 //! GPU tier: checked launches inside CUDA stream capture, replayed as a graph.
 //!
-//! A plain kernel launched with `SyncMode::Always` (which must skip its synchronization under
+//! A plain kernel launched with `.sync(true)` (which must skip its synchronization under
 //! capture) and a bounds-checked kernel are captured into one graph and replayed several
 //! times into poisoned outputs, compared with a CPU reference; a planted out-of-bounds read in
 //! a captured bounds-checked launch is reported by `capture::Checks::check` after every replay.
@@ -11,7 +11,7 @@ use cudacheck::capture::Checks;
 use cudacheck::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudacheck::cudarc::driver::{CudaGraph, CudaSlice, CudaStream};
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{CaptureError, Error, InstrumentMode, Kernel, LaunchErrorKind, SyncMode};
+use cudacheck::{CaptureError, Error, Kernel, LaunchErrorKind};
 use cudacheck_tests::gpu_or_skip;
 
 const SRC: &str = r#"
@@ -53,14 +53,14 @@ fn source() -> CudaSource {
 /// `axpy`, plain, asking to synchronize after each launch (what a debug build does).
 fn axpy() -> Kernel {
     Kernel::new(source(), "axpy")
-        .instrument(InstrumentMode::Off)
-        .sync(SyncMode::Always)
+        .instrument(false)
+        .sync(true)
         .build()
 }
 
 fn shifted_double() -> Kernel {
     Kernel::new(source(), "shifted_double")
-        .instrument(InstrumentMode::On)
+        .instrument(true)
         .build()
 }
 

@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use cudacheck::core::instrument::FaultKind;
 use cudacheck::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, InstrumentMode, Kernel, SyncMode};
+use cudacheck::{Error, Kernel};
 use cudacheck_tests::{gpu_or_skip, kernel_files, kernel_source, repo_root};
 
 // ---- a small PRNG ----------------------------------------------------------------------------
@@ -76,9 +76,7 @@ fn same_bits(name: &str, mut launch: impl FnMut(bool) -> Vec<u32>) {
 }
 
 fn k(file: &str, name: &str) -> Kernel {
-    Kernel::new(kernel_source(file), name)
-        .sync(SyncMode::Always)
-        .build()
+    Kernel::new(kernel_source(file), name).sync(true).build()
 }
 
 #[test]
@@ -371,9 +369,7 @@ fn bug_line(name: &str) -> u32 {
 }
 
 fn planted(name: &str) -> Kernel {
-    Kernel::new(bugs(), name)
-        .instrument(InstrumentMode::On)
-        .build()
+    Kernel::new(bugs(), name).instrument(true).build()
 }
 
 /// What a planted out-of-bounds bug must report.
@@ -1155,9 +1151,7 @@ fn gpu_launch_setting_wins_over_the_kernel_and_coverage_is_reported() {
     .unwrap();
     assert!(s.clone_dtoh(&out).unwrap().iter().all(|&v| v == 2.0));
     // An Off kernel launched with .instrument(true) is checked.
-    let off = Kernel::new(bugs(), "off_by_one")
-        .instrument(InstrumentMode::Off)
-        .build();
+    let off = Kernel::new(bugs(), "off_by_one").instrument(false).build();
     let mut out = up(&s, &vec![0.0f32; 100]);
     let e = unsafe {
         off.launch(&s)
@@ -1178,6 +1172,71 @@ fn gpu_launch_setting_wins_over_the_kernel_and_coverage_is_reported() {
     next_launch_works(&s);
 }
 
+/// A `__half2` read through a `CudaSlice<f16>`, one pair past its end: the index counts the
+/// buffer's `f16` elements (1024, not the 512th pair), and the report says whose elements.
+#[test]
+fn gpu_a_half2_read_past_an_f16_buffer_counts_in_f16_elements() {
+    let Some(s) = gpu_or_skip() else { return };
+    let src = CudaSource::from_str(
+        "half2.cu",
+        r#"#include <cuda_fp16.h>
+extern "C" __global__ void half2_sum(float* out, const __half* x, int pairs) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < pairs) {
+        __half2 v = reinterpret_cast<const __half2*>(x)[i];
+        out[i] = __low2float(v) + __high2float(v);
+    }
+}
+"#,
+    );
+    let k = Kernel::new(src, "half2_sum")
+        .instrument(true)
+        .sync(true)
+        .build();
+    let n = 1024usize;
+    let x = up(&s, &vec![half::f16::ONE; n]);
+    let mut out = up(&s, &vec![f32::NAN; n / 2 + 1]);
+    // One pair too many: thread 512 reads `f16` elements 1024 and 1025 of a 1024-long `x`.
+    let pairs = (n / 2 + 1) as i32;
+    let r = unsafe {
+        k.launch(&s)
+            .grid(3)
+            .block(256)
+            .arg_mut(&mut out)
+            .arg(&x)
+            .arg(&pairs)
+            .run()
+    };
+    let e = r.expect_err("thread 512 reads past `x`");
+    let Error::OutOfBounds(o) = &e else {
+        panic!("expected OutOfBounds, got {e}")
+    };
+    let text = e.to_string();
+    assert_eq!(
+        (
+            o.buffer.as_str(),
+            o.index,
+            o.len,
+            o.elem_bytes,
+            o.access_bytes
+        ),
+        ("x", 1024, 1024, 2, 4),
+        "{text}"
+    );
+    assert_eq!(o.elem_type.as_deref(), Some("f16"), "{text}");
+    assert!(
+        text.contains(
+            "read of `x`: index 1024 (in `f16` elements), but `x` has 1024 elements (a 4-byte \
+             access covers elements 1024..1026)"
+        ),
+        "{text}"
+    );
+    // The pairs inside `x` were summed.
+    let got = s.clone_dtoh(&out).unwrap();
+    assert!(got[..n / 2].iter().all(|&v| v == 2.0), "{:?}", &got[..8]);
+    next_launch_works(&s);
+}
+
 // ---- the forms real kernel libraries use (tests/cuda/forms.cu) -------------------------------
 
 fn forms() -> CudaSource {
@@ -1194,11 +1253,14 @@ fn site_line(name: &str) -> u32 {
         .unwrap_or_else(|| panic!("no {marker} in forms.cu")) as u32
 }
 
-fn form(name: &str, mode: InstrumentMode) -> Kernel {
-    Kernel::new(forms(), name)
-        .instrument(mode)
-        .sync(SyncMode::Always)
-        .build()
+/// A kernel of forms.cu that synchronizes; `instrument` is the kernel's switch, unset for `None`.
+fn form(name: &str, instrument: Option<bool>) -> Kernel {
+    let k = Kernel::new(forms(), name).sync(true);
+    match instrument {
+        Some(on) => k.instrument(on),
+        None => k,
+    }
+    .build()
 }
 
 /// What a planted bug in forms.cu must report.
@@ -1253,7 +1315,7 @@ fn gpu_forms_are_bit_identical_instrumented() {
     let x = rng.floats(n);
     // Macro-generated, contiguous and strided (a transposed 200 x 250 view), and in place.
     for (name, strided) in [("uneg_f32", false), ("usqr_f32", true)] {
-        let k = form(name, InstrumentMode::Auto);
+        let k = form(name, None);
         same_bits(name, |on| {
             let inp = up(&s, &x);
             let inf = if strided {
@@ -1278,7 +1340,7 @@ fn gpu_forms_are_bit_identical_instrumented() {
             bits(&s.clone_dtoh(&out).unwrap())
         });
     }
-    let k = form("uneg_f32", InstrumentMode::Auto);
+    let k = form("uneg_f32", None);
     same_bits("uneg_f32 in place", |on| {
         let inf = info(&s, &[n as u64], &[1]);
         let mut out = up(&s, &x);
@@ -1299,7 +1361,7 @@ fn gpu_forms_are_bit_identical_instrumented() {
     });
     // Gather through an index buffer and two inlined helpers.
     let ids: Vec<i64> = (0..n).map(|i| ((i * 7919) % n) as i64).collect();
-    let k = form("gather", InstrumentMode::Auto);
+    let k = form("gather", None);
     same_bits("gather", |on| {
         let (src, idd) = (up(&s, &x), up(&s, &ids));
         let mut out = up(&s, &vec![f32::NAN; n]);
@@ -1318,7 +1380,7 @@ fn gpu_forms_are_bit_identical_instrumented() {
         bits(&s.clone_dtoh(&out).unwrap())
     });
     // float4 views.
-    let k = form("copy_vec4", InstrumentMode::Auto);
+    let k = form("copy_vec4", None);
     same_bits("copy_vec4", |on| {
         let a = up(&s, &x);
         let mut out = up(&s, &vec![f32::NAN; n]);
@@ -1336,7 +1398,7 @@ fn gpu_forms_are_bit_identical_instrumented() {
         bits(&s.clone_dtoh(&out).unwrap())
     });
     // A template instantiation.
-    let k = form("axpy<float>", InstrumentMode::Auto);
+    let k = form("axpy<float>", None);
     let y0 = rng.floats(n);
     same_bits("axpy<float>", |on| {
         let xd = up(&s, &x);
@@ -1356,7 +1418,7 @@ fn gpu_forms_are_bit_identical_instrumented() {
         bits(&s.clone_dtoh(&y).unwrap())
     });
     // Aligned dynamic shared memory.
-    let k = form("reverse_block", InstrumentMode::Auto);
+    let k = form("reverse_block", None);
     same_bits("reverse_block", |on| {
         let inp = up(&s, &x);
         let mut out = up(&s, &vec![f32::NAN; n]);
@@ -1380,7 +1442,7 @@ fn gpu_forms_are_bit_identical_instrumented() {
 fn gpu_forms_planted_bugs_are_named_exactly() {
     let Some(s) = gpu_or_skip() else { return };
     use FaultKind::*;
-    let on = InstrumentMode::On;
+    let on = Some(true);
     let n = 1000usize;
 
     // 1. Macro-generated, `numel` one past the buffers: thread 1000 reads inp[1000] (the
@@ -1635,7 +1697,7 @@ fn gpu_a_split_kernel_skips_each_bad_read_and_goes_on_in_its_slow_copy() {
         };
         (r, s.clone_dtoh(&out).unwrap())
     };
-    let kern = form("window_sum", InstrumentMode::On);
+    let kern = form("window_sum", Some(true));
     // In bounds (the buffer holds n + w - 1): plain and checked agree bit for bit.
     same_bits("window_sum", |on| {
         let (r, out) = run(&kern, &x, on);
@@ -1683,7 +1745,7 @@ fn gpu_rotary_form_is_bit_identical_and_its_ldg_read_is_checked() {
     let (n_pairs, half) = (40_000usize, 64usize);
     let x = rng.floats(2 * n_pairs);
     let (c, sn) = (rng.floats(half), rng.floats(half));
-    let k = form("rotate_f32", InstrumentMode::Auto);
+    let k = form("rotate_f32", None);
     same_bits("rotate_f32", |on| {
         let (xd, cd, sd) = (up(&s, &x), up(&s, &c), up(&s, &sn));
         let mut out = up(&s, &vec![f32::NAN; 2 * n_pairs]);
@@ -1709,7 +1771,7 @@ fn gpu_rotary_form_is_bit_identical_and_its_ldg_read_is_checked() {
             .collect::<Vec<f64>>()
     };
     let (x64, c64, s64) = (wide(&x), wide(&c), wide(&sn));
-    let k = form("rotate_f64", InstrumentMode::Auto);
+    let k = form("rotate_f64", None);
     same_bits("rotate_f64", |on| {
         let (xd, cd, sd) = (up(&s, &x64), up(&s, &c64), up(&s, &s64));
         let mut out = up(&s, &vec![f64::NAN; 2 * n_pairs]);
@@ -1744,7 +1806,7 @@ fn gpu_rotary_form_is_bit_identical_and_its_ldg_read_is_checked() {
     let sd = up(&s, &vec![0.0f32; n - 1]);
     let mut out = up(&s, &vec![0.0f32; 2 * n]);
     let r = unsafe {
-        form("rotate_f32", InstrumentMode::On)
+        form("rotate_f32", Some(true))
             .launch(&s)
             .grid(4)
             .block(256)
@@ -1795,7 +1857,7 @@ fn gpu_a_broadcast_operand_failing_host_checks_is_checked_on_the_device() {
         line_of("BINARY_OP(float, badd_f32"),
         line_of("#define BINARY_OP"),
     );
-    let kernel = Kernel::new(src, "badd_f32").sync(SyncMode::Always).build();
+    let kernel = Kernel::new(src, "badd_f32").sync(true).build();
     let mut rng = XorShift::from_time();
     let (rows, cols) = (64usize, 1000usize);
     let n = rows * cols;
@@ -1896,11 +1958,11 @@ fn gpu_ldmatrix_rows_are_bit_identical_and_a_bad_row_is_redirected_and_named() {
     for k in (1..32).rev() {
         row_of.swap(k, (rng.next() % (k as u64 + 1)) as usize);
     }
-    let run = |mode: InstrumentMode, row_of: &[i32], x2: bool, grid: usize| {
+    let run = |instrument: bool, row_of: &[i32], x2: bool, grid: usize| {
         let (td, rd) = (up(&s, &tile), up(&s, row_of));
         let mut out = up(&s, &vec![u32::MAX; blocks * 32 * 4]);
         let r = unsafe {
-            form("ldmatrix_rows", mode)
+            form("ldmatrix_rows", Some(instrument))
                 .launch(&s)
                 .grid(grid as u32)
                 .block(32)
@@ -1917,13 +1979,13 @@ fn gpu_ldmatrix_rows_are_bit_identical_and_a_bad_row_is_redirected_and_named() {
     // Healthy, x4 and x2: plain and checked bit-identical, and equal to the reference.
     for x2 in [false, true] {
         let want = ldmatrix_reference(&tile, &row_of, rows, blocks, x2);
-        for mode in [InstrumentMode::Off, InstrumentMode::On] {
-            let (r, got) = run(mode, &row_of, x2, blocks);
-            r.unwrap_or_else(|e| panic!("x2 {x2}, {mode:?}: {e}"));
+        for instrument in [false, true] {
+            let (r, got) = run(instrument, &row_of, x2, blocks);
+            r.unwrap_or_else(|e| panic!("x2 {x2}, instrument {instrument}: {e}"));
             let diff = got.iter().zip(&want).position(|(a, b)| a != b);
             assert!(
                 diff.is_none(),
-                "x2 {x2}, {mode:?}: word {diff:?} differs from the reference"
+                "x2 {x2}, instrument {instrument}: word {diff:?} differs from the reference"
             );
         }
     }
@@ -1932,7 +1994,7 @@ fn gpu_ldmatrix_rows_are_bit_identical_and_a_bad_row_is_redirected_and_named() {
     for r in &mut high_lanes_wild[16..] {
         *r = 1 << 20;
     }
-    let (r, got) = run(InstrumentMode::On, &high_lanes_wild, true, blocks);
+    let (r, got) = run(true, &high_lanes_wild, true, blocks);
     r.expect("lanes an x2 ignores are not checked");
     assert_eq!(
         got,
@@ -1944,7 +2006,7 @@ fn gpu_ldmatrix_rows_are_bit_identical_and_a_bad_row_is_redirected_and_named() {
     // lane 5 and the line of the `asm`, and every other word is right.
     let mut bad = row_of.clone();
     bad[5] = rows as i32;
-    let (r, got) = run(InstrumentMode::On, &bad, false, 1);
+    let (r, got) = run(true, &bad, false, 1);
     check_form(
         r,
         FormExpect {
@@ -1985,9 +2047,7 @@ fn atomic_line(name: &str) -> u32 {
 }
 
 fn atomic_kernel(name: &str) -> Kernel {
-    Kernel::new(atomics(), name)
-        .instrument(InstrumentMode::On)
-        .build()
+    Kernel::new(atomics(), name).instrument(true).build()
 }
 
 /// The checked build of `name`, made as a launch with a 256- or 128-thread block makes it,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cudacheck::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, InstrumentMode, Kernel, Misaligned, SyncMode};
+use cudacheck::{Error, Kernel, Misaligned};
 use cudacheck_tests::{chain, gpu_or_skip, repo_root};
 
 fn source() -> CudaSource {
@@ -29,8 +29,8 @@ fn line_of(name: &str) -> u32 {
 
 fn kernel(name: &str) -> Kernel {
     Kernel::new(source(), name)
-        .instrument(InstrumentMode::On)
-        .sync(SyncMode::Always)
+        .instrument(true)
+        .sync(true)
         .build()
 }
 

@@ -22,12 +22,12 @@ use cudacheck::core::LimitsOrigin;
 use cudacheck::cudarc::driver::sys::{self, CUresult};
 use cudacheck::cudarc::driver::{CudaContext, CudaStream};
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, InstrumentMode, Kernel, LaunchErrorKind, PeerSupport, SyncMode};
+use cudacheck::{Error, Kernel, LaunchErrorKind, PeerSupport};
 use cudacheck_tests::{chain, child_passes, gpus_or_skip, is_gpu_child, kernel_source};
 
 fn saxpy() -> Kernel {
     Kernel::new(kernel_source("saxpy.cu"), "saxpy")
-        .sync(SyncMode::Always)
+        .sync(true)
         .build()
 }
 
@@ -414,8 +414,8 @@ extern "C" __global__ void oob_write(float* out, int n) {
 /// A plain kernel that does not wait (a release build's launch): its fault surfaces later.
 fn release_kernel(name: &str) -> Kernel {
     Kernel::new(CudaSource::from_str("planted.cu", PLANTED), name)
-        .instrument(InstrumentMode::Off)
-        .sync(SyncMode::Never)
+        .instrument(false)
+        .sync(false)
         .build()
 }
 

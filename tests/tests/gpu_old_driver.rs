@@ -5,7 +5,7 @@
 //! cudacheck first touches the driver (each test file is a process of its own).
 
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{EntryPoint, Error, InstrumentMode, Kernel, LaunchErrorKind, SyncMode};
+use cudacheck::{EntryPoint, Error, Kernel, LaunchErrorKind};
 use cudacheck_tests::{chain, gpu_or_skip};
 
 const SRC: &str = r#"
@@ -31,8 +31,8 @@ fn gpu_simulated_old_driver_gives_typed_errors_and_runs_the_rest() {
     assert!(text.contains("no cuFuncGetParamInfo"), "{text}");
 
     let fill = Kernel::new(CudaSource::from_str("old.cu", SRC), "fill")
-        .instrument(InstrumentMode::Off)
-        .sync(SyncMode::Always)
+        .instrument(false)
+        .sync(true)
         .build();
     let n = 1000usize;
     let mut out = cudacheck::alloc_copy(&stream, &vec![f32::NAN; n]).unwrap();
@@ -103,7 +103,7 @@ fn gpu_simulated_old_driver_gives_typed_errors_and_runs_the_rest() {
         app.launch(&stream)
             .grid(4)
             .block(256)
-            .sync(SyncMode::Always)
+            .sync(true)
             .arg_mut(&mut out2)
             .arg(&(n as i32))
             .run()

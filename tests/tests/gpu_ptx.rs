@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cudacheck::core::validate::Violation;
 use cudacheck::core::Arch;
 use cudacheck::cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-use cudacheck::{Error, InstrumentMode, Kernel, LaunchErrorKind, PtxSource, SyncMode};
+use cudacheck::{Error, Kernel, LaunchErrorKind, PtxSource};
 use cudacheck_tests::ptx::kernel_ptx;
 use cudacheck_tests::{chain, gpu_or_skip, launch_kind};
 use cudarc::nvrtc::Ptx;
@@ -27,12 +27,8 @@ fn poisoned(stream: &Arc<CudaStream>, n: usize) -> CudaSlice<f32> {
 
 fn from_ptx(ptx: &PtxSource, name: &str, instrument: bool) -> Kernel {
     Kernel::from_ptx(ptx.clone(), name)
-        .instrument(if instrument {
-            InstrumentMode::On
-        } else {
-            InstrumentMode::Off
-        })
-        .sync(SyncMode::Always)
+        .instrument(instrument)
+        .sync(true)
         .build()
 }
 
@@ -297,7 +293,7 @@ fn gpu_function_loaded_by_the_application_is_validated() {
         k.launch(&stream)
             .grid((3, 3, 1))
             .block((16, 16, 1))
-            .sync(SyncMode::Always)
+            .sync(true)
             .arg_mut(&mut c)
             .arg(&a)
             .arg(&b)

@@ -1,8 +1,9 @@
 //! GPU tier: shared-memory races and barrier errors (issue 24). Every kernel of
 //! `tests/cuda/races/planted.cu` has one planted race or barrier error; a race-checked launch
-//! must report it as `Error::SharedRace` / `Error::Barrier`, and the report must be exact: both
-//! lines are the marked ones, and the element is one that each named thread really touches at
-//! its line (computed here from the kernel's index expressions, independently of the checker).
+//! must report it as `Error::SharedRace` / `Error::BarrierMisuse`, and the report must be exact:
+//! both lines are the marked ones, and the element is one that each named thread really touches
+//! at its line (computed here from the kernel's index expressions, independently of the
+//! checker).
 //! Every kernel of `tests/cuda/races/correct.cu` must give no report and outputs bit-identical
 //! to the plain build's. After each report, a correct kernel runs race-checked in the same
 //! context and matches the plain build: the context stays healthy.
@@ -12,7 +13,7 @@ use std::sync::Arc;
 
 use cudacheck::cudarc::driver::CudaStream;
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{BarrierErrorKind, Error, InstrumentMode, Kernel, SyncMode};
+use cudacheck::{BarrierMisuseKind, Error, Kernel};
 use cudacheck_tests::{chain, gpu_or_skip, repo_root};
 
 const N: usize = 1024;
@@ -72,13 +73,9 @@ fn inputs() -> Vec<f32> {
 /// Runs `name` once with the given race checking; the output, or the error.
 fn run(s: &Arc<CudaStream>, file: &str, p: &Planted, races: bool) -> Result<Vec<f32>, Error> {
     let k = Kernel::new(source(file), &p.name)
-        .instrument(if races {
-            InstrumentMode::On
-        } else {
-            InstrumentMode::Off
-        })
+        .instrument(races)
         .races(races)
-        .sync(SyncMode::Always)
+        .sync(true)
         .build();
     let input = cudacheck::alloc_copy(s, &inputs()).unwrap();
     let mut out = cudacheck::alloc_copy(s, &vec![f32::NAN; N]).unwrap();
@@ -271,7 +268,7 @@ fn gpu_planted_barrier_errors_are_reported() {
     let mut failures = Vec::new();
     for p in &planted {
         let e = match run(&s, "planted.cu", p, true) {
-            Err(Error::Barrier(e)) => e,
+            Err(Error::BarrierMisuse(e)) => e,
             Err(other) => {
                 failures.push(format!(
                     "{}: expected a barrier error, got: {}",
@@ -288,25 +285,25 @@ fn gpu_planted_barrier_errors_are_reported() {
         let text = e.to_string();
         println!("{}:\n{text}\n", p.name);
         let b1 = p.markers["BARRIER-1"];
-        let t = linear(e.thread, p.block);
+        let t = linear(e.call.thread, p.block);
         let ok = match p.name.as_str() {
             "barrier_divergent_branches" | "barrier_conditional_then_unconditional" => {
                 let b2 = p.markers["BARRIER-2"];
                 let (t2, l2) = e
                     .other
                     .as_ref()
-                    .map(|(th, _, l, _)| (linear(*th, p.block), *l))
+                    .map(|o| (linear(o.thread, p.block), o.line))
                     .unwrap_or((u64::MAX, 0));
                 // Warp 0 waits at BARRIER-1, warp 1 at BARRIER-2, in both kernels.
                 let side = |line: u32, t: u64| (line == b1 && t < 32) || (line == b2 && t >= 32);
-                e.kind == BarrierErrorKind::Divergent
-                    && side(e.line, t)
+                e.kind == BarrierMisuseKind::Divergent
+                    && side(e.call.line, t)
                     && side(l2, t2)
-                    && e.line != l2
+                    && e.call.line != l2
             }
             _ => {
-                e.kind == BarrierErrorKind::WarpMask { mask: 0xffff }
-                    && e.line == b1
+                e.kind == BarrierMisuseKind::WarpMask { mask: 0xffff }
+                    && e.call.line == b1
                     && t % 32 >= 16
             }
         };

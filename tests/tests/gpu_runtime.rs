@@ -26,7 +26,7 @@ use cudacheck::core::validate::{occupancy, Violation};
 use cudacheck::core::Axis;
 use cudacheck::cudarc::driver::{CudaContext, CudaStream};
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, InstrumentMode, Kernel, LaunchErrorKind, SyncMode};
+use cudacheck::{Error, Kernel, LaunchErrorKind};
 use cudacheck_tests::{
     chain, child_passes, gpu_or_skip, is_gpu_child, kernel_files, kernel_source, launch_kind,
 };
@@ -65,8 +65,8 @@ extern "C" __global__ void boom(int x) {
 // covers it).
 fn planted(name: &str) -> Kernel {
     Kernel::new(CudaSource::from_str("planted.cu", PLANTED), name)
-        .instrument(InstrumentMode::Off)
-        .sync(SyncMode::Always)
+        .instrument(false)
+        .sync(true)
         .build()
 }
 
@@ -119,7 +119,7 @@ fn gpu_saxpy_matches_the_cpu() {
             .arg(&dx)
             .arg(&a)
             .arg(&(n as i32))
-            .sync(SyncMode::Always)
+            .sync(true)
             .run()
     }
     .unwrap_or_else(|e| panic!("{}", chain(&e)));
@@ -249,7 +249,7 @@ fn gpu_2048_threads_per_block() {
 fn gpu_registers_times_threads_too_many() {
     let Some(stream) = gpu_or_skip() else { return };
     let nbody = Kernel::new(kernel_source("nbody.cu"), "nbody_accel")
-        .instrument(InstrumentMode::Off)
+        .instrument(false)
         .build();
     let info = nbody.load(&stream).unwrap();
     let regs = info.attributes.num_regs;
@@ -304,7 +304,7 @@ fn gpu_dynamic_shared_64k_needs_opt_in() {
     // Refused when opting in is disabled.
     let strict = Kernel::new(CudaSource::from_str("planted.cu", PLANTED), "dyn_shared")
         .shared_opt_in(false)
-        .sync(SyncMode::Always)
+        .sync(true)
         .build();
     let mut out = cudacheck::alloc_copy(&stream, &vec![f32::NAN; n]).unwrap();
     let e = unsafe {
@@ -740,12 +740,12 @@ fn child_out_of_bounds_release() {
     }
     let stream = gpu_or_skip().expect("the parent checked for a GPU");
     let fill = Kernel::new(CudaSource::from_str("planted.cu", PLANTED), "fill")
-        .instrument(InstrumentMode::Off)
-        .sync(SyncMode::Never)
+        .instrument(false)
+        .sync(false)
         .build();
     let oob = Kernel::new(CudaSource::from_str("planted.cu", PLANTED), "oob_write")
-        .instrument(InstrumentMode::Off)
-        .sync(SyncMode::Never)
+        .instrument(false)
+        .sync(false)
         .build();
     let mut out = cudacheck::alloc_zeros::<f32>(&stream, 256).unwrap();
     let launch_fill = |out: &mut cudacheck::cudarc::driver::CudaSlice<f32>| unsafe {
@@ -968,8 +968,8 @@ fn gpu_launch_binds_the_context_when_another_is_current() {
 
     // cudacheck's release launch from both states: it runs, in the stream's context.
     let fill = Kernel::new(source, "fill")
-        .instrument(InstrumentMode::Off)
-        .sync(SyncMode::Never)
+        .instrument(false)
+        .sync(false)
         .build();
     fill.load(&stream).unwrap();
     for (state, v) in [

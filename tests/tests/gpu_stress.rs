@@ -31,7 +31,7 @@ use cudacheck::core::validate::Violation;
 use cudacheck::core::{Dim3, LimitsOrigin};
 use cudacheck::cudarc::driver::{CudaSlice, CudaStream};
 use cudacheck::nvrtc::CudaSource;
-use cudacheck::{Error, Kernel, LaunchErrorKind, SyncMode};
+use cudacheck::{Error, Kernel, LaunchErrorKind};
 use cudacheck_tests::gpu_or_skip;
 
 /// Threads per device.
@@ -525,10 +525,8 @@ fn gpu_stress_threads_streams_devices_nothing_misattributed_nothing_lost() {
         .unwrap_or(600);
     let source = CudaSource::from_str("stress.cu", SOURCE);
     let kernels = Arc::new(Kernels {
-        axpby: Kernel::new(source.clone(), "axpby")
-            .sync(SyncMode::Always)
-            .build(),
-        gather: Kernel::new(source, "gather").sync(SyncMode::Always).build(),
+        axpby: Kernel::new(source.clone(), "axpby").sync(true).build(),
+        gather: Kernel::new(source, "gather").sync(true).build(),
     });
     // Each device's streams: its primary context's STREAMS new streams.
     let mut names = Vec::new();

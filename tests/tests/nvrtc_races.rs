@@ -2,11 +2,13 @@
 //! `kernels/`, of the benchmark set (`bench/kernels/`) and of the planted and correct race
 //! kernels (`tests/cuda/races/`) is compiled to PTX, bounds-instrumented, race-instrumented and
 //! assembled by nvJitLink, for sm_80 and sm_90; the planted and correct kernels are race-checked
-//! in full, each check on the line the source marks. Needs NVRTC and nvJitLink, no GPU.
+//! in full, each check on the line the source marks; the coverage `Kernel` reports for a
+//! launch shape is that of the shape's build. Needs NVRTC and nvJitLink, no GPU.
 
 use std::collections::BTreeSet;
 
 use cudacheck::nvrtc::{assemble_ptx, compile, CompileOptions, CudaSource};
+use cudacheck::Kernel;
 use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
 use cudacheck_core::race::{race_ptx, RaceOptions, RacePtx, RaceSiteKind};
 use cudacheck_core::Arch;
@@ -161,4 +163,107 @@ fn nvrtc_planted_and_correct_race_kernels_are_checked_in_full_on_their_lines() {
             );
         }
     }
+}
+
+/// Each kernel of a race test file with its `// launch:` block and dynamic shared bytes.
+fn launches(src: &CudaSource) -> Vec<(String, u32, u32)> {
+    let lines: Vec<&str> = src.text.lines().collect();
+    let mut out = Vec::new();
+    for (k, l) in lines.iter().enumerate() {
+        if let Some(rest) = l.strip_prefix("extern \"C\" __global__ void ") {
+            let name = rest.split('(').next().unwrap().trim().to_string();
+            let field = |f: &str| -> u32 {
+                lines[k - 1]
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix(&format!("{f}=")))
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            };
+            out.push((name, field("block"), field("shared")));
+        }
+    }
+    out
+}
+
+/// A barrier report shows its calls with a caret under the column (`BarrierCall::column`):
+/// every barrier site's column is that of the `__syncthreads`/`__syncwarp` call on its line.
+#[test]
+fn nvrtc_barrier_sites_point_at_the_call() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = file("tests/cuda/races/planted.cu");
+    let r = race_build(&src, "sm_90".parse().unwrap(), 512);
+    let lines: Vec<&str> = src.text.lines().collect();
+    let mut seen = 0;
+    for k in &r.kernels {
+        let barriers = k
+            .sites
+            .iter()
+            .filter(|s| matches!(s.kind, RaceSiteKind::Barrier | RaceSiteKind::WarpSync));
+        for s in barriers {
+            let l = s.loc.as_ref().expect("a barrier with line information");
+            let at = lines[l.line as usize - 1].get(l.column as usize - 1..);
+            assert!(
+                at.is_some_and(|t| t.starts_with("__sync")),
+                "{}: {:?} at {}:{} points at {at:?}",
+                k.name,
+                s.kind,
+                l.line,
+                l.column
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 10, "{seen} barrier sites");
+}
+
+/// `Kernel::race_coverage_for` answers for the build a launch of that shape runs: the race
+/// rewrite of the bounds-checked build specialised for the block and dynamic shared memory
+/// (made here by hand from the core API), and `Kernel::coverage_for` the bounds coverage of
+/// that build, which proves accesses the shapeless build must check.
+#[test]
+fn nvrtc_coverage_for_a_launch_shape_is_that_of_its_build() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let arch: Arch = "sm_90".parse().unwrap();
+    let mut more_proven = 0;
+    for path in ["tests/cuda/races/planted.cu", "tests/cuda/races/correct.cu"] {
+        let src = file(path);
+        let opts = CompileOptions {
+            ptx: true,
+            ..CompileOptions::new(arch)
+        };
+        let ptx = compile(&src, &opts).unwrap().ptx.unwrap();
+        for (name, block, shared) in launches(&src) {
+            let by_hand = {
+                let inst = instrument_ptx_with(
+                    &ptx,
+                    &InstrumentOptions::new()
+                        .block([block, 1, 1])
+                        .dynamic_shared_bytes(shared)
+                        .host_checks(true),
+                )
+                .unwrap();
+                let r = race_ptx(&inst.ptx, &RaceOptions::new(shared)).unwrap();
+                let bounds = inst.kernel(&name).unwrap().coverage.clone();
+                (bounds, r.kernel(&name).unwrap().coverage.clone())
+            };
+            let k = Kernel::new(src.clone(), &name).build();
+            let races = k.race_coverage_for(block, shared).unwrap();
+            assert_eq!(races.as_ref(), Some(&by_hand.1), "{path}: {name}");
+            assert!(races.unwrap().is_complete(), "{path}: {name}");
+            let bounds = k.coverage_for(block, shared).unwrap().unwrap();
+            assert_eq!(bounds, by_hand.0, "{path}: {name}");
+            if bounds.proven > k.coverage().unwrap().unwrap().proven {
+                more_proven += 1;
+            }
+        }
+    }
+    assert!(
+        more_proven >= 10,
+        "only {more_proven} kernels prove more with their launch shape"
+    );
 }

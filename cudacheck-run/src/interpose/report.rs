@@ -228,7 +228,7 @@ fn out_of_bounds(info: &LaunchInfo, rec: &cudacheck_core::instrument::FaultRecor
             let _ = write!(
                 msg,
                 " through `{name}` (parameter {k}): byte offset {off} from `{name}` (index {} in \
-                 {access_bytes}-byte elements)",
+                 {access_bytes}-byte elements, the access's width)",
                 off.div_euclid(i64::from(access_bytes))
             );
             if b.len == 0 && b.ptr == 0 {

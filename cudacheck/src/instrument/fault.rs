@@ -29,13 +29,21 @@ pub struct OutOfBounds {
     /// The buffer or array accessed, as named in the CUDA source (`y`, `tile`), or
     /// `argument N` when the source does not say.
     pub buffer: String,
-    /// The offending index in elements of the buffer's type (negative before its start).
+    /// The offending index (negative before the buffer's start), counted in elements of
+    /// [`elem_bytes`](Self::elem_bytes) bytes: for a buffer argument, elements of its Rust
+    /// element type ([`elem_type`](Self::elem_type)), whatever the access's own width (a
+    /// `__half2` read of a `CudaSlice<f16>` counts in `f16` elements, so one access covers
+    /// two); for an array or a raw address, units of the access's width.
     pub index: i64,
-    /// The buffer's length in elements, as the launch passed it.
+    /// The buffer's length, in the same elements as `index` (for a buffer argument, as the
+    /// launch passed it).
     pub len: u64,
-    /// Bytes of one element (the Rust element type for a buffer argument; the access size
-    /// for an array).
+    /// Bytes of one element `index` and `len` count in: `size_of` the Rust element type for a
+    /// buffer argument, the access's width for an array or a raw address.
     pub elem_bytes: u32,
+    /// The Rust element type `index` and `len` count in (`f16` for a `CudaSlice<f16>`), for a
+    /// buffer argument; `None` where they count in units of the access's width.
+    pub elem_type: Option<String>,
     /// Bytes the access touched: 16 for a `float4` read of a `float` buffer.
     pub access_bytes: u32,
     /// Read, write or atomic.
@@ -128,6 +136,9 @@ pub(crate) struct ArgView {
     pub ptr: u64,
     /// Bytes of one element of a buffer argument (0 for scalars and raw addresses).
     pub elem_bytes: u32,
+    /// The argument's Rust type (`std::any::type_name`: `cudarc::...::CudaSlice<f32>`), or
+    /// empty; a report names a buffer argument's element type from it.
+    pub ty: &'static str,
 }
 
 /// What the launch knew, for building the error.
@@ -298,7 +309,7 @@ pub(crate) enum Fault {
     Misaligned(Box<Misaligned>),
     DeviceAssert(Box<DeviceAssert>),
     SharedRace(Box<super::race::SharedRace>),
-    Barrier(Box<super::race::BarrierMisuse>),
+    BarrierMisuse(Box<super::race::BarrierMisuse>),
 }
 
 impl fmt::Display for Fault {
@@ -308,7 +319,7 @@ impl fmt::Display for Fault {
             Fault::Misaligned(m) => m.fmt(f),
             Fault::DeviceAssert(d) => d.fmt(f),
             Fault::SharedRace(r) => r.fmt(f),
-            Fault::Barrier(b) => b.fmt(f),
+            Fault::BarrierMisuse(b) => b.fmt(f),
         }
     }
 }
@@ -401,12 +412,16 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<Fault
         }),
         _ => None,
     };
-    let (buffer, elem_bytes) = match (param, site.map(|s| &s.target)) {
+    // The unit of the index: a buffer argument's Rust element, else the access's width.
+    let (buffer, elem_bytes, elem_type) = match (param, site.map(|s| &s.target)) {
         (Some(k), _) => {
-            let e = cx.args.get(k as usize).map_or(0, |a| a.elem_bytes);
-            (name_of(k), if e == 0 { access_bytes } else { e })
+            let arg = cx.args.get(k as usize).copied().unwrap_or_default();
+            match arg.elem_bytes {
+                0 => (name_of(k), access_bytes, None),
+                e => (name_of(k), e, element_type(arg.ty)),
+            }
         }
-        (None, Some(Target::Var(v))) => (v.clone(), access_bytes),
+        (None, Some(Target::Var(v))) => (v.clone(), access_bytes, None),
         (None, Some(Target::OneOf(ts))) => {
             let list: Vec<String> = ts
                 .iter()
@@ -416,9 +431,9 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<Fault
                     _ => "?".to_string(),
                 })
                 .collect();
-            (format!("one of {}", list.join(", ")), access_bytes)
+            (format!("one of {}", list.join(", ")), access_bytes, None)
         }
-        _ => ("?".to_string(), access_bytes),
+        _ => ("?".to_string(), access_bytes, None),
     };
     // Inside the buffer but at an address not aligned to the access's width: the device
     // check failed for alignment (`emit.rs`), not for bounds.
@@ -458,6 +473,7 @@ pub(crate) fn error_of(rec: &FaultRecord, cx: &FaultContext<'_>) -> Option<Fault
         index: rec.offset.div_euclid(e),
         len: rec.len / u64::from(elem_bytes),
         elem_bytes,
+        elem_type,
         access_bytes,
         // An unknown code is still a bad access; "read" is the mildest claim.
         access: kind.unwrap_or(FaultKind::Read),
@@ -529,6 +545,39 @@ pub(super) fn launched(
     )
 }
 
+/// The element type of a buffer argument's Rust type, without module paths:
+/// `cudarc::driver::safe::core::CudaSlice<half::binary16::f16>` gives `f16` (the last generic
+/// argument, so `CudaView<'_, T>` gives `T` too); `None` for a type with no generic argument.
+pub(crate) fn element_type(arg_type: &str) -> Option<String> {
+    let inner = &arg_type[arg_type.find('<')? + 1..arg_type.rfind('>')?];
+    // The last argument at the top level.
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => start = i + 1,
+            _ => {}
+        }
+    }
+    let last = inner[start..].trim();
+    // Each path keeps its last segment: `half::binary16::f16` is `f16`.
+    let mut out = String::new();
+    let mut word = String::new();
+    for c in last.chars().chain(std::iter::once(' ')) {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            word.push(c);
+        } else {
+            out.push_str(word.rsplit("::").next().unwrap_or(""));
+            word.clear();
+            out.push(c);
+        }
+    }
+    out.pop();
+    (!out.is_empty()).then_some(out)
+}
+
 fn plural(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
@@ -541,7 +590,14 @@ impl fmt::Display for OutOfBounds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         launched(f, &self.kernel, self.site, &self.config)?;
         let b = &self.buffer;
-        write!(f, ": {} of `{b}`: index {}", self.access, self.index)?;
+        write!(f, ": {} of `{b}`: index {} (in ", self.access, self.index)?;
+        match &self.elem_type {
+            Some(t) => write!(f, "`{t}` elements)")?,
+            None if self.elem_bytes == self.access_bytes => {
+                write!(f, "{}-byte elements, the access's width)", self.elem_bytes)?
+            }
+            None => write!(f, "{}-byte elements)", self.elem_bytes)?,
+        }
         if self.index < 0 {
             write!(f, ", before its start")?;
         } else {
@@ -549,15 +605,17 @@ impl fmt::Display for OutOfBounds {
             write!(f, ", but `{b}` has {len}")?;
         }
         if self.access_bytes > self.elem_bytes {
-            let per = u64::from(self.access_bytes / self.elem_bytes.max(1));
+            let per = i64::from(self.access_bytes / self.elem_bytes.max(1));
+            let end = self.index + per;
             write!(
                 f,
-                " (a {}-byte access covers elements {}..{}: a partial trailing vector is out of \
-                 bounds)",
-                self.access_bytes,
-                self.index,
-                self.index + per as i64
+                " (a {}-byte access covers elements {}..{end}",
+                self.access_bytes, self.index
             )?;
+            if (0..self.len as i64).contains(&self.index) {
+                write!(f, ": a partial trailing vector is out of bounds")?;
+            }
+            write!(f, ")")?;
         }
         write!(
             f,
@@ -740,6 +798,15 @@ mod tests {
                     kind: SiteKind::Read,
                     bytes: 16,
                 },
+                // A `float4` read of a `__shared__ float tile[256]`.
+                Site {
+                    id: 10,
+                    loc: loc(4, 17),
+                    inlined_at: None,
+                    target: Target::Var("tile".into()),
+                    kind: SiteKind::Read,
+                    bytes: 16,
+                },
             ],
             coverage: Coverage::default(),
             host_checks: Vec::new(),
@@ -766,6 +833,9 @@ mod tests {
         assert_eq!(line_text(&src, "/some/cwd/other.cu", 3), None);
     }
 
+    /// What `std::any::type_name` gives for a buffer argument of `f32`s.
+    const F32_SLICE: &str = "cudarc::driver::safe::core::CudaSlice<f32>";
+
     fn run(rec: &FaultRecord) -> Option<Fault> {
         run_with(rec, build(), None)
     }
@@ -775,20 +845,31 @@ mod tests {
         b: InstrumentedKernel,
         param_names: Option<ParamNames>,
     ) -> Option<Fault> {
-        let k: Arc<str> = "saxpy".into();
-        let src = CudaSource::from_str("saxpy.cu", SRC);
         let args = [
             ArgView {
                 ptr: 0x1000,
                 elem_bytes: 4,
+                ty: F32_SLICE,
             },
             ArgView {
                 ptr: 0x2000,
                 elem_bytes: 4,
+                ty: F32_SLICE,
             },
             ArgView::default(),
             ArgView::default(),
         ];
+        run_on(rec, b, param_names, &args)
+    }
+
+    fn run_on(
+        rec: &FaultRecord,
+        b: InstrumentedKernel,
+        param_names: Option<ParamNames>,
+        args: &[ArgView],
+    ) -> Option<Fault> {
+        let k: Arc<str> = "saxpy".into();
+        let src = CudaSource::from_str("saxpy.cu", SRC);
         let cx = FaultContext {
             kernel: &k,
             site: Location::caller(),
@@ -797,7 +878,7 @@ mod tests {
             source: &src,
             name: "saxpy",
             param_names,
-            args: &args,
+            args,
         };
         error_of(rec, &cx)
     }
@@ -869,10 +950,15 @@ mod tests {
         assert!(text.starts_with("kernel `saxpy` launched at "), "{text}");
         assert!(
             text.contains(
-                "out-of-bounds write of `y`: index 1000, but `y` has 1000 elements; first by \
-                 thread (232, 0, 0) of block (3, 0, 0)\n --> saxpy.cu:4:17\n  |\n4 |     if \
-                 (i <= n) y[i] = a * x[i] + y[i];\n  |                 ^\n  = 2 out-of-bounds \
-                 accesses in this launch"
+                "out-of-bounds write of `y`: index 1000 (in `f32` elements), but `y` has 1000 \
+                 elements; first by thread (232, 0, 0) of block (3, 0, 0)\n --> saxpy.cu:4:17\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\n4 |     if (i <= n) y[i] = a * x[i] + y[i];\n  |                 ^\n  = 2 \
+                 out-of-bounds accesses in this launch"
             ),
             "{text}"
         );
@@ -903,7 +989,10 @@ mod tests {
         let text = run(&faulted(7, FaultKind::Read, -4, 32, 4))
             .unwrap()
             .to_string();
-        assert!(text.contains("index -1, before its start;"), "{text}");
+        assert!(
+            text.contains("index -1 (in `f32` elements), before its start;"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -952,11 +1041,13 @@ mod tests {
             ArgView {
                 ptr: 0x1000,
                 elem_bytes: 4,
+                ty: F32_SLICE,
             },
             // An offset view: one float past a 16-byte aligned allocation.
             ArgView {
                 ptr: 0x2004,
                 elem_bytes: 4,
+                ty: F32_SLICE,
             },
         ];
         let ptrs = [0x1000u64, 0x2004];
@@ -1007,6 +1098,94 @@ mod tests {
             e.to_string()
                 .contains("a 16-byte access covers elements 8..12"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn element_types_come_from_the_argument_type_without_paths() {
+        let t = |s| element_type(s);
+        assert_eq!(
+            t("cudarc::driver::safe::core::CudaSlice<half::binary16::f16>").as_deref(),
+            Some("f16")
+        );
+        assert_eq!(
+            t("cudarc::driver::safe::core::CudaView<f32>").as_deref(),
+            Some("f32")
+        );
+        assert_eq!(
+            t("a::CudaView<'_, b::Pair<c::P, u8>>").as_deref(),
+            Some("Pair<P, u8>")
+        );
+        assert_eq!(t("a::CudaSlice<[f32; 4]>").as_deref(), Some("[f32; 4]"));
+        assert_eq!(t("u64"), None);
+        assert_eq!(t(""), None);
+    }
+
+    /// A `__half2` (4-byte) read through a `CudaSlice<f16>`: the index counts the buffer's
+    /// `f16` elements, not the access's `__half2`s, and the report says so.
+    #[test]
+    fn a_half2_read_of_an_f16_buffer_counts_in_f16_elements() {
+        let args = [ArgView {
+            ptr: 0x1000,
+            elem_bytes: 2,
+            ty: "cudarc::driver::safe::core::CudaSlice<half::binary16::f16>",
+        }];
+        let e = run_on(
+            &faulted(7, FaultKind::Read, 2048, 2048, 4),
+            build(),
+            None,
+            &args,
+        )
+        .unwrap();
+        let Fault::OutOfBounds(o) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            (o.index, o.len, o.elem_bytes, o.access_bytes),
+            (1024, 1024, 2, 4)
+        );
+        assert_eq!(o.elem_type.as_deref(), Some("f16"));
+        let text = e.to_string();
+        assert!(
+            text.contains(
+                "out-of-bounds read of `y`: index 1024 (in `f16` elements), but `y` has 1024 \
+                 elements (a 4-byte access covers elements 1024..1026); first by thread"
+            ),
+            "{text}"
+        );
+        // Starting inside and ending past the end: the vector's tail is what is out.
+        let text = run_on(
+            &faulted(7, FaultKind::Read, 2046, 2048, 4),
+            build(),
+            None,
+            &args,
+        )
+        .unwrap()
+        .to_string();
+        assert!(
+            text.contains(
+                "index 1023 (in `f16` elements), but `y` has 1024 elements (a 4-byte access \
+                 covers elements 1023..1025: a partial trailing vector is out of bounds)"
+            ),
+            "{text}"
+        );
+    }
+
+    /// An array has no Rust element type: its index counts units of the access's width.
+    #[test]
+    fn an_array_index_counts_in_the_access_width_and_says_so() {
+        let e = run(&faulted(10, FaultKind::Read, 1024, 1024, 16)).unwrap();
+        let Fault::OutOfBounds(o) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!((o.index, o.len, o.elem_type.as_deref()), (64, 64, None));
+        let text = e.to_string();
+        assert!(
+            text.contains(
+                "out-of-bounds read of `tile`: index 64 (in 16-byte elements, the access's \
+                 width), but `tile` has 64 elements; first by"
+            ),
+            "{text}"
         );
     }
 

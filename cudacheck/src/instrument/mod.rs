@@ -9,8 +9,9 @@
 //! (`launch/checked.rs`); this module makes the build's PTX and turns a fault record read back
 //! into [`OutOfBounds`] or [`DeviceAssert`] ([`report`]).
 //!
-//! Whether a launch is bounds-checked is decided by [`InstrumentMode`](crate::InstrumentMode)'s
-//! order: the launch, the kernel, `CUDACHECK_INSTRUMENT`, the build profile.
+//! Whether a launch is bounds-checked is decided by the `instrument` switch's order (see
+//! [the switches](crate#switches)): the launch, the kernel, `CUDACHECK_INSTRUMENT`, the build
+//! profile.
 
 mod fault;
 mod race;
@@ -20,9 +21,12 @@ use cudacheck_core::Dim3;
 use thiserror::Error;
 
 pub use cudacheck_core::instrument::Coverage;
+pub use cudacheck_core::race::{AccessKind, RaceCoverage};
 pub(crate) use fault::{error_of, misaligned_argument, param_names, ArgView, Fault, FaultContext};
 pub use fault::{DeviceAssert, Misaligned, OutOfBounds};
-pub use race::{BarrierErrorKind, BarrierMisuse, RaceAccess, SharedRace};
+#[allow(deprecated)]
+pub use race::BarrierErrorKind;
+pub use race::{BarrierCall, BarrierMisuse, BarrierMisuseKind, RaceAccess, SharedRace};
 
 use crate::nvrtc::AssembleError;
 

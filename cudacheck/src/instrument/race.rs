@@ -59,18 +59,51 @@ pub struct SharedRace {
     pub count: u32,
 }
 
-/// What is wrong with a barrier.
+/// What is wrong with a barrier ([`BarrierMisuse::kind`]).
+///
+/// One name family for one concept: [`Error::BarrierMisuse`](crate::Error::BarrierMisuse)
+/// holds a [`BarrierMisuse`], whose `kind` is a `BarrierMisuseKind` (as
+/// [`Error::SharedRace`](crate::Error::SharedRace) holds a [`SharedRace`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum BarrierErrorKind {
+pub enum BarrierMisuseKind {
     /// Threads of one block waited at different `__syncthreads()` (or one only some reach).
     Divergent,
     /// `__syncwarp(mask)` called by a lane the mask leaves out (the call was skipped).
-    WarpMask { mask: u32 },
+    WarpMask {
+        /// The mask the call passed.
+        mask: u32,
+    },
 }
 
-/// A barrier misused ([`Error::Barrier`](crate::Error::Barrier)): undefined behaviour that
-/// hangs or gives wrong results without a check.
+/// The old name of [`BarrierMisuseKind`].
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `BarrierMisuseKind`, beside `BarrierMisuse` and `Error::BarrierMisuse`"
+)]
+pub type BarrierErrorKind = BarrierMisuseKind;
+
+/// One thread's call of a barrier in a [`BarrierMisuse`]: which thread, and where the call is
+/// in the CUDA source. The barrier's counterpart of a race's [`RaceAccess`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BarrierCall {
+    /// `threadIdx` of the thread that made the call (in [`BarrierMisuse::block`]).
+    pub thread: Dim3,
+    /// The CUDA source file of the call (the kernel's source name without line information).
+    pub file: String,
+    /// The 1-based line of the call (0 without line information).
+    pub line: u32,
+    /// The 1-based column of the call (0 without line information).
+    pub column: u32,
+    /// The text of that line, when the file can be read.
+    pub source_line: Option<String>,
+    /// Where the code holding the call was inlined into, when it was.
+    pub inlined_at: Option<SourceLoc>,
+}
+
+/// A barrier misused ([`Error::BarrierMisuse`](crate::Error::BarrierMisuse)): undefined
+/// behaviour that hangs or gives wrong results without a check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BarrierMisuse {
@@ -81,18 +114,17 @@ pub struct BarrierMisuse {
     /// The launch's configuration as the user gave it.
     pub config: LaunchConfig,
     /// What is wrong.
-    pub kind: BarrierErrorKind,
+    pub kind: BarrierMisuseKind,
     /// `blockIdx` of the block.
     pub block: Dim3,
-    /// A thread at the barrier, and where it is.
-    pub thread: Dim3,
-    /// The CUDA source file and 1-based line of that barrier, and the line's text.
-    pub file: String,
-    pub line: u32,
-    pub source_line: Option<String>,
-    /// For a divergent barrier: a thread at the other barrier, and where that is.
-    pub other: Option<(Dim3, String, u32, Option<String>)>,
-    /// How many reports the launch made.
+    /// The call that was reported: for [`Divergent`](BarrierMisuseKind::Divergent), a thread
+    /// at one of the barriers; for [`WarpMask`](BarrierMisuseKind::WarpMask), the lane the
+    /// mask leaves out.
+    pub call: BarrierCall,
+    /// For [`Divergent`](BarrierMisuseKind::Divergent): a thread at the other barrier;
+    /// `None` for [`WarpMask`](BarrierMisuseKind::WarpMask).
+    pub other: Option<BarrierCall>,
+    /// How many reports the launch made (only the first is described).
     pub count: u32,
 }
 
@@ -122,6 +154,18 @@ fn access(races: &RaceKernel, cx: &FaultContext<'_>, w: AccessWord) -> RaceAcces
     RaceAccess {
         thread: thread_of(w.thread(), cx.config.block),
         kind: w.kind().unwrap_or(AccessKind::Read),
+        source_line: line_text(cx.source, &file, line),
+        file,
+        line,
+        column,
+        inlined_at,
+    }
+}
+
+fn barrier_call(races: &RaceKernel, cx: &FaultContext<'_>, w: AccessWord) -> BarrierCall {
+    let (file, line, column, inlined_at) = place(races, cx, w.site());
+    BarrierCall {
+        thread: thread_of(w.thread(), cx.config.block),
         source_line: line_text(cx.source, &file, line),
         file,
         line,
@@ -164,27 +208,20 @@ pub(crate) fn race_error_of(rec: &RaceRecord, cx: &FaultContext<'_>) -> Option<F
             })))
         }
         _ => {
-            let (file, line, _, _) = place(races, cx, rec.current.site());
             let kind = if rec.event() == Some(RaceEventKind::WarpMask) {
-                BarrierErrorKind::WarpMask { mask: rec.offset }
+                BarrierMisuseKind::WarpMask { mask: rec.offset }
             } else {
-                BarrierErrorKind::Divergent
+                BarrierMisuseKind::Divergent
             };
-            let other = (kind == BarrierErrorKind::Divergent).then(|| {
-                let (f2, l2, _, _) = place(races, cx, rec.other.site());
-                let text = line_text(cx.source, &f2, l2);
-                (thread_of(rec.other.thread(), cx.config.block), f2, l2, text)
-            });
-            Some(Fault::Barrier(Box::new(BarrierMisuse {
+            let other =
+                (kind == BarrierMisuseKind::Divergent).then(|| barrier_call(races, cx, rec.other));
+            Some(Fault::BarrierMisuse(Box::new(BarrierMisuse {
                 kernel: Arc::clone(cx.kernel),
                 site: cx.site,
                 config: cx.config,
                 kind,
                 block,
-                thread: thread_of(rec.current.thread(), cx.config.block),
-                source_line: line_text(cx.source, &file, line),
-                file,
-                line,
+                call: barrier_call(races, cx, rec.current),
                 other,
                 count: rec.count,
             })))
@@ -242,18 +279,17 @@ impl fmt::Display for BarrierMisuse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         launched(f, &self.kernel, self.site, &self.config)?;
         match self.kind {
-            BarrierErrorKind::Divergent => {
+            BarrierMisuseKind::Divergent => {
                 write!(
                     f,
                     ": divergent barrier in block {}: thread {} waited at one `__syncthreads()`",
-                    self.block, self.thread
+                    self.block, self.call.thread
                 )?;
-                if let Some((t, _, _, _)) = &self.other {
-                    write!(f, " and thread {t} at another")?;
+                if let Some(other) = &self.other {
+                    write!(f, " and thread {} at another", other.thread)?;
                 }
-                snippet(f, &self.file, self.line, 0, self.source_line.as_deref())?;
-                if let Some((_, file, line, text)) = &self.other {
-                    snippet(f, file, *line, 0, text.as_deref())?;
+                for call in std::iter::once(&self.call).chain(&self.other) {
+                    call_snippet(f, call)?;
                 }
                 write!(
                     f,
@@ -261,14 +297,14 @@ impl fmt::Display for BarrierMisuse {
                      it out of the branch"
                 )
             }
-            BarrierErrorKind::WarpMask { mask } => {
+            BarrierMisuseKind::WarpMask { mask } => {
                 write!(
                     f,
                     ": `__syncwarp({mask:#010x})` called by thread {} of block {}, a lane the mask \
                      leaves out (the call was skipped)",
-                    self.thread, self.block
+                    self.call.thread, self.block
                 )?;
-                snippet(f, &self.file, self.line, 0, self.source_line.as_deref())?;
+                call_snippet(f, &self.call)?;
                 write!(
                     f,
                     "\nhelp: the mask must include every lane that calls `__syncwarp` (use \
@@ -283,6 +319,15 @@ impl fmt::Display for BarrierMisuse {
     }
 }
 
+/// A barrier call's source line, as a race's accesses show theirs.
+fn call_snippet(f: &mut fmt::Formatter<'_>, c: &BarrierCall) -> fmt::Result {
+    snippet(f, &c.file, c.line, c.column, c.source_line.as_deref())?;
+    if let Some(at) = &c.inlined_at {
+        write!(f, "\n  = in code inlined into {at}")?;
+    }
+    Ok(())
+}
+
 impl std::error::Error for SharedRace {}
 impl std::error::Error for BarrierMisuse {}
 
@@ -295,6 +340,69 @@ mod tests {
         assert_eq!(thread_of(37, Dim3::new(16, 16, 1)), Dim3::new(5, 2, 0));
         assert_eq!(thread_of(300, Dim3::new(16, 4, 8)), Dim3::new(12, 2, 4));
         assert_eq!(thread_of(5, Dim3::new(128, 1, 1)), Dim3::new(5, 0, 0));
+    }
+
+    fn call(thread: Dim3, line: u32, text: &str) -> BarrierCall {
+        BarrierCall {
+            thread,
+            file: "k.cu".into(),
+            line,
+            column: 9,
+            source_line: Some(text.into()),
+            inlined_at: None,
+        }
+    }
+
+    fn misuse(kind: BarrierMisuseKind, other: Option<BarrierCall>) -> BarrierMisuse {
+        BarrierMisuse {
+            kernel: "k".into(),
+            site: Location::caller(),
+            config: LaunchConfig::new(Dim3::x(1), Dim3::x(64)),
+            kind,
+            block: Dim3::new(0, 0, 0),
+            call: call(Dim3::new(3, 0, 0), 4, "        __syncthreads();"),
+            other,
+            count: 1,
+        }
+    }
+
+    #[test]
+    fn a_divergent_barrier_names_a_thread_at_each_barrier_and_both_lines() {
+        let other = call(Dim3::new(40, 0, 0), 6, "        __syncthreads();");
+        let text = misuse(BarrierMisuseKind::Divergent, Some(other)).to_string();
+        assert!(
+            text.contains(
+                ": divergent barrier in block (0, 0, 0): thread (3, 0, 0) waited at one \
+                 `__syncthreads()` and thread (40, 0, 0) at another\n --> k.cu:4:9\n  |\n4 |"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\n --> k.cu:6:9\n"), "{text}");
+        assert!(text.contains("move it out of the branch"), "{text}");
+    }
+
+    #[test]
+    fn a_warp_mask_misuse_names_the_mask_and_the_lane_left_out() {
+        let text = misuse(BarrierMisuseKind::WarpMask { mask: 0xffff }, None).to_string();
+        assert!(
+            text.contains(
+                ": `__syncwarp(0x0000ffff)` called by thread (3, 0, 0) of block (0, 0, 0), a \
+                 lane the mask leaves out (the call was skipped)\n --> k.cu:4:9"
+            ),
+            "{text}"
+        );
+    }
+
+    /// The kind's old name still compiles, with a deprecation warning pointing at the new one.
+    #[test]
+    #[allow(deprecated)]
+    fn the_old_kind_name_is_the_new_kind() {
+        let old: BarrierErrorKind = BarrierErrorKind::Divergent;
+        assert_eq!(old, BarrierMisuseKind::Divergent);
+        assert!(matches!(
+            crate::BarrierErrorKind::WarpMask { mask: 1 },
+            BarrierMisuseKind::WarpMask { mask: 1 }
+        ));
     }
 
     #[test]

@@ -105,6 +105,7 @@ pub(crate) fn arg_views(args: &[ArgSlot]) -> ([ArgView; MAX_ARGS], usize) {
             *a = ArgView {
                 ptr: slot.word,
                 elem_bytes: e,
+                ty: (slot.ty)(),
             };
         }
     }

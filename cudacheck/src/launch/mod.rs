@@ -27,7 +27,7 @@ use crate::driver::{self, Capture, DriverError, RawConfig};
 use crate::error::{Error, LaunchError, LaunchErrorKind, PeerSupport};
 use crate::instrument::param_names;
 use crate::kernel::Kernel;
-use crate::policy::{after_launch, instrumented, sync_wanted, SyncMode};
+use crate::policy::{after_launch, instrumented, sync_wanted};
 use checked::Checked;
 use plan::{LaunchPlan, Plain, Step, HIDDEN_MAX};
 
@@ -117,7 +117,8 @@ pub struct Launch<'a> {
     pub(crate) cfg: LaunchConfig,
     grid_set: bool,
     block_set: bool,
-    sync: SyncMode,
+    /// [`Launch::sync`]: `None` leaves it to the kernel, the environment, the profile.
+    sync: Option<bool>,
     profile_debug: bool,
     /// [`Launch::instrument`]: `None` leaves it to the kernel, the environment, the profile.
     instrument: Option<bool>,
@@ -188,7 +189,7 @@ impl<'a> Launch<'a> {
             cfg: LaunchConfig::new(Dim3::x(0), Dim3::x(0)),
             grid_set: false,
             block_set: false,
-            sync: SyncMode::FromEnv,
+            sync: None,
             profile_debug: cfg!(debug_assertions),
             instrument: None,
             races: None,
@@ -251,34 +252,40 @@ impl<'a> Launch<'a> {
         self
     }
 
-    /// Overrides the sync mode for this launch (see [`SyncMode`]).
+    /// Synchronize after this launch and check for faults (`true`), or return at once
+    /// (`false`), whatever the kernel's [`sync`](crate::KernelBuilder::sync), `CUDACHECK_SYNC`
+    /// and the build profile say (see [the switches](crate#switches)). A launch into a stream
+    /// being captured never synchronizes (see [`capture`](crate::capture)); a bounds-checked
+    /// one always does otherwise.
     #[inline(always)]
-    pub fn sync(&mut self, mode: SyncMode) -> &mut Self {
-        self.sync = mode;
+    pub fn sync(&mut self, on: bool) -> &mut Self {
+        self.sync = Some(on);
         self
     }
 
-    /// Whether this launch is bounds-checked, over the kernel's [`InstrumentMode`], the
-    /// `CUDACHECK_INSTRUMENT` variable and the build profile.
+    /// Bounds-check this launch (`true`) or not (`false`), whatever the kernel's
+    /// [`instrument`](crate::KernelBuilder::instrument), `CUDACHECK_INSTRUMENT` and the build
+    /// profile say (see [the switches](crate#switches)).
     ///
     /// A bounds-checked launch runs the kernel's instrumented build, always synchronizes (the
     /// fault record must be read; under stream capture the record is read by
-    /// [`capture::Checks`](crate::capture::Checks) instead), and returns [`Error::OutOfBounds`] or [`Error::DeviceAssert`]
-    /// for the first bad access or failed `assert`; the context stays usable. A kernel the
-    /// instrumenter does not rewrite (see [`Kernel::coverage`]) launches unchecked.
-    ///
-    /// [`InstrumentMode`]: crate::InstrumentMode
+    /// [`capture::Checks`](crate::capture::Checks) instead), and returns
+    /// [`Error::OutOfBounds`] or [`Error::DeviceAssert`] for the first bad access or failed
+    /// `assert`; the context stays usable. A kernel the instrumenter does not rewrite (see
+    /// [`Kernel::coverage`]) launches unchecked.
     #[inline(always)]
     pub fn instrument(&mut self, on: bool) -> &mut Self {
         self.instrument = Some(on);
         self
     }
 
-    /// Race-check this launch or not, whatever the kernel's setting and `CUDACHECK_RACES`
-    /// say: with `true`, shared-memory races and misused barriers are reported as
-    /// [`Error::SharedRace`] and [`Error::Barrier`] (see [`cudacheck_core::race`] for what is
-    /// checked); the launch is bounds-checked too, synchronizes, and gets extra dynamic shared
-    /// memory for the checker's shadow.
+    /// Race-check this launch (`true`) or not (`false`), whatever the kernel's
+    /// [`races`](crate::KernelBuilder::races) and `CUDACHECK_RACES` say (see
+    /// [the switches](crate#switches)): shared-memory races and misused barriers are reported
+    /// as [`Error::SharedRace`] and [`Error::BarrierMisuse`] (see [`cudacheck_core::race`] for
+    /// what is checked); the launch is bounds-checked too (unless this launch says
+    /// `instrument(false)`, and then it is not race-checked either), synchronizes, and gets
+    /// extra dynamic shared memory for the checker's shadow.
     #[inline(always)]
     pub fn races(&mut self, on: bool) -> &mut Self {
         self.races = Some(on);
@@ -295,8 +302,8 @@ impl<'a> Launch<'a> {
         self
     }
 
-    /// The build profile to fall back on when no sync mode and no `CUDACHECK_SYNC` is given
-    /// (and, likewise, no instrumentation setting and no `CUDACHECK_INSTRUMENT`): macro-generated
+    /// The build profile to fall back on when no `sync` and no `CUDACHECK_SYNC` is given
+    /// (and, likewise, no `instrument` and no `CUDACHECK_INSTRUMENT`): macro-generated
     /// code passes `cfg!(debug_assertions)` of the user's crate.
     #[inline(always)]
     pub fn profile_default(&mut self, debug: bool) -> &mut Self {
@@ -380,8 +387,8 @@ impl<'a> Launch<'a> {
     }
 
     /// Validates against the device and the kernel (memoized per kernel, context and
-    /// configuration), launches, and, when the [`SyncMode`] says so, waits and checks for
-    /// faults. Errors carry the Rust launch site.
+    /// configuration), launches, and, when the [`sync`](Self::sync) switch says so, waits and
+    /// checks for faults. Errors carry the Rust launch site.
     ///
     /// # Errors
     ///
@@ -446,7 +453,7 @@ impl<'a> Launch<'a> {
         unsafe { self.run_slow(site) }
     }
 
-    /// Whether this launch is bounds-checked (see [`InstrumentMode`](crate::InstrumentMode)).
+    /// Whether this launch is bounds-checked (see [the switches](crate#switches)).
     #[inline]
     fn instrumented(&self) -> bool {
         // Race checking asks for bounds checking, unless the launch or the kernel turned

@@ -71,7 +71,7 @@ pub(super) trait LaunchPlan<'k> {
     /// How many of the build's `total` parameters are the user's; the rest are hidden
     /// parameters (8 bytes each) the plan's [`before`](Self::before) gives values for.
     fn user_params(total: usize) -> usize;
-    /// Whether the launch waits for its kernel whatever the [`SyncMode`](crate::SyncMode).
+    /// Whether the launch waits for its kernel whatever its [`sync`](crate::Launch::sync) switch.
     const ALWAYS_SYNC: bool;
 
     /// The dynamic shared memory the kernel is launched with, given the user's (a race-checked
