@@ -10,6 +10,8 @@ use std::sync::Arc;
 use cudacheck::cudarc::driver::CudaStream;
 use cudacheck::nvrtc::CudaSource;
 
+#[cfg(doctest)]
+pub mod docs;
 pub mod matrix;
 pub mod ptx;
 
