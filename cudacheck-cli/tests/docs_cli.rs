@@ -95,7 +95,7 @@ fn strip_comment(line: &str) -> &str {
     let bytes = line.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
         let before = i == 0 || bytes[i - 1] == b' ';
-        let after = bytes.get(i + 1).is_none_or(|&c| c == b' ');
+        let after = bytes.get(i + 1).map_or(true, |&c| c == b' ');
         if b == b'#' && before && after {
             return &line[..i];
         }
@@ -128,8 +128,8 @@ fn help_has(help: &str, flag: &str) -> bool {
     help.match_indices(flag).any(|(at, _)| {
         let before = help[..at].chars().next_back();
         let after = help[at + flag.len()..].chars().next();
-        before.is_none_or(|c| c == ' ' || c == ',' || c == '\n')
-            && after.is_none_or(|c| !(c.is_alphanumeric() || c == '-' || c == '_'))
+        before.map_or(true, |c| c == ' ' || c == ',' || c == '\n')
+            && after.map_or(true, |c| !(c.is_alphanumeric() || c == '-' || c == '_'))
     })
 }
 
