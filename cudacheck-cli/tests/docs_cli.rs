@@ -6,28 +6,9 @@
 //! copy-paste.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// The README and every page of `docs/`.
-fn pages() -> Vec<PathBuf> {
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
-        .expect("docs/ exists")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    pages.sort();
-    pages.insert(0, repo().join("README.md"));
-    pages
-}
+use cudacheck_tests::doc_pages;
 
 /// `cudacheck PATH... --help`, asked once per path.
 #[derive(Default)]
@@ -185,7 +166,7 @@ fn docs_cudacheck_command_lines_use_flags_the_command_has() {
     let mut helps = Helps::default();
     let mut problems = Vec::new();
     let mut checked = 0;
-    for page in pages() {
+    for page in doc_pages() {
         let text = std::fs::read_to_string(&page).unwrap();
         let (p, c) = check_text(&mut helps, &text);
         problems.extend(p.into_iter().map(|p| format!("{}: {p}", page.display())));

@@ -8,21 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use cudacheck_tests::repo_root;
-
-/// The README and every page of `docs/`.
-fn pages() -> Vec<PathBuf> {
-    let root = repo_root();
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .expect("docs/ exists")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    pages.sort();
-    pages.insert(0, root.join("README.md"));
-    pages
-}
+use cudacheck_tests::{doc_pages, repo_root};
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -127,7 +113,7 @@ fn check_link(page: &Path, target: &str) -> Option<String> {
 fn docs_links_lead_somewhere() {
     let mut problems = Vec::new();
     let mut checked = 0;
-    for page in pages() {
+    for page in doc_pages() {
         let text = read(&page);
         for (n, line) in prose(&text) {
             for target in link_targets(line) {
@@ -284,7 +270,7 @@ fn docs_speak_of_the_software() {
     // How the work was organized (sessions, issue numbers) and paths outside the repository
     // mean nothing to a user.
     let mut problems = Vec::new();
-    for page in pages() {
+    for page in doc_pages() {
         let text = read(&page);
         for (n, line) in text.lines().enumerate() {
             let lower = line.to_lowercase();
