@@ -10,6 +10,8 @@ use std::sync::Arc;
 use cudacheck::cudarc::driver::CudaStream;
 use cudacheck::nvrtc::CudaSource;
 
+#[cfg(doctest)]
+pub mod docs;
 pub mod matrix;
 pub mod ptx;
 
@@ -95,6 +97,24 @@ pub fn repo_root() -> PathBuf {
         .parent()
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(".."))
+}
+
+/// The user documentation: the README, then every page of `docs/`, sorted.
+///
+/// # Panics
+///
+/// When `docs/` cannot be read (a broken checkout, not a test outcome).
+pub fn doc_pages() -> Vec<PathBuf> {
+    let root = repo_root();
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap_or_else(|e| panic!("docs/: {e}"))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    pages.insert(0, root.join("README.md"));
+    pages
 }
 
 /// `kernels/<file>` of the repository, as a source.
