@@ -26,7 +26,7 @@
 #   scripts/run-thirdparty.sh list
 #       the program list
 #
-# The lead's GPU call, after `scripts/run-thirdparty.sh bundle` and with the cudacheck binary
+# The GPU call, after `scripts/run-thirdparty.sh bundle` and with the cudacheck binary
 # at target/gpu-carry/cudacheck: carry ["target/gpu-carry"], command
 #   "scripts/run-thirdparty.sh run target/gpu-carry/cudacheck $OUT"
 #

@@ -86,6 +86,6 @@ for f in "$lib" "$lib12" "$libjl" "$lib124" "$lib135"; do
     exit 2
   fi
 done
-# cudacheck's NVRTC discovery reads CUDACHECK_NVRTC first (see README, "Finding NVRTC").
+# cudacheck's NVRTC discovery reads CUDACHECK_NVRTC first (see docs/guide.md, "Finding NVRTC").
 echo "export CUDACHECK_NVRTC=$lib CUDACHECK_NVRTC12=$lib12 CUDACHECK_NVJITLINK=$libjl \
 CUDACHECK_NVRTC_MATRIX=\"$matrix\""

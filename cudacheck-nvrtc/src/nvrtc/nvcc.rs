@@ -10,7 +10,7 @@
 //!   call unannotated `constexpr` functions. NVRTC has no such option; `-default-device` gives
 //!   every unannotated function that remains after host code is set aside (the main file's
 //!   device-called helpers, and headers' `constexpr` helpers) a device meaning. It is more
-//!   lenient than nvcc in one way, written down in the README: a non-`constexpr` unannotated
+//!   lenient than nvcc in one way, written down in docs/limits.md: a non-`constexpr` unannotated
 //!   function that device code calls compiles here, where nvcc rejects the call.
 //!
 //! - A launcher template in one of the file's headers, called from the file, instantiates

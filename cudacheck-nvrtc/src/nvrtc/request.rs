@@ -115,7 +115,7 @@ impl CudaSource {
 /// functions left once host code is set aside (host `constexpr` helpers device code calls)
 /// get the device meaning nvcc's `--expt-relaxed-constexpr` gives them. `-default-device` is
 /// more lenient than nvcc for a non-`constexpr` unannotated helper called from device code
-/// (nvcc rejects the call); see the README's known limits.
+/// (nvcc rejects the call); see docs/limits.md.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompileOptions {
     pub arch: Arch,
