@@ -28,7 +28,9 @@ pub mod validate;
 pub use arch::Arch;
 pub use dim::{Axis, Dim3};
 pub use limits::{ArchLimits, LimitsOrigin, PortableLimits, PORTABLE};
-pub use ptx_entry::{find_entry, ptx_entries, ptx_subset, ParamUse, PtxEntry, PtxParam};
+pub use ptx_entry::{
+    find_entry, ptx_entries, ptx_subset, ptx_subset_of, ParamUse, PtxEntry, PtxParam,
+};
 pub use resources::{KernelResources, ParamSlot};
 pub use source::{parse_source, CudaType, KernelDecl, Scalar, SourceError, SourceModel};
 pub use validate::{

@@ -49,6 +49,10 @@ pub struct PtxEntry {
     /// The name as C++ writes it (`scale<float>`); the symbol for `extern "C"` kernels.
     pub name: String,
     pub params: Vec<PtxParam>,
+    /// Where it lies in the text it was read from: from `.entry` through its closing brace
+    /// (what [`ptx_subset_of`] leaves out of a subset for another kernel).
+    #[serde(skip)]
+    pub span: std::ops::Range<usize>,
 }
 
 impl PtxEntry {
@@ -75,6 +79,7 @@ pub fn ptx_entries(text: &str) -> Result<Vec<PtxEntry>, PtxError> {
             symbol: f.name.clone(),
             name: crate::instrument::demangle(&f.name),
             params: params_of(f),
+            span: f.start..f.body_close + 1,
         })
         .collect())
 }
@@ -101,21 +106,23 @@ pub fn find_entry<'a>(entries: &'a [PtxEntry], name: &str) -> Option<&'a PtxEntr
 /// # Errors
 /// [`PtxError`] when the text is not a PTX module the reader can follow.
 pub fn ptx_subset(text: &str, symbol: &str) -> Result<Option<String>, PtxError> {
-    let module = ptx::parse(text)?;
-    if !module.functions.iter().any(|f| f.entry && f.name == symbol) {
-        return Ok(None);
+    Ok(ptx_subset_of(text, &ptx_entries(text)?, symbol))
+}
+
+/// [`ptx_subset`] from the module's entries as [`ptx_entries`] read them from `text` (read
+/// once, any kernel's subset is then cut without reading the module again: a library's module
+/// holds hundreds of kernels).
+pub fn ptx_subset_of(text: &str, entries: &[PtxEntry], symbol: &str) -> Option<String> {
+    if !entries.iter().any(|e| e.symbol == symbol) {
+        return None;
     }
     let mut edits = crate::ir::edit::Edits::new();
-    for f in module
-        .functions
-        .iter()
-        .filter(|f| f.entry && f.name != symbol)
-    {
+    for e in entries.iter().filter(|e| e.symbol != symbol) {
         // Lines are kept (as blank ones) so that an error of ptxas names the module's line.
-        let span = f.start..f.body_close + 1;
+        let span = e.span.clone();
         edits.replace(span.clone(), "\n".repeat(text[span].matches('\n').count()));
     }
-    Ok(Some(edits.apply(text)))
+    Some(edits.apply(text))
 }
 
 /// Size and alignment from a declaration such as `.param .align 8 .b8 p[16]`,

@@ -148,9 +148,8 @@ fn make(func: &Func, d: &Device, shape: &Shape) -> Result<Made, String> {
     let kernel = {
         let mut inner = func.lock();
         if inner.engine.is_none() {
-            let subset = cudacheck_core::ptx_subset(ptx, &func.symbol)
-                .ok()
-                .flatten()
+            // The module was read once (its entries); each kernel's subset is cut from that.
+            let subset = cudacheck_core::ptx_subset_of(ptx, module.entries(), &func.symbol)
                 .ok_or_else(|| format!("its module's PTX has no kernel `{}`", func.symbol))?;
             inner.engine = Some(engine::ptx_kernel(&module.label, subset, &func.symbol));
         }
