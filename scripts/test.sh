@@ -4,6 +4,8 @@
 #   2. NVRTC tests: compile real kernels with NVRTC (installed into .cuda/ by setup-cuda.sh);
 #      a missing NVRTC here is a failure, never a skip (CUDACHECK_REQUIRE_NVRTC=1);
 #   3. GPU tests: run where a CUDA driver and GPU exist; elsewhere each prints why it skipped.
+# Then cudacheck beside other cudarc users (scripts/compat.sh), and every crate as crates.io
+# and docs.rs would get it (scripts/publish-check.sh), each check a pass or a failure.
 # Ends with one summary line "cudacheck tests: N passed, N failed, N skipped".
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,9 +50,16 @@ run_tier "tier 3/3: GPU tests (skipped with a reason where no GPU is present)" \
 
 # cudacheck next to the cudarc dependency lines users have (tests/compat: candle's, cudarc's
 # defaults, static-linking), each running its pure, NVRTC and (skipping here) GPU tests; the
-# library against CUDA 12.0's and 13.4's bindings, packaged, and its docs.
+# library against CUDA 12.0's and 13.4's bindings.
 printf '\n===== compat: cudacheck beside other cudarc users (scripts/compat.sh) =====\n' | tee -a "$log"
 scripts/compat.sh 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# Every publishable crate packaged and built from its package alone, in dependency order (the
+# CLI's nested build of the interposer included), and the library crates' docs as docs.rs builds
+# them; one pass or fail per check, counted below.
+printf '\n===== publish: the crates as crates.io and docs.rs get them (scripts/publish-check.sh) =====\n' | tee -a "$log"
+scripts/publish-check.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 echo "disk after the run: $(df -h --output=avail "$root" | tail -1 | tr -d ' ') free; target/ holds $(du -sh "$root/target" 2>/dev/null | cut -f1)"
