@@ -30,7 +30,7 @@
 //! (the one a user sees after a compile) against the third. `--full-lookup` after it removes
 //! the manifests before each warm process, so each keys its module by the full header lookup
 //! (as after a change to a header of the project), from the toolkit scans the compiling
-//! process kept (issue 23, item 5). On the GPU machine (release build, from the repository
+//! process kept. On the GPU machine (release build, from the repository
 //! root, with NVRTC set up):
 //!
 //! ```text

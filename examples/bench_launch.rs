@@ -1,7 +1,7 @@
 //! Launch overhead: a raw cudarc launch vs a cudacheck launch in release mode
 //! (`.sync(false)`, configuration memoized) vs a debug-mode launch (synchronize each), side
 //! by side, on an empty kernel and on a two-argument kernel; and a release launch of the
-//! function cudarc loaded, through `Kernel::from_function` (issue 20).
+//! function cudarc loaded, through `Kernel::from_function`.
 //!
 //! Each mode runs `ROUNDS` rounds of `LAUNCHES` launches, the modes' rounds interleaved (in
 //! reverse order every other round, so that no mode always follows the same one); only
@@ -154,7 +154,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let release_touch = Kernel::new(source.clone(), "touch").sync(false).build();
     let debug_empty = Kernel::new(source.clone(), "empty").sync(true).build();
     let debug_touch = Kernel::new(source, "touch").sync(true).build();
-    // Issue 20: the functions cudarc loaded above, launched through cudacheck as a candle-style
+    // The functions cudarc loaded above, launched through cudacheck as a candle-style
     // application would (validated from the driver's attributes, no compile).
     let app_empty = Kernel::from_function(&ctx, raw_empty.clone(), "empty")?;
     let app_touch = Kernel::from_function(&ctx, raw_touch.clone(), "touch")?;
@@ -416,7 +416,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             r.allocs_per_launch
         ));
     }
-    // Issue 11's target: a release launch no dearer than raw cudarc, and no heap allocation.
+    // The target: a release launch no dearer than raw cudarc, and no heap allocation.
     for r in rows.iter().filter(|r| r.mode == "cudacheck release") {
         let raw = raw_ns(r.kernel);
         let met = r.median_ns <= raw && r.allocs_per_launch == 0.0;
@@ -429,7 +429,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if met { "met" } else { "NOT met" }
         ));
     }
-    // Issue 20's target: a launch of a function the application loaded within 2% of raw.
+    // The target: a launch of a function the application loaded within 2% of raw.
     for r in rows.iter().filter(|r| r.mode == APP_MODE) {
         let ratio = r.median_ns / raw_ns(r.kernel);
         md.push_str(&format!(

@@ -1,9 +1,9 @@
-//! The benchmark set (issues 10 and 21): 46 kernels of `bench/kernels/` written in the styles
+//! The benchmark set: 46 kernels of `bench/kernels/` written in the styles
 //! real CUDA code uses (guarded stencils and convolutions, gathers and scatters through index
 //! buffers, CSR SpMV, row normalizations, vectorized `float4` / `half2` elementwise,
 //! macro-generated strided ops, reductions, scan, histogram, tiled matmul, transpose, attention
-//! on small tiles, templated kernels, grid-stride loops, dynamic shared memory; and, added by
-//! issue 21 before any tuning, column and strided loops with runtime trip counts, channels-last
+//! on small tiles, templated kernels, grid-stride loops, dynamic shared memory; and, added
+//! before any tuning, column and strided loops with runtime trip counts, channels-last
 //! depthwise convolutions with unrolled windows, segment sums and scatter-adds with atomics, a
 //! z-marching stencil, block-per-row RMSnorm and softmax), each at a size that fills an H100,
 //! plain versus bounds-checked.
@@ -32,7 +32,7 @@
 //! ... --example bench_set -- --dry-run --arch sm_90 out.json out.md
 //! ```
 //!
-//! `--races`: the checked launches are race-checked as well as bounds-checked (issue 24), and
+//! `--races`: the checked launches are race-checked as well as bounds-checked, and
 //! a second table gives each kernel's race coverage. `--plain-timed`: only the plain launches,
 //! timed, `CUDACHECK_BENCH_RUNS` times (default 30): the run to make under
 //! `compute-sanitizer --tool racecheck` (`scripts/race-compare.py` puts the two side by side).
@@ -883,7 +883,7 @@ fn specs() -> Vec<Spec> {
                         .arg(&0.125f32).arg(&1i32))
             },
         },
-        // ---- loops (issue 21): column, strided, windowed, segmented and atomic ----
+        // ---- loops: column, strided, windowed, segmented and atomic ----
         Spec {
             name: "col_sum",
             style: "column reduction, a thread per column, loop over rows",
@@ -1502,7 +1502,7 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         ));
     }
     if races() {
-        // Issue 24's measure: the kernels with race-checked shared accesses.
+        // The measure: the kernels with race-checked shared accesses.
         let shared: Vec<f64> = timed
             .iter()
             .filter(|(r, _)| r.races.as_ref().is_some_and(|c| c.checked > 0))

@@ -1,4 +1,4 @@
-//! Bounds checking on third-party kernel libraries (issue 9's GPU criterion): kernels of
+//! Bounds checking on third-party kernel libraries: kernels of
 //! huggingface/candle's `candle-kernels` and of EricLBuehler/mistral.rs, compiled from their
 //! unchanged source files (read at run time from a checkout outside this repository, never
 //! copied into it) and launched the way their owners' host code launches them.
@@ -17,13 +17,13 @@
 //!
 //! ```sh
 //! cargo run --release -p cudacheck-examples --example thirdparty -- \
-//!     --candle /work/corpus/huggingface+candle/candle-kernels/src \
-//!     --mistral /work/corpus/EricLBuehler+mistral.rs out.json out.md
+//!     --candle path/to/candle/candle-kernels/src \
+//!     --mistral path/to/mistral.rs out.json out.md
 //! # no GPU: build every kernel plain and bounds-checked for sm_90, report coverage
 //! ... --example thirdparty -- --dry-run --arch sm_90 --candle DIR --mistral DIR out.json out.md
 //! ```
 //!
-//! **PTX mode** (`--ptx DIR`, issue 20): candle's kernels as candle ships them, PTX its build
+//! **PTX mode** (`--ptx DIR`): candle's kernels as candle ships them, PTX its build
 //! script made with nvcc (`DIR/<file stem>.ptx`, one per `candle-kernels/src/*.cu`). Only the
 //! candle cases whose PTX is there, and that add no `-D` option of their own, run, each kernel three ways on the same stream: the PTX
 //! loaded by raw cudarc (`load_module`, `load_function`) and launched as

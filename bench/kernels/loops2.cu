@@ -1,4 +1,4 @@
-// Loops in the styles the first 32 kernels lack (issue 21): a column loop and strided loops with
+// Loops in the styles the first 32 kernels lack: a column loop and strided loops with
 // runtime trip counts, a block-stride row reduction over a pitched matrix, channels-last
 // depthwise convolutions with unrolled windows, a 1-D convolution over a runtime window, segment
 // sums over CSR offsets, a row scatter-add and a histogram with atomics, many small mat-vecs, a

@@ -1,4 +1,4 @@
-// Loop shapes whose accesses are checked once per launch over every iteration (issue 21):
+// Loop shapes whose accesses are checked once per launch over every iteration:
 // each kernel's loads and stores inside its loop have offsets affine in the loop's counter and
 // launch values. Written for the tests of `cudacheck_core::instrument::guard` (`Counted`).
 

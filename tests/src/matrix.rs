@@ -1,5 +1,5 @@
 //! The NVRTC matrix: every NVRTC release the NVRTC tier compiles with, each with the CUDA
-//! headers of its own release (issue 23). `scripts/setup-cuda.sh` installs them and exports
+//! headers of its own release. `scripts/setup-cuda.sh` installs them and exports
 //! [`MATRIX_VAR`] as `LABEL=LIB` words (`12.4=/…/libnvrtc.so.12 13.5=/…/libnvrtc.so.13`).
 //!
 //! NVRTC is found once per process, so a matrix test runs a test of its own binary again in

@@ -849,7 +849,7 @@ fn gpu_planted_out_of_bounds_bugs_are_named_exactly() {
     assert_eq!(count, 14);
 }
 
-/// Issue 21: accesses inside loops are checked once per launch on the host over every
+/// Accesses inside loops are checked once per launch on the host over every
 /// iteration (`guard.rs`, `Counted`). A launch whose loop stays inside its buffers runs with
 /// no device check and computes what the plain build computes; a launch whose column is past
 /// the matrix, or whose loop runs one row too many, fails its host check, runs the build that
@@ -975,7 +975,7 @@ fn gpu_planted_bugs_in_host_checked_loops_are_named_exactly() {
     assert!((got - want).abs() <= want.abs() * 1e-5, "{got} vs {want}");
 }
 
-/// Issue 21, item 2: loops whose bounds come from memory are versioned (each thread checks its
+/// Loops whose bounds come from memory are versioned (each thread checks its
 /// accesses' ranges once before the loop and runs it without their checks); a thread whose
 /// range fails runs the checked loop, which names the exact index, thread and line, once.
 #[test]
@@ -1733,7 +1733,7 @@ fn gpu_a_split_kernel_skips_each_bad_read_and_goes_on_in_its_slow_copy() {
     next_launch_works(&s);
 }
 
-/// Issue 9: candle's rope kernels gave different bits plain and bounds-checked, with no fault:
+/// Candle's rope kernels gave different bits plain and bounds-checked, with no fault:
 /// checks between a multiply and the subtract it feeds changed which product ptxas contracted
 /// into an FMA (instrument/contract.rs). The rotation form of forms.cu, in f32 and f64, must be
 /// bit-identical; and its `__ldg` read (`ld.global.nc` on a generic address, listed unchecked
@@ -2126,7 +2126,7 @@ fn check_atomic_oob(
     println!("{name}:\n{text}\n");
 }
 
-/// Issue 21, item 3: a global atomic through a bad index runs on the module's sink instead of
+/// A global atomic through a bad index runs on the module's sink instead of
 /// branching around it, and is reported after it. Each kernel gets one index planted out of
 /// bounds into outputs poisoned first: the error names that atomic exactly, every in-bounds
 /// atomic landed as the CPU computes it (the bad one touched no element), an atomic's old value

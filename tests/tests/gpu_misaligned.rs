@@ -1,4 +1,4 @@
-//! GPU tier: misaligned wide accesses (issue 21, item 4). A `float4`, `half2` or 8-byte access
+//! GPU tier: misaligned wide accesses. A `float4`, `half2` or 8-byte access
 //! at an address not aligned to its width raises CUDA error 716 and poisons the context; a
 //! bounds-checked launch reports it as `Error::Misaligned` (buffer, byte offset, alignment,
 //! thread, line) and the context stays usable. A buffer argument that is itself misaligned (an

@@ -1,4 +1,4 @@
-//! GPU tier: shared-memory races and barrier errors (issue 24). Every kernel of
+//! GPU tier: shared-memory races and barrier errors. Every kernel of
 //! `tests/cuda/races/planted.cu` has one planted race or barrier error; a race-checked launch
 //! must report it as `Error::SharedRace` / `Error::BarrierMisuse`, and the report must be exact:
 //! both lines are the marked ones, and the element is one that each named thread really touches

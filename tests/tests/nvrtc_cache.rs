@@ -629,7 +629,7 @@ fn nvrtc_cache_child_toolkit_scans() {
     println!("child finished");
 }
 
-/// Issue 23, item 5: what a later process reuses is written by the process that compiles. A
+/// What a later process reuses is written by the process that compiles. A
 /// first compile into a cache directory that does not exist yet keys its module before the
 /// directory is made; the scans of the toolkit headers it read must still reach the disk, so
 /// that the next process, whose lookup cannot use the manifest (a header of the project

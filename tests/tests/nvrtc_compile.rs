@@ -470,7 +470,7 @@ fn nvrtc_doctor_names_nvrtc_and_the_headers() {
     );
     assert!(text.contains("cuda_fp16.h: yes"), "{text}");
     assert!(text.contains("CUDA driver: "), "{text}");
-    // Which checks `cargo build` runs here (issue 22).
+    // Which checks `cargo build` runs here.
     assert!(
         text.contains(&format!(
             "cargo build checks: a #[checked_kernel] with `arch` is compiled with NVRTC {}.{}",

@@ -37,7 +37,7 @@ fn cu_files(path: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// What one file gave: its kernel count and how many warnings NVRTC gave, or why it failed.
-/// A warning from cudacheck's own headers fails the file (issue 23: none, on any NVRTC).
+/// A warning from cudacheck's own headers fails the file (none, on any NVRTC).
 fn check_file(path: &Path, opts: &CompileOptions) -> Result<(usize, usize), String> {
     let source = CudaSource::from_file(path).map_err(|e| e.to_string())?;
     let compiled = compile(&source, opts).map_err(|e| e.to_string())?;

@@ -386,7 +386,7 @@ fn nvrtc_loop_kernels_get_a_fast_copy_that_leaves_on_a_failed_check() {
     assemble_ptx(&shaped.ptx, arch, &src.name).expect("assembles with a shape");
 }
 
-/// Issue 10: accesses the kernel's own guard keeps in bounds (`if (i < n) out[i]`) get no
+/// Accesses the kernel's own guard keeps in bounds (`if (i < n) out[i]`) get no
 /// device check in the build a launch tries first; the launch checks them once on the host
 /// (`cudacheck_core::instrument::guard`). Every access is still counted once, and the host
 /// checks hold for the benchmark's arguments but not for a `n` one past the buffer (the
@@ -565,7 +565,7 @@ fn nvrtc_guarded_accesses_are_checked_on_the_host() {
     ));
 }
 
-/// Issue 9 (candle's rope kernels differed plain vs checked): `x * c - y * s` is a `mul.f32`
+/// Candle's rope kernels once differed plain vs checked: `x * c - y * s` is a `mul.f32`
 /// and a `sub.f32` without rounding modifiers, which ptxas contracts into an FMA with one of
 /// the products *in the same basic block*. Checks between a multiply and the subtract it feeds
 /// made ptxas pick the other product (a last-bit difference). In the checked build every such
@@ -915,7 +915,7 @@ fn nvrtc_ldmatrix_redirects_assemble_in_every_address_form() {
     }
 }
 
-/// Misaligned wide accesses (issue 21): each kernel lists the widest access per buffer
+/// Misaligned wide accesses: each kernel lists the widest access per buffer
 /// parameter (what the launch checks a buffer's address against); the fully device-checked
 /// build tests a wide access's alignment with its bounds and assembles; a host check of a wide
 /// access holds only when its offset is a multiple of its width for the launch's values.
@@ -968,7 +968,7 @@ fn nvrtc_wide_accesses_are_checked_for_alignment() {
     assemble_ptx(&device.ptx, arch, &src.name).unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// Issue 21: loads and stores inside loops whose offsets are affine in the loop's counter and
+/// Loads and stores inside loops whose offsets are affine in the loop's counter and
 /// launch values (`tests/cuda/loops.cu`: a column sum, a strided loop with a runtime trip
 /// count, a 3-D stencil's z loop, a loop counting down) are checked once per launch on the
 /// host over every iteration the loop's exit test allows (`guard.rs`, `Counted`), so the
@@ -1328,7 +1328,7 @@ fn nvrtc_global_atomics_are_redirected_to_the_sink_in_every_width() {
     }
 }
 
-/// Issue 21, item 2: loops whose bounds come from memory (CSR rows, a length per row, a warp's
+/// Loops whose bounds come from memory (CSR rows, a length per row, a warp's
 /// lanes striding over a row) have no launch-time bound, so each thread checks the range of
 /// every access of the loop once before it, on the device, and runs a copy of the loop without
 /// those checks (`cudacheck_core::instrument::version`). The checked loop stays, entered when

@@ -1,4 +1,4 @@
-//! NVRTC tier, across releases (issue 23): under every NVRTC of the matrix
+//! NVRTC tier, across releases: under every NVRTC of the matrix
 //! (`CUDACHECK_NVRTC_MATRIX`, see `cudacheck_tests::matrix`), each with the headers of its own
 //! release, `cudacheck doctor` names that release, the CUDA headers used are the ones beside
 //! it, every kernel in `kernels/` compiles (with the registers, shared memory and stack frame

@@ -1,4 +1,4 @@
-//! NVRTC tier: race checking (issue 24) on what NVRTC really compiles. Every kernel of
+//! NVRTC tier: race checking on what NVRTC really compiles. Every kernel of
 //! `kernels/`, of the benchmark set (`bench/kernels/`) and of the planted and correct race
 //! kernels (`tests/cuda/races/`) is compiled to PTX, bounds-instrumented, race-instrumented and
 //! assembled by nvJitLink, for sm_80 and sm_90; the planted and correct kernels are race-checked

@@ -60,7 +60,7 @@
 //!    register back (through a chain of copies) cannot be described that way and gives up at
 //!    once; anything else gives up too.
 //!
-//! 3. **Counted loops** (issue 21). A register stepped once per iteration of a loop with a
+//! 3. **Counted loops**. A register stepped once per iteration of a loop with a
 //!    recognized exit test (`crate::ir::loops`: natural loops, basic induction variables,
 //!    exit tests on the CFG built once) is expressed as [`HostExpr::Counted`]: its value on
 //!    entry plus `j` steps, `j` bounded by the iterations the exit test allows. This covers

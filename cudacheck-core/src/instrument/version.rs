@@ -1,5 +1,5 @@
 //! Loop versioning: one range check per access before a loop, on the device, and a copy of
-//! the loop without those accesses' checks (issue 21, item 2).
+//! the loop without those accesses' checks.
 //!
 //! # Why
 //! A host check (`guard.rs`) bounds an access for every thread of the launch at once, from

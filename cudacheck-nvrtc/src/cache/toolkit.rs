@@ -34,7 +34,7 @@ struct Memo {
     /// write that fails (the cache directory not made yet, a full disk) leaves `saved` as it
     /// was, so the next [`save`] writes them: a process's first compile into a new cache
     /// directory keys its module before the directory exists, and its scans must still reach
-    /// the disk for the next process (issue 23, item 5).
+    /// the disk for the next process.
     added: u64,
     saved: u64,
 }

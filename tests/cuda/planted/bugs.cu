@@ -134,7 +134,7 @@ extern "C" __global__ void local_window(float* out, const float* in, int n)
     out[i] = w[i % 5]; // BUG(local_window)
 }
 
-// Loops checked once per launch on the host over every iteration (issue 21): when the host
+// Loops checked once per launch on the host over every iteration: when the host
 // check fails, the launch runs the build that checks each access on the device, which names
 // the exact index, thread and line.
 
@@ -156,7 +156,7 @@ extern "C" __global__ void loop_one_trip_too_many(float* out, const float* m, in
     out[c] = s;
 }
 
-// Loops whose bounds come from memory (issue 21): no launch value bounds them, so each thread
+// Loops whose bounds come from memory: no launch value bounds them, so each thread
 // checks every access's range once before the loop, on the device, and runs the loop without
 // those checks; a thread whose range fails runs the checked loop, which names the exact index,
 // thread and line.
