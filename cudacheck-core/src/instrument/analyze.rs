@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::ptx::{Function, Instr, Module, Space, StmtKind};
 use super::range::{address_offset, Ranges};
 use super::InstrumentOptions;
-use crate::ir::{effects, Address, Operand};
+use crate::ir::{effects, Address, MemOp, Operand};
 
 /// Where an address points: into a kernel parameter's buffer or into a variable, expressed as
 /// an address in `space` (a kernel's pointer parameters arrive as generic addresses; NVVM
@@ -444,26 +444,22 @@ pub enum Decision {
 }
 
 /// The memory operands of `i`, if it touches memory; `Err` for memory instructions the
-/// instrumenter does not check.
+/// instrumenter does not check. Read from the typed operation ([`Mem`]), the same one the
+/// opcode table's [`effects`] describes.
 pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
-    let op = i.op();
-    let space = i.space();
-    let vec = if i.has("v2") {
-        2
-    } else if i.has("v4") {
-        4
-    } else if i.has("v8") {
-        8
-    } else {
-        1
+    let Some(m) = i.op.mem() else {
+        return Ok(Vec::new());
     };
-    let bytes = width_of(i) * vec;
+    let space = m.space;
+    let collective = || Unchecked::Collective {
+        op: i.opcode.clone(),
+    };
     let sized = |operand, kind| -> Result<Vec<Access>, Unchecked> {
-        if bytes == 0 {
+        let Some(bytes) = m.bytes() else {
             return Err(Unchecked::UnknownSize {
                 op: i.opcode.clone(),
             });
-        }
+        };
         Ok(vec![Access {
             operand,
             kind,
@@ -472,33 +468,25 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
             lanes: None,
         }])
     };
-    match op {
-        "ld" | "ldu" | "st" | "atom" | "red" if space == Space::Param => Ok(Vec::new()),
-        "ld" | "ldu" | "st" | "atom" | "red" if space == Space::SharedCluster => {
-            Err(Unchecked::Cluster)
-        }
-        "ld" | "ldu" if i.has("async") => Err(Unchecked::Collective {
-            op: i.opcode.clone(),
-        }),
-        "ld" | "ldu" => sized(1, AccessKind::Read),
-        "st" if i.has("async") || i.has("bulk") => Err(Unchecked::Collective {
-            op: i.opcode.clone(),
-        }),
-        "st" => sized(0, AccessKind::Write),
-        "atom" => sized(1, AccessKind::Atomic),
-        "red" if i.has("async") => Err(Unchecked::Collective {
-            op: i.opcode.clone(),
-        }),
-        "red" => sized(0, AccessKind::Reduce),
-        "cp" if i.opcode.starts_with("cp.async.ca.") || i.opcode.starts_with("cp.async.cg.") => {
-            // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
-            let n: u64 = i
-                .operands
-                .get(2)
-                .and_then(|s| s.trim().parse().ok())
-                .ok_or_else(|| Unchecked::UnknownSize {
-                    op: i.opcode.clone(),
-                })?;
+    let plain = matches!(
+        m.op,
+        MemOp::Ld | MemOp::Ldu | MemOp::St | MemOp::Atom | MemOp::Red
+    );
+    match m.op {
+        _ if plain && space == Space::Param => Ok(Vec::new()),
+        _ if plain && space == Space::SharedCluster => Err(Unchecked::Cluster),
+        MemOp::Ld | MemOp::Ldu if m.is_async => Err(collective()),
+        MemOp::Ld | MemOp::Ldu => sized(1, AccessKind::Read),
+        MemOp::St if m.is_async || m.bulk => Err(collective()),
+        MemOp::St => sized(0, AccessKind::Write),
+        MemOp::Atom => sized(1, AccessKind::Atomic),
+        MemOp::Red if m.is_async => Err(collective()),
+        MemOp::Red => sized(0, AccessKind::Reduce),
+        // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
+        MemOp::CpAsync { size } => {
+            let n = size.ok_or_else(|| Unchecked::UnknownSize {
+                op: i.opcode.clone(),
+            })?;
             Ok(vec![
                 Access {
                     operand: 0,
@@ -519,16 +507,9 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
         // ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}{.shared{::cta}}.b16 {d..}, [addr]:
         // lanes 0-7, 0-15 or 0-31 each give the address of one 16-byte row, a shared one or
         // (without `.shared`) a generic address of shared memory.
-        "ldmatrix"
-            if matches!(space, Space::Shared | Space::Generic) && i.has("m8n8") && i.has("b16") =>
+        MemOp::Ldmatrix { lanes: Some(lanes) }
+            if matches!(space, Space::Shared | Space::Generic) =>
         {
-            let lanes = if i.has("x4") {
-                32
-            } else if i.has("x2") {
-                16
-            } else {
-                8
-            };
             Ok(vec![Access {
                 operand: 1,
                 kind: AccessKind::Read,
@@ -537,27 +518,17 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
                 lanes: Some(lanes),
             }])
         }
-        "cp" | "ldmatrix" | "stmatrix" | "wmma" | "mbarrier" | "multimem" | "tensormap"
-        | "wgmma" | "tcgen05" | "cp.reduce" => {
-            if op == "cp" && !i.opcode.starts_with("cp.") {
-                return Ok(Vec::new());
-            }
-            if op == "wmma" && !(i.has("load") || i.has("store")) {
-                return Ok(Vec::new());
-            }
-            // No address operand, no access: `cp.async.commit_group`/`wait_group`,
-            // `wgmma.fence`, register-only `wgmma`, `mbarrier` on a register token.
-            if !i.operands.iter().any(|o| o.contains('[')) {
-                return Ok(Vec::new());
-            }
-            Err(Unchecked::Collective {
-                op: i.opcode.clone(),
-            })
-        }
-        "tex" | "tld4" | "suld" | "sust" | "sured" | "txq" | "suq" => Err(Unchecked::Texture {
+        MemOp::Wmma {
+            load: false,
+            store: false,
+        } => Ok(Vec::new()),
+        MemOp::Texture { .. } => Err(Unchecked::Texture {
             op: i.opcode.clone(),
         }),
-        _ => Ok(Vec::new()),
+        // No address operand, no access: `cp.async.commit_group`/`wait_group`,
+        // `wgmma.fence`, register-only `wgmma`, `mbarrier` on a register token.
+        _ if !i.operands.iter().any(|o| o.contains('[')) => Ok(Vec::new()),
+        _ => Err(collective()),
     }
 }
 
