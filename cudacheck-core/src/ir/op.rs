@@ -92,6 +92,29 @@ impl Ty {
     pub fn signed(self) -> bool {
         matches!(self, Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64)
     }
+
+    /// An unsigned integer type.
+    pub fn unsigned(self) -> bool {
+        matches!(self, Ty::U8 | Ty::U16 | Ty::U32 | Ty::U64)
+    }
+
+    /// A floating-point type, scalar or packed (`f32`, `f16x2`, `bf16`, `tf32`, `e4m3`).
+    pub fn float(self) -> bool {
+        self.int_bits().is_none() && self != Ty::Pred
+    }
+
+    /// The bits of an integer or untyped-bits type (`u32`, `s64`, `b16`).
+    pub fn int_bits(self) -> Option<u32> {
+        use Ty::*;
+        Some(match self {
+            B8 | U8 | S8 => 8,
+            B16 | U16 | S16 => 16,
+            B32 | U32 | S32 => 32,
+            B64 | U64 | S64 => 64,
+            B128 => 128,
+            _ => return None,
+        })
+    }
 }
 
 /// The last type part of an opcode: the operands' type (`cvt`'s and `set`'s source type).
@@ -312,6 +335,8 @@ pub enum Op {
         space: Space,
     },
     Mov(Option<Ty>),
+    /// `selp`: one of two values, by a predicate.
+    Select(Option<Ty>),
     Mem(Mem),
     /// `bar`, `barrier`, `membar`, `fence`; `red` for the forms that write a reduction of
     /// the block's predicates (`bar.red`, `__syncthreads_count`).
@@ -375,7 +400,6 @@ const DEF_FIRST: &[&str] = &[
     "rcp",
     "rsqrt",
     "sad",
-    "selp",
     "shf",
     "sin",
     "slct",
@@ -520,6 +544,7 @@ impl Op {
                 space: rest().find_map(Space::from_part).unwrap_or(Space::Generic),
             },
             "mov" => Op::Mov(last_ty(rest())),
+            "selp" => Op::Select(last_ty(rest())),
             "ld" => mem(MemOp::Ld),
             "ldu" => mem(MemOp::Ldu),
             "st" => mem(MemOp::St),
@@ -600,6 +625,17 @@ impl Op {
     pub fn mem(&self) -> Option<&Mem> {
         match self {
             Op::Mem(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The type the operation reads its register operands as: arithmetic's, `mov`'s and
+    /// `selp`'s type, a conversion's source type.
+    pub fn operand_ty(&self) -> Option<Ty> {
+        match *self {
+            Op::Arith(a) => a.ty,
+            Op::Mov(t) | Op::Select(t) => t,
+            Op::Convert(c) => c.from,
             _ => None,
         }
     }

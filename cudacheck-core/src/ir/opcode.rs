@@ -114,6 +114,7 @@ impl First {
             | Op::Convert(_)
             | Op::Cvta { .. }
             | Op::Mov(_)
+            | Op::Select(_)
             | Op::Collective
             | Op::Call { returns: true }
             | Op::Other { writes_first: true } => First::Def,
