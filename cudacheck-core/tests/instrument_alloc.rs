@@ -185,8 +185,8 @@ impl Machine<'_> {
         let StmtKind::Instr(i) = &self.f.stmts[k].kind else {
             return Some(None);
         };
-        if let Some((neg, p)) = &i.guard {
-            if self.preds[p.as_str()] == *neg {
+        if let Some(g) = &i.guard {
+            if self.preds[g.pred.as_str()] == g.negated {
                 return Some(None);
             }
         }

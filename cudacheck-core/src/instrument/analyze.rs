@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::ptx::{Function, Instr, Module, Space, StmtKind};
 use super::range::{address_offset, Ranges};
 use super::InstrumentOptions;
-use crate::ir::{effects, Address, Operand};
+use crate::ir::{effects, Address, ArithOp, Mem, MemOp, Op, Operand, Ty};
 
 /// Where an address points: into a kernel parameter's buffer or into a variable, expressed as
 /// an address in `space` (a kernel's pointer parameters arrive as generic addresses; NVVM
@@ -210,14 +210,6 @@ fn dest(i: &Instr) -> Option<&str> {
     }
 }
 
-/// Bytes a type suffix names, 0 when none.
-fn width_of(i: &Instr) -> u64 {
-    i.parts()
-        .filter_map(super::ptx::type_bytes)
-        .last()
-        .unwrap_or(0)
-}
-
 /// Transfer function: the provenance one definition gives its destination. `fields`: a pointer
 /// read from a by-value struct parameter points into a buffer slot of its own
 /// ([`InstrumentOptions::alloc_bases`], whose launches pass a length and base for it).
@@ -231,12 +223,23 @@ fn transfer(
 ) -> Prov {
     let ops = &i.operands;
     let op = |k: usize| -> Prov { ops.get(k).map_or(Prov::Data, |o| operand_prov(m, f, p, o)) };
-    match i.op() {
-        "ld" if i.space() == Space::Param => {
+    // Arithmetic without a carry in (`add`, not `addc`).
+    let arith = |o: ArithOp| matches!(i.op, Op::Arith(a) if a.op == o && !a.carry_in);
+    let mem = i.op.mem();
+    // A load of 8 bytes (one element) may load a pointer.
+    let eight = mem.is_some_and(|m| m.ty.and_then(Ty::bytes) == Some(8));
+    match i.op {
+        Op::Mem(
+            m @ Mem {
+                op: MemOp::Ld,
+                space: Space::Param,
+                ..
+            },
+        ) => {
             let Some(addr) = ops.get(1).and_then(|o| Address::parse(o)) else {
                 return Prov::Data;
             };
-            if width_of(i) != 8 && !i.has("v2") && !i.has("v4") {
+            if !eight && m.vec != 2 && m.vec != 4 {
                 return Prov::Data;
             }
             if let Some(k) = f.params.iter().position(|q| q.name == addr.base) {
@@ -247,7 +250,7 @@ fn transfer(
                     // 8 bytes of a struct (at a multiple of 8: pointers are aligned so): the
                     // launch knows the buffer only where it is told to read the pointer there.
                     return match u32::try_from(addr.offset) {
-                        Ok(offset) if fields && offset % 8 == 0 && !i.has("f64") => {
+                        Ok(offset) if fields && offset % 8 == 0 && m.ty != Some(Ty::F64) => {
                             Prov::ptr(Origin::Param {
                                 index: k as u32,
                                 offset,
@@ -266,40 +269,38 @@ fn transfer(
             // A call's return value.
             Prov::Opaque(Opaque::Returned)
         }
-        "ld" | "ldu" | "atom" => {
-            if width_of(i) == 8 {
+        Op::Mem(Mem {
+            op: MemOp::Ld | MemOp::Ldu | MemOp::Atom,
+            ..
+        }) => {
+            if eight {
                 Prov::Opaque(Opaque::Loaded)
             } else {
                 Prov::Data
             }
         }
-        "mov" => {
+        Op::Mov(_) => {
             let src = ops.get(1).map(String::as_str).unwrap_or("");
             if src.starts_with('{') {
                 return Prov::Data;
             }
             op(1)
         }
-        "cvta" => {
-            let to = i.has("to");
-            let space = i.parts().skip(1).find_map(|x| match x {
-                "global" => Some(Space::Global),
-                "shared" => Some(Space::Shared),
-                "local" => Some(Space::Local),
-                "const" => Some(Space::Const),
-                _ => None,
-            });
-            let Some(space) = space else {
+        Op::Cvta { to_generic, space } => {
+            if !matches!(
+                space,
+                Space::Global | Space::Shared | Space::Local | Space::Const
+            ) {
                 return Prov::Opaque(Opaque::MixedSpaces);
-            };
-            if to {
+            }
+            if !to_generic {
                 convert(op(1), space, Space::Generic)
             } else {
                 convert(op(1), Space::Generic, space)
             }
         }
-        "add" => add_prov(op(1), op(2)),
-        "sub" => match (op(1), op(2)) {
+        _ if arith(ArithOp::Add) => add_prov(op(1), op(2)),
+        _ if arith(ArithOp::Sub) => match (op(1), op(2)) {
             (Prov::Ptr(x), Prov::Ptr(_)) => {
                 let _ = x;
                 Prov::Data // pointer difference
@@ -308,15 +309,15 @@ fn transfer(
             (_, Prov::Ptr(_)) => Prov::Opaque(Opaque::Ambiguous),
             _ => Prov::Data,
         },
-        "mad" => {
+        _ if arith(ArithOp::Mad) => {
             let (a, b) = (op(1), op(2));
             if matches!(a, Prov::Ptr(_)) || matches!(b, Prov::Ptr(_)) {
                 return Prov::Opaque(Opaque::Ambiguous);
             }
             add_prov(Prov::Data, op(3))
         }
-        "selp" => op(1).join(&op(2)),
-        "cvt" => match op(1) {
+        Op::Select(_) => op(1).join(&op(2)),
+        Op::Convert(_) => match op(1) {
             // 32/64-bit conversions of shared, local and const addresses (NVVM keeps those
             // 32-bit where it can); a global address truncated is no longer an address.
             Prov::Ptr(s)
@@ -328,7 +329,7 @@ fn transfer(
             _ => Prov::Data,
         },
         // Aligning a pointer down or up keeps it in (or next to) its buffer; the check decides.
-        "and" => match (op(1), op(2)) {
+        _ if arith(ArithOp::And) => match (op(1), op(2)) {
             (Prov::Ptr(x), Prov::Data) | (Prov::Data, Prov::Ptr(x)) => Prov::Ptr(x),
             _ => Prov::Data,
         },
@@ -444,26 +445,22 @@ pub enum Decision {
 }
 
 /// The memory operands of `i`, if it touches memory; `Err` for memory instructions the
-/// instrumenter does not check.
+/// instrumenter does not check. Read from the typed operation ([`Mem`]), the same one the
+/// opcode table's [`effects`] describes.
 pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
-    let op = i.op();
-    let space = i.space();
-    let vec = if i.has("v2") {
-        2
-    } else if i.has("v4") {
-        4
-    } else if i.has("v8") {
-        8
-    } else {
-        1
+    let Some(m) = i.op.mem() else {
+        return Ok(Vec::new());
     };
-    let bytes = width_of(i) * vec;
+    let space = m.space;
+    let collective = || Unchecked::Collective {
+        op: i.opcode.clone(),
+    };
     let sized = |operand, kind| -> Result<Vec<Access>, Unchecked> {
-        if bytes == 0 {
+        let Some(bytes) = m.bytes() else {
             return Err(Unchecked::UnknownSize {
                 op: i.opcode.clone(),
             });
-        }
+        };
         Ok(vec![Access {
             operand,
             kind,
@@ -472,33 +469,25 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
             lanes: None,
         }])
     };
-    match op {
-        "ld" | "ldu" | "st" | "atom" | "red" if space == Space::Param => Ok(Vec::new()),
-        "ld" | "ldu" | "st" | "atom" | "red" if space == Space::SharedCluster => {
-            Err(Unchecked::Cluster)
-        }
-        "ld" | "ldu" if i.has("async") => Err(Unchecked::Collective {
-            op: i.opcode.clone(),
-        }),
-        "ld" | "ldu" => sized(1, AccessKind::Read),
-        "st" if i.has("async") || i.has("bulk") => Err(Unchecked::Collective {
-            op: i.opcode.clone(),
-        }),
-        "st" => sized(0, AccessKind::Write),
-        "atom" => sized(1, AccessKind::Atomic),
-        "red" if i.has("async") => Err(Unchecked::Collective {
-            op: i.opcode.clone(),
-        }),
-        "red" => sized(0, AccessKind::Reduce),
-        "cp" if i.opcode.starts_with("cp.async.ca.") || i.opcode.starts_with("cp.async.cg.") => {
-            // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
-            let n: u64 = i
-                .operands
-                .get(2)
-                .and_then(|s| s.trim().parse().ok())
-                .ok_or_else(|| Unchecked::UnknownSize {
-                    op: i.opcode.clone(),
-                })?;
+    let plain = matches!(
+        m.op,
+        MemOp::Ld | MemOp::Ldu | MemOp::St | MemOp::Atom | MemOp::Red
+    );
+    match m.op {
+        _ if plain && space == Space::Param => Ok(Vec::new()),
+        _ if plain && space == Space::SharedCluster => Err(Unchecked::Cluster),
+        MemOp::Ld | MemOp::Ldu if m.is_async => Err(collective()),
+        MemOp::Ld | MemOp::Ldu => sized(1, AccessKind::Read),
+        MemOp::St if m.is_async || m.bulk => Err(collective()),
+        MemOp::St => sized(0, AccessKind::Write),
+        MemOp::Atom => sized(1, AccessKind::Atomic),
+        MemOp::Red if m.is_async => Err(collective()),
+        MemOp::Red => sized(0, AccessKind::Reduce),
+        // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
+        MemOp::CpAsync { size } => {
+            let n = size.ok_or_else(|| Unchecked::UnknownSize {
+                op: i.opcode.clone(),
+            })?;
             Ok(vec![
                 Access {
                     operand: 0,
@@ -519,16 +508,9 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
         // ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}{.shared{::cta}}.b16 {d..}, [addr]:
         // lanes 0-7, 0-15 or 0-31 each give the address of one 16-byte row, a shared one or
         // (without `.shared`) a generic address of shared memory.
-        "ldmatrix"
-            if matches!(space, Space::Shared | Space::Generic) && i.has("m8n8") && i.has("b16") =>
+        MemOp::Ldmatrix { lanes: Some(lanes) }
+            if matches!(space, Space::Shared | Space::Generic) =>
         {
-            let lanes = if i.has("x4") {
-                32
-            } else if i.has("x2") {
-                16
-            } else {
-                8
-            };
             Ok(vec![Access {
                 operand: 1,
                 kind: AccessKind::Read,
@@ -537,27 +519,17 @@ pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
                 lanes: Some(lanes),
             }])
         }
-        "cp" | "ldmatrix" | "stmatrix" | "wmma" | "mbarrier" | "multimem" | "tensormap"
-        | "wgmma" | "tcgen05" | "cp.reduce" => {
-            if op == "cp" && !i.opcode.starts_with("cp.") {
-                return Ok(Vec::new());
-            }
-            if op == "wmma" && !(i.has("load") || i.has("store")) {
-                return Ok(Vec::new());
-            }
-            // No address operand, no access: `cp.async.commit_group`/`wait_group`,
-            // `wgmma.fence`, register-only `wgmma`, `mbarrier` on a register token.
-            if !i.operands.iter().any(|o| o.contains('[')) {
-                return Ok(Vec::new());
-            }
-            Err(Unchecked::Collective {
-                op: i.opcode.clone(),
-            })
-        }
-        "tex" | "tld4" | "suld" | "sust" | "sured" | "txq" | "suq" => Err(Unchecked::Texture {
+        MemOp::Wmma {
+            load: false,
+            store: false,
+        } => Ok(Vec::new()),
+        MemOp::Texture { .. } => Err(Unchecked::Texture {
             op: i.opcode.clone(),
         }),
-        _ => Ok(Vec::new()),
+        // No address operand, no access: `cp.async.commit_group`/`wait_group`,
+        // `wgmma.fence`, register-only `wgmma`, `mbarrier` on a register token.
+        _ if !i.operands.iter().any(|o| o.contains('[')) => Ok(Vec::new()),
+        _ => Err(collective()),
     }
 }
 
@@ -661,7 +633,7 @@ pub fn callees(f: &Function) -> BTreeSet<String> {
     f.stmts
         .iter()
         .filter_map(|s| match &s.kind {
-            StmtKind::Instr(i) if i.op() == "call" => i
+            StmtKind::Instr(i) if matches!(i.op, Op::Call { .. }) => i
                 .operands
                 .iter()
                 .find(|o| !o.starts_with('(') && !o.is_empty())
@@ -702,6 +674,26 @@ mod tests {
     }
 
     const P2: &str = ".param .u64 k_param_0, .param .u64 k_param_1, .param .u64 k_param_2";
+
+    /// `.shared::cta` is `.shared` (PTX ISA 7.8): a `cvta` of the tile's address keeps its
+    /// provenance either way. Before the typed operation, `cvta` read its space from its own
+    /// list, which lacked `shared::cta`, and such an address was of mixed spaces.
+    #[test]
+    fn cvta_of_shared_cta_keeps_the_tile() {
+        for cvta in ["cvta.shared.u64", "cvta.shared::cta.u64"] {
+            let m = module(
+                &format!("mov.u64 %rd1, tile;\n{cvta} %rd2, %rd1;\nld.f32 %f1, [%rd2+8];"),
+                "",
+            );
+            let f = &m.functions[0];
+            let p = provenance(&m, f, &InstrumentOptions::default());
+            assert!(
+                matches!(p.of("%rd2"), Prov::Ptr(_)),
+                "{cvta}: {:?}",
+                p.of("%rd2")
+            );
+        }
+    }
 
     #[test]
     fn parameters_through_cvta_and_index_arithmetic() {

@@ -54,7 +54,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use super::ptx::{Function, Instr, StmtKind};
+use super::ptx::{Function, Guard, Instr, StmtKind};
 use crate::ir::{effects, regs_of, Flow, Operand, Sync};
 
 /// The rounding modifiers that forbid contraction.
@@ -175,7 +175,7 @@ pub(super) fn moves(f: &Function) -> Vec<(Range<usize>, usize)> {
     let mut uses: BTreeMap<&str, Vec<(usize, usize)>> = BTreeMap::new();
     for (k, it) in items.iter().enumerate() {
         if let Item::Instr { instr: i, .. } = it {
-            if let Some((_, p)) = &i.guard {
+            if let Some(Guard { pred: p, .. }) = &i.guard {
                 uses.entry(p.as_str()).or_default().push((k, usize::MAX));
             }
             for (n, o) in i.operands.iter().enumerate() {

@@ -72,7 +72,7 @@ use super::fast;
 use super::group::{groups, Group};
 use super::guard::{Base, Guards};
 use super::host_expr::{HostCheck, HostExpr};
-use super::ptx::{Function, Instr, Loc, Module, Space, StmtKind};
+use super::ptx::{Function, Guard, Instr, Loc, Module, Space, StmtKind};
 use super::range::{ranges, Ranges};
 use super::record::FaultKind;
 use super::version::{self, Candidate, Versioned};
@@ -1125,7 +1125,7 @@ impl<'a> KernelEmitter<'a> {
         a: &Access,
         d: &Decision,
         loc: Option<Loc>,
-        guard: &Option<(bool, String)>,
+        guard: &Option<Guard>,
         cont: &str,
     ) -> (String, String, u32) {
         let addr = Address::parse(&i.operands[a.operand]).expect("decided accesses have addresses");
@@ -1154,9 +1154,9 @@ impl<'a> KernelEmitter<'a> {
         let setp = |w: u32, off: &str, lim: &str| -> String {
             match guard {
                 None => format!("setp.ge.u{w} %__cc_p, {off}, {lim};\n\t"),
-                Some((neg, p)) => format!(
-                    "setp.ge.and.u{w} %__cc_p, {off}, {lim}, {}{p};\n\t",
-                    if *neg { "!" } else { "" }
+                Some(g) => format!(
+                    "setp.ge.and.u{w} %__cc_p, {off}, {lim}, {};\n\t",
+                    g.operand()
                 ),
             }
         };
@@ -1190,12 +1190,8 @@ impl<'a> KernelEmitter<'a> {
                     None => {
                         let _ = write!(c, "setp.ne.u{w} %__cc_v, {m}, 0;\n\t");
                     }
-                    Some((neg, p)) => {
-                        let _ = write!(
-                            c,
-                            "setp.ne.and.u{w} %__cc_v, {m}, 0, {}{p};\n\t",
-                            if *neg { "!" } else { "" }
-                        );
+                    Some(g) => {
+                        let _ = write!(c, "setp.ne.and.u{w} %__cc_v, {m}, 0, {};\n\t", g.operand());
                     }
                 }
                 c

@@ -118,7 +118,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::host_expr::{const_as_read, range_of, Cmp, HostExpr, HostFact, IvStep, Sibling};
-use super::ptx::{Function, Instr, StmtKind};
+use super::ptx::{Function, Guard, Instr, StmtKind};
 use crate::ir::{effects, immediate, is_reg, Address, Cfg, Loop, Step};
 
 /// The bound of a comparison: an immediate, or a whole scalar parameter plus an immediate
@@ -466,7 +466,7 @@ impl<'a> Guards<'a> {
                                 succs.push((tb, Edge::Always));
                                 falls = false;
                             }
-                            Some((neg, _)) => succs.push((tb, Edge::When(!neg))),
+                            Some(g) => succs.push((tb, Edge::When(!g.negated))),
                         }
                     }
                     "ret" | "exit" if i.guard.is_none() => falls = false,
@@ -476,7 +476,7 @@ impl<'a> Guards<'a> {
             if falls && b + 1 < blocks.len() {
                 let guarded_bra = last.is_some_and(|i| i.op() == "bra" && i.guard.is_some());
                 let edge = match last.and_then(|i| i.guard.as_ref()) {
-                    Some((neg, _)) if guarded_bra => Edge::When(*neg),
+                    Some(g) if guarded_bra => Edge::When(g.negated),
                     _ => Edge::Always,
                 };
                 succs.push((b + 1, edge));
@@ -1079,7 +1079,7 @@ impl<'a> Guards<'a> {
             for (t, e) in succs {
                 let mut out = s.clone();
                 if let (Edge::When(v), Some(i)) = (e, branch) {
-                    if let Some((_, p)) = &i.guard {
+                    if let Some(Guard { pred: p, .. }) = &i.guard {
                         out.extend(Self::edge_facts(&s, p, v));
                     }
                 }
@@ -1434,7 +1434,7 @@ impl<'a> Guards<'a> {
         let (bra_k, bra) = (blk.start..blk.end)
             .rev()
             .find_map(|k| self.instr(k).map(|i| (k, i)))?;
-        let (_, pred) = bra.guard.as_ref().filter(|_| bra.op() == "bra")?;
+        let pred = &bra.guard.as_ref().filter(|_| bra.op() == "bra")?.pred;
         let taken_when = blk
             .succs
             .iter()

@@ -44,7 +44,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::analyze::{Prov, Provenance};
 use super::ptx::{Function, Instr, Module, StmtKind};
 use super::InstrumentOptions;
-use crate::ir::{effects, immediate, regs_of, Address};
+use crate::ir::{effects, immediate, regs_of, Address, Arith, ArithOp, Half, Op, Ty};
 
 /// An interval, or nothing known, or no value yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,19 +135,6 @@ fn bits_of(f: &Function, reg: &str) -> u32 {
         .map_or(64, |b| (b * 8) as u32)
 }
 
-/// The width of the instruction's (last) integer type, for its source operands.
-fn type_bits(i: &Instr) -> Option<u32> {
-    i.parts()
-        .skip(1)
-        .filter(|p| {
-            matches!(p.as_bytes().first(), Some(b'u' | b's' | b'b'))
-                && p[1..].bytes().all(|b| b.is_ascii_digit())
-                && p.len() > 1
-        })
-        .last()
-        .and_then(|p| p[1..].parse().ok())
-}
-
 fn special(op: &str, opts: &InstrumentOptions) -> Iv {
     let dim = |s: &str| match s {
         "x" => 0,
@@ -222,74 +209,40 @@ impl Ctx<'_> {
         let s = |k: usize| -> Iv { i.operands.get(k).map_or(Iv::Top, |o| self.src(look, o)) };
         // Sources must themselves read the same signed and unsigned at the instruction's width
         // (an immediate `-4` added is fine: that is exactly what `add` does with it).
-        let w = type_bits(i).unwrap_or(dbits);
-        let op = i.op();
-        let is_float = i
-            .parts()
-            .skip(1)
-            .any(|p| p.starts_with('f') && p[1..].bytes().all(|b| b.is_ascii_digit()));
-        if is_float && op != "cvt" {
+        let ty = i.op.operand_ty();
+        let w = ty.and_then(Ty::int_bits).unwrap_or(dbits);
+        let unsigned = ty.is_some_and(|t| t.unsigned() && t.int_bits() >= Some(32));
+        let float = |t: Option<Ty>| t.is_some_and(Ty::float);
+        // Only integers have intervals (a conversion from or to a float has none either).
+        if float(ty) || matches!(i.op, Op::Convert(c) if float(c.to)) {
             return Iv::Top;
         }
-        let r = match op {
-            "mov" => s(1),
-            "add" if !i.has("cc") && !i.has("sat") => {
+        // Plain arithmetic: no carry in or out, no saturation.
+        let plain = |a: &Arith| !a.carry_in && !a.carry_out && !a.sat;
+        let r = match i.op {
+            Op::Mov(_) => s(1),
+            Op::Arith(a) if a.op == ArithOp::Add && plain(&a) => {
                 arith(s(1), s(2), |a0, a1, b0, b1| Some((a0 + b0, a1 + b1)))
             }
-            "sub" if !i.has("cc") && !i.has("sat") => {
+            Op::Arith(a) if a.op == ArithOp::Sub && plain(&a) => {
                 arith(s(1), s(2), |a0, a1, b0, b1| Some((a0 - b1, a1 - b0)))
             }
-            "mul" if i.has("lo") || i.has("wide") => arith(s(1), s(2), mul),
-            "mad" if i.has("lo") || i.has("wide") => {
-                let p = arith(s(1), s(2), mul);
-                let p = if i.has("lo") { p.fit(w) } else { p };
-                arith(p, s(3), |a0, a1, b0, b1| Some((a0 + b0, a1 + b1)))
-            }
-            "shl" => arith(s(1), s(2), |a0, a1, b0, b1| {
-                (b0 == b1 && (0..64).contains(&b0))
-                    .then(|| (a0 << b0, a1 << b0))
-                    .filter(|&(_, h)| a1 >= 0 && h < (1i128 << 100))
-            }),
-            "shr" => arith(s(1).fit(w), s(2), |a0, a1, b0, b1| {
-                (b0 >= 0 && b1 < 128).then_some((a0 >> b1, a1 >> b0))
-            }),
-            "and" => match (s(1).fit(w), s(2).fit(w)) {
-                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
-                (Iv::R(_, h1), Iv::R(_, h2)) => Iv::R(0, h1.min(h2)),
-                (Iv::R(_, h), Iv::Top) | (Iv::Top, Iv::R(_, h)) => Iv::R(0, h),
-                _ => Iv::Top,
-            },
-            "rem" => match (s(1).fit(w), s(2)) {
-                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
-                (a, Iv::R(c, c2)) if c == c2 && c > 0 && c < (1i128 << (w - 1)) => match a {
-                    Iv::R(_, h) => Iv::R(0, h.min(c - 1)),
-                    // Unsigned remainder of anything is below the divisor; signed may be negative.
-                    _ if i.has("u32") || i.has("u64") => Iv::R(0, c - 1),
-                    _ => Iv::Top,
-                },
-                _ => Iv::Top,
-            },
-            "div" => match (s(1).fit(w), s(2)) {
-                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
-                (Iv::R(a0, a1), Iv::R(c, c2)) if c == c2 && c > 0 => Iv::R(a0 / c, a1 / c),
-                _ => Iv::Top,
-            },
-            "min" => match (s(1).fit(w), s(2).fit(w)) {
-                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
-                (Iv::R(a0, a1), Iv::R(b0, b1)) => Iv::R(a0.min(b0), a1.min(b1)),
-                // Unsigned min with an unknown value stays below the known one.
-                (Iv::R(_, h), Iv::Top) | (Iv::Top, Iv::R(_, h)) if i.has("u32") || i.has("u64") => {
-                    Iv::R(0, h)
+            Op::Arith(a) if matches!(a.half, Some(Half::Lo | Half::Wide)) => match a.op {
+                ArithOp::Mul if !a.carry_in => arith(s(1), s(2), mul),
+                ArithOp::Mad if !a.carry_in => {
+                    let p = arith(s(1), s(2), mul);
+                    let p = if a.half == Some(Half::Lo) {
+                        p.fit(w)
+                    } else {
+                        p
+                    };
+                    arith(p, s(3), |a0, a1, b0, b1| Some((a0 + b0, a1 + b1)))
                 }
                 _ => Iv::Top,
             },
-            "max" => match (s(1).fit(w), s(2).fit(w)) {
-                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
-                (Iv::R(a0, a1), Iv::R(b0, b1)) => Iv::R(a0.max(b0), a1.max(b1)),
-                _ => Iv::Top,
-            },
-            "selp" => s(1).join(s(2)),
-            "cvt" if !is_float && !i.has("sat") => {
+            Op::Arith(a) => self.int_logic(a.op, &s, w, unsigned),
+            Op::Select(_) => s(1).join(s(2)),
+            Op::Convert(c) if !c.sat => {
                 // The source type is the last type part; a value in [0, 2^(src-1)) reads the
                 // same after truncation (when it fits) or any extension.
                 s(1).fit(w)
@@ -298,10 +251,68 @@ impl Ctx<'_> {
         };
         // Sources read at width `w` must not have wrapped there either (an `add.s32` of two
         // values near 2^31), and the result must fit the destination.
-        match (op, r) {
-            (_, Iv::Bot) => Iv::Bot,
-            ("mul" | "mad", _) if i.has("wide") => r.fit(dbits),
+        let wide = matches!(
+            i.op,
+            Op::Arith(Arith {
+                op: ArithOp::Mul | ArithOp::Mad,
+                half: Some(Half::Wide),
+                carry_in: false,
+                ..
+            })
+        );
+        match r {
+            Iv::Bot => Iv::Bot,
+            _ if wide => r.fit(dbits),
             _ => r.fit(w.min(dbits)),
+        }
+    }
+
+    /// Shifts, bitwise `and`, division, remainder, `min` and `max` of integers read at `w`
+    /// bits; `unsigned`: a `.u32` or `.u64` operation.
+    fn int_logic(&self, op: ArithOp, s: &dyn Fn(usize) -> Iv, w: u32, unsigned: bool) -> Iv {
+        match op {
+            ArithOp::Shl => arith(s(1), s(2), |a0, a1, b0, b1| {
+                (b0 == b1 && (0..64).contains(&b0))
+                    .then(|| (a0 << b0, a1 << b0))
+                    .filter(|&(_, h)| a1 >= 0 && h < (1i128 << 100))
+            }),
+            ArithOp::Shr => arith(s(1).fit(w), s(2), |a0, a1, b0, b1| {
+                (b0 >= 0 && b1 < 128).then_some((a0 >> b1, a1 >> b0))
+            }),
+            ArithOp::And => match (s(1).fit(w), s(2).fit(w)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (Iv::R(_, h1), Iv::R(_, h2)) => Iv::R(0, h1.min(h2)),
+                (Iv::R(_, h), Iv::Top) | (Iv::Top, Iv::R(_, h)) => Iv::R(0, h),
+                _ => Iv::Top,
+            },
+            ArithOp::Rem => match (s(1).fit(w), s(2)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (a, Iv::R(c, c2)) if c == c2 && c > 0 && c < (1i128 << (w - 1)) => match a {
+                    Iv::R(_, h) => Iv::R(0, h.min(c - 1)),
+                    // Unsigned remainder of anything is below the divisor; signed may be negative.
+                    _ if unsigned => Iv::R(0, c - 1),
+                    _ => Iv::Top,
+                },
+                _ => Iv::Top,
+            },
+            ArithOp::Div => match (s(1).fit(w), s(2)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (Iv::R(a0, a1), Iv::R(c, c2)) if c == c2 && c > 0 => Iv::R(a0 / c, a1 / c),
+                _ => Iv::Top,
+            },
+            ArithOp::Min => match (s(1).fit(w), s(2).fit(w)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (Iv::R(a0, a1), Iv::R(b0, b1)) => Iv::R(a0.min(b0), a1.min(b1)),
+                // Unsigned min with an unknown value stays below the known one.
+                (Iv::R(_, h), Iv::Top) | (Iv::Top, Iv::R(_, h)) if unsigned => Iv::R(0, h),
+                _ => Iv::Top,
+            },
+            ArithOp::Max => match (s(1).fit(w), s(2).fit(w)) {
+                (Iv::Bot, _) | (_, Iv::Bot) => Iv::Bot,
+                (Iv::R(a0, a1), Iv::R(b0, b1)) => Iv::R(a0.max(b0), a1.max(b1)),
+                _ => Iv::Top,
+            },
+            _ => Iv::Top,
         }
     }
 
@@ -332,9 +343,10 @@ impl Ctx<'_> {
             _ => Iv::Top,
         };
         let op = |k: usize| i.operands.get(k).map_or("", |o| o.as_str());
-        let r = match i.op() {
-            "mov" | "cvta" => ptr(op(1)).unwrap_or(Iv::Top),
-            "cvt" => match ptr(op(1)) {
+        let add_or_sub = |o: ArithOp| matches!(i.op, Op::Arith(a) if a.op == o && !a.carry_in);
+        let r = match i.op {
+            Op::Mov(_) | Op::Cvta { .. } => ptr(op(1)).unwrap_or(Iv::Top),
+            Op::Convert(_) => match ptr(op(1)) {
                 Some(x) => match x {
                     Iv::R(l, h) if l >= 0 && h < (1 << 31) => x,
                     Iv::Bot => Iv::Bot,
@@ -342,16 +354,16 @@ impl Ctx<'_> {
                 },
                 None => Iv::Top,
             },
-            "add" => match (ptr(op(1)), ptr(op(2))) {
+            _ if add_or_sub(ArithOp::Add) => match (ptr(op(1)), ptr(op(2))) {
                 (Some(p), None) => arith(p, int(op(2)), |a, b, c, d| Some((a + c, b + d))),
                 (None, Some(p)) => arith(int(op(1)), p, |a, b, c, d| Some((a + c, b + d))),
                 _ => Iv::Top,
             },
-            "sub" => match (ptr(op(1)), ptr(op(2))) {
+            _ if add_or_sub(ArithOp::Sub) => match (ptr(op(1)), ptr(op(2))) {
                 (Some(p), None) => arith(p, int(op(2)), |a, b, c, d| Some((a - d, b - c))),
                 _ => Iv::Top,
             },
-            "selp" => match (ptr(op(1)), ptr(op(2))) {
+            Op::Select(_) => match (ptr(op(1)), ptr(op(2))) {
                 (Some(a), Some(b)) => a.join(b),
                 _ => Iv::Top,
             },
@@ -572,5 +584,47 @@ pub fn address_offset(r: &Ranges<'_>, i: &Instr, op: &str) -> Iv {
     match r.offset(i, a.base) {
         Iv::R(l, h) => Iv::R(l + i128::from(a.offset), h + i128::from(a.offset)),
         _ => Iv::Top,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::instrument::{instrument_ptx, InstrumentedKernel};
+
+    /// The kernel of a store at `tile + (x op x)`, `x = 0x3c00` (1.0 as a half).
+    fn store_at_sum(add: &str) -> InstrumentedKernel {
+        let ptx = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n\
+             .visible .entry k()\n{{\n\
+             .reg .b32 %r<3>;\n.reg .b64 %rd<4>;\n\
+             .shared .align 4 .b8 tile[31000];\n\
+             mov.b32 %r1, 15360;\n\
+             {add} %r2, %r1, %r1;\n\
+             cvt.u64.u32 %rd1, %r2;\n\
+             mov.u64 %rd2, tile;\n\
+             add.s64 %rd3, %rd2, %rd1;\n\
+             st.shared.u8 [%rd3], 0;\n\
+             ret;\n}}\n"
+        );
+        instrument_ptx(&ptx).unwrap().kernels.remove(0)
+    }
+
+    /// An integer sum is an interval: 0x3c00 + 0x3c00 = 30720 is inside the 31000-byte tile.
+    #[test]
+    fn an_integer_sum_bounds_an_offset() {
+        let k = store_at_sum("add.s32");
+        assert_eq!((k.coverage.proven, k.coverage.checked), (1, 0));
+    }
+
+    /// A packed-half sum is floating-point arithmetic (1.0 + 1.0 = 2.0 is 0x4000, not 0x7800),
+    /// so it gives no interval, as `f32` arithmetic does not: the store is checked. Before the
+    /// typed operation, only parts spelled `f` and digits were floats, and `f16x2`, `bf16`,
+    /// `bf16x2` arithmetic was read as integer arithmetic.
+    #[test]
+    fn a_packed_half_sum_gives_no_interval() {
+        for add in ["add.rn.f16x2", "add.rn.bf16x2", "add.f32"] {
+            let k = store_at_sum(add);
+            assert_eq!((k.coverage.proven, k.coverage.checked), (0, 1), "{add}");
+        }
     }
 }

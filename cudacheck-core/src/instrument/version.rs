@@ -1243,8 +1243,8 @@ mod tests {
 
         /// Runs one instruction; `Some(label)` for a taken branch, the address of a load.
         fn step(&mut self, i: &Instr, loads: &mut Vec<u64>) -> Option<String> {
-            if let Some((neg, p)) = &i.guard {
-                if self.preds[p.as_str()] == *neg {
+            if let Some(g) = &i.guard {
+                if self.preds[g.pred.as_str()] == g.negated {
                     return None;
                 }
             }

@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 use super::cfg::{BlockId, Cfg};
 use super::opcode::{effects, Flow};
 use super::operand::Operand;
-use super::read::{Function, Instr, StmtKind};
+use super::read::{Function, Guard, Instr, StmtKind};
 
 /// A natural loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -474,7 +474,7 @@ fn exit_test(
         let Flow::Branch(target) = effects(bra).flow else {
             continue;
         };
-        let Some((negated, pred)) = bra.guard.as_ref() else {
+        let Some(Guard { negated, pred }) = bra.guard.as_ref() else {
             continue;
         };
         let to_inside = cfg.blocks[inside[0]].label.as_deref() == Some(target);
@@ -658,7 +658,7 @@ fn entry_guard(
         let Flow::Branch(target) = effects(bra).flow else {
             return None;
         };
-        let (negated, pred) = bra.guard.as_ref()?;
+        let Guard { negated, pred } = bra.guard.as_ref()?;
         let setp = gb
             .stmts
             .clone()

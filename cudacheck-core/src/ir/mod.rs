@@ -7,11 +7,13 @@
 //!    know passes through verbatim.
 //! 2. [`operand`]: what an operand text is (register, immediate, address, vector, ...): the
 //!    one integer-literal parser and the one address reader.
-//! 3. [`opcode`]: the one opcode table: what an instruction defines, uses, reads and writes,
+//! 3. [`op`]: the typed operation each instruction is decoded into once, when it is read
+//!    (arithmetic, compare, conversion, memory, barrier, branch), with its modifiers typed.
+//! 4. [`opcode`]: the one opcode table: what an instruction defines, uses, reads and writes,
 //!    whether it synchronizes threads, where control goes.
-//! 4. [`cfg`](mod@cfg): the control-flow graph, built once, and dominators.
-//! 5. [`loops`](mod@loops): natural loops, induction variables (start, step) and exit tests (bound).
-//! 6. [`edit`]: edits by byte span, the one way a rewrite changes the text it read.
+//! 5. [`cfg`](mod@cfg): the control-flow graph, built once, and dominators.
+//! 6. [`loops`](mod@loops): natural loops, induction variables (start, step) and exit tests (bound).
+//! 7. [`edit`]: edits by byte span, the one way a rewrite changes the text it read.
 //!
 //! Analyses over this model are pure functions; the bounds-checking rewrite
 //! ([`crate::instrument`]) is built on it.
@@ -19,12 +21,14 @@
 pub mod cfg;
 pub mod edit;
 pub mod loops;
+pub mod op;
 pub mod opcode;
 pub mod operand;
 pub mod read;
 
 pub use cfg::{BlockId, Cfg};
 pub use loops::{loops, Bound, Cmp, ExitTest, Induction, Loop, Step};
+pub use op::{Arith, ArithOp, Cache, CmpOp, Compare, Convert, Half, Mem, MemOp, Op, Ty};
 pub use opcode::{effects, needs_peers, Effects, Flow, MemAccess, MemKind, Sync};
 pub use operand::{immediate, is_reg, regs_of, Address, Operand};
 

@@ -7,8 +7,9 @@
 //! and used, it is assumed to touch memory in some unknown way, and it is not a barrier; an
 //! analysis that needs more treats it as opaque.
 
+use super::op::{Mem, MemOp, Op};
 use super::operand::{Address, Operand};
-use super::read::{type_bytes, Instr, Space};
+use super::read::{Instr, Space};
 
 /// How an instruction touches one memory operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +34,7 @@ pub struct MemAccess {
 }
 
 /// How an instruction orders threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Sync {
     /// A block-wide barrier: `bar.sync`, `bar.red` (`__syncthreads_count/and/or`),
     /// `barrier.sync`, `barrier.cta.*`. `aligned`: every thread of the block must execute the
@@ -99,191 +100,73 @@ impl Effects<'_> {
 enum First {
     /// Written (when it is a register, vector, pair or `_`).
     Def,
-    /// Read and written (`wgmma`'s accumulators).
+    /// Read and written (`wgmma`'s accumulators, an unknown opcode's).
     DefUse,
     /// Read, or no register at all.
     Use,
 }
 
-/// Opcodes (first dotted part) whose first operand is a destination.
-const DEF_FIRST: &[&str] = &[
-    "abs",
-    "activemask",
-    "add",
-    "addc",
-    "alloca",
-    "and",
-    "applypriority",
-    "atom",
-    "bfe",
-    "bfi",
-    "bfind",
-    "bmsk",
-    "brev",
-    "clz",
-    "cnot",
-    "copysign",
-    "cos",
-    "createpolicy",
-    "cvt",
-    "cvta",
-    "div",
-    "dp2a",
-    "dp4a",
-    "elect",
-    "ex2",
-    "fma",
-    "fns",
-    "getctarank",
-    "isspacep",
-    "istypep",
-    "ld",
-    "ldmatrix",
-    "ldu",
-    "lg2",
-    "lop3",
-    "mad",
-    "mad24",
-    "madc",
-    "mapa",
-    "match",
-    "max",
-    "mbarrier",
-    "min",
-    "mma",
-    "mov",
-    "mul",
-    "mul24",
-    "neg",
-    "not",
-    "or",
-    "popc",
-    "prmt",
-    "rcp",
-    "redux",
-    "rem",
-    "rsqrt",
-    "sad",
-    "selp",
-    "set",
-    "setp",
-    "shf",
-    "shfl",
-    "shl",
-    "shr",
-    "sin",
-    "slct",
-    "sqrt",
-    "stacksave",
-    "sub",
-    "subc",
-    "suld",
-    "suq",
-    "szext",
-    "tanh",
-    "testp",
-    "tex",
-    "tld4",
-    "txq",
-    "vabsdiff",
-    "vabsdiff2",
-    "vabsdiff4",
-    "vadd",
-    "vadd2",
-    "vadd4",
-    "vavrg2",
-    "vavrg4",
-    "vmad",
-    "vmax",
-    "vmax2",
-    "vmax4",
-    "vmin",
-    "vmin2",
-    "vmin4",
-    "vote",
-    "vset",
-    "vset2",
-    "vset4",
-    "vshl",
-    "vshr",
-    "vsub",
-    "vsub2",
-    "vsub4",
-    "xor",
-    "cp",
-    "discard",
-    "multimem",
-    "tensormap",
-    "stmatrix",
-    "st",
-    "red",
-    "prefetch",
-    "prefetchu",
-    "wmma",
-    "clusterlaunchcontrol",
-    "getnextsm",
-];
-
-/// Opcodes whose first operand is never written, or that have none.
-const USE_FIRST: &[&str] = &[
-    "bra",
-    "brx",
-    "call",
-    "ret",
-    "exit",
-    "trap",
-    "brkpt",
-    "membar",
-    "fence",
-    "nanosleep",
-    "pmevent",
-    "setmaxnreg",
-    "griddepcontrol",
-    "stackrestore",
-    "sust",
-    "sured",
-];
+impl First {
+    fn of(op: &Op) -> First {
+        match *op {
+            Op::Arith(_)
+            | Op::Compare(_)
+            | Op::Convert(_)
+            | Op::Cvta { .. }
+            | Op::Mov(_)
+            | Op::Select(_)
+            | Op::Collective
+            | Op::Call { returns: true }
+            | Op::Other { writes_first: true } => First::Def,
+            Op::Mem(m) => match m.op {
+                MemOp::Wgmma { mma_async: true } => First::DefUse,
+                MemOp::Wgmma { mma_async: false }
+                | MemOp::Tcgen05
+                | MemOp::Texture { store: true } => First::Use,
+                _ => First::Def,
+            },
+            // `bar.red.popc.u32 %r, 0, %p` and `barrier.cta.red` write their first operand;
+            // `bar.sync %r1` reads a barrier number.
+            Op::Sync { red: true, .. } => First::Def,
+            Op::Sync { red: false, .. }
+            | Op::Branch { .. }
+            | Op::BranchIndexed
+            | Op::Call { returns: false }
+            | Op::Return
+            | Op::Exit
+            | Op::Other {
+                writes_first: false,
+            } => First::Use,
+            Op::Unknown => First::DefUse,
+        }
+    }
+}
 
 /// What `i` does.
 pub fn effects(i: &Instr) -> Effects<'_> {
-    let op = i.op();
     let ops: Vec<Operand<'_>> = i.operands.iter().map(|o| Operand::parse(o)).collect();
     let mut e = Effects {
         defs: Vec::new(),
         uses: Vec::new(),
         mem: Vec::new(),
-        sync: None,
+        sync: i.op.sync(),
         flow: Flow::Next,
-        known: true,
+        known: i.op != Op::Unknown,
     };
     // The guard predicate (a guard the reader took that is no register name, in text that is
     // not PTX, names none).
-    if let Some((_, p)) = i.guard.as_ref().filter(|(_, p)| super::operand::is_reg(p)) {
-        e.uses.push(p.as_str());
+    if let Some(g) = i.guard.as_ref().filter(|g| super::operand::is_reg(&g.pred)) {
+        e.uses.push(g.pred.as_str());
     }
-    let first = match op {
-        // `call (%r1), f, (%r2)`: registers in a return list are written.
-        "call" if i.operands.len() > 1 && i.operands[0].trim_start().starts_with('(') => First::Def,
-        // `bar.red.popc.u32 %r, 0, %p` and `barrier.cta.red` write their first operand;
-        // `bar.sync %r1` reads a barrier number.
-        "bar" | "barrier" if i.has("red") => First::Def,
-        "bar" | "barrier" => First::Use,
-        "wgmma" if i.has("mma_async") => First::DefUse,
-        "wgmma" | "tcgen05" => First::Use,
-        _ if USE_FIRST.contains(&op) => First::Use,
-        _ if DEF_FIRST.contains(&op) => First::Def,
-        _ => {
-            e.known = false;
-            First::DefUse
-        }
-    };
+    let first = First::of(&i.op);
+    let call = matches!(i.op, Op::Call { .. });
     for (k, o) in ops.iter().enumerate() {
         let writes = k == 0
             && first != First::Use
             && (matches!(
                 o,
                 Operand::Reg(_) | Operand::Vector(_) | Operand::Pair(..) | Operand::Sink
-            ) || op == "call");
+            ) || call);
         if writes {
             o.regs(&mut e.defs);
             if first == First::DefUse {
@@ -293,39 +176,25 @@ pub fn effects(i: &Instr) -> Effects<'_> {
             o.regs(&mut e.uses);
         }
     }
-    e.mem = memory(i, &ops);
-    e.sync = sync(i);
-    e.flow = match op {
-        "bra" => match ops.first() {
+    if let Op::Mem(m) = &i.op {
+        e.mem = memory(m, &ops);
+    }
+    e.flow = match i.op {
+        Op::Branch { .. } => match ops.first() {
             Some(Operand::Symbol(l)) => Flow::Branch(l),
             _ => Flow::Indirect,
         },
-        "brx" => Flow::Indirect,
-        "call" => Flow::Call,
-        "ret" => Flow::Return,
-        "exit" | "trap" => Flow::Exit,
+        Op::BranchIndexed => Flow::Indirect,
+        Op::Call { .. } => Flow::Call,
+        Op::Return => Flow::Return,
+        Op::Exit => Flow::Exit,
         _ => Flow::Next,
     };
     e
 }
 
-/// Bytes one thread moves: the last type part times the vector arity.
-fn width(i: &Instr) -> Option<u64> {
-    let elem = i.parts().filter_map(type_bytes).last()?;
-    let n = if i.has("v8") {
-        8
-    } else if i.has("v4") {
-        4
-    } else if i.has("v2") {
-        2
-    } else {
-        1
-    };
-    Some(elem * n)
-}
-
-fn memory(i: &Instr, ops: &[Operand<'_>]) -> Vec<MemAccess> {
-    let space = i.space();
+/// The memory operands of a memory instruction whose operands are `ops`.
+fn memory(m: &Mem, ops: &[Operand<'_>]) -> Vec<MemAccess> {
     let at = |operand: usize, kind: MemKind, space: Space, bytes: Option<u64>| {
         matches!(ops.get(operand), Some(Operand::Addr(_))).then_some(MemAccess {
             operand,
@@ -334,54 +203,27 @@ fn memory(i: &Instr, ops: &[Operand<'_>]) -> Vec<MemAccess> {
             bytes,
         })
     };
-    let one = |operand, kind| at(operand, kind, space, width(i)).into_iter().collect();
-    match i.op() {
-        "ld" | "ldu" => one(1, MemKind::Read),
-        "st" => one(0, MemKind::Write),
-        "atom" => one(1, MemKind::Atomic),
-        "red" => one(0, MemKind::Reduce),
-        "ldmatrix" => at(1, MemKind::Read, space, None).into_iter().collect(),
-        "stmatrix" => at(0, MemKind::Write, space, None).into_iter().collect(),
-        "wmma" if i.has("load") => at(1, MemKind::Read, space, None).into_iter().collect(),
-        "wmma" if i.has("store") => at(0, MemKind::Write, space, None).into_iter().collect(),
-        "mbarrier" => ops
+    let one = |operand, kind, bytes| at(operand, kind, m.space, bytes).into_iter().collect();
+    match m.op {
+        MemOp::Ld | MemOp::Ldu => one(1, MemKind::Read, m.bytes()),
+        MemOp::St => one(0, MemKind::Write, m.bytes()),
+        MemOp::Atom => one(1, MemKind::Atomic, m.bytes()),
+        MemOp::Red => one(0, MemKind::Reduce, m.bytes()),
+        MemOp::Ldmatrix { .. } | MemOp::Wmma { load: true, .. } => one(1, MemKind::Read, None),
+        MemOp::Stmatrix | MemOp::Wmma { store: true, .. } => one(0, MemKind::Write, None),
+        MemOp::Mbarrier => ops
             .iter()
             .position(|o| matches!(o, Operand::Addr(_)))
-            .and_then(|k| at(k, MemKind::Atomic, space, Some(8)))
+            .and_then(|k| at(k, MemKind::Atomic, m.space, Some(8)))
             .into_iter()
             .collect(),
         // cp.async.{ca,cg}.shared.global [dst], [src], bytes
-        "cp" if i.opcode.starts_with("cp.async.ca.") || i.opcode.starts_with("cp.async.cg.") => {
-            let n = ops
-                .get(2)
-                .and_then(Operand::imm)
-                .and_then(|n| u64::try_from(n).ok());
-            at(0, MemKind::Write, Space::Shared, n)
-                .into_iter()
-                .chain(at(1, MemKind::Read, Space::Global, n))
-                .collect()
-        }
+        MemOp::CpAsync { size } => at(0, MemKind::Write, Space::Shared, size)
+            .into_iter()
+            .chain(at(1, MemKind::Read, Space::Global, size))
+            .collect(),
         _ => Vec::new(),
     }
-}
-
-fn sync(i: &Instr) -> Option<Sync> {
-    Some(match i.op() {
-        "bar" if i.has("warp") => Sync::Warp,
-        "bar" | "barrier" if i.has("cluster") => Sync::Cluster,
-        "bar" | "barrier" if i.has("arrive") => Sync::Arrive,
-        "bar" => Sync::Block {
-            // `bar.sync` and `bar.red` are `.aligned` by definition; `barrier` says so.
-            aligned: true,
-        },
-        "barrier" => Sync::Block {
-            aligned: i.has("aligned"),
-        },
-        "shfl" | "vote" | "match" | "redux" | "elect" | "activemask" | "mma" | "wmma"
-        | "ldmatrix" | "stmatrix" | "wgmma" => Sync::Collective,
-        "membar" | "fence" => Sync::Fence,
-        _ => return None,
-    })
 }
 
 /// Whether `i` needs other threads of its warp or block at the *same* instruction, or may
@@ -393,7 +235,7 @@ pub fn needs_peers(i: &Instr) -> bool {
     let e = effects(i);
     !matches!(e.sync, None | Some(Sync::Fence))
         || matches!(e.flow, Flow::Call | Flow::Indirect)
-        || i.op() == "mbarrier"
+        || matches!(i.op.mem(), Some(m) if m.op == MemOp::Mbarrier)
         || i.parts().any(|p| p == "sync" || p == "aligned")
 }
 

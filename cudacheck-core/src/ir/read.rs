@@ -13,6 +13,8 @@ use std::ops::Range;
 
 use thiserror::Error;
 
+use super::op::{Op, Ty};
+
 /// Why a text could not be read as PTX.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
@@ -38,7 +40,7 @@ pub enum Space {
 
 impl Space {
     /// The state space a dotted opcode part names, if any.
-    fn from_part(part: &str) -> Option<Space> {
+    pub(super) fn from_part(part: &str) -> Option<Space> {
         Some(match part {
             "global" => Space::Global,
             "shared" | "shared::cta" => Space::Shared,
@@ -84,20 +86,49 @@ pub struct Loc {
 /// One instruction: `@!%p1 ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd7+16];`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Instr {
-    /// `(negated, predicate register)`.
-    pub guard: Option<(bool, String)>,
+    pub guard: Option<Guard>,
     /// The dotted opcode, as written (`ld.global.nc.v4.f32`).
     pub opcode: String,
     /// The operand texts, split at top-level commas and trimmed.
     pub operands: Vec<String>,
+    /// What the opcode says, decoded once: what the analyses read ([`Op`]). The texts above
+    /// are what the writer copies.
+    pub op: Op,
+}
+
+/// An instruction's guard: `@%p1` (runs where `%p1` holds) or `@!%p1` (where it does not).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Guard {
+    pub negated: bool,
+    /// The predicate register.
+    pub pred: String,
+}
+
+impl Guard {
+    /// The opposite guard: `@!%p1` for `@%p1`.
+    pub fn negate(&self) -> Guard {
+        Guard {
+            negated: !self.negated,
+            pred: self.pred.clone(),
+        }
+    }
+
+    /// The guard as a predicate operand (`%p1`, `!%p1`), for `and.pred` or `setp.*.and`.
+    pub fn operand(&self) -> String {
+        format!("{}{}", if self.negated { "!" } else { "" }, self.pred)
+    }
+}
+
+/// `@%p1`, `@!%p1`: as PTX writes it before an instruction.
+impl std::fmt::Display for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "@{}", self.operand())
+    }
 }
 
 /// A guard as PTX writes it before an instruction (`@%p1 `, `@!%p2 `), or nothing.
-pub fn guard_text(g: &Option<(bool, String)>) -> String {
-    match g {
-        None => String::new(),
-        Some((neg, p)) => format!("@{}{p} ", if *neg { "!" } else { "" }),
-    }
+pub fn guard_text(g: &Option<Guard>) -> String {
+    g.as_ref().map_or_else(String::new, |g| format!("{g} "))
 }
 
 impl Instr {
@@ -526,14 +557,7 @@ pub(crate) fn parse_var(stmt: &str) -> Option<Var> {
 
 /// Bytes of a PTX fundamental type (`f32` -> 4, `b128` -> 16, `f16x2` -> 4).
 pub fn type_bytes(t: &str) -> Option<u64> {
-    Some(match t {
-        "b8" | "u8" | "s8" | "e4m3" | "e5m2" => 1,
-        "b16" | "u16" | "s16" | "f16" | "bf16" | "e4m3x2" | "e5m2x2" => 2,
-        "b32" | "u32" | "s32" | "f32" | "f16x2" | "bf16x2" | "tf32" => 4,
-        "b64" | "u64" | "s64" | "f64" => 8,
-        "b128" => 16,
-        _ => return None,
-    })
+    Ty::from_part(t)?.bytes()
 }
 
 fn read_function(
@@ -850,7 +874,10 @@ fn parse_instr(stmt: &str) -> Instr {
         let n = rest
             .find(|c: char| c.is_ascii_whitespace())
             .unwrap_or(rest.len());
-        guard = Some((neg, rest[..n].to_string()));
+        guard = Some(Guard {
+            negated: neg,
+            pred: rest[..n].to_string(),
+        });
         s = rest[n..].trim_start();
     }
     let n = s.find(|c: char| c.is_ascii_whitespace()).unwrap_or(s.len());
@@ -858,6 +885,7 @@ fn parse_instr(stmt: &str) -> Instr {
     let operands = split_top(s[n..].trim());
     Instr {
         guard,
+        op: Op::decode(&opcode, &operands),
         opcode,
         operands,
     }
@@ -956,7 +984,10 @@ $L__info_string0:
         let k = &m.functions[1];
         let instrs: Vec<&Instr> = k.instrs().collect();
         let bra = instrs.iter().find(|i| i.op() == "bra").unwrap();
-        assert_eq!(bra.guard, Some((true, "%p1".to_string())));
+        let guard = bra.guard.as_ref().unwrap();
+        assert_eq!((guard.negated, guard.pred.as_str()), (true, "%p1"));
+        assert_eq!(guard.to_string(), "@!%p1");
+        assert_eq!(guard.negate().to_string(), "@%p1");
         let ld = instrs
             .iter()
             .find(|i| i.op() == "ld" && i.space() == Space::Global);

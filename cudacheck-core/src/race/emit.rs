@@ -771,8 +771,8 @@ impl<'a> KernelRace<'a> {
         let addr = Address::parse(i.operands.get(operand)?)?;
         let skip = format!("$__ccr_s{label}");
         let mut s = String::from("\n");
-        if let Some((neg, p)) = &i.guard {
-            let _ = writeln!(s, "\t@{}{p} bra {skip};", if *neg { "" } else { "!" });
+        if let Some(g) = &i.guard {
+            let _ = writeln!(s, "\t{} bra {skip};", g.negate());
         }
         let _ = writeln!(s, "\t@!%__ccr_on bra {skip};");
         // The shared-window address, into %__ccr_a.
@@ -1016,12 +1016,9 @@ fn guarded(i: &Instr, code: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     match &i.guard {
         None => format!("\n{code}"),
-        Some((neg, p)) => {
+        Some(g) => {
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            format!(
-                "\n\t@{}{p} bra $__ccr_g{n};\n{code}$__ccr_g{n}:\n",
-                if *neg { "" } else { "!" }
-            )
+            format!("\n\t{} bra $__ccr_g{n};\n{code}$__ccr_g{n}:\n", g.negate())
         }
     }
 }
@@ -1088,13 +1085,9 @@ fn warp_sync(i: &Instr, id: u32, label: u32) -> (String, String) {
          \tshr.b32 %__ccr_t2, %__ccr_t1, %__ccr_t0;\n\tand.b32 %__ccr_t2, %__ccr_t2, 1;\n\
          \tsetp.eq.u32 %__ccr_q4, %__ccr_t2, 0;\n"
     );
-    if let Some((neg, p)) = &i.guard {
+    if let Some(g) = &i.guard {
         // Only a call that runs is checked.
-        let _ = writeln!(
-            s,
-            "\tand.pred %__ccr_q4, %__ccr_q4, {}{p};",
-            if *neg { "!" } else { "" }
-        );
+        let _ = writeln!(s, "\tand.pred %__ccr_q4, %__ccr_q4, {};", g.operand());
     }
     let _ = write!(
         s,
@@ -1118,9 +1111,9 @@ fn warp_sync(i: &Instr, id: u32, label: u32) -> (String, String) {
             i.opcode,
             i.operands.join(", ")
         ),
-        Some((neg, p)) => format!(
-            "{{\n\t.reg .pred %__ccr_g;\n\tnot.pred %__ccr_g, %__ccr_q4;\n\tand.pred %__ccr_g, %__ccr_g, {}{p};\n\t@%__ccr_g {} {};\n\t}}",
-            if *neg { "!" } else { "" },
+        Some(g) => format!(
+            "{{\n\t.reg .pred %__ccr_g;\n\tnot.pred %__ccr_g, %__ccr_q4;\n\tand.pred %__ccr_g, %__ccr_g, {};\n\t@%__ccr_g {} {};\n\t}}",
+            g.operand(),
             i.opcode,
             i.operands.join(", ")
         ),
