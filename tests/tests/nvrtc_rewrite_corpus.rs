@@ -1,6 +1,8 @@
-//! NVRTC tier, run by hand: the corpus comparison of issue 36. A port of the PTX rewrites onto a
-//! new model must leave their output byte-identical; this test records every rewrite's output
-//! on every PTX it can get offline, and compares a later run with a recorded one.
+//! NVRTC tier, run by hand: the corpus comparison. A change to the PTX rewrites that must not
+//! change what they write (a port onto a new model) is checked by it: this test records every
+//! rewrite's output on every PTX it can get offline, and compares a later run with a recorded
+//! one. Record and compare from checkouts at the same path: NVRTC's PTX names the source's
+//! path (`.file`, `__FILE__` strings of asserts, the hashed names of internal symbols).
 //!
 //! The corpus: every `.ptx` file of the repository (outside `target/`), the PTX NVRTC makes for
 //! `sm_90` of every `.cu` file under `kernels/`, `bench/kernels/` and `tests/cuda/`, and the
