@@ -20,9 +20,10 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::cfg::{BlockId, Cfg};
+use super::op::{Arith, ArithOp, CmpOp, Compare, Convert, MemOp, Op, Ty};
 use super::opcode::{effects, Flow};
 use super::operand::Operand;
-use super::read::{Function, Guard, Instr, StmtKind};
+use super::read::{Function, Guard, Instr, Space, StmtKind};
 
 /// A natural loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,6 +141,20 @@ impl Cmp {
             "hs" => (Cmp::Ge, true),
             "eq" => (Cmp::Eq, false),
             "ne" => (Cmp::Ne, false),
+            _ => return None,
+        })
+    }
+
+    /// The comparison of a decoded `setp` operator (`lt`, or the unsigned `lo`, ...); `None`
+    /// for the comparisons that hold for NaN and the NaN tests.
+    pub fn of_cmp_op(op: CmpOp) -> Option<Cmp> {
+        Some(match op {
+            CmpOp::Lt | CmpOp::Lo => Cmp::Lt,
+            CmpOp::Le | CmpOp::Ls => Cmp::Le,
+            CmpOp::Gt | CmpOp::Hi => Cmp::Gt,
+            CmpOp::Ge | CmpOp::Hs => Cmp::Ge,
+            CmpOp::Eq => Cmp::Eq,
+            CmpOp::Ne => Cmp::Ne,
             _ => return None,
         })
     }
@@ -339,7 +354,16 @@ fn inductions(
             .collect();
         let [k] = inside[..] else { continue };
         let Some(i) = instr(f, k) else { continue };
-        if i.guard.is_some() || !matches!(i.op(), "add" | "sub" | "mov") {
+        let update = matches!(
+            i.op,
+            Op::Mov(_)
+                | Op::Arith(Arith {
+                    op: ArithOp::Add | ArithOp::Sub,
+                    carry_in: false,
+                    ..
+                })
+        );
+        if i.guard.is_some() || !update {
             continue;
         }
         let Some(b) = cfg.block_of(k) else { continue };
@@ -383,8 +407,8 @@ fn chain(
         let ops: Vec<Operand<'_>> = i.operands.iter().map(|o| Operand::parse(o)).collect();
         // `mov r, x` between registers of one type (a copy NVVM leaves where it merged the
         // loop's values): a link that adds nothing.
-        let copied = match (i.op(), &ops[..]) {
-            ("mov", [Operand::Reg(d), Operand::Reg(x)])
+        let copied = match (i.op, &ops[..]) {
+            (Op::Mov(_), [Operand::Reg(d), Operand::Reg(x)])
                 if f.reg_type(d).is_some() && f.reg_type(d) == f.reg_type(x) =>
             {
                 Some(*x)
@@ -394,11 +418,21 @@ fn chain(
         let x = match copied {
             Some(x) => x,
             None => {
-                if i.has("cc") || i.has("sat") || !matches!(i.op(), "add" | "sub") || ops.len() != 3
-                {
+                // Plain `add` or `sub`: no carry in or out, no saturation.
+                let Op::Arith(Arith {
+                    op: op @ (ArithOp::Add | ArithOp::Sub),
+                    carry_in: false,
+                    carry_out: false,
+                    sat: false,
+                    ..
+                }) = i.op
+                else {
+                    return None;
+                };
+                if ops.len() != 3 {
                     return None;
                 }
-                let negated = i.op() == "sub";
+                let negated = op == ArithOp::Sub;
                 let term = |o: &Operand<'_>| match o {
                     Operand::Imm(v) => Some(Step::Imm(if negated { -v } else { *v })),
                     Operand::Reg(s) if invariant(cfg, l, defs, s) => Some(Step::Reg {
@@ -494,23 +528,24 @@ fn exit_test(
             continue;
         }
         let Some(si) = instr(f, setp) else { continue };
-        if si.op() != "setp" || si.guard.is_some() || si.operands.len() != 3 {
+        // A `setp` of integers (or untyped bits) with no predicate operand to combine.
+        let Op::Compare(Compare {
+            value: false,
+            cmp: Some(cmp),
+            ty,
+            combine: None,
+        }) = si.op
+        else {
+            continue;
+        };
+        if si.guard.is_some() || si.operands.len() != 3 || ty.is_some_and(Ty::float) {
             continue;
         }
-        let parts: Vec<&str> = si.parts().collect();
-        let cmp = parts.iter().find_map(|p| Cmp::of_setp(p).map(|(c, _)| c));
-        let Some(cmp) = cmp else { continue };
+        let Some(cmp) = Cmp::of_cmp_op(cmp) else {
+            continue;
+        };
         // `setp.lt.u32` vs `setp.lo.u32`: the type decides the signedness.
-        let signed = parts
-            .iter()
-            .any(|p| p.starts_with('s') && p.len() > 1 && p[1..].parse::<u32>().is_ok());
-        if parts.iter().any(|p| p.starts_with('f'))
-            || si.has("and")
-            || si.has("or")
-            || si.has("xor")
-        {
-            continue;
-        }
+        let signed = ty.is_some_and(Ty::signed);
         let a = Operand::parse(&si.operands[1]);
         let c = Operand::parse(&si.operands[2]);
         let iv_at = |o: &Operand<'_>| {
@@ -539,7 +574,16 @@ fn exit_test(
                 return None;
             }
             let (d, i) = def_before_test(o)?;
-            if i.op() != "add" || i.guard.is_some() || i.has("cc") || i.operands.len() != 3 {
+            let add = matches!(
+                i.op,
+                Op::Arith(Arith {
+                    op: ArithOp::Add,
+                    carry_in: false,
+                    carry_out: false,
+                    ..
+                })
+            );
+            if !add || i.guard.is_some() || i.operands.len() != 3 {
                 return None;
             }
             let (p, q) = (
@@ -560,14 +604,16 @@ fn exit_test(
         // `x = cvt.narrow.wide iv`, set once in the loop, before the test in its block.
         let narrowed = |o: &Operand<'_>| -> Option<(usize, usize)> {
             let (d, i) = def_before_test(o)?;
-            let tys: Vec<&str> = i.parts().skip(1).collect();
-            let [dst, src] = tys[..] else { return None };
-            let int = |t: &str| {
-                matches!(t.as_bytes().first(), Some(b's' | b'u'))
-                    .then(|| t[1..].parse::<u32>().ok())
-                    .flatten()
+            let Op::Convert(Convert {
+                to: Some(dst),
+                from: Some(src),
+                sat: false,
+            }) = i.op
+            else {
+                return None;
             };
-            if i.op() != "cvt" || i.guard.is_some() || int(dst)? >= int(src)? {
+            let int = |t: Ty| (t.signed() || t.unsigned()).then(|| t.int_bits()).flatten();
+            if i.guard.is_some() || int(dst)? >= int(src)? {
                 return None;
             }
             Some((iv_at(&Operand::parse(i.operands.get(1)?))?, d))
@@ -665,12 +711,20 @@ fn entry_guard(
             .rev()
             .find(|&k| instr(f, k).is_some_and(|i| effects(i).defs.contains(&pred.as_str())))?;
         let si = instr(f, setp)?;
-        let eq = match si.parts().nth(1)? {
-            "eq" => true,
-            "ne" => false,
+        let eq = match si.op {
+            Op::Compare(Compare {
+                value: false,
+                cmp: Some(CmpOp::Eq),
+                ..
+            }) => true,
+            Op::Compare(Compare {
+                value: false,
+                cmp: Some(CmpOp::Ne),
+                ..
+            }) => false,
             _ => return None,
         };
-        if si.op() != "setp" || si.guard.is_some() || si.operands.len() != 3 {
+        if si.guard.is_some() || si.operands.len() != 3 {
             return None;
         }
         let (x, y) = (si.operands[1].trim(), si.operands[2].trim());
@@ -741,7 +795,7 @@ fn same_value(
         return true;
     }
     // A copy of `r` (or of a register computing its value).
-    if a.op() == "mov" && a.guard.is_none() && a.operands.len() == 2 {
+    if matches!(a.op, Op::Mov(_)) && a.guard.is_none() && a.operands.len() == 2 {
         let q = a.operands[1].trim();
         if q == r {
             return true;
@@ -753,30 +807,12 @@ fn same_value(
     if depth == 0
         || a.guard.is_some()
         || b.guard.is_some()
+        // The opcode's text, not its decoded operation: `Op` does not keep rounding (`.rz`,
+        // `.rn`), `.ftz` or `.approx`, which change the value computed.
         || a.opcode != b.opcode
         || a.operands.len() != b.operands.len()
         || effects(a).defs.len() != 1
-        || !(matches!(
-            a.op(),
-            "add"
-                | "sub"
-                | "mul"
-                | "mad"
-                | "and"
-                | "or"
-                | "xor"
-                | "not"
-                | "shl"
-                | "shr"
-                | "cvt"
-                | "mov"
-                | "min"
-                | "max"
-                | "div"
-                | "rem"
-                | "neg"
-                | "abs"
-        ) || (a.op() == "ld" && a.has("param")))
+        || !pure(&a.op)
         || a.operands.iter().any(|o| {
             let o = o.trim();
             o.starts_with("%clock") || o.starts_with("%globaltimer") || o.starts_with("%pm")
@@ -791,6 +827,39 @@ fn same_value(
                 && q.starts_with('%')
                 && one(p).is_some_and(|dp| same_value(f, defs, dp, q, depth - 1)))
     })
+}
+
+/// Whether the operation computes its one destination from its operands alone, the same
+/// wherever it runs: arithmetic and logic (no carry in), conversions, copies, and loads of
+/// parameters.
+fn pure(op: &Op) -> bool {
+    use ArithOp::*;
+    match op {
+        Op::Arith(a) => {
+            !a.carry_in
+                && matches!(
+                    a.op,
+                    Add | Sub
+                        | Mul
+                        | Mad
+                        | And
+                        | Or
+                        | Xor
+                        | Not
+                        | Shl
+                        | Shr
+                        | Min
+                        | Max
+                        | Div
+                        | Rem
+                        | Neg
+                        | Abs
+                )
+        }
+        Op::Convert(_) | Op::Mov(_) => true,
+        Op::Mem(m) => m.op == MemOp::Ld && m.space == Space::Param,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -864,10 +933,11 @@ mod tests {
     }
 
     /// A remainder loop as NVRTC writes it: `n & 3` tested against 0, then recomputed from a
-    /// second load of `n` as the counter, which counts down to 0.
-    fn remainder_loop(second: &str) -> Function {
+    /// second load of `n` as the counter, which counts down to 0; `ld`: the first load's
+    /// opcode.
+    fn remainder_loop(ld: &str, second: &str) -> Function {
         function(&format!(
-            "ld.param.u32 %r2, [k_param_1];\n\
+            "{ld} %r2, [k_param_1];\n\
              and.b32 %r3, %r2, 3;\n\
              setp.eq.s32 %p1, %r3, 0;\n\
              @%p1 bra $L_done;\n\
@@ -885,7 +955,7 @@ mod tests {
     #[test]
     fn a_counter_recomputed_after_its_entry_test_is_entered_only_if_unequal() {
         let entered = |second: &str| {
-            let f = remainder_loop(second);
+            let f = remainder_loop("ld.param.u32", second);
             let g = Cfg::new(&f);
             let ls = loops(&f, &g);
             ls[0].exit_test.as_ref().unwrap().entered_if_unequal
@@ -902,6 +972,41 @@ mod tests {
         assert!(!entered(
             "ld.param.u32 %r6, [k_param_0];\n\tand.b32 %r5, %r6, 3;\n\tmov.u32 %r4, 0;"
         ));
+    }
+
+    #[test]
+    fn a_parameter_load_of_the_entry_space_is_the_same_value() {
+        // `ld.param::entry` is `ld.param` of a kernel's parameter: two loads of one parameter
+        // hold one value. (Before the typed operation, only the part `param` was a parameter
+        // load, and this loop was not known to be entered only if the counter is nonzero.)
+        let f = remainder_loop(
+            "ld.param::entry.u32",
+            "ld.param::entry.u32 %r6, [k_param_1];\n\tand.b32 %r5, %r6, 3;\n\tmov.u32 %r4, 0;",
+        );
+        let g = Cfg::new(&f);
+        let ls = loops(&f, &g);
+        assert!(ls[0].exit_test.as_ref().unwrap().entered_if_unequal);
+    }
+
+    #[test]
+    fn a_floating_point_comparison_is_no_exit_test() {
+        // A counter compared as `bf16` (or `f32`) is not compared as an integer. (Before the
+        // typed operation, only parts beginning with `f` were floats, and `setp.lt.bf16` was
+        // taken for an integer test bounding the loop.)
+        for ty in ["bf16", "f32"] {
+            let f = function(&format!(
+                "mov.u32 %r1, 0;\n\
+                 $L_loop:\n\
+                 add.s32 %r1, %r1, 1;\n\
+                 setp.lt.{ty} %p1, %r1, %r9;\n\
+                 @%p1 bra $L_loop;\n\
+                 ret;"
+            ));
+            let g = Cfg::new(&f);
+            let ls = loops(&f, &g);
+            assert_eq!(ls[0].ivs.len(), 1);
+            assert!(ls[0].exit_test.is_none(), "setp.lt.{ty}");
+        }
     }
 
     #[test]
