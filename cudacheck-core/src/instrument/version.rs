@@ -93,8 +93,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::analyze::Origin;
-use super::ptx::{Function, StmtKind};
-use crate::ir::{effects, needs_peers, Address, Bound, Cfg, Cmp, Flow, Loop, Operand, Step};
+use super::ptx::{Function, Space, StmtKind};
+use crate::ir::{
+    effects, needs_peers, Address, Arith, ArithOp, Bound, Cfg, Cmp, Compare, Convert, Flow, Half,
+    Loop, Op, Operand, Step, Ty,
+};
 
 /// A 64-bit value computed on the edge into a loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -408,7 +411,7 @@ impl Analysis<'_> {
             if let StmtKind::Instr(i) = &f.stmts[k].kind {
                 let e = effects(i);
                 if needs_peers(i)
-                    || i.has("local")
+                    || names_local(&i.op)
                     || e.opaque_memory()
                     || (self.depth[k] > 0 && !e.mem.is_empty())
                 {
@@ -504,11 +507,16 @@ impl Analysis<'_> {
             return false;
         };
         let imm = |k: usize| i.operands.get(k).and_then(|o| crate::ir::immediate(o));
-        match (trip.kind, i.op()) {
-            (TripKind::Ne, "and") if matches!(trip.step_imm, Some(1 | -1)) => imm(2)
+        match (trip.kind, i.op) {
+            (
+                TripKind::Ne,
+                Op::Arith(Arith {
+                    op: ArithOp::And, ..
+                }),
+            ) if matches!(trip.step_imm, Some(1 | -1)) => imm(2)
                 .or_else(|| imm(1))
                 .is_some_and(|m| (0..8).contains(&m)),
-            (_, "mov") => {
+            (_, Op::Mov(_)) => {
                 let (Some(init), Bound::Imm(b)) = (imm(1), &test.bound) else {
                     return false;
                 };
@@ -612,12 +620,18 @@ impl Analysis<'_> {
             return None;
         }
         let i = self.f.instr(d)?;
-        if i.guard.is_some()
-            || i.has("cc")
-            || i.has("sat")
-            || i.has("hi")
-            || i.parts().any(|p| p.starts_with('f') || p.starts_with("bf"))
-        {
+        // Integer arithmetic without carry in or out, saturation or a high half (a `cvt`'s
+        // types are tested where it is read).
+        let float = |t: Option<Ty>| t.is_some_and(Ty::float);
+        let plain = match i.op {
+            Op::Arith(a) => {
+                !a.carry_in && !a.carry_out && !a.sat && a.half != Some(Half::Hi) && !float(a.ty)
+            }
+            Op::Mov(t) => !float(t),
+            Op::Convert(c) => !c.sat,
+            _ => false,
+        };
+        if i.guard.is_some() || !plain {
             return None;
         }
         let ops: Vec<Operand<'_>> = i.operands.iter().map(|o| Operand::parse(o)).collect();
@@ -702,20 +716,21 @@ impl Analysis<'_> {
                 }
             }
         };
-        let ty_bits = |p: &str| -> Option<u32> {
-            let b = super::ptx::type_bytes(p)? * 8;
+        // The bits of a 32- or 64-bit type.
+        let ty_bits = |t: Ty| -> Option<u32> {
+            let b = t.bytes()? * 8;
             matches!(b, 32 | 64).then_some(b as u32)
         };
-        let signed_ty = i.parts().any(|p| p.starts_with('s'));
-        let op = i.op();
-        Some(match op {
-            "mov" => opnd(1, win)?,
-            "add" | "sub" => {
+        let int = |t: Ty| t.signed() || t.unsigned();
+        use ArithOp::*;
+        Some(match i.op {
+            Op::Mov(_) => opnd(1, win)?,
+            Op::Arith(a) if matches!(a.op, Add | Sub) => {
                 let (x, y) = (opnd(1, win)?, opnd(2, win)?);
-                lin(x, y, op == "sub")
+                lin(x, y, a.op == Sub)
             }
-            "neg" => lin(Aff::fixed(Val::Imm(0)), opnd(1, win)?, true),
-            "shl" => {
+            Op::Arith(a) if a.op == Neg => lin(Aff::fixed(Val::Imm(0)), opnd(1, win)?, true),
+            Op::Arith(a) if a.op == Shl => {
                 let Some(Operand::Imm(n)) = ops.get(2) else {
                     return None;
                 };
@@ -727,43 +742,44 @@ impl Analysis<'_> {
                     k: x.k.and_then(|k| k.checked_mul(1i64.checked_shl(n)?)),
                 }
             }
-            "mul" | "mad" if i.has("lo") => {
+            Op::Arith(a) if matches!(a.op, Mul | Mad) && a.half == Some(Half::Lo) => {
                 let p = times(opnd(1, win)?, opnd(2, win)?)?;
-                if op == "mad" {
+                if a.op == Mad {
                     lin(p, opnd(3, win)?, false)
                 } else {
                     p
                 }
             }
-            "mul" | "mad" if i.has("wide") => {
-                let from = i.parts().filter_map(ty_bits).last()?;
+            Op::Arith(a) if matches!(a.op, Mul | Mad) && a.half == Some(Half::Wide) => {
+                let from = a.ty.and_then(ty_bits)?;
                 if from != 32 || bits != 64 {
                     return None;
                 }
-                let x = widen(opnd(1, win)?, from, signed_ty, win);
-                let y = widen(opnd(2, win)?, from, signed_ty, win);
+                let signed = a.ty.is_some_and(Ty::signed);
+                let x = widen(opnd(1, win)?, from, signed, win);
+                let y = widen(opnd(2, win)?, from, signed, win);
                 let p = times(x, y)?;
-                if op == "mad" {
+                if a.op == Mad {
                     lin(p, opnd(3, win)?, false)
                 } else {
                     p
                 }
             }
-            "cvt" => {
+            Op::Convert(Convert {
+                to: Some(dst),
+                from: Some(src),
+                sat: false,
+            }) => {
                 // `cvt.dst.src`: integer types only, no rounding or saturation.
-                let tys: Vec<&str> = i.parts().skip(1).collect();
-                let [dst, src] = tys[..] else { return None };
                 let (db, sb) = (ty_bits(dst)?, ty_bits(src)?);
-                if !matches!(dst.as_bytes()[0], b's' | b'u')
-                    || !matches!(src.as_bytes()[0], b's' | b'u')
-                {
+                if !int(dst) || !int(src) {
                     return None;
                 }
                 let x = opnd(1, win)?;
                 if db <= sb {
                     x
                 } else {
-                    widen(x, sb, src.starts_with('s'), win)
+                    widen(x, sb, src.signed(), win)
                 }
             }
             _ => return None,
@@ -774,10 +790,10 @@ impl Analysis<'_> {
         let c = self.l.ivs.get(t.iv)?;
         let wide = self.bits(&c.reg)?;
         let setp = self.f.instr(t.setp)?;
-        let setp_bits = setp
-            .parts()
-            .filter_map(|p| super::ptx::type_bytes(p).map(|b| b * 8))
-            .last()?;
+        let Op::Compare(Compare { ty: Some(ty), .. }) = setp.op else {
+            return None;
+        };
+        let setp_bits = ty.bytes()? * 8;
         // The compared width: the counter's, or its low bits for a narrowed test (the
         // narrowing is a ring operation: the low bits step by the step's low bits).
         let bits = u32::try_from(setp_bits).ok()?;
@@ -1175,6 +1191,18 @@ impl Gen {
     }
 }
 
+/// Whether the instruction names the local space: a local access (`ld.local`), a conversion
+/// of a local address (`cvta.local`), or another opcode naming it (`prefetch.local`,
+/// `alloca.local`).
+fn names_local(op: &Op) -> bool {
+    let space = match *op {
+        Op::Mem(m) => m.space,
+        Op::Cvta { space, .. } | Op::Other { space, .. } => space,
+        _ => return false,
+    };
+    space == Space::Local
+}
+
 #[cfg(test)]
 mod tests {
     //! The precheck against the loop it covers, both run by a small PTX interpreter: for
@@ -1190,6 +1218,10 @@ mod tests {
         plan(f, &cfg, &loops, c)
     }
 
+    fn is_load(i: &Instr) -> bool {
+        matches!(i.op, Op::Mem(m) if m.op == crate::ir::MemOp::Ld)
+    }
+
     /// A tiny interpreter for the instructions the fixtures and the precheck use.
     struct Machine<'a> {
         f: &'a Function,
@@ -1197,14 +1229,11 @@ mod tests {
         preds: HashMap<String, bool>,
     }
 
-    fn width(ty: &str) -> u32 {
-        ty[1..].parse().unwrap_or(64)
-    }
-
-    fn read(v: u64, ty: &str) -> i128 {
-        let w = width(ty);
+    /// `v` read as a value of type `ty` (64 bits without one).
+    fn read(v: u64, ty: Option<Ty>) -> i128 {
+        let w = ty.and_then(Ty::bytes).map_or(64, |b| b * 8);
         let m = if w == 64 { v } else { v & ((1u64 << w) - 1) };
-        if ty.starts_with('s') {
+        if ty.is_some_and(Ty::signed) {
             let sh = 64 - w;
             i128::from(((m << sh) as i64) >> sh)
         } else {
@@ -1248,72 +1277,74 @@ mod tests {
                     return None;
                 }
             }
-            let parts: Vec<&str> = i.parts().collect();
-            let ty = *parts.last().unwrap();
             let o = &i.operands;
             let v = |k: usize| self.val(&o[k]);
-            match parts[0] {
-                "bra" => return Some(o[0].trim().to_string()),
-                "ld" => {
+            use ArithOp::*;
+            match i.op {
+                Op::Branch { .. } => return Some(o[0].trim().to_string()),
+                Op::Mem(m) if m.op == crate::ir::MemOp::Ld => {
                     let a = Address::parse(&o[1]).unwrap();
                     let addr = self.val(a.base).wrapping_add(a.offset as u64);
                     loads.push(addr);
                     self.set(&o[0], 0);
                 }
-                "mov" if ty == "pred" => {
+                Op::Mov(Some(Ty::Pred)) => {
                     self.preds.insert(o[0].clone(), v(1) != 0);
                 }
-                "mov" => {
+                Op::Mov(_) => {
                     let x = v(1);
                     self.set(&o[0], x);
                 }
-                "add" => self.set(&o[0], v(1).wrapping_add(v(2))),
-                "sub" => self.set(&o[0], v(1).wrapping_sub(v(2))),
-                "neg" => self.set(&o[0], 0u64.wrapping_sub(v(1))),
-                "shl" => self.set(&o[0], v(1).wrapping_shl(v(2) as u32)),
-                "shr" => {
-                    let x = read(v(1), ty) >> v(2);
-                    self.set(&o[0], x as u64);
-                }
-                "and" => self.set(&o[0], v(1) & v(2)),
-                "or" => self.set(&o[0], v(1) | v(2)),
-                "max" => {
-                    let x = read(v(1), ty).max(read(v(2), ty));
-                    self.set(&o[0], x as u64);
-                }
-                "mul" | "mad" => {
-                    // The operands read as the type says (`.wide` widens them so); `.lo`
-                    // keeps the low bits whatever the reading.
-                    let p = read(v(1), ty) * read(v(2), ty);
-                    let r = match parts[1] {
-                        "hi" => (p >> 64) as u64,
-                        _ => p as u64,
-                    };
-                    let r = if parts[0] == "mad" {
-                        r.wrapping_add(v(3))
-                    } else {
-                        r
+                Op::Arith(a) if !a.carry_in => {
+                    let ty = a.ty;
+                    let r = match a.op {
+                        Add => v(1).wrapping_add(v(2)),
+                        Sub => v(1).wrapping_sub(v(2)),
+                        Neg => 0u64.wrapping_sub(v(1)),
+                        Shl => v(1).wrapping_shl(v(2) as u32),
+                        Shr => (read(v(1), ty) >> v(2)) as u64,
+                        And => v(1) & v(2),
+                        Or => v(1) | v(2),
+                        Max => read(v(1), ty).max(read(v(2), ty)) as u64,
+                        Mul | Mad => {
+                            // The operands read as the type says (`.wide` widens them so);
+                            // `.lo` keeps the low bits whatever the reading.
+                            let p = read(v(1), ty) * read(v(2), ty);
+                            let r = match a.half {
+                                Some(Half::Hi) => (p >> 64) as u64,
+                                _ => p as u64,
+                            };
+                            if a.op == Mad {
+                                r.wrapping_add(v(3))
+                            } else {
+                                r
+                            }
+                        }
+                        Div | Rem => {
+                            let (x, y) = (read(v(1), ty), read(v(2), ty));
+                            assert_ne!(y, 0, "division by zero in {i:?}");
+                            (if a.op == Div { x / y } else { x % y }) as u64
+                        }
+                        op => panic!("the interpreter does not know {op:?}: {i:?}"),
                     };
                     self.set(&o[0], r);
                 }
-                "div" | "rem" => {
-                    let (a, b) = (read(v(1), ty), read(v(2), ty));
-                    assert_ne!(b, 0, "division by zero in {i:?}");
-                    let r = if parts[0] == "div" { a / b } else { a % b };
-                    self.set(&o[0], r as u64);
-                }
-                "cvt" => {
-                    let x = read(v(1), parts[2]);
+                Op::Convert(c) => {
+                    let x = read(v(1), c.from);
                     self.set(&o[0], x as u64);
                 }
-                "selp" => {
+                Op::Select(_) => {
                     let x = if self.pred(&o[3]) { v(1) } else { v(2) };
                     self.set(&o[0], x);
                 }
-                "setp" => {
+                Op::Compare(Compare {
+                    value: false,
+                    cmp: Some(cmp),
+                    ty,
+                    combine,
+                }) => {
                     let (a, b) = (read(v(1), ty), read(v(2), ty));
-                    let (cmp, _) = Cmp::of_setp(parts[1]).unwrap();
-                    let mut r = match cmp {
+                    let mut r = match Cmp::of_cmp_op(cmp).unwrap() {
                         Cmp::Lt => a < b,
                         Cmp::Le => a <= b,
                         Cmp::Gt => a > b,
@@ -1321,12 +1352,12 @@ mod tests {
                         Cmp::Eq => a == b,
                         Cmp::Ne => a != b,
                     };
-                    if parts[2] == "or" {
+                    if combine == Some(Or) {
                         r |= self.pred(&o[3]);
                     }
                     self.preds.insert(o[0].clone(), r);
                 }
-                op => panic!("the interpreter does not know {op}: {i:?}"),
+                op => panic!("the interpreter does not know {op:?}: {i:?}"),
             }
             None
         }
@@ -1342,11 +1373,10 @@ mod tests {
         let mut none = Vec::new();
         for s in &code.stmts {
             if let StmtKind::Instr(i) = &s.kind {
-                if i.op() == "ret" {
-                    break;
-                }
-                if i.op() == "bra" {
-                    continue;
+                match i.op {
+                    Op::Return => break,
+                    Op::Branch { .. } => continue,
+                    _ => {}
                 }
                 mach.step(i, &mut none);
             }
@@ -1457,7 +1487,7 @@ mod tests {
         let load = f
             .stmts
             .iter()
-            .position(|s| matches!(&s.kind, StmtKind::Instr(i) if i.op() == "ld"))
+            .position(|s| matches!(&s.kind, StmtKind::Instr(i) if is_load(i)))
             .unwrap();
         let origin = Origin::Param {
             index: 0,
@@ -1622,7 +1652,7 @@ $L__BB0_2:
             let load = f
                 .stmts
                 .iter()
-                .position(|s| matches!(&s.kind, StmtKind::Instr(i) if i.op() == "ld"))
+                .position(|s| matches!(&s.kind, StmtKind::Instr(i) if is_load(i)))
                 .unwrap();
             let c: BTreeMap<(usize, usize), Candidate> = [(
                 (load, 1),
@@ -1659,6 +1689,17 @@ $L__BB0_2:
             &loop_from("and.b32 %r5, %r9, 255;", "0", "-1"),
             true
         ));
+    }
+
+    #[test]
+    fn local_memory_is_named_by_accesses_conversions_and_other_opcodes() {
+        let f = function(
+            "ld.local.u32 %r1, [%rd1];\n\tcvta.to.local.u64 %rd2, %rd1;\n\t\
+             prefetch.local.L1 [%rd1];\n\tld.global.u32 %r2, [%rd1];\n\t\
+             isspacep.shared %p1, %rd1;",
+        );
+        let named: Vec<bool> = f.instrs().map(|i| names_local(&i.op)).collect();
+        assert_eq!(named, [true, true, true, false, false]);
     }
 
     #[test]

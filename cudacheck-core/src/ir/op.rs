@@ -361,9 +361,11 @@ pub enum Op {
     /// `exit`, `trap`: the thread ends.
     Exit,
     /// An opcode the table knows, not modelled further; `writes_first`: its first operand is a
-    /// destination.
+    /// destination; `space`: the state space it names (`prefetch.local`, `isspacep.shared`,
+    /// `alloca.local`), `Generic` when it names none.
     Other {
         writes_first: bool,
+        space: Space,
     },
     /// An opcode the table does not know.
     Unknown,
@@ -498,6 +500,10 @@ impl Op {
                 bulk: has("bulk"),
             })
         };
+        let other = |writes_first: bool| Op::Other {
+            writes_first,
+            space: rest().find_map(Space::from_part).unwrap_or(Space::Generic),
+        };
         use ArithOp as A;
         match name {
             "add" => arith(A::Add, false),
@@ -612,11 +618,9 @@ impl Op {
             "ret" => Op::Return,
             "exit" | "trap" => Op::Exit,
             // A lone `cp` is no PTX opcode; as before, the table lists it as writing.
-            "cp" => Op::Other { writes_first: true },
-            _ if DEF_FIRST.contains(&name) => Op::Other { writes_first: true },
-            _ if USE_FIRST.contains(&name) => Op::Other {
-                writes_first: false,
-            },
+            "cp" => other(true),
+            _ if DEF_FIRST.contains(&name) => other(true),
+            _ if USE_FIRST.contains(&name) => other(false),
             _ => Op::Unknown,
         }
     }
@@ -786,11 +790,25 @@ mod tests {
     #[test]
     fn unknown_opcodes_pass_as_unknown() {
         assert_eq!(op("frobnicate.b32 %r1, %r2;"), Op::Unknown);
-        assert_eq!(op("popc.b32 %r1, %r2;"), Op::Other { writes_first: true });
+        assert_eq!(
+            op("popc.b32 %r1, %r2;"),
+            Op::Other {
+                writes_first: true,
+                space: Space::Generic
+            }
+        );
         assert_eq!(
             op("nanosleep.u32 %r1;"),
             Op::Other {
-                writes_first: false
+                writes_first: false,
+                space: Space::Generic
+            }
+        );
+        assert_eq!(
+            op("prefetch.local.L1 [%rd1];"),
+            Op::Other {
+                writes_first: true,
+                space: Space::Local
             }
         );
     }

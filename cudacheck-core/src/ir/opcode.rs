@@ -117,7 +117,9 @@ impl First {
             | Op::Select(_)
             | Op::Collective
             | Op::Call { returns: true }
-            | Op::Other { writes_first: true } => First::Def,
+            | Op::Other {
+                writes_first: true, ..
+            } => First::Def,
             Op::Mem(m) => match m.op {
                 MemOp::Wgmma { mma_async: true } => First::DefUse,
                 MemOp::Wgmma { mma_async: false }
@@ -136,6 +138,7 @@ impl First {
             | Op::Exit
             | Op::Other {
                 writes_first: false,
+                ..
             } => First::Use,
             Op::Unknown => First::DefUse,
         }
