@@ -3,9 +3,10 @@
 //! the table; launches go to `launch.rs`; the program's own waits are when fault records are
 //! read; a context going away has its launches read first.
 
+use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use super::alloc::Allocation;
 use super::ffi::{
@@ -77,13 +78,58 @@ fn arch(s: &State) -> Option<cudacheck_core::Arch> {
     s.current_device().map(|d| d.arch)
 }
 
+/// Loaded modules or libraries, by the program's handle (`State::modules`, `State::libraries`).
+type Registry = RwLock<HashMap<usize, Arc<Module>>>;
+
+/// What `handle` names in `registry`.
+fn registered(registry: &Registry, handle: usize) -> Option<Arc<Module>> {
+    registry
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&handle)
+        .cloned()
+}
+
+fn register(registry: &Registry, handle: usize, m: Arc<Module>) {
+    registry
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(handle, m);
+}
+
+/// Forgets an unloaded module or library; launches of its kernels still in flight are read
+/// first, while their tables are at hand.
+fn unregister(s: &State, registry: &Registry, handle: usize) {
+    let m = registry
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&handle);
+    if let Some(m) = m {
+        records::poll_all(s);
+        s.retire_module(&m);
+    }
+}
+
+/// Records the kernel handle `*out` the driver returned for `name` in `m`'s module.
+///
+/// # Safety
+/// The driver wrote `*out`; `name` is NUL-terminated.
+unsafe fn add_named_func(
+    s: &State,
+    m: Option<Arc<Module>>,
+    out: *const *mut c_void,
+    name: *const c_char,
+    is_kernel: bool,
+) {
+    // SAFETY: as the caller promises.
+    let (h, symbol) = unsafe { (*out as usize, CStr::from_ptr(name).to_string_lossy()) };
+    add_func(s, h, Func::new(m, symbol.into_owned(), is_kernel));
+}
+
 fn add_module(s: &State, handle: usize, mut m: Module) {
     // A module belongs to the context current at its load, and goes with it.
     m.ctx = s.current_context().map_or(0, |c| c as usize);
-    s.modules
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(handle, Arc::new(m));
+    register(&s.modules, handle, Arc::new(m));
 }
 
 pub unsafe fn module_load(
@@ -172,16 +218,7 @@ pub unsafe fn module_unload(
     module: CUmodule,
 ) -> CUresult {
     let s = state();
-    let m = s
-        .modules
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&(module as usize));
-    if let Some(m) = m {
-        // Launches of its kernels still in flight are read while their tables are at hand.
-        records::poll_all(s);
-        s.retire_module(&m);
-    }
+    unregister(s, &s.modules, module as usize);
     // SAFETY: the program's argument.
     unsafe { real(module) }
 }
@@ -196,15 +233,9 @@ pub unsafe fn module_get_function(
     let r = unsafe { real(f, module, name) };
     if r == CUDA_SUCCESS && !name.is_null() {
         let s = state();
-        let m = s
-            .modules
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(module as usize))
-            .cloned();
+        let m = registered(&s.modules, module as usize);
         // SAFETY: the driver wrote the handle; the name is NUL-terminated.
-        let (h, symbol) = unsafe { (*f as usize, CStr::from_ptr(name).to_string_lossy()) };
-        add_func(s, h, Func::new(m, symbol.into_owned(), false));
+        unsafe { add_named_func(s, m, f.cast(), name, false) };
     }
     r
 }
@@ -229,10 +260,7 @@ type LibLoad<T> = unsafe extern "C" fn(
 ) -> CUresult;
 
 fn add_library(s: &State, handle: usize, m: Module) {
-    s.libraries
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(handle, Arc::new(m));
+    register(&s.libraries, handle, Arc::new(m));
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -289,15 +317,7 @@ pub unsafe fn library_unload(
     library: CUlibrary,
 ) -> CUresult {
     let s = state();
-    let m = s
-        .libraries
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&(library as usize));
-    if let Some(m) = m {
-        records::poll_all(s);
-        s.retire_module(&m);
-    }
+    unregister(s, &s.libraries, library as usize);
     // SAFETY: the program's argument.
     unsafe { real(library) }
 }
@@ -312,15 +332,9 @@ pub unsafe fn library_get_kernel(
     let r = unsafe { real(kernel, library, name) };
     if r == CUDA_SUCCESS && !name.is_null() {
         let s = state();
-        let m = s
-            .libraries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(library as usize))
-            .cloned();
+        let m = registered(&s.libraries, library as usize);
         // SAFETY: the driver wrote the handle; the name is NUL-terminated.
-        let (h, symbol) = unsafe { (*kernel as usize, CStr::from_ptr(name).to_string_lossy()) };
-        add_func(s, h, Func::new(m, symbol.into_owned(), true));
+        unsafe { add_named_func(s, m, kernel.cast(), name, true) };
     }
     r
 }
@@ -334,19 +348,10 @@ pub unsafe fn library_get_module(
     let r = unsafe { real(module, library) };
     if r == CUDA_SUCCESS {
         let s = state();
-        let m = s
-            .libraries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(library as usize))
-            .cloned();
-        if let Some(m) = m {
+        if let Some(m) = registered(&s.libraries, library as usize) {
             // SAFETY: the driver wrote the handle.
             let h = unsafe { *module } as usize;
-            s.modules
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(h, m);
+            register(&s.modules, h, m);
         }
     }
     r

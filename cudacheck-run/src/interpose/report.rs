@@ -75,8 +75,7 @@ pub fn misaligned(
         w.loc.as_ref().map(|l| format!(" (at {l})")).unwrap_or_default(),
         w.bytes
     );
-    let stack = stack.map(Stack::symbolize).unwrap_or_default();
-    stack_lines(&mut msg, launched_at(), &stack);
+    let stack = launch_stack(&mut msg, stack);
     emit(
         func,
         format!("misaligned {} {k}", func.symbol),
@@ -136,12 +135,7 @@ fn assert_failed(info: &LaunchInfo, rec: &cudacheck_core::instrument::FaultRecor
          is still usable",
         plural(rec.count, "failed assertion", "failed assertions")
     );
-    let stack = info
-        .stack
-        .as_deref()
-        .map(Stack::symbolize)
-        .unwrap_or_default();
-    stack_lines(&mut msg, launched_at(), &stack);
+    let stack = launch_stack(&mut msg, info.stack.as_deref());
     emit(
         func,
         format!("assert {} {}", func.symbol, rec.site),
@@ -291,12 +285,7 @@ fn out_of_bounds(info: &LaunchInfo, rec: &cudacheck_core::instrument::FaultRecor
          allocation was touched and the context is still usable",
         plural(rec.count, "out-of-bounds access", "out-of-bounds accesses")
     );
-    let stack = info
-        .stack
-        .as_deref()
-        .map(Stack::symbolize)
-        .unwrap_or_default();
-    stack_lines(&mut msg, launched_at(), &stack);
+    let stack = launch_stack(&mut msg, info.stack.as_deref());
     if let Some(a) = &allocation {
         stack_lines(&mut msg, "allocated at", &a.stack);
     }
@@ -388,12 +377,7 @@ fn race_found(info: &LaunchInfo, r: &cudacheck_core::race::RaceRecord) {
         tuple(info.grid),
         tuple(info.block)
     );
-    let stack = info
-        .stack
-        .as_deref()
-        .map(Stack::symbolize)
-        .unwrap_or_default();
-    stack_lines(&mut msg, launched_at(), &stack);
+    let stack = launch_stack(&mut msg, info.stack.as_deref());
     let loc = site_of(r.current.site()).and_then(|s| s.loc.clone());
     emit(
         func,
@@ -553,6 +537,13 @@ fn launched_at() -> &'static str {
         StackMode::First => "launched at (the first launch of this kernel with this block and shared memory; `--stacks all` records every launch's)",
         _ => "launched at",
     }
+}
+
+/// The launch's host stack, symbolized, and said under `msg` (empty without one).
+fn launch_stack(msg: &mut String, stack: Option<&Stack>) -> Vec<String> {
+    let stack = stack.map(Stack::symbolize).unwrap_or_default();
+    stack_lines(msg, launched_at(), &stack);
+    stack
 }
 
 fn stack_lines(msg: &mut String, title: &str, frames: &[String]) {
