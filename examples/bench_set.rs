@@ -88,10 +88,23 @@ enum Op<'e> {
 
 type RunFn = Box<dyn for<'e> FnMut(Op<'e>) -> Result<Vec<u8>, Error>>;
 
+/// Checks the plain launch's output bytes (in [`Op::Read`]'s order) against a CPU reference
+/// or a property they must have.
+type CheckFn = Box<dyn Fn(&[u8]) -> Result<(), String>>;
+
 /// A case ready to run on the GPU: its buffers uploaded.
 struct Bench {
     size: String,
     run: RunFn,
+    check: Option<CheckFn>,
+}
+
+impl Bench {
+    /// With the plain output checked by `f` (a kernel that computes something else fails).
+    fn checked_by(mut self, f: impl Fn(&[u8]) -> Result<(), String> + 'static) -> Bench {
+        self.check = Some(Box::new(f));
+        self
+    }
 }
 
 type Setup = fn(&Arc<CudaStream>, &Kernel, &Spec) -> Result<Bench, BoxError>;
@@ -106,6 +119,35 @@ struct Spec {
     block: (u32, u32, u32),
     shared: u32,
     setup: Setup,
+    /// Kernels of the styles set (`--set styles`): their half and planted twin.
+    styled: Option<Styled>,
+}
+
+/// Which half of the styles set a kernel is in, fixed before any analysis was tuned on it
+/// (`bench/styles/README.md`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Half {
+    /// May be looked at while tuning analyses.
+    Tune,
+    /// Measured only: never looked at while tuning.
+    HeldOut,
+}
+
+impl Half {
+    fn name(self) -> &'static str {
+        match self {
+            Half::Tune => "tune",
+            Half::HeldOut => "held-out",
+        }
+    }
+}
+
+/// A styles-set kernel's half, and the buffer its planted twin (its file built with
+/// `PLANTED` defined) reads or writes out of bounds.
+#[derive(Clone, Copy)]
+struct Styled {
+    half: Half,
+    planted: &'static str,
 }
 
 // ---- Data ---------------------------------------------------------------------------------------
@@ -172,6 +214,15 @@ impl Poison for i32 {
 impl Poison for u32 {
     const POISON: u32 = u32::MAX;
 }
+impl Poison for u8 {
+    const POISON: u8 = u8::MAX;
+}
+impl Poison for i8 {
+    const POISON: i8 = -1;
+}
+impl Poison for i64 {
+    const POISON: i64 = -1;
+}
 
 /// An output buffer and the device copy of its initial contents, restored before each launch.
 struct Out<T> {
@@ -188,6 +239,14 @@ impl<T: DeviceRepr> Out<T> {
         Ok(Out {
             d: up(s, &v)?,
             init: up(s, &v)?,
+        })
+    }
+
+    /// For outputs the kernel updates in place: `init` restored before each launch.
+    fn from_host(s: &Arc<CudaStream>, init: &[T]) -> Result<Out<T>, Error> {
+        Ok(Out {
+            d: up(s, init)?,
+            init: up(s, init)?,
         })
     }
 
@@ -235,6 +294,7 @@ macro_rules! bench {
         $(let mut $o = $o;)*
         Ok(Bench {
             size: $size,
+            check: None,
             run: Box::new(move |op: Op<'_>| match op {
                 Op::Launch(on, ev) => {
                     $($o.reset(&s)?;)*
@@ -262,13 +322,16 @@ macro_rules! bench {
     }};
 }
 
-const E: &str = "elementwise.cu";
-const ST: &str = "stencil.cu";
-const G: &str = "gather.cu";
-const N: &str = "norm.cu";
-const R: &str = "reduce.cu";
-const L: &str = "linalg.cu";
-const LP: &str = "loops2.cu";
+#[path = "bench_set/styles.rs"]
+mod styles;
+
+const E: &str = "kernels/elementwise.cu";
+const ST: &str = "kernels/stencil.cu";
+const G: &str = "kernels/gather.cu";
+const N: &str = "kernels/norm.cu";
+const R: &str = "kernels/reduce.cu";
+const L: &str = "kernels/linalg.cu";
+const LP: &str = "kernels/loops2.cu";
 
 /// `size_t` arguments and the dims/strides buffers of the macro-generated kernels.
 fn info(s: &Arc<CudaStream>, v: &[usize]) -> Result<CudaSlice<u64>, Error> {
@@ -309,6 +372,7 @@ fn specs() -> Vec<Spec> {
             kernel: "add_mul_f32x4",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let n = (64 << 20) + 3;
                 let mut r = Rng::new(1);
@@ -325,6 +389,7 @@ fn specs() -> Vec<Spec> {
             kernel: "bias_gelu_h2",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (16384usize, 4096usize);
                 let mut r = Rng::new(2);
@@ -345,6 +410,7 @@ fn specs() -> Vec<Spec> {
             kernel: "usilu_f32",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 // A [4096, 8192] view of a [8192, 4096] buffer: strides (1, 4096).
                 let (d0, d1) = (4096usize, 8192usize);
@@ -364,6 +430,7 @@ fn specs() -> Vec<Spec> {
             kernel: "uexp_f32",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (d0, d1) = (8192usize, 8192usize);
                 let n = d0 * d1;
@@ -382,6 +449,7 @@ fn specs() -> Vec<Spec> {
             kernel: "usqrt_f16",
             block: (512, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let n = 64usize << 20;
                 let x = up(s, &Rng::new(5).halves(n))?;
@@ -398,6 +466,7 @@ fn specs() -> Vec<Spec> {
             kernel: "badd_f32",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (d0, d1) = (8192usize, 8192usize);
                 let n = d0 * d1;
@@ -418,6 +487,7 @@ fn specs() -> Vec<Spec> {
             kernel: "axpby_grid_stride",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let n = 64usize << 20;
                 let mut r = Rng::new(7);
@@ -435,6 +505,7 @@ fn specs() -> Vec<Spec> {
             kernel: "cast_scale<float, __half, 4>",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let n = (64usize << 20) + 100;
                 let x = up(s, &Rng::new(8).floats(n))?;
@@ -451,6 +522,7 @@ fn specs() -> Vec<Spec> {
             kernel: "conv3x3_guarded",
             block: (32, 8, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (c, h, w) = (16usize, 2048usize, 2048usize);
                 let mut r = Rng::new(9);
@@ -469,6 +541,7 @@ fn specs() -> Vec<Spec> {
             kernel: "conv1d_depthwise",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (c, len) = (256usize, 256usize << 10);
                 let mut r = Rng::new(10);
@@ -488,6 +561,7 @@ fn specs() -> Vec<Spec> {
             kernel: "stencil7_3d",
             block: (32, 8, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (nx, ny, nz) = (512usize, 512usize, 256usize);
                 let x = up(s, &Rng::new(11).floats(nx * ny * nz))?;
@@ -505,6 +579,7 @@ fn specs() -> Vec<Spec> {
             kernel: "blur5x5_tiled",
             block: (32, 8, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (h, w) = (8190usize, 8190usize);
                 let x = up(s, &Rng::new(12).floats(h * w))?;
@@ -521,6 +596,7 @@ fn specs() -> Vec<Spec> {
             kernel: "maxpool2x2_nchw",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (p, h, w) = (64usize, 1023usize, 1023usize);
                 let x = up(s, &Rng::new(13).floats(p * h * w))?;
@@ -540,6 +616,7 @@ fn specs() -> Vec<Spec> {
             kernel: "embedding_gather",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (vocab, rows, dim) = (32768usize, 65536usize, 1024usize);
                 let mut r = Rng::new(14);
@@ -559,6 +636,7 @@ fn specs() -> Vec<Spec> {
             kernel: "scatter_rows",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, dim) = (65536usize, 1024usize);
                 let mut r = Rng::new(15);
@@ -578,6 +656,7 @@ fn specs() -> Vec<Spec> {
             kernel: "scatter_add_i32",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (n, bins) = (64usize << 20, 1usize << 20);
                 let mut r = Rng::new(16);
@@ -595,6 +674,7 @@ fn specs() -> Vec<Spec> {
             kernel: "gather_axis1",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, src_cols, out_cols) = (8192usize, 8192usize, 4096usize);
                 let mut r = Rng::new(17);
@@ -617,6 +697,7 @@ fn specs() -> Vec<Spec> {
             kernel: "spmv_csr_scalar",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let rows = 2usize << 20;
                 let m = csr(rows, rows, 18);
@@ -637,6 +718,7 @@ fn specs() -> Vec<Spec> {
             kernel: "spmv_csr_warp",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let rows = 2usize << 20;
                 let m = csr(rows, rows, 18);
@@ -658,6 +740,7 @@ fn specs() -> Vec<Spec> {
             kernel: "layernorm_rows",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (16384usize, 4096usize);
                 let mut r = Rng::new(20);
@@ -676,6 +759,7 @@ fn specs() -> Vec<Spec> {
             kernel: "rmsnorm_warp",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (65536usize, 1024usize);
                 let mut r = Rng::new(21);
@@ -694,6 +778,7 @@ fn specs() -> Vec<Spec> {
             kernel: "softmax_warp_online",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (65536usize, 1024usize);
                 let x = up(s, &Rng::new(22).floats(rows * cols))?;
@@ -710,6 +795,7 @@ fn specs() -> Vec<Spec> {
             kernel: "softmax_smem_row",
             block: (256, 1, 1),
             shared: 4096 * 4,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (16384usize, 4096usize);
                 let x = up(s, &Rng::new(23).floats(rows * cols))?;
@@ -727,6 +813,7 @@ fn specs() -> Vec<Spec> {
             kernel: "block_reduce_sum<256>",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let n = 64usize << 20;
                 let x = up(s, &Rng::new(24).floats(n))?;
@@ -743,6 +830,7 @@ fn specs() -> Vec<Spec> {
             kernel: "absmax_warp",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let n = 64usize << 20;
                 let x = up(s, &Rng::new(25).floats(n))?;
@@ -759,6 +847,7 @@ fn specs() -> Vec<Spec> {
             kernel: "scan_block_inclusive",
             block: (1024, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let n = (64usize << 20) + 17;
                 let x = up(s, &Rng::new(26).ints(n, 16))?;
@@ -777,6 +866,7 @@ fn specs() -> Vec<Spec> {
             kernel: "row_dot_dynsmem",
             block: (256, 1, 1),
             shared: 256 * 4,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (16384usize, 4096usize);
                 let mut r = Rng::new(27);
@@ -797,6 +887,7 @@ fn specs() -> Vec<Spec> {
             kernel: "histogram256_shared",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let n = (256usize << 20) + 3;
                 let mut r = Rng::new(28);
@@ -816,6 +907,7 @@ fn specs() -> Vec<Spec> {
             kernel: "sgemm_tiled_4x4",
             block: (16, 16, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (m, n, kk) = (4000usize, 4000usize, 1000usize);
                 let mut r = Rng::new(29);
@@ -835,6 +927,7 @@ fn specs() -> Vec<Spec> {
             kernel: "transpose_padded",
             block: (32, 8, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (8192usize, 6000usize);
                 let x = up(s, &Rng::new(30).floats(rows * cols))?;
@@ -851,6 +944,7 @@ fn specs() -> Vec<Spec> {
             kernel: "gemv_batched_h2",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (batch, rows, cols) = (32usize, 4096usize, 2048usize);
                 let mut r = Rng::new(31);
@@ -870,6 +964,7 @@ fn specs() -> Vec<Spec> {
             kernel: "attention_small_tiles",
             block: (64, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (bh, seq, hd) = (64usize, 2048usize, 64usize);
                 let mut r = Rng::new(32);
@@ -891,6 +986,7 @@ fn specs() -> Vec<Spec> {
             kernel: "col_sum",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (512usize, 131072usize);
                 let x = up(s, &Rng::new(33).floats(rows * cols))?;
@@ -907,6 +1003,7 @@ fn specs() -> Vec<Spec> {
             kernel: "row_mean_pitched",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols, ld) = (16384usize, 4000usize, 4096usize);
                 let x = up(s, &Rng::new(34).floats(rows * ld))?;
@@ -924,6 +1021,7 @@ fn specs() -> Vec<Spec> {
             kernel: "strided_scale_copy",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 // Lanes of a pitched [iters, in_stride] input into a packed [iters, lanes] output.
                 let (lanes, iters, in_stride) = (65000usize, 1024usize, 65536usize);
@@ -943,6 +1041,7 @@ fn specs() -> Vec<Spec> {
             kernel: "dwconv3x3_nhwc",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (n, h, w, c) = (16usize, 112usize, 112usize, 128usize);
                 let mut r = Rng::new(36);
@@ -962,6 +1061,7 @@ fn specs() -> Vec<Spec> {
             kernel: "dwconv_nhwc_relu6<5>",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (n, h, w, c, stride) = (16usize, 112usize, 112usize, 192usize, 1usize);
                 let (oh, ow) = ((h - 1) / stride + 1, (w - 1) / stride + 1);
@@ -984,6 +1084,7 @@ fn specs() -> Vec<Spec> {
             kernel: "conv1d_ncl",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (b, ci, co, len) = (4usize, 64usize, 64usize, 8192usize);
                 let (ks, stride, pad, dil) = (7usize, 1usize, 6usize, 2usize);
@@ -1009,6 +1110,7 @@ fn specs() -> Vec<Spec> {
             kernel: "segment_sum_rows",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 // 0 to 31 rows a segment (empty ones included).
                 let (segments, dim) = (16384usize, 256usize);
@@ -1035,6 +1137,7 @@ fn specs() -> Vec<Spec> {
             kernel: "index_add_rows_i32",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, dim, dst_rows) = (262144usize, 256usize, 8192usize);
                 let mut r = Rng::new(40);
@@ -1054,6 +1157,7 @@ fn specs() -> Vec<Spec> {
             kernel: "histogram_range",
             block: (256, 1, 1),
             shared: 1000 * 4,
+            styled: None,
             setup: |s, k, sp| {
                 // One shared word a bin.
                 let nbins = sp.shared as usize / 4;
@@ -1073,6 +1177,7 @@ fn specs() -> Vec<Spec> {
             kernel: "batched_matvec",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (batch, m, kk) = (16384usize, 32usize, 128usize);
                 let mut r = Rng::new(42);
@@ -1094,6 +1199,7 @@ fn specs() -> Vec<Spec> {
             kernel: "stencil13_zqueue",
             block: (32, 8, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (nx, ny, nz) = (512usize, 512usize, 256usize);
                 let x = up(s, &Rng::new(43).floats(nx * ny * nz))?;
@@ -1111,6 +1217,7 @@ fn specs() -> Vec<Spec> {
             kernel: "rmsnorm_block_f16",
             block: (1024, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (16384usize, 4096usize);
                 let mut r = Rng::new(44);
@@ -1129,6 +1236,7 @@ fn specs() -> Vec<Spec> {
             kernel: "softmax_rows_3pass",
             block: (512, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 let (rows, cols) = (2048usize, 32000usize);
                 let x = up(s, &Rng::new(45).floats(rows * cols))?;
@@ -1144,6 +1252,7 @@ fn specs() -> Vec<Spec> {
             kernel: "strided_affine_f16",
             block: (256, 1, 1),
             shared: 0,
+            styled: None,
             setup: |s, k, sp| {
                 // Every other element from the second on (x[1::2]).
                 let (n, offset, step) = ((64usize << 20) + 7, 1usize, 2usize);
@@ -1177,6 +1286,15 @@ fn cov_json(c: Option<&Coverage>) -> serde_json::Value {
     }
 }
 
+fn race_json(c: &cudacheck::core::race::RaceCoverage) -> serde_json::Value {
+    serde_json::json!({
+        "checked": c.checked,
+        "barriers": c.barriers,
+        "unchecked": c.unchecked.len(),
+        "not_checked": c.not_checked,
+    })
+}
+
 fn unchecked_list(c: &Coverage) -> Vec<String> {
     c.unchecked
         .iter()
@@ -1207,9 +1325,17 @@ fn cov_cell(c: Option<&Coverage>) -> (String, String) {
 }
 
 fn kernel_of(sp: &Spec, arch: Option<Arch>) -> Result<Kernel, BoxError> {
+    build_kernel(sp, arch, false)
+}
+
+/// The kernel, or with `planted` its planted twin (its file built with `PLANTED` defined).
+fn build_kernel(sp: &Spec, arch: Option<Arch>, planted: bool) -> Result<Kernel, BoxError> {
     let mut b = Kernel::new(bench_kernel(sp.file)?, sp.kernel).sync(false);
     if let Some(a) = arch {
         b = b.arch(a);
+    }
+    if planted {
+        b = b.define("PLANTED", None);
     }
     Ok(b.build())
 }
@@ -1221,6 +1347,10 @@ struct DryRow {
     /// The build for the spec's launch shape (what a launch of that shape runs).
     shape: Option<Coverage>,
     symbol: String,
+    /// The planted twin built (styles set).
+    twin: bool,
+    /// The race-checked build's coverage (styles set, or `--races`).
+    races: Option<cudacheck::core::race::RaceCoverage>,
     failure: Option<String>,
 }
 
@@ -1229,6 +1359,8 @@ fn dry_one(sp: &Spec, arch: Arch) -> DryRow {
         coverage: None,
         shape: None,
         symbol: String::new(),
+        twin: false,
+        races: None,
         failure: None,
     };
     let res = (|| -> Result<(), BoxError> {
@@ -1240,6 +1372,19 @@ fn dry_one(sp: &Spec, arch: Arch) -> DryRow {
         r.coverage = k.coverage()?;
         if r.coverage.is_none() {
             return Err(format!("no kernel `{}` in the bounds-checked PTX", sp.kernel).into());
+        }
+        if races() || sp.styled.is_some() {
+            // The race-checked build of the launch shape.
+            r.races = Some(
+                k.race_coverage_for(sp.block, sp.shared)?
+                    .ok_or_else(|| format!("no kernel `{}` in the race-checked PTX", sp.kernel))?,
+            );
+        }
+        if sp.styled.is_some() {
+            // The planted twin builds, bounds-checked for the launch shape, too.
+            let twin = build_kernel(sp, Some(arch), true)?;
+            twin.check_offline_checked(arch, sp.block, sp.shared)?;
+            r.twin = true;
         }
         Ok(())
     })();
@@ -1277,7 +1422,19 @@ fn dry_run(specs: &[Spec], arch: Arch, outputs: &[&String]) -> Result<bool, BoxE
                 incomplete += 1;
                 "built; not fully checked".into()
             }
-            None => "built".into(),
+            None => {
+                let mut t = "built".to_string();
+                if let Some(c) = &r.races {
+                    t.push_str(&format!(
+                        "; race-checked: {} shared accesses, {} barriers",
+                        c.checked, c.barriers
+                    ));
+                }
+                if r.twin {
+                    t.push_str("; planted twin built");
+                }
+                t
+            }
         };
         total += 1;
         eprintln!(
@@ -1287,13 +1444,22 @@ fn dry_run(specs: &[Spec], arch: Arch, outputs: &[&String]) -> Result<bool, BoxE
         );
         md.push_str(&format!(
             "| {} | {} | {} | {cells} | {unchecked} | {scells}, {sunchecked} | {result} |\n",
-            sp.name, sp.style, sp.file
+            match sp.styled {
+                Some(st) => format!("{} ({})", sp.name, st.half.name()),
+                None => sp.name.to_string(),
+            },
+            sp.style,
+            sp.file
         ));
         rows.push(serde_json::json!({
             "kernel": sp.name,
             "style": sp.style,
-            "file": format!("bench/kernels/{}", sp.file),
+            "file": format!("bench/{}", sp.file),
             "symbol": r.symbol,
+            "half": sp.styled.map(|st| st.half.name()),
+            "planted_buffer": sp.styled.map(|st| st.planted),
+            "planted_twin_built": r.twin,
+            "races": r.races.as_ref().map(race_json),
             "block": [sp.block.0, sp.block.1, sp.block.2],
             "dynamic_shared_bytes": sp.shared,
             "coverage": cov_json(r.coverage.as_ref()),
@@ -1326,6 +1492,10 @@ fn dry_run(specs: &[Spec], arch: Arch, outputs: &[&String]) -> Result<bool, BoxE
 struct Row {
     name: &'static str,
     style: &'static str,
+    /// The styles set's half.
+    half: Option<Half>,
+    /// Whether the plain output was checked against a CPU reference (or property), and passed.
+    referenced: bool,
     size: String,
     plain_ms: f64,
     checked_ms: f64,
@@ -1371,6 +1541,10 @@ fn measure(s: &Arc<CudaStream>, sp: &Spec, row: &mut Row) -> Result<(), BoxError
         return Ok(());
     }
     let plain = (b.run)(Op::Read)?;
+    if let Some(check) = &b.check {
+        check(&plain).map_err(|e| format!("the plain output is wrong: {e}"))?;
+        row.referenced = true;
+    }
     (b.run)(Op::Launch(true, None))?;
     let checked = (b.run)(Op::Read)?;
     row.bytes = plain.len();
@@ -1421,6 +1595,8 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         let mut row = Row {
             name: sp.name,
             style: sp.style,
+            half: sp.styled.map(|st| st.half),
+            referenced: false,
             size: String::new(),
             plain_ms: f64::NAN,
             checked_ms: f64::NAN,
@@ -1456,18 +1632,11 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         .filter(|r| r.failure.is_none())
         .map(|r| (r, r.checked_ms / r.plain_ms))
         .collect();
-    let geomean = if timed.is_empty() {
-        f64::NAN
-    } else {
-        (timed.iter().map(|(_, x)| x.ln()).sum::<f64>() / timed.len() as f64).exp()
-    };
-    let worst = timed
-        .iter()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(r, x)| (r.name, *x));
+    let (geomean, worst) = summary(&timed);
+    let dir = specs.first().map_or("", |sp| sp.file.split('/').next().unwrap_or(""));
     let mut md = format!(
         "Benchmark set on {device}, {date}: bounds checking's cost on {} kernels written in \
-         the styles real code uses (bench/kernels/). Kernel times are CUDA events around the \
+         the styles real code uses (bench/{dir}/). Kernel times are CUDA events around the \
          kernel alone, medians of {RUNS} runs after {WARMUP} warm-up runs. Coverage is \
          `Kernel::coverage` of the bounds-checked build: accesses checked on the device (of \
          them, hoisted: checked once per thread before their loop, which then runs without \
@@ -1484,6 +1653,7 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         let (cells, unchecked) = cov_cell(r.coverage.as_ref());
         let same = match (&r.failure, r.first_difference) {
             (Some(f), _) => format!("FAILED: {}", f.replace('\n', " ")),
+            (None, None) if r.referenced => "yes; plain output matches the CPU reference".into(),
             (None, None) => "yes".into(),
             (None, Some(at)) => format!(
                 "**no**: {} of {} bytes differ, first at byte {at}",
@@ -1492,7 +1662,10 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         };
         md.push_str(&format!(
             "| {} | {} | {} | {:.3} | {:.3} | {:.3}x | {cells} | {} | {unchecked} | {same} |\n",
-            r.name,
+            match r.half {
+                Some(h) => format!("{} ({})", r.name, h.name()),
+                None => r.name.to_string(),
+            },
             r.style,
             r.size,
             r.plain_ms,
@@ -1536,6 +1709,28 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         timed.len(),
         worst.map_or("none".into(), |(n, x)| format!("{n} at {x:.3}x"))
     ));
+    let mut halves = serde_json::Map::new();
+    for h in [Half::Tune, Half::HeldOut] {
+        let part: Vec<(&Row, f64)> = timed.iter().filter(|(r, _)| r.half == Some(h)).copied().collect();
+        if rows.iter().all(|r| r.half != Some(h)) {
+            continue;
+        }
+        let (g, w) = summary(&part);
+        md.push_str(&format!(
+            "Half `{}`: geometric-mean slowdown {g:.3}x over {} kernels; worst: {}.\n",
+            h.name(),
+            part.len(),
+            w.map_or("none".into(), |(n, x)| format!("{n} at {x:.3}x"))
+        ));
+        halves.insert(
+            h.name().into(),
+            serde_json::json!({
+                "kernels": part.len(),
+                "geomean_slowdown": g,
+                "worst": w.map(|(n, x)| serde_json::json!({"kernel": n, "slowdown": x})),
+            }),
+        );
+    }
     print!("{md}");
     let json = serde_json::json!({
         "device": device,
@@ -1544,21 +1739,19 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         "warmup": WARMUP,
         "geomean_slowdown": geomean,
         "worst": worst.map(|(n, x)| serde_json::json!({"kernel": n, "slowdown": x})),
+        "halves": halves,
         "rows": rows.iter().map(|r| serde_json::json!({
             "kernel": r.name,
             "style": r.style,
+            "half": r.half.map(Half::name),
+            "plain_matches_reference": r.referenced,
             "size": r.size,
             "plain_kernel_ms": r.plain_ms,
             "checked_kernel_ms": r.checked_ms,
             "slowdown": r.checked_ms / r.plain_ms,
             "coverage": cov_json(r.coverage.as_ref()),
             "failed_host_checks": r.failed_host_checks,
-            "races": r.races.as_ref().map(|c| serde_json::json!({
-                "checked": c.checked,
-                "barriers": c.barriers,
-                "unchecked": c.unchecked.len(),
-                "not_checked": c.not_checked,
-            })),
+            "races": r.races.as_ref().map(race_json),
             "bytes_compared": r.bytes,
             "bytes_differing": r.differing,
             "first_difference": r.first_difference,
@@ -1568,6 +1761,124 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
     });
     write_outputs(outputs, &md, &json)?;
     Ok(mismatched == 0)
+}
+
+/// `--planted`: each kernel's planted twin launched bounds-checked (never plain), which must
+/// fail with [`Error::OutOfBounds`] naming the buffer its spec names at an index outside it;
+/// then the kernel itself, plain and bounds-checked, which must succeed with bit-identical
+/// outputs (the context is healthy after the fault).
+fn planted_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
+    let s = stream_or_exit();
+    let device = s.context().name()?;
+    let date = utc_now();
+    let mut md = format!(
+        "Planted bugs on {device}, {date}: each kernel's twin built with `PLANTED` defined, \
+         launched bounds-checked; the report must name the planted buffer at an index outside \
+         it, and the next launches (the kernel itself, plain and bounds-checked) must succeed \
+         with bit-identical outputs.\n\n\
+         | kernel | planted buffer | reported | next launch | result |\n|---|---|---|---|---|\n"
+    );
+    let (mut rows, mut missed) = (Vec::new(), 0usize);
+    for sp in specs {
+        let Some(st) = sp.styled else { continue };
+        let (reported, named) = match planted_once(&s, sp) {
+            Ok(Some(o)) => {
+                let outside = o.index < 0 || o.index as u64 >= o.len;
+                let text = format!("{}[{}] of {} ({:?})", o.buffer, o.index, o.len, o.access);
+                (text, o.buffer == st.planted && outside)
+            }
+            Ok(None) => ("no error".to_string(), false),
+            Err(e) => (format!("another error: {}", report(e.as_ref())), false),
+        };
+        let healthy = healthy_after(&s, sp);
+        let ok = named && healthy.is_ok();
+        missed += usize::from(!ok);
+        let next = healthy.as_ref().map_or_else(|e| e.clone(), |()| "ok".to_string());
+        eprintln!("{}: planted {}: {reported}; next launch {next}", sp.name, st.planted);
+        md.push_str(&format!(
+            "| {} ({}) | {} | {} | {} | {} |\n",
+            sp.name,
+            st.half.name(),
+            st.planted,
+            reported.replace('\n', " "),
+            next.replace('\n', " "),
+            if ok { "named" } else { "**MISSED**" }
+        ));
+        rows.push(serde_json::json!({
+            "kernel": sp.name,
+            "half": st.half.name(),
+            "planted_buffer": st.planted,
+            "reported": reported,
+            "named": named,
+            "next_launch": next,
+        }));
+    }
+    md.push_str(&format!(
+        "\n{} planted kernels; {} named exactly with a healthy next launch; {missed} missed.\n",
+        rows.len(),
+        rows.len() - missed
+    ));
+    print!("{md}");
+    let json = serde_json::json!({
+        "mode": "planted",
+        "device": device,
+        "date_utc": date,
+        "missed": missed,
+        "rows": rows,
+    });
+    write_outputs(outputs, &md, &json)?;
+    Ok(missed == 0)
+}
+
+/// The planted twin's bounds-checked launch: the out-of-bounds report, `None` when it
+/// succeeded, or the other error it returned.
+fn planted_once(
+    s: &Arc<CudaStream>,
+    sp: &Spec,
+) -> Result<Option<Box<cudacheck::OutOfBounds>>, BoxError> {
+    let k = build_kernel(sp, None, true)?;
+    let mut b = (sp.setup)(s, &k, sp)?;
+    let res = (b.run)(Op::Launch(true, None)).and_then(|_| cudacheck::synchronize(s));
+    match res {
+        Ok(()) => Ok(None),
+        Err(Error::OutOfBounds(o)) => Ok(Some(o)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The kernel itself after its twin's fault: plain and bounds-checked launches succeed with
+/// the same output bytes.
+fn healthy_after(s: &Arc<CudaStream>, sp: &Spec) -> Result<(), String> {
+    if cudacheck::is_poisoned(s) {
+        return Err("the context is poisoned".into());
+    }
+    let run = || -> Result<bool, BoxError> {
+        let k = kernel_of(sp, None)?;
+        let mut b = (sp.setup)(s, &k, sp)?;
+        (b.run)(Op::Launch(false, None))?;
+        let plain = (b.run)(Op::Read)?;
+        (b.run)(Op::Launch(true, None))?;
+        Ok(plain == (b.run)(Op::Read)?)
+    };
+    match run() {
+        Ok(true) => Ok(()),
+        Ok(false) => Err("plain and bounds-checked outputs differ".into()),
+        Err(e) => Err(report(e.as_ref())),
+    }
+}
+
+/// The geometric-mean slowdown and the worst kernel of `timed` (kernel, checked / plain).
+fn summary<'r>(timed: &[(&'r Row, f64)]) -> (f64, Option<(&'r str, f64)>) {
+    let geomean = if timed.is_empty() {
+        f64::NAN
+    } else {
+        (timed.iter().map(|(_, x)| x.ln()).sum::<f64>() / timed.len() as f64).exp()
+    };
+    let worst = timed
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(r, x)| (r.name, *x));
+    (geomean, worst)
 }
 
 /// One launch of each kernel, plain (`--plain-only`) or bounds-checked (`--checked-only`): for
@@ -1607,9 +1918,19 @@ fn run() -> Result<bool, BoxError> {
     let mut only: Option<&str> = None;
     let mut outputs = Vec::new();
     let mut it = args.iter();
-    let (mut dry, mut once_as) = (false, None);
+    let (mut dry, mut once_as, mut planted) = (false, None, false);
+    let (mut set, mut half) = ("kernels".to_string(), None);
     while let Some(a) = it.next() {
         match a.as_str() {
+            "--planted" => planted = true,
+            "--set" => set = it.next().ok_or("--set needs a value")?.clone(),
+            "--half" => {
+                half = Some(match it.next().map(String::as_str) {
+                    Some("tune") => Half::Tune,
+                    Some("held-out") => Half::HeldOut,
+                    _ => return Err("--half needs tune or held-out".into()),
+                })
+            }
             "--plain-only" => once_as = Some(false),
             "--checked-only" => once_as = Some(true),
             "--races" => RACES.store(true, std::sync::atomic::Ordering::Relaxed),
@@ -1624,12 +1945,21 @@ fn run() -> Result<bool, BoxError> {
             _ => outputs.push(a),
         }
     }
-    let mut specs = specs();
+    let mut specs = match set.as_str() {
+        "kernels" => specs(),
+        "styles" => styles::specs(),
+        s => return Err(format!("--set: no set {s} (kernels or styles)").into()),
+    };
+    if let Some(h) = half {
+        specs.retain(|sp| sp.styled.is_some_and(|st| st.half == h));
+    }
     if let Some(o) = only {
         // Several substrings, comma-separated: kernels matching any.
         specs.retain(|sp| o.split(',').any(|part| sp.name.contains(part)));
     }
-    if dry {
+    if planted && !dry {
+        planted_run(&specs, &outputs)
+    } else if dry {
         dry_run(&specs, arch, &outputs)
     } else if let Some(checked) = once_as {
         once(&specs, checked)

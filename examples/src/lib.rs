@@ -50,9 +50,10 @@ pub fn repo_root() -> PathBuf {
     }
 }
 
-/// `bench/kernels/<file>` of the repository: the benchmark set's kernels (`bench_set`).
+/// `bench/<file>` of the repository (`kernels/...`, `styles/...`): the benchmark sets' kernels
+/// (`bench_set`).
 pub fn bench_kernel(file: &str) -> Result<CudaSource, cudacheck::nvrtc::SourceReadError> {
-    CudaSource::from_file(repo_root().join("bench").join("kernels").join(file))
+    CudaSource::from_file(repo_root().join("bench").join(file))
 }
 
 /// The median of `v` (the upper one of an even count): what the benchmarks report.
