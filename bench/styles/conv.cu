@@ -49,17 +49,17 @@ extern "C" __global__ void col2im_s1(const float* __restrict__ col, float* __res
     int w = idx % W, h = (idx / W) % H, c = idx / (W * H);
     float acc = 0.0f;
     const float* cp = col + (size_t)c * K * K * OH * OW;
+#ifdef PLANTED
+    // `<=` over the window's rows: a row of taps past the channel's columns, past the
+    // columns for the last channel.
+    for (int i = 0; i <= K; ++i) {
+#else
     for (int i = 0; i < K; ++i) {
+#endif
         int oh = h + pad - i;
         for (int j = 0; j < K; ++j) {
             int ow = w + pad - j;
-#ifdef PLANTED
-            // `<=` on the output height: the last tap of the last channel reads a row past
-            // the columns.
-            if (oh >= 0 && oh <= OH && ow >= 0 && ow < OW)
-#else
             if (oh >= 0 && oh < OH && ow >= 0 && ow < OW)
-#endif
                 acc += cp[((size_t)(i * K + j) * OH + oh) * OW + ow];
         }
     }
