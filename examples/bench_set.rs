@@ -39,6 +39,16 @@
 //!
 //! `--only SUBSTRING[,SUBSTRING...]` keeps the kernels whose name contains one of them. The kernel files are read from
 //! `bench/kernels/` of `CUDACHECK_REPO`, or of the checkout the example was built in.
+//!
+//! `--set styles`: the second set instead, 30 kernels of `bench/styles/` in styles the first
+//! lacks (see its README), each in one of two halves fixed before any tuning, `tune` and
+//! `held-out` (`--half tune` or `--half held-out` keeps one); the report adds each half's
+//! geometric mean and worst, and seven kernels check the plain output against a CPU reference
+//! or a property. `--planted` (styles set): each kernel's planted twin (its file built with
+//! `PLANTED` defined) launched bounds-checked only, which must fail with
+//! [`Error::OutOfBounds`] naming the buffer the spec names; then the kernel itself, plain and
+//! bounds-checked, must succeed alike; exit status 1 on any miss. The styles set's dry run
+//! also builds each kernel race-checked and its planted twin.
 
 use std::error::Error as StdError;
 use std::sync::Arc;
@@ -1633,7 +1643,9 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         .map(|r| (r, r.checked_ms / r.plain_ms))
         .collect();
     let (geomean, worst) = summary(&timed);
-    let dir = specs.first().map_or("", |sp| sp.file.split('/').next().unwrap_or(""));
+    let dir = specs
+        .first()
+        .map_or("", |sp| sp.file.split('/').next().unwrap_or(""));
     let mut md = format!(
         "Benchmark set on {device}, {date}: bounds checking's cost on {} kernels written in \
          the styles real code uses (bench/{dir}/). Kernel times are CUDA events around the \
@@ -1711,7 +1723,11 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
     ));
     let mut halves = serde_json::Map::new();
     for h in [Half::Tune, Half::HeldOut] {
-        let part: Vec<(&Row, f64)> = timed.iter().filter(|(r, _)| r.half == Some(h)).copied().collect();
+        let part: Vec<(&Row, f64)> = timed
+            .iter()
+            .filter(|(r, _)| r.half == Some(h))
+            .copied()
+            .collect();
         if rows.iter().all(|r| r.half != Some(h)) {
             continue;
         }
@@ -1793,8 +1809,13 @@ fn planted_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
         let healthy = healthy_after(&s, sp);
         let ok = named && healthy.is_ok();
         missed += usize::from(!ok);
-        let next = healthy.as_ref().map_or_else(|e| e.clone(), |()| "ok".to_string());
-        eprintln!("{}: planted {}: {reported}; next launch {next}", sp.name, st.planted);
+        let next = healthy
+            .as_ref()
+            .map_or_else(|e| e.clone(), |()| "ok".to_string());
+        eprintln!(
+            "{}: planted {}: {reported}; next launch {next}",
+            sp.name, st.planted
+        );
         md.push_str(&format!(
             "| {} ({}) | {} | {} | {} | {} |\n",
             sp.name,

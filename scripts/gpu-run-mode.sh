@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `cudacheck run` on the GPU machine, every check in one command:
 #
-#   scripts/gpu-run-mode.sh bundle
+#   scripts/gpu-run-mode.sh bundle [benchset]
 #       here: the CLI (release, the interposer inside) into target/gpu-carry/cudacheck, the
 #       Rust test programs into target/run-programs/bin, the third-party sources into
-#       target/gpu-carry/run-thirdparty.tar.xz
+#       target/gpu-carry/run-thirdparty.tar.xz; with `benchset`, only the benchmark binary
+#       (target/gpu-carry/bench_set: enough for the styles parts)
 #   scripts/gpu-run-mode.sh run OUTDIR [PART...]
 #       GPU machine (carry ["target/gpu-carry", "target/run-programs/bin"]); parts, in order:
 #         programs    tests/run: planted bugs and correct twins (C++ built there by nvcc, Rust
@@ -16,6 +17,11 @@
 #         benchset    the benchmark set's kernels (examples/bench_set) bounds-checked by the
 #                     library and by `cudacheck run`, GPU time of each beside plain
 #                     (scripts/run-benchset-compare.py)
+#         styles      the styles set (bench/styles/, examples/bench_set --set styles): both
+#                     halves timed plain and bounds-checked, with per-half geometric means
+#         styles-planted  the styles set's planted twins, each bounds-checked: the buffer named,
+#                     the next launch healthy
+#         styles-races    the styles set race- and bounds-checked (--races, 10 timed runs)
 #       default: programs, bench and thirdparty. Everything each part wrote is packed into OUTDIR/logs.tar.xz; its
 #       tables (run-programs.md, run-bench.md, run-thirdparty.md) and the console log are put
 #       beside it (the device tool brings back at most 8 files).
@@ -26,13 +32,17 @@ case "${1:-}" in
   bundle)
     set -e
     eval "$(scripts/setup-cuda.sh)"
-    cargo rustc --release -p cudacheck-run --lib --features interpose --crate-type cdylib
-    CUDACHECK_PRELOAD_SO="$root/target/release/libcudacheck_run.so" cargo build --release -p cudacheck-cli
     mkdir -p target/gpu-carry
-    cp target/release/cudacheck target/gpu-carry/cudacheck
-    strip --strip-all target/gpu-carry/cudacheck
     cargo build --release -p cudacheck-examples --example bench_set
     cp target/release/examples/bench_set target/gpu-carry/bench_set
+    if [ "${2:-}" = benchset ]; then
+      du -sh target/gpu-carry/bench_set
+      exit 0
+    fi
+    cargo rustc --release -p cudacheck-run --lib --features interpose --crate-type cdylib
+    CUDACHECK_PRELOAD_SO="$root/target/release/libcudacheck_run.so" cargo build --release -p cudacheck-cli
+    cp target/release/cudacheck target/gpu-carry/cudacheck
+    strip --strip-all target/gpu-carry/cudacheck
     scripts/run-programs.sh build-rust
     scripts/run-thirdparty.sh bundle
     du -sh target/gpu-carry/* target/run-programs/bin
@@ -83,6 +93,22 @@ case "${1:-}" in
           python3 scripts/run-benchset-compare.py "$b/library.json" "$b/plain.json" \
             "$b/interposed.json" | tee "$out/run-benchset.md"
           tail -25 "$b/interposed.out"
+          ;;
+        styles | styles-planted | styles-races)
+          # One process each; its table and JSON come back beside the logs.
+          b="$work/styles"
+          mkdir -p "$b"
+          case "$p" in
+            styles) flags=() ;;
+            styles-planted) flags=(--planted) ;;
+            styles-races) flags=(--races) ;;
+          esac
+          CUDACHECK_BENCH_RUNS="${STYLES_RUNS:-$([ "$p" = styles-races ] && echo 10 || echo 30)}" \
+            CUDACHECK_REPO="$root" timeout "${STYLES_TIMEOUT:-280}" \
+            "$root/target/gpu-carry/bench_set" --set styles "${flags[@]}" "$out/$p.json" \
+            "$out/$p.md" > "$b/$p.out" 2>&1
+          echo "$p: exit $?"
+          tail -6 "$b/$p.out"
           ;;
         thirdparty)
           scripts/run-thirdparty.sh run "$bin" "$work/thirdparty"

@@ -51,7 +51,11 @@ fn f32_at(b: &[u8], i: usize) -> f32 {
 /// `got` equals `want` byte for byte, or where the first difference is.
 fn same_bytes(got: &[u8], want: &[u8], elem: usize) -> Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!("{} bytes, the reference has {}", got.len(), want.len()));
+        return Err(format!(
+            "{} bytes, the reference has {}",
+            got.len(),
+            want.len()
+        ));
     }
     match got.iter().zip(want).position(|(a, b)| a != b) {
         None => Ok(()),
@@ -168,7 +172,8 @@ pub(super) fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "conv3x3_pad_bump",
-            style: "direct 3x3 convolution, zero padding, input and weight pointers bumped per channel",
+            style:
+                "direct 3x3 convolution, zero padding, input and weight pointers bumped per channel",
             file: CONV,
             kernel: "conv3x3_pad_bump",
             block: (32, 8, 1),
@@ -177,8 +182,11 @@ pub(super) fn specs() -> Vec<Spec> {
             setup: |s, k, sp| {
                 let (ci, co, h, w) = (32usize, 32usize, 512usize, 512usize);
                 let mut r = Rng::new(103);
-                let (inp, wt, bias) = (up(s, &r.floats(ci * h * w))?, up(s, &r.floats(co * ci * 9))?,
-                    up(s, &r.floats(co))?);
+                let (inp, wt, bias) = (
+                    up(s, &r.floats(ci * h * w))?,
+                    up(s, &r.floats(co * ci * 9))?,
+                    up(s, &r.floats(co))?,
+                );
                 let out = Out::<f32>::poisoned(s, co * h * w)?;
                 bench!(s, k, sp, format!("{ci} to {co} channels, {h} x {w}"),
                     grid: (div(w, 32), div(h, 8), co as u32), outs: [out],
@@ -245,7 +253,8 @@ pub(super) fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "permute4_strided",
-            style: "4-d permute through sizes/strides/permutation struct passed by value, int64 math",
+            style:
+                "4-d permute through sizes/strides/permutation struct passed by value, int64 math",
             file: CONV,
             kernel: "permute4_strided",
             block: (256, 1, 1),
@@ -299,7 +308,8 @@ pub(super) fn specs() -> Vec<Spec> {
                             let (o_x, o_y, p) = (i % ow, i / ow % oh, i / (ow * oh));
                             let (ay, ax) = (a / w as i64, a % w as i64);
                             let (y0, x0) = (2 * o_y as i64 - 1, 2 * o_x as i64 - 1);
-                            let inside = a >= 0 && ay >= y0 && ay < y0 + 3 && ax >= x0 && ax < x0 + 3;
+                            let inside =
+                                a >= 0 && ay >= y0 && ay < y0 + 3 && ax >= x0 && ax < x0 + 3;
                             let plane = &x[p * h * w..(p + 1) * h * w];
                             let larger = (y0.max(0)..(y0 + 3).min(h as i64)).any(|y| {
                                 (x0.max(0)..(x0 + 3).min(w as i64))
@@ -350,7 +360,8 @@ pub(super) fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "resize_bilinear_rgb8",
-            style: "bilinear resize of interleaved RGB bytes, half-pixel centres, clamped neighbours",
+            style:
+                "bilinear resize of interleaved RGB bytes, half-pixel centres, clamped neighbours",
             file: WIN,
             kernel: "resize_bilinear_rgb8",
             block: (32, 8, 1),
@@ -376,7 +387,8 @@ pub(super) fn specs() -> Vec<Spec> {
             shared: 0,
             styled: tune("input"),
             setup: |s, k, sp| {
-                let (n, c, h, w, oh, ow) = (8usize, 32usize, 128usize, 128usize, 256usize, 256usize);
+                let (n, c, h, w, oh, ow) =
+                    (8usize, 32usize, 128usize, 128usize, 256usize, 256usize);
                 let mut r = Rng::new(111);
                 let input = up(s, &r.floats(n * c * h * w))?;
                 let grid: Vec<f32> = r.floats(n * oh * ow * 2).iter().map(|v| v * 1.1).collect();
@@ -441,8 +453,11 @@ pub(super) fn specs() -> Vec<Spec> {
                 let (rows, cols) = (32768usize, 16384usize);
                 let mut r = Rng::new(114);
                 let w = up(s, &bytes(&mut r, rows * cols / 2))?;
-                let scales: Vec<f16> =
-                    r.floats(rows * cols / 32).iter().map(|v| f16::from_f32(v * 0.01)).collect();
+                let scales: Vec<f16> = r
+                    .floats(rows * cols / 32)
+                    .iter()
+                    .map(|v| f16::from_f32(v * 0.01))
+                    .collect();
                 let (scales, x) = (up(s, &scales)?, up(s, &r.floats(cols))?);
                 let y = Out::<f32>::poisoned(s, rows)?;
                 bench!(s, k, sp, format!("{rows} x {cols} int4"), grid: div(rows, 8),
@@ -488,7 +503,13 @@ pub(super) fn specs() -> Vec<Spec> {
                 let words: Vec<u32> = (0..n / 32).map(|_| r.next() as u32).collect();
                 let scale = 1.25f32;
                 let want: Vec<f32> = (0..n)
-                    .map(|i| if words[i / 32] >> (i % 32) & 1 == 1 { xs[i] * scale } else { 0.0 })
+                    .map(|i| {
+                        if words[i / 32] >> (i % 32) & 1 == 1 {
+                            xs[i] * scale
+                        } else {
+                            0.0
+                        }
+                    })
                     .collect();
                 let (x, mask) = (up(s, &xs)?, up(s, &words)?);
                 let out = Out::<f32>::poisoned(s, n)?;
@@ -508,8 +529,11 @@ pub(super) fn specs() -> Vec<Spec> {
             styled: held("scales"),
             setup: |s, k, sp| {
                 let (rows, cols) = (32768usize, 4096usize);
-                let x: Vec<bf16> =
-                    Rng::new(117).floats(rows * cols).into_iter().map(bf16::from_f32).collect();
+                let x: Vec<bf16> = Rng::new(117)
+                    .floats(rows * cols)
+                    .into_iter()
+                    .map(bf16::from_f32)
+                    .collect();
                 let x = up(s, &x)?;
                 let q = Out::<i8>::poisoned(s, rows * cols)?;
                 let scales = Out::<f32>::poisoned(s, rows)?;
@@ -521,7 +545,8 @@ pub(super) fn specs() -> Vec<Spec> {
         // ---- sparse.cu: held-out, tune, ... (starts held-out: the halves are 15 and 15) ----
         Spec {
             name: "embedding_bag_sum",
-            style: "embedding bag, int64 indices and offsets, the last bag ending at the indices' end",
+            style:
+                "embedding bag, int64 indices and offsets, the last bag ending at the indices' end",
             file: SPARSE,
             kernel: "embedding_bag_sum",
             block: (128, 1, 1),
@@ -590,8 +615,11 @@ pub(super) fn specs() -> Vec<Spec> {
                         cols[slot * rows + row] = r.below(rows as u64) as i32;
                     }
                 }
-                let (cols, vals, x) = (up(s, &cols)?, up(s, &r.floats(rows * kk))?,
-                    up(s, &r.floats(rows))?);
+                let (cols, vals, x) = (
+                    up(s, &cols)?,
+                    up(s, &r.floats(rows * kk))?,
+                    up(s, &r.floats(rows))?,
+                );
                 let y = Out::<f32>::poisoned(s, rows)?;
                 bench!(s, k, sp, format!("{rows} rows, {kk} slots"), grid: div(rows, 256),
                     outs: [y],
@@ -611,7 +639,13 @@ pub(super) fn specs() -> Vec<Spec> {
                 let (n, nnz) = (4usize << 20, 32usize << 20);
                 let mut r = Rng::new(121);
                 let rows: Vec<i32> = (0..nnz)
-                    .map(|_| if r.below(64) == 0 { -1 } else { r.below(n as u64) as i32 })
+                    .map(|_| {
+                        if r.below(64) == 0 {
+                            -1
+                        } else {
+                            r.below(n as u64) as i32
+                        }
+                    })
                     .collect();
                 let cols: Vec<i32> = (0..nnz).map(|_| r.below(n as u64) as i32).collect();
                 let (vals, xs) = (small_ints(&mut r, nnz), small_ints(&mut r, n));
@@ -694,7 +728,8 @@ pub(super) fn specs() -> Vec<Spec> {
                             let r = &xs[row * cols..(row + 1) * cols];
                             let best = r.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                             let at = r.iter().position(|&v| v == best).unwrap() as i64;
-                            let i = i64::from_ne_bytes(got[8 * row..8 * row + 8].try_into().unwrap());
+                            let i =
+                                i64::from_ne_bytes(got[8 * row..8 * row + 8].try_into().unwrap());
                             let v = f32_at(&got[8 * rows..], row);
                             if (i, v) != (at, best) {
                                 return Err(format!("row {row}: {v} at {i}, not {best} at {at}"));
@@ -716,8 +751,11 @@ pub(super) fn specs() -> Vec<Spec> {
             setup: |s, k, sp| {
                 let (nq, nk) = (8192usize, 2048usize);
                 let mut r = Rng::new(125);
-                let (q, kk, v) = (up(s, &r.halves(nq * 64))?, up(s, &r.halves(nk * 64))?,
-                    up(s, &r.halves(nk * 64))?);
+                let (q, kk, v) = (
+                    up(s, &r.halves(nq * 64))?,
+                    up(s, &r.halves(nk * 64))?,
+                    up(s, &r.halves(nk * 64))?,
+                );
                 let out = Out::<f16>::poisoned(s, nq * 64)?;
                 bench!(s, k, sp, format!("{nq} queries x {nk} keys, d = 64"), grid: div(nq, 8),
                     outs: [out],
@@ -736,8 +774,11 @@ pub(super) fn specs() -> Vec<Spec> {
             setup: |s, k, sp| {
                 let (rows, d) = (32768usize, 1024usize);
                 let mut r = Rng::new(126);
-                let (x, dy, gamma) = (up(s, &r.floats(rows * d))?, up(s, &r.floats(rows * d))?,
-                    up(s, &r.floats(d))?);
+                let (x, dy, gamma) = (
+                    up(s, &r.floats(rows * d))?,
+                    up(s, &r.floats(rows * d))?,
+                    up(s, &r.floats(d))?,
+                );
                 let mean = up(s, &r.floats(rows))?;
                 let rstd: Vec<f32> = r.floats(rows).iter().map(|v| 1.0 + v.abs()).collect();
                 let rstd = up(s, &rstd)?;
@@ -781,7 +822,9 @@ pub(super) fn specs() -> Vec<Spec> {
                 let (n, buckets) = (1usize << 26, 1000usize);
                 let mut r = Rng::new(128);
                 // Neighbours mostly share a bucket, as sorted or clustered keys do.
-                let keys: Vec<u32> = (0..n).map(|i| (i as u32 >> 4) + r.below(2) as u32).collect();
+                let keys: Vec<u32> = (0..n)
+                    .map(|i| (i as u32 >> 4) + r.below(2) as u32)
+                    .collect();
                 let (keys, vals) = (up(s, &keys)?, up(s, &r.floats(n))?);
                 let counts = Out::<i32>::zeroed(s, buckets)?;
                 bench!(s, k, sp, format!("{n} keys, {buckets} buckets"), grid: div(n, 256),
@@ -825,7 +868,14 @@ pub(super) fn specs() -> Vec<Spec> {
             styled: held("y"),
             setup: |s, k, sp| {
                 let n = (1usize << 26) + 3;
-                let p = AxpbyParams { x_off: 3, y_off: 5, out_off: 7, n: n as i64, a: 1.5, b: -0.5 };
+                let p = AxpbyParams {
+                    x_off: 3,
+                    y_off: 5,
+                    out_off: 7,
+                    n: n as i64,
+                    a: 1.5,
+                    b: -0.5,
+                };
                 let mut r = Rng::new(130);
                 let (x, y) = (up(s, &r.floats(3 + n))?, up(s, &r.floats(5 + n))?);
                 let out = Out::<f32>::poisoned(s, 7 + n)?;

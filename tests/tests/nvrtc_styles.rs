@@ -14,7 +14,9 @@ fn entries(ptx: &str) -> Vec<(String, String)> {
     let mut rest = ptx;
     while let Some(at) = rest.find(".entry ") {
         let body = &rest[at + ".entry ".len()..];
-        let name = body[..body.find('(').expect("an entry's parameters")].trim().to_string();
+        let name = body[..body.find('(').expect("an entry's parameters")]
+            .trim()
+            .to_string();
         let end = body.find("\n}").map_or(body.len(), |e| e + 2);
         out.push((name, body[..end].to_string()));
         rest = &body[end..];
@@ -67,7 +69,10 @@ fn nvrtc_styles_set_builds_checked_each_kernel_with_a_planted_twin_and_a_half() 
             let k = Kernel::new(src.clone(), name.as_str()).arch(arch).build();
             k.check_offline_checked(arch, (256, 1, 1), 0)
                 .unwrap_or_else(|e| panic!("{}: {name}: {e}", src.name));
-            let cov = k.coverage().unwrap().expect("the kernel in the checked build");
+            let cov = k
+                .coverage()
+                .unwrap()
+                .expect("the kernel in the checked build");
             assert!(
                 cov.checked + cov.host_checked + cov.proven > 0,
                 "{name}: no access checked: {cov:?}"
