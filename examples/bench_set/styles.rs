@@ -203,7 +203,7 @@ pub(super) fn specs() -> Vec<Spec> {
             shared: 0,
             styled: held("in"),
             setup: |s, k, sp| {
-                let (n, c, h, w, r) = (8usize, 64usize, 128usize, 128usize, 2usize);
+                let (n, c, h, w, r) = (16usize, 64usize, 128usize, 128usize, 2usize);
                 let x = Rng::new(104).halves(n * c * r * r * h * w);
                 let (oh, ow) = (h * r, w * r);
                 let mut want = vec![f16::ZERO; x.len()];
@@ -261,7 +261,7 @@ pub(super) fn specs() -> Vec<Spec> {
             shared: 0,
             styled: held("in"),
             setup: |s, k, sp| {
-                let size = [8i64, 64, 128, 128];
+                let size = [32i64, 64, 128, 128];
                 let n = size.iter().product::<i64>() as usize;
                 let st = ByValue(Strided4 {
                     size,
@@ -270,7 +270,7 @@ pub(super) fn specs() -> Vec<Spec> {
                 });
                 let inp = up(s, &Rng::new(106).floats(n))?;
                 let out = Out::<f32>::poisoned(s, n)?;
-                bench!(s, k, sp, "8 x 64 x 128 x 128, NCHW to NHWC".into(), grid: STRIDE_GRID,
+                bench!(s, k, sp, "32 x 64 x 128 x 128, NCHW to NHWC".into(), grid: STRIDE_GRID,
                     outs: [out], |l| l.arg(&inp).arg_mut(&mut out.d).arg(&st))
             },
         },
@@ -368,7 +368,7 @@ pub(super) fn specs() -> Vec<Spec> {
             shared: 0,
             styled: held("src"),
             setup: |s, k, sp| {
-                let (h, w, oh, ow) = (2048usize, 2048usize, 4096usize, 4096usize);
+                let (h, w, oh, ow) = (4096usize, 4096usize, 8192usize, 8192usize);
                 let src = up(s, &bytes(&mut Rng::new(110), h * w * 3))?;
                 let dst = Out::<u8>::poisoned(s, oh * ow * 3)?;
                 let d = [h, w, oh, ow].map(|v| v as i32);
@@ -388,7 +388,7 @@ pub(super) fn specs() -> Vec<Spec> {
             styled: tune("input"),
             setup: |s, k, sp| {
                 let (n, c, h, w, oh, ow) =
-                    (8usize, 32usize, 128usize, 128usize, 256usize, 256usize);
+                    (16usize, 32usize, 128usize, 128usize, 256usize, 256usize);
                 let mut r = Rng::new(111);
                 let input = up(s, &r.floats(n * c * h * w))?;
                 let grid: Vec<f32> = r.floats(n * oh * ow * 2).iter().map(|v| v * 1.1).collect();
@@ -410,7 +410,7 @@ pub(super) fn specs() -> Vec<Spec> {
             shared: 0,
             styled: held("in"),
             setup: |s, k, sp| {
-                let (nc, d) = (16usize, 64usize);
+                let (nc, d) = (32usize, 64usize);
                 let inp = up(s, &Rng::new(112).floats(nc * d * d * d))?;
                 let out = Out::<f32>::poisoned(s, nc * 8 * d * d * d)?;
                 let di = d as i32;
