@@ -153,11 +153,22 @@ impl Half {
 }
 
 /// A styles-set kernel's half, and the buffer its planted twin (its file built with
-/// `PLANTED` defined) reads or writes out of bounds.
+/// `PLANTED` defined) reads or writes out of bounds: `name`, or `name[index]` where every
+/// faulting thread has the same index, which the report must then give too.
 #[derive(Clone, Copy)]
 struct Styled {
     half: Half,
     planted: &'static str,
+}
+
+impl Styled {
+    /// The planted buffer's name and, when the spec gives it, the index.
+    fn planted_at(&self) -> (&'static str, Option<i64>) {
+        match self.planted.split_once('[') {
+            Some((name, i)) => (name, i.trim_end_matches(']').parse().ok()),
+            None => (self.planted, None),
+        }
+    }
 }
 
 // ---- Data ---------------------------------------------------------------------------------------
@@ -1801,7 +1812,9 @@ fn planted_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
             Ok(Some(o)) => {
                 let outside = o.index < 0 || o.index as u64 >= o.len;
                 let text = format!("{}[{}] of {} ({:?})", o.buffer, o.index, o.len, o.access);
-                (text, o.buffer == st.planted && outside)
+                let (buffer, index) = st.planted_at();
+                let at = index.is_none_or(|i| i == o.index);
+                (text, o.buffer == buffer && outside && at)
             }
             Ok(None) => ("no error".to_string(), false),
             Err(e) => (format!("another error: {}", report(e.as_ref())), false),

@@ -201,7 +201,7 @@ pub(super) fn specs() -> Vec<Spec> {
             kernel: "pixel_shuffle_f16",
             block: (256, 1, 1),
             shared: 0,
-            styled: held("in"),
+            styled: held("in[67108864]"),
             setup: |s, k, sp| {
                 let (n, c, h, w, r) = (16usize, 64usize, 128usize, 128usize, 2usize);
                 let x = Rng::new(104).halves(n * c * r * r * h * w);
@@ -448,7 +448,7 @@ pub(super) fn specs() -> Vec<Spec> {
             kernel: "dequant_int4_matvec",
             block: (256, 1, 1),
             shared: 0,
-            styled: tune("x"),
+            styled: tune("x[16384]"),
             setup: |s, k, sp| {
                 let (rows, cols) = (32768usize, 16384usize);
                 let mut r = Rng::new(114);
@@ -526,7 +526,7 @@ pub(super) fn specs() -> Vec<Spec> {
             kernel: "quantize_rows_int8",
             block: (256, 1, 1),
             shared: 0,
-            styled: held("scales"),
+            styled: held("scales[32768]"),
             setup: |s, k, sp| {
                 let (rows, cols) = (32768usize, 4096usize);
                 let x: Vec<bf16> = Rng::new(117)
@@ -551,7 +551,7 @@ pub(super) fn specs() -> Vec<Spec> {
             kernel: "embedding_bag_sum",
             block: (128, 1, 1),
             shared: 0,
-            styled: held("offsets"),
+            styled: held("offsets[65536]"),
             setup: |s, k, sp| {
                 let (num, d, bags) = (262_144usize, 128usize, 65_536usize);
                 let mut r = Rng::new(118);
@@ -634,7 +634,7 @@ pub(super) fn specs() -> Vec<Spec> {
             kernel: "spmv_coo_atomic",
             block: (256, 1, 1),
             shared: 0,
-            styled: tune("row"),
+            styled: tune("row[33554432]"),
             setup: |s, k, sp| {
                 let (n, nnz) = (4usize << 20, 32usize << 20);
                 let mut r = Rng::new(121);
@@ -817,7 +817,7 @@ pub(super) fn specs() -> Vec<Spec> {
             kernel: "bucket_count_warp_agg",
             block: (256, 1, 1),
             shared: 0,
-            styled: held("counts"),
+            styled: held("counts[1000]"),
             setup: |s, k, sp| {
                 let (n, buckets) = (1usize << 26, 1000usize);
                 let mut r = Rng::new(128);
