@@ -493,3 +493,50 @@ fn the_model_serialises() {
     assert_eq!(json["kernels"][0]["name"], "saxpy");
     assert_eq!(json["kernels"][0]["params"][0]["ty"]["Scalar"], "Float");
 }
+
+/// Two versions of a loop header or of an opening `if (...) {` under `#ifdef` (a debug twin, a
+/// tuning switch): every kernel of the file keeps its parameters' names, the ones after it too.
+#[test]
+fn conditionals_inside_bodies_keep_every_kernel_whole() {
+    let m = parse(
+        "extern \"C\" __global__ void gather_rows(const float* __restrict__ src,\n\
+         \x20                                      float* __restrict__ dst, int rows, int cols)\n\
+         {\n\
+         \x20   long long total = (long long)rows * cols;\n\
+         \x20   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n\
+         #ifdef WIDE_TAIL\n\
+         \x20        i <= total;\n\
+         #else\n\
+         \x20        i < total;\n\
+         #endif\n\
+         \x20        i += (long long)blockDim.x * gridDim.x)\n\
+         \x20       dst[i] = src[i];\n\
+         }\n\
+         \n\
+         extern \"C\" __global__ void window_sum(const float* in, float* out, int n, int k)\n\
+         {\n\
+         \x20   int t = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20   float acc = 0.0f;\n\
+         #if K_INCLUSIVE\n\
+         \x20   for (int j = 0; j <= k; ++j) {\n\
+         #else\n\
+         \x20   for (int j = 0; j < k; ++j) {\n\
+         #endif\n\
+         \x20       acc += in[t + j];\n\
+         \x20   }\n\
+         \x20   if (t < n) out[t] = acc;\n\
+         }\n",
+    );
+    let names = |k: &str| -> Vec<Option<String>> {
+        kernel(&m, k)
+            .params
+            .iter()
+            .map(|p| p.name.clone())
+            .collect()
+    };
+    let some = |v: &[&str]| v.iter().map(|s| Some((*s).to_owned())).collect::<Vec<_>>();
+    assert_eq!(names("gather_rows"), some(&["src", "dst", "rows", "cols"]));
+    assert_eq!(names("window_sum"), some(&["in", "out", "n", "k"]));
+    // Line numbers are those of the file.
+    assert_eq!(kernel(&m, "window_sum").location.line, 15);
+}

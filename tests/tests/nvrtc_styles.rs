@@ -57,6 +57,9 @@ fn nvrtc_styles_set_builds_checked_each_kernel_with_a_planted_twin_and_a_half() 
     for f in &files {
         let src = CudaSource::from_file(f).unwrap();
         let plain = entries(&ptx(&src, arch, false));
+        // A report names a buffer by its parameter's name, read from the source: each kernel
+        // has one for every parameter (the `#ifdef PLANTED` twins inside bodies included).
+        let model = cudacheck_core::source::parse_source(&src.text, &src.name).unwrap();
         let planted = entries(&ptx(&src, arch, true));
         assert!(!plain.is_empty(), "{}: no kernels", src.name);
         for (name, body) in &plain {
@@ -65,6 +68,15 @@ fn nvrtc_styles_set_builds_checked_each_kernel_with_a_planted_twin_and_a_half() 
                 twin.is_some_and(|(_, b)| b != body),
                 "{}: {name} has no planted twin (the same code with PLANTED defined)",
                 src.name
+            );
+            let decl = model
+                .kernel(name)
+                .unwrap_or_else(|| panic!("{}: the source model misses {name}", src.name));
+            assert!(
+                decl.params.iter().all(|p| p.name.is_some()),
+                "{}: {name} has unnamed parameters: {:?}",
+                src.name,
+                decl.params
             );
             let k = Kernel::new(src.clone(), name.as_str()).arch(arch).build();
             k.check_offline_checked(arch, (256, 1, 1), 0)

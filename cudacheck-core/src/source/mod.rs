@@ -20,7 +20,8 @@
 //! # Ok::<(), cudacheck_core::source::SourceError>(())
 //! ```
 //!
-//! The parser does not run the preprocessor: kernels in every `#if`/`#else` branch are found,
+//! The parser does not run the preprocessor: kernels in every `#if`/`#else` branch are found
+//! (a conditional inside a function body or an expression is read in its first branch only),
 //! `#include`d files are only listed, and kernels that macros generate are reported as
 //! [`MacroKernel`]s with a best-effort expansion of the invocations in this file.
 

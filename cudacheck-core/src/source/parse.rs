@@ -82,12 +82,18 @@ pub(super) fn parse(text: &str, file_name: &str) -> Result<SourceModel, SourceEr
     let failed = || SourceError::ParseFailed {
         file_name: file_name.to_owned(),
     };
-    let mut tree = parser.parse(text, None).ok_or_else(failed)?;
+    // A conditional inside a function body is read in one version only (its first branch):
+    // the grammar reads every branch as code, and two versions of one loop header or of an
+    // opening `if (...) {` make it lose the rest of the function (a kernel's parameter names
+    // with it). Blanking keeps every byte offset, so the tree still indexes `text`.
+    let one_version = crate::text::directive::first_branch_within_code(text);
+    let seen = one_version.as_deref().unwrap_or(text);
+    let mut tree = parser.parse(seen, None).ok_or_else(failed)?;
     // The grammar does not know `__align__(N)` and misreads declarations around it
     // (`extern __shared__ __align__(16) unsigned char smem[];` becomes a type named
     // `__align__`). Blanking those attributes keeps every byte offset, so the tree of the
     // blanked text still indexes the original text.
-    if let Some(blanked) = macros::blank_align_attributes(&tree, text) {
+    if let Some(blanked) = macros::blank_align_attributes(&tree, seen) {
         tree = parser.parse(&blanked, None).ok_or_else(failed)?;
     }
     let root = tree.root_node();

@@ -209,9 +209,116 @@ pub fn conditionals(dirs: &[Directive]) -> Vec<Conditional> {
     out
 }
 
+/// `src` with every conditional group that stands inside code kept to its first branch: a
+/// group opened inside braces, parentheses or brackets (two versions of a loop header, of a
+/// statement in a function body), or one whose branches open or close them unevenly, has its
+/// other branches and its directive lines made spaces (line breaks kept: the same length,
+/// offsets and line numbers). A parser that reads every branch as code would otherwise read
+/// `for (i = 0; i <= n; i < n; ++i)` and lose the rest of the function. Groups between
+/// declarations, balanced in every branch, are kept whole (each branch's kernels are found).
+/// `None` when no group needs it.
+pub fn first_branch_within_code(src: &str) -> Option<String> {
+    let dirs = directives(src);
+    let groups: Vec<Conditional> = conditionals(&dirs)
+        .into_iter()
+        .filter(|g| g.branches.len() > 1 && g.end.is_some())
+        .collect();
+    if groups.is_empty() {
+        return None;
+    }
+    // Each branch's text: from the end of its directive to the start of the next one's.
+    let branch_ranges = |g: &Conditional| -> Vec<Range<usize>> {
+        let ends = g.branches.iter().skip(1).copied().chain(g.end);
+        g.branches
+            .iter()
+            .zip(ends)
+            .map(|(&b, e)| dirs[b].span.end..dirs[e].span.start)
+            .collect()
+    };
+    // Each token's step in nesting (none inside a directive line), found by position.
+    let toks = tokens(src);
+    let starts: Vec<usize> = toks.iter().map(|t| t.span.start).collect();
+    let index = |at: usize| starts.partition_point(|&s| s < at);
+    let mut d = 0;
+    let steps: Vec<i64> = toks
+        .iter()
+        .map(|t| {
+            while dirs.get(d).is_some_and(|x| x.span.end <= t.span.start) {
+                d += 1;
+            }
+            match t.kind {
+                _ if dirs.get(d).is_some_and(|x| x.span.contains(&t.span.start)) => 0,
+                Kind::Punct if matches!(t.text.as_str(), "{" | "(" | "[") => 1,
+                Kind::Punct if matches!(t.text.as_str(), "}" | ")" | "]") => -1,
+                _ => 0,
+            }
+        })
+        .collect();
+    let delta = |r: &Range<usize>| -> i64 { steps[index(r.start)..index(r.end)].iter().sum() };
+    // The depth at each group's opening, counting each group's first branch only (the one the
+    // parser will see for the groups that are cut, and as good as any for balanced ones).
+    let mut counted = steps.clone();
+    for g in &groups {
+        for r in branch_ranges(g).into_iter().skip(1) {
+            counted[index(r.start)..index(r.end)].fill(0);
+        }
+    }
+    let mut depth = Vec::with_capacity(counted.len() + 1);
+    depth.push(0i64);
+    for s in &counted {
+        depth.push(depth.last().copied().unwrap_or(0) + s);
+    }
+    let depth_at = |at: usize| depth[index(at)];
+    let mut cut: Vec<Range<usize>> = Vec::new();
+    for g in &groups {
+        let branches = branch_ranges(g);
+        let opens_inside = depth_at(dirs[g.branches[0]].span.start) > 0;
+        let uneven = branches.iter().any(|r| delta(r) != 0);
+        if !(opens_inside || uneven) {
+            continue;
+        }
+        cut.extend(branches.into_iter().skip(1));
+        cut.extend(
+            g.branches
+                .iter()
+                .chain(g.end.iter())
+                .map(|&d| dirs[d].span.clone()),
+        );
+    }
+    (!cut.is_empty()).then(|| blank(src, cut))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_inside_code_keep_their_first_branch() {
+        let src = "__global__ void k(float* a, int n)\n{\n    for (int i = 0;\n#ifdef P\n         i <= n;\n#else\n         i < n;\n#endif\n         ++i) a[i] = 0;\n#if A\n    if (n) {\n#else\n    if (!n) {\n#endif\n    }\n}\n";
+        let out = first_branch_within_code(src).expect("two groups inside a body");
+        assert_eq!(out.len(), src.len());
+        assert_eq!(out.lines().count(), src.lines().count());
+        assert!(out.contains("i <= n;") && !out.contains("i < n;"), "{out}");
+        assert!(
+            out.contains("if (n) {") && !out.contains("if (!n)"),
+            "{out}"
+        );
+        assert!(!out.contains('#'), "{out}");
+        // Between declarations, balanced: both versions of the kernel stay.
+        let top =
+            "#if A\n__global__ void k(int a) {}\n#else\n__global__ void k(long a) {}\n#endif\n";
+        assert_eq!(first_branch_within_code(top), None);
+        // A signature split over branches is uneven, even at the top level.
+        let sig =
+            "#ifdef P\n__global__ void k(int a) {\n#else\n__global__ void k(long a) {\n#endif\n}\n";
+        let out = first_branch_within_code(sig).expect("uneven branches");
+        assert!(out.contains("int a") && !out.contains("long a"), "{out}");
+        // Nothing to do without an #else.
+        assert_eq!(
+            first_branch_within_code("void f() {\n#ifdef P\n x();\n#endif\n}\n"),
+            None
+        );
+    }
 
     #[test]
     fn defines_of_every_form() {
