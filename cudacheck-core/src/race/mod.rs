@@ -144,6 +144,9 @@ pub enum RaceSiteKind {
     Barrier,
     /// `__syncwarp(mask)`.
     WarpSync,
+    /// A kernel's `ret` or `exit` (of a kernel with barriers): where threads that left a
+    /// block before a barrier went.
+    Exit,
 }
 
 impl fmt::Display for RaceSiteKind {
@@ -154,6 +157,7 @@ impl fmt::Display for RaceSiteKind {
             RaceSiteKind::Atomic => "atomic",
             RaceSiteKind::Barrier => "barrier",
             RaceSiteKind::WarpSync => "__syncwarp",
+            RaceSiteKind::Exit => "exit",
         })
     }
 }
@@ -238,7 +242,7 @@ impl RacePtx {
 /// alignment of the arrays, which the kernel measures itself and checks against what it got).
 pub const fn shadow_bytes(static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
     let words = (static_shared_bytes as u64 + dynamic_shared_bytes as u64 + 256).div_ceil(4);
-    let bytes = 16 + 32 + 24 * words;
+    let bytes = 16 + 48 + 24 * words;
     if bytes > u32::MAX as u64 {
         u32::MAX
     } else {
