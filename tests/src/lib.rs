@@ -230,18 +230,6 @@ pub fn nvrtc_or_skip() -> bool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kernels_are_found() {
-        let files = kernel_files();
-        assert!(files.contains(&"saxpy.cu".to_string()), "{files:?}");
-        assert!(kernel_source("saxpy.cu").text.contains("saxpy"));
-    }
-}
-
 /// `src` compiled to PTX for `arch` by NVRTC, bounds-instrumented (with host checks),
 /// race-instrumented for launches with `dynamic` bytes of dynamic shared memory, and assembled
 /// by nvJitLink (so ptxas accepts the rewrite). Panics naming the file on any failure.
@@ -266,4 +254,16 @@ pub fn race_build(
     assemble_ptx(&r.ptx, arch, &src.name)
         .unwrap_or_else(|e| panic!("{} ({}): {e}", src.name, arch.sm_name()));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_are_found() {
+        let files = kernel_files();
+        assert!(files.contains(&"saxpy.cu".to_string()), "{files:?}");
+        assert!(kernel_source("saxpy.cu").text.contains("saxpy"));
+    }
 }
