@@ -26,6 +26,8 @@ struct Case {
     markers: BTreeMap<String, u32>,
     /// The kernel's lines, signature to closing brace.
     lines: (u32, u32),
+    /// The line of its early `return`, when the planted mistake is one.
+    early_return: Option<u32>,
 }
 
 impl Case {
@@ -77,6 +79,7 @@ fn cases() -> Vec<Case> {
                 block: (field("bx"), field("by")),
                 markers: BTreeMap::new(),
                 lines: (line, line),
+                early_return: None,
             });
         }
         if let Some(c) = out.last_mut() {
@@ -86,6 +89,9 @@ fn cases() -> Vec<Case> {
             for m in ["BARRIER-1", "BARRIER-2", "EXIT-1"] {
                 if l.contains(&format!("// {m}")) {
                     c.markers.insert(m.to_string(), line);
+                    if m == "EXIT-1" && l.contains("return") {
+                        c.early_return = Some(line);
+                    }
                 }
             }
         }
@@ -175,8 +181,16 @@ fn inexact(c: &Case, e: &BarrierMisuse) -> Vec<String> {
                     if !leaves(c, block, linear(o.thread, c)) {
                         why.push(format!("thread {} named as leaving reaches it", o.thread));
                     }
-                    if o.line < c.lines.0 || o.line > c.lines.1 {
-                        why.push(format!("exit at line {}, outside the kernel", o.line));
+                    // An early `return` is named at its line; another way out (a `break`, the
+                    // end of a branch) at the kernel's `ret`, wherever the compiler put it.
+                    match c.early_return {
+                        Some(r) if o.line != r => {
+                            why.push(format!("exit at line {}, the `return` is at {r}", o.line))
+                        }
+                        _ if o.line < c.lines.0 || o.line > c.lines.1 => {
+                            why.push(format!("exit at line {}, outside the kernel", o.line))
+                        }
+                        _ => {}
                     }
                 }
             }

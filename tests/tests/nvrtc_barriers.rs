@@ -100,6 +100,18 @@ fn nvrtc_partial_barriers_are_checked_on_their_lines_with_exits_recorded() {
                 .filter(|s| s.kind == RaceSiteKind::Exit)
                 .count();
             assert!(exits >= 1, "{arch} {name}: no exit site");
+            // An early `return` is a branch to the kernel's one `ret`: its exit site is the
+            // branch, on the `return`'s line (where a report says the threads left).
+            let src_lines: Vec<&str> = src.text.lines().collect();
+            for (_, line) in markers.iter().filter(|(m, _)| m == "EXIT-1") {
+                if src_lines[*line as usize - 1].contains("return") {
+                    assert!(
+                        lines(RaceSiteKind::Exit).contains(line),
+                        "{arch} {name}: no exit site at the `return` (line {line}): {:?}",
+                        lines(RaceSiteKind::Exit)
+                    );
+                }
+            }
             let text = body(&r.ptx, name);
             let counting = text.matches("barrier.red.popc.u32 %__ccr_n, 0, 1;").count();
             assert_eq!(

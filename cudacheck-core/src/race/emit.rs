@@ -14,6 +14,28 @@ use crate::ir::edit::Edits;
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
 use crate::ir::{effects, Address, Flow, MemKind, Sync};
 
+/// The labels of `f` that start a `ret` or `exit`: a branch to one leaves the block.
+fn exit_labels(f: &Function) -> BTreeSet<&str> {
+    let mut out = BTreeSet::new();
+    let mut pending: Vec<&str> = Vec::new();
+    for s in &f.stmts {
+        match &s.kind {
+            StmtKind::Label(l) => pending.push(l),
+            StmtKind::Instr(i) => {
+                if i.guard.is_none()
+                    && matches!(effects(i).flow, Flow::Return | Flow::Exit)
+                    && i.op() != "trap"
+                {
+                    out.extend(pending.iter().copied());
+                }
+                pending.clear();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The reporting function every race-checked module gets, and the dynamic shared array the
 /// shadow is addressed from.
 const RUNTIME: &str = r#"
@@ -56,7 +78,7 @@ $__ccr_rdone:
 "#;
 
 /// The registers a race-checked kernel declares (`%__ccr_*`).
-const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N, %__ccr_n;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_q<8>;\n";
+const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N, %__ccr_n;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_left, %__ccr_q<8>;\n";
 
 /// What one statement gets.
 enum Plan {
@@ -74,9 +96,12 @@ enum Plan {
         id: u32,
         red: bool,
     },
-    /// A `ret` or `exit` of a kernel with barriers: where threads that leave the block went.
+    /// Where threads leave the block, in a kernel with barriers: a `ret` or `exit`
+    /// (`branch: false`), or a branch to one (`branch: true`: `if (i >= n) return;` jumps to the
+    /// kernel's one `ret`, and the branch has the `return`'s line).
     Exit {
         id: u32,
+        branch: bool,
     },
     WarpSync {
         id: u32,
@@ -409,6 +434,7 @@ impl<'a> KernelRace<'a> {
         let f = self.f;
         let mut loc = None;
         let mut exits = Vec::new();
+        let leaving = exit_labels(f);
         for (k, s) in f.stmts.iter().enumerate() {
             let i = match &s.kind {
                 StmtKind::Loc(l) => {
@@ -425,7 +451,12 @@ impl<'a> KernelRace<'a> {
             let e = effects(i);
             let op = i.op();
             if matches!(e.flow, Flow::Return | Flow::Exit) && op != "trap" {
-                exits.push((k, loc));
+                exits.push((k, loc, false));
+            }
+            if let Flow::Branch(to) = e.flow {
+                if leaving.contains(to) {
+                    exits.push((k, loc, true));
+                }
             }
             if e.flow == Flow::Call {
                 if let Some(c) = callee(i) {
@@ -598,9 +629,9 @@ impl<'a> KernelRace<'a> {
         // Where threads that leave before a barrier went: only a kernel's own `ret` and
         // `exit` end its threads (a device function's `ret` returns to its caller).
         if f.entry && self.coverage.barriers > 0 {
-            for (k, loc) in exits {
+            for (k, loc, branch) in exits {
                 match self.new_site(RaceSiteKind::Exit, loc, None, 0) {
-                    Some(id) => self.plans.push((k, loc, Plan::Exit { id })),
+                    Some(id) => self.plans.push((k, loc, Plan::Exit { id, branch })),
                     None => {
                         self.refuse("it has more checked places than a site number holds".into())
                     }
@@ -721,8 +752,8 @@ impl<'a> KernelRace<'a> {
                 Plan::Barrier { id, red } => {
                     edits.replace(s.span.clone(), guarded(i, &barrier(i, *id, *red, label)));
                 }
-                Plan::Exit { id } => {
-                    edits.insert(s.span.start, guarded(i, &exit_record(*id, label)));
+                Plan::Exit { id, branch } => {
+                    edits.insert(s.span.start, guarded(i, &exit_record(*id, *branch, label)));
                 }
                 Plan::WarpSync { id } => {
                     let (before, replaced) = warp_sync(i, *id, label);
@@ -751,6 +782,7 @@ impl<'a> KernelRace<'a> {
              \tld.param.u64 %__ccr_rec, [__cc_rec];\n\tcvta.to.global.u64 %__ccr_rec, %__ccr_rec;\n\
              \tadd.s64 %__ccr_rec, %__ccr_rec, 128;\n\
              \tmov.u32 %__ccr_B, 1;\n\tcvt.u64.u32 %__ccr_E, %__ccr_T;\n\
+             \tsetp.ne.u32 %__ccr_left, 0, 0;\n\
              \tor.b64 %__ccr_E, %__ccr_E, 274877906944;\n",
         );
         if !self.has_shadow() {
@@ -1182,13 +1214,26 @@ fn barrier_after(label: u32) -> String {
     )
 }
 
-/// Before a kernel's `ret` or `exit`: `(epoch, exit site, thread)` into the exit slot, by the
-/// lowest active lane (with `max`, so the slot holds an exit of the latest epoch). A barrier
-/// that threads left before completes only once they have exited, so the threads released
-/// from it find the slot of their epoch filled.
-fn exit_record(id: u32, label: u32) -> String {
+/// Where a thread leaves the block: `(epoch, exit site, thread)` into the exit slot, by the
+/// lowest active lane (with `max`, so the slot holds an exit of the latest epoch). At a branch
+/// to the kernel's `ret` (`branch`), the lanes taking it also note that they recorded, so the
+/// `ret` they reach does not overwrite the `return`'s line with its own. A barrier that
+/// threads left before completes only once they have exited, so the threads released from it
+/// find the slot of their epoch filled.
+fn exit_record(id: u32, branch: bool, label: u32) -> String {
+    let mark = if branch {
+        "\tsetp.eq.u32 %__ccr_left, 0, 0;\n"
+    } else {
+        ""
+    };
+    let skip = if branch {
+        String::new()
+    } else {
+        format!("\t@%__ccr_left bra $__ccr_o{label};\n")
+    };
     format!(
         "\t@!%__ccr_on bra $__ccr_o{label};\n\
+         {skip}{mark}\
          \tactivemask.b32 %__ccr_t1;\n\tmov.u32 %__ccr_t2, %lanemask_lt;\n\
          \tand.b32 %__ccr_t1, %__ccr_t1, %__ccr_t2;\n\tsetp.ne.u32 %__ccr_q3, %__ccr_t1, 0;\n\
          \t@%__ccr_q3 bra $__ccr_o{label};\n\

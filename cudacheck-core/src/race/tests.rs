@@ -356,3 +356,35 @@ fn the_report_function_lets_a_barrier_misuse_replace_a_race() {
         "{f}"
     );
 }
+
+/// `if (i >= n) return;` is a branch to the kernel's one `ret`: the branch records the exit
+/// (with the `return`'s line), and the `ret` it reaches leaves that record alone.
+#[test]
+fn an_early_return_is_recorded_at_its_branch() {
+    let body = "\t.loc 1 3 5\n\tsetp.ge.u32 %p1, %r1, 100;\n\t@%p1 bra $L_end;\n\
+                \t.loc 1 4 5\n\tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\
+                \tld.shared.f32 %f2, [tile+4];\n$L_end:\n\t.loc 1 9 1";
+    let ptx = kernel(".file 1 \"k.cu\"", body);
+    let r = race(&ptx);
+    let k = &r.kernels[0];
+    let exits: Vec<u32> = k
+        .sites
+        .iter()
+        .filter(|s| s.kind == RaceSiteKind::Exit)
+        .map(|s| s.loc.as_ref().map_or(0, |l| l.line))
+        .collect();
+    assert_eq!(exits, [3, 9], "{:?}", k.sites);
+    let lines = kernel_lines(&r);
+    let branch = lines.iter().position(|l| l == "@%p1 bra $L_end;").unwrap();
+    let mark = lines
+        .iter()
+        .position(|l| l == "setp.eq.u32 %__ccr_left, 0, 0;")
+        .expect("the branch's lanes note that they recorded");
+    assert!(mark < branch);
+    let ret = lines.iter().rposition(|l| l == "ret;").unwrap();
+    let skip = lines
+        .iter()
+        .rposition(|l| l.starts_with("@%__ccr_left bra $__ccr_o"))
+        .expect("the ret skips a recorded exit");
+    assert!(branch < skip && skip < ret);
+}
