@@ -68,9 +68,10 @@
 //! threads means the others left the block (a thread that exits releases the barriers it would
 //! hold up), which CUDA forbids for a barrier in conditional code although current GPUs let it
 //! pass: [`RaceEventKind::ExitedBarrier`], with where they left. Every `ret` or `exit` of a
-//! kernel with barriers first folds `(epoch, exit site, thread)` into the exit slot (lowest
-//! active lane, `atom.max`); the barrier they leave completes only after they exited, so the
-//! threads released from it find the slot of their epoch filled. A user's `bar.red`
+//! kernel with barriers, and every branch to one (an early `return`, named at its own line),
+//! first folds `(epoch, exit site, thread)` into the exit slot (lowest active lane,
+//! `atom.max`); the barrier they leave completes only after they exited, so the threads
+//! released from it find the slot of their epoch filled. A user's `bar.red`
 //! (`__syncthreads_count/and/or`) gets the counting barrier before it, and runs after the
 //! check, non-aligned, only when the whole block reached it.
 //! `__syncwarp(mask)` with a mask that leaves out the calling lane (undefined behaviour) is
