@@ -230,6 +230,32 @@ pub fn nvrtc_or_skip() -> bool {
     }
 }
 
+/// `src` compiled to PTX for `arch` by NVRTC, bounds-instrumented (with host checks),
+/// race-instrumented for launches with `dynamic` bytes of dynamic shared memory, and assembled
+/// by nvJitLink (so ptxas accepts the rewrite). Panics naming the file on any failure.
+pub fn race_build(
+    src: &CudaSource,
+    arch: cudacheck_core::Arch,
+    dynamic: u32,
+) -> cudacheck_core::race::RacePtx {
+    use cudacheck::nvrtc::{assemble_ptx, compile, CompileOptions};
+    use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
+    let opts = CompileOptions {
+        ptx: true,
+        ..CompileOptions::new(arch)
+    };
+    let out = compile(src, &opts).unwrap_or_else(|e| panic!("{}: {e}", src.name));
+    let ptx = out.ptx.expect("asked for PTX");
+    let inst = instrument_ptx_with(&ptx, &InstrumentOptions::new().host_checks(true))
+        .unwrap_or_else(|e| panic!("{}: {e}", src.name));
+    let r =
+        cudacheck_core::race::race_ptx(&inst.ptx, &cudacheck_core::race::RaceOptions::new(dynamic))
+            .unwrap_or_else(|e| panic!("{}: {e}", src.name));
+    assemble_ptx(&r.ptx, arch, &src.name)
+        .unwrap_or_else(|e| panic!("{} ({}): {e}", src.name, arch.sm_name()));
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,28 +7,12 @@
 
 use std::collections::BTreeSet;
 
-use cudacheck::nvrtc::{assemble_ptx, compile, CompileOptions, CudaSource};
+use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
 use cudacheck::Kernel;
 use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
-use cudacheck_core::race::{race_ptx, RaceOptions, RacePtx, RaceSiteKind};
+use cudacheck_core::race::{race_ptx, RaceOptions, RaceSiteKind};
 use cudacheck_core::Arch;
-use cudacheck_tests::{kernel_files, nvrtc_or_skip, repo_root};
-
-fn race_build(src: &CudaSource, arch: Arch, dynamic: u32) -> RacePtx {
-    let opts = CompileOptions {
-        ptx: true,
-        ..CompileOptions::new(arch)
-    };
-    let out = compile(src, &opts).unwrap_or_else(|e| panic!("{}: {e}", src.name));
-    let ptx = out.ptx.expect("asked for PTX");
-    let inst = instrument_ptx_with(&ptx, &InstrumentOptions::new().host_checks(true))
-        .unwrap_or_else(|e| panic!("{}: {e}", src.name));
-    let r = race_ptx(&inst.ptx, &RaceOptions::new(dynamic))
-        .unwrap_or_else(|e| panic!("{}: {e}", src.name));
-    assemble_ptx(&r.ptx, arch, &src.name)
-        .unwrap_or_else(|e| panic!("{} ({}): {e}", src.name, arch.sm_name()));
-    r
-}
+use cudacheck_tests::{kernel_files, nvrtc_or_skip, race_build, repo_root};
 
 fn file(path: &str) -> CudaSource {
     CudaSource::from_file(repo_root().join(path)).unwrap()

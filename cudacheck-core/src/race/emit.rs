@@ -14,6 +14,28 @@ use crate::ir::edit::Edits;
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
 use crate::ir::{effects, Address, Flow, MemKind, Sync};
 
+/// The labels of `f` that start a `ret` or `exit`: a branch to one leaves the block.
+fn exit_labels(f: &Function) -> BTreeSet<&str> {
+    let mut out = BTreeSet::new();
+    let mut pending: Vec<&str> = Vec::new();
+    for s in &f.stmts {
+        match &s.kind {
+            StmtKind::Label(l) => pending.push(l),
+            StmtKind::Instr(i) => {
+                if i.guard.is_none()
+                    && matches!(effects(i).flow, Flow::Return | Flow::Exit)
+                    && i.op() != "trap"
+                {
+                    out.extend(pending.iter().copied());
+                }
+                pending.clear();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The reporting function every race-checked module gets, and the dynamic shared array the
 /// shadow is addressed from.
 const RUNTIME: &str = r#"
@@ -28,8 +50,15 @@ const RUNTIME: &str = r#"
 	atom.global.add.u32 %b0, [%a0+4], 1;
 	atom.global.cas.b32 %b1, [%a0], 0, 1;
 	setp.ne.u32 %q0, %b1, 0;
-	@%q0 bra $__ccr_rdone;
 	ld.param.u32 %b2, [__ccr_p1];
+	@!%q0 bra $__ccr_rwrite;
+	// A barrier misuse replaces a race reported first: the race is often its consequence.
+	setp.lt.u32 %q1, %b2, 2;
+	@%q1 bra $__ccr_rdone;
+	atom.global.cas.b32 %b7, [%a0+8], 1, %b2;
+	setp.ne.u32 %q1, %b7, 1;
+	@%q1 bra $__ccr_rdone;
+$__ccr_rwrite:
 	st.global.u32 [%a0+8], %b2;
 	ld.param.u32 %b3, [__ccr_p4];
 	st.global.u32 [%a0+12], %b3;
@@ -49,7 +78,7 @@ $__ccr_rdone:
 "#;
 
 /// The registers a race-checked kernel declares (`%__ccr_*`).
-const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_q<8>;\n";
+const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N, %__ccr_n;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_left, %__ccr_q<8>;\n";
 
 /// What one statement gets.
 enum Plan {
@@ -61,8 +90,18 @@ enum Plan {
         generic: bool,
         array: Option<String>,
     },
+    /// A block barrier; `red`: the user's own instruction is a `bar.red` (it stays, after the
+    /// checker's counting barrier), else the counting barrier replaces it.
     Barrier {
         id: u32,
+        red: bool,
+    },
+    /// Where threads leave the block, in a kernel with barriers: a `ret` or `exit`
+    /// (`branch: false`), or a branch to one (`branch: true`: `if (i >= n) return;` jumps to the
+    /// kernel's one `ret`, and the branch has the `return`'s line).
+    Exit {
+        id: u32,
+        branch: bool,
     },
     WarpSync {
         id: u32,
@@ -157,6 +196,11 @@ struct KernelRace<'a> {
     sites: Vec<RaceSite>,
     coverage: RaceCoverage,
     defs: BTreeMap<&'a str, Vec<usize>>,
+    /// The file of the kernel's own first `.loc`, and each location seen with the call site
+    /// it was inlined at: a barrier inside inlined library code (cooperative groups'
+    /// `sync()`) is reported at the user's call.
+    home: Option<u32>,
+    calls: BTreeMap<(u32, u32, u32), (u32, u32, u32)>,
 }
 
 /// What an address register leads back to.
@@ -192,6 +236,8 @@ impl<'a> KernelRace<'a> {
             sites: Vec::new(),
             coverage: RaceCoverage::default(),
             defs,
+            home: None,
+            calls: BTreeMap::new(),
         }
     }
 
@@ -319,6 +365,27 @@ impl<'a> KernelRace<'a> {
         Some(id)
     }
 
+    /// `loc`, or when it is code inlined from another file, the call in the kernel's own file
+    /// it was inlined at (following nested inlining outwards).
+    fn call_in_kernel_file(&self, loc: Option<Loc>) -> Option<Loc> {
+        let mut l = loc?;
+        for _ in 0..16 {
+            if Some(l.file) == self.home {
+                break;
+            }
+            let Some((file, line, column)) = l.inlined_at else {
+                break;
+            };
+            l = Loc {
+                file,
+                line,
+                column,
+                inlined_at: self.calls.get(&(file, line, column)).copied(),
+            };
+        }
+        Some(l)
+    }
+
     fn site_loc(&self, loc: Option<Loc>) -> (Option<SourceLoc>, Option<SourceLoc>) {
         match loc {
             Some(l) if l.line > 0 => (
@@ -366,10 +433,16 @@ impl<'a> KernelRace<'a> {
     fn plan(&mut self, facts: &FuncFacts) {
         let f = self.f;
         let mut loc = None;
+        let mut exits = Vec::new();
+        let leaving = exit_labels(f);
         for (k, s) in f.stmts.iter().enumerate() {
             let i = match &s.kind {
                 StmtKind::Loc(l) => {
                     loc = Some(*l);
+                    self.home.get_or_insert(l.file);
+                    if let Some(at) = l.inlined_at {
+                        self.calls.insert((l.file, l.line, l.column), at);
+                    }
                     continue;
                 }
                 StmtKind::Instr(i) => i,
@@ -377,6 +450,14 @@ impl<'a> KernelRace<'a> {
             };
             let e = effects(i);
             let op = i.op();
+            if matches!(e.flow, Flow::Return | Flow::Exit) && op != "trap" {
+                exits.push((k, loc, false));
+            }
+            if let Flow::Branch(to) = e.flow {
+                if leaving.contains(to) {
+                    exits.push((k, loc, true));
+                }
+            }
             if e.flow == Flow::Call {
                 if let Some(c) = callee(i) {
                     if facts.syncs.contains(c) {
@@ -414,8 +495,10 @@ impl<'a> KernelRace<'a> {
             match e.sync {
                 Some(Sync::Block { .. }) => {
                     if Self::whole_block(i) {
-                        if let Some(id) = self.new_site(RaceSiteKind::Barrier, loc, None, 0) {
-                            self.plans.push((k, loc, Plan::Barrier { id }));
+                        let at = self.call_in_kernel_file(loc);
+                        if let Some(id) = self.new_site(RaceSiteKind::Barrier, at, None, 0) {
+                            let red = i.has("red");
+                            self.plans.push((k, loc, Plan::Barrier { id, red }));
                             self.coverage.barriers += 1;
                         } else {
                             self.refuse(
@@ -543,6 +626,18 @@ impl<'a> KernelRace<'a> {
                 }
             }
         }
+        // Where threads that leave before a barrier went: only a kernel's own `ret` and
+        // `exit` end its threads (a device function's `ret` returns to its caller).
+        if f.entry && self.coverage.barriers > 0 {
+            for (k, loc, branch) in exits {
+                match self.new_site(RaceSiteKind::Exit, loc, None, 0) {
+                    Some(id) => self.plans.push((k, loc, Plan::Exit { id, branch })),
+                    None => {
+                        self.refuse("it has more checked places than a site number holds".into())
+                    }
+                }
+            }
+        }
     }
 
     /// The array an access's conflicts are looked for in: its symbol, one name for every
@@ -654,9 +749,11 @@ impl<'a> KernelRace<'a> {
                         edits.insert(s.span.start, code);
                     }
                 }
-                Plan::Barrier { id } => {
-                    edits.insert(s.span.start, guarded(i, &barrier_before(*id, label)));
-                    edits.insert(s.span.end, guarded(i, &barrier_after(*id, label)));
+                Plan::Barrier { id, red } => {
+                    edits.replace(s.span.clone(), guarded(i, &barrier(i, *id, *red, label)));
+                }
+                Plan::Exit { id, branch } => {
+                    edits.insert(s.span.start, guarded(i, &exit_record(*id, *branch, label)));
                 }
                 Plan::WarpSync { id } => {
                     let (before, replaced) = warp_sync(i, *id, label);
@@ -685,6 +782,7 @@ impl<'a> KernelRace<'a> {
              \tld.param.u64 %__ccr_rec, [__cc_rec];\n\tcvta.to.global.u64 %__ccr_rec, %__ccr_rec;\n\
              \tadd.s64 %__ccr_rec, %__ccr_rec, 128;\n\
              \tmov.u32 %__ccr_B, 1;\n\tcvt.u64.u32 %__ccr_E, %__ccr_T;\n\
+             \tsetp.ne.u32 %__ccr_left, 0, 0;\n\
              \tor.b64 %__ccr_E, %__ccr_E, 274877906944;\n",
         );
         if !self.has_shadow() {
@@ -726,8 +824,8 @@ impl<'a> KernelRace<'a> {
              \tsub.u32 %__ccr_t0, %__ccr_sh, %__ccr_lo;\n\
              \tshr.u32 %__ccr_nw, %__ccr_t0, 2;\n\
              \tshl.b32 %__ccr_nw8, %__ccr_nw, 3;\n\
-             \tadd.u32 %__ccr_W, %__ccr_sh, 32;\n\
-             \tmad.lo.u32 %__ccr_t1, %__ccr_nw, 24, 47;\n\
+             \tadd.u32 %__ccr_W, %__ccr_sh, 48;\n\
+             \tmad.lo.u32 %__ccr_t1, %__ccr_nw, 24, 63;\n\
              \tand.b32 %__ccr_t1, %__ccr_t1, -16;\n\
              \tmov.u32 %__ccr_t2, %dynamic_smem_size;\n\
              \tsub.u32 %__ccr_t3, %__ccr_sh, %__ccr_t8;\n\
@@ -750,7 +848,7 @@ impl<'a> KernelRace<'a> {
              \tmov.u32 %__ccr_t6, 1;\n\
              \t@%__ccr_q1 st.global.u32 [%__ccr_rec+64], %__ccr_t6;\n\
              $__ccr_cleared:\n\
-             \tbar.sync 0;\n",
+             \tbarrier.sync 0;\n",
             u64::from(udyn) + 15
         );
         s
@@ -1023,9 +1121,35 @@ fn guarded(i: &Instr, code: &str) -> String {
     }
 }
 
-/// Before a block barrier: `(epoch, site, thread)` into the epoch's two slots, by one lane of
-/// each group of lanes that arrive together (the others are at the same barrier: the lowest
-/// active lane speaks for them, so a barrier costs two atomics a warp, not two a thread).
+/// A block barrier, race-checked. Before it, `(epoch, site, thread)` goes into the epoch's two
+/// slots, by one lane of each group of lanes that arrive together (the others are at the same
+/// barrier: the lowest active lane speaks for them, so a barrier costs two atomics a warp, not
+/// two a thread). The barrier itself is `barrier.red.popc` of a true predicate: the non-aligned
+/// form, so lanes of one warp at different barrier statements arrive separately instead of
+/// hanging the warp, and every arriving thread learns how many threads arrived. A user's
+/// `bar.red` gets this counting barrier before it and runs after the check, non-aligned too
+/// (only when every thread reached the same statement, so the reduction's operation is never
+/// mixed with another in one barrier instance).
+fn barrier(i: &Instr, id: u32, red: bool, label: u32) -> String {
+    let mut s = barrier_before(id, label);
+    s.push_str("\tbarrier.red.popc.u32 %__ccr_n, 0, 1;\n");
+    s.push_str(&barrier_after(label));
+    if red {
+        let _ = writeln!(s, "\t{} {};", non_aligned(&i.opcode), i.operands.join(", "));
+    }
+    s
+}
+
+/// `bar.red.op.type` or `barrier.red{.aligned}.op.type` as `barrier.red.op.type`.
+fn non_aligned(opcode: &str) -> String {
+    let parts: Vec<&str> = opcode
+        .split('.')
+        .skip(1)
+        .filter(|p| !matches!(*p, "aligned" | "cta"))
+        .collect();
+    format!("barrier.{}", parts.join("."))
+}
+
 fn barrier_before(id: u32, label: u32) -> String {
     format!(
         "\t@!%__ccr_on bra $__ccr_b{label};\n\
@@ -1043,11 +1167,14 @@ fn barrier_before(id: u32, label: u32) -> String {
     )
 }
 
-/// After a block barrier: two sites in this epoch's slots mean a divergent barrier, reported
-/// by the thread the first slot names; every thread that sees it then ends (all of them read
-/// the same slot, so the whole block stops here, where waiting at the next barrier would hang
-/// it). Otherwise the epochs move on.
-fn barrier_after(_id: u32, label: u32) -> String {
+/// After the counting barrier: two sites in this epoch's slots mean a divergent barrier;
+/// fewer arrivals than threads in the block mean threads left the block before it (the
+/// exit slot, when of this epoch, says where). Either is reported by the thread the first
+/// slot names, and every thread then ends: all of them read the same slots and the same
+/// count, so the whole block takes one decision and none waits at a later barrier for threads
+/// that left. Otherwise the epochs move on. Cost per barrier when nothing is wrong: two
+/// loads, and about fifteen ALU instructions and branches.
+fn barrier_after(label: u32) -> String {
     format!(
         "\t@!%__ccr_on bra $__ccr_c{label};\n\
          \tld.shared.u64 %__ccr_x, [%__ccr_t9];\n\tld.shared.u64 %__ccr_y, [%__ccr_t9+8];\n\
@@ -1058,21 +1185,64 @@ fn barrier_after(_id: u32, label: u32) -> String {
          \tshr.u64 %__ccr_u2, %__ccr_y, 10;\n\tand.b64 %__ccr_u2, %__ccr_u2, 1073741823;\n\
          \tsub.u64 %__ccr_u2, 1073741823, %__ccr_u2;\n\
          \tsetp.ne.and.u64 %__ccr_q1, %__ccr_u1, %__ccr_u2, %__ccr_q1;\n\
-         \t@!%__ccr_q1 bra $__ccr_c{label};\n\
+         \tsetp.lt.u32 %__ccr_q4, %__ccr_n, %__ccr_N;\n\
+         \tor.pred %__ccr_q5, %__ccr_q1, %__ccr_q4;\n\
+         \t@!%__ccr_q5 bra $__ccr_c{label};\n\
          \tand.b64 %__ccr_u1, %__ccr_x, 1023;\n\tcvt.u64.u32 %__ccr_u3, %__ccr_T;\n\
          \tsetp.ne.u64 %__ccr_q2, %__ccr_u1, %__ccr_u3;\n\
          \t@%__ccr_q2 bra $__ccr_e{label};\n\
-         \tand.b64 %__ccr_d, %__ccr_y, 1023;\n\tshl.b64 %__ccr_u2, %__ccr_u2, 10;\n\tor.b64 %__ccr_d, %__ccr_d, %__ccr_u2;\n\
          \tshr.u64 %__ccr_u1, %__ccr_x, 10;\n\tand.b64 %__ccr_u1, %__ccr_u1, 1073741823;\n\
          \tshl.b64 %__ccr_u1, %__ccr_u1, 10;\n\tor.b64 %__ccr_me, %__ccr_u1, %__ccr_u3;\n\
-         {call}\
+         \t@!%__ccr_q1 bra $__ccr_x{label};\n\
+         \tand.b64 %__ccr_d, %__ccr_y, 1023;\n\tshl.b64 %__ccr_u2, %__ccr_u2, 10;\n\tor.b64 %__ccr_d, %__ccr_d, %__ccr_u2;\n\
+         {divergent}\
+         \tbra.uni $__ccr_e{label};\n\
+         $__ccr_x{label}:\n\
+         \tld.shared.u64 %__ccr_z, [%__ccr_sh+32];\n\
+         \tshr.u64 %__ccr_u1, %__ccr_z, 40;\n\tsetp.eq.u64 %__ccr_q6, %__ccr_u1, %__ccr_u0;\n\
+         \tand.b64 %__ccr_d, %__ccr_z, 1099511627775;\n\
+         \tselp.b64 %__ccr_d, %__ccr_d, 0, %__ccr_q6;\n\
+         {exited}\
          $__ccr_e{label}:\n\
          \texit;\n\
          $__ccr_c{label}:\n\
          \tadd.u32 %__ccr_B, %__ccr_B, 1;\n\tand.b32 %__ccr_B, %__ccr_B, 16777215;\n\
          \tcvt.u64.u32 %__ccr_E, %__ccr_B;\n\tshl.b64 %__ccr_E, %__ccr_E, 38;\n\
          \tcvt.u64.u32 %__ccr_u0, %__ccr_T;\n\tor.b64 %__ccr_E, %__ccr_E, %__ccr_u0;\n",
-        call = call_report(RaceEventKind::DivergentBarrier, "%__ccr_me", "%__ccr_d", "0")
+        divergent = call_report(RaceEventKind::DivergentBarrier, "%__ccr_me", "%__ccr_d", "0"),
+        exited = call_report(RaceEventKind::ExitedBarrier, "%__ccr_me", "%__ccr_d", "%__ccr_n"),
+    )
+}
+
+/// Where a thread leaves the block: `(epoch, exit site, thread)` into the exit slot, by the
+/// lowest active lane (with `max`, so the slot holds an exit of the latest epoch). At a branch
+/// to the kernel's `ret` (`branch`), the lanes taking it also note that they recorded, so the
+/// `ret` they reach does not overwrite the `return`'s line with its own. A barrier that
+/// threads left before completes only once they have exited, so the threads released from it
+/// find the slot of their epoch filled.
+fn exit_record(id: u32, branch: bool, label: u32) -> String {
+    let mark = if branch {
+        "\tsetp.eq.u32 %__ccr_left, 0, 0;\n"
+    } else {
+        ""
+    };
+    let skip = if branch {
+        String::new()
+    } else {
+        format!("\t@%__ccr_left bra $__ccr_o{label};\n")
+    };
+    format!(
+        "\t@!%__ccr_on bra $__ccr_o{label};\n\
+         {skip}{mark}\
+         \tactivemask.b32 %__ccr_t1;\n\tmov.u32 %__ccr_t2, %lanemask_lt;\n\
+         \tand.b32 %__ccr_t1, %__ccr_t1, %__ccr_t2;\n\tsetp.ne.u32 %__ccr_q3, %__ccr_t1, 0;\n\
+         \t@%__ccr_q3 bra $__ccr_o{label};\n\
+         \tcvt.u64.u32 %__ccr_u0, %__ccr_B;\n\tshl.b64 %__ccr_u0, %__ccr_u0, 40;\n\
+         \tcvt.u64.u32 %__ccr_u1, %__ccr_T;\n\tor.b64 %__ccr_u0, %__ccr_u0, %__ccr_u1;\n\
+         \tor.b64 %__ccr_u0, %__ccr_u0, {};\n\tred.shared.max.u64 [%__ccr_sh+32], %__ccr_u0;\n\
+         \tmembar.cta;\n\
+         $__ccr_o{label}:\n",
+        u64::from(id) << 10,
     )
 }
 

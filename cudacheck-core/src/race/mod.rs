@@ -24,8 +24,8 @@
 //!
 //! # The shadow
 //! The launch gets extra dynamic shared memory after the user's ([`shadow_bytes`]): two
-//! barrier slots, then per 4-byte word of the block's shared memory three 64-bit records, the
-//! last write or atomic (`W`), the first reader of the current epoch (`R1`) and the latest
+//! barrier slots and an exit slot, then per 4-byte word of the block's shared memory three
+//! 64-bit records, the last write or atomic (`W`), the first reader of the current epoch (`R1`) and the latest
 //! reader other than that one (`R2`). An [`AccessWord`] packs thread, site, the bytes of the
 //! word, and both epochs. Every thread clears the shadow at the start of the kernel (one extra
 //! barrier, before any user code). A read records itself in `R1` (when `R1` is stale or its
@@ -60,6 +60,20 @@
 //! usually hangs the block at its next barrier. Only the lowest lane of each group of lanes
 //! that arrive together writes the slots. The slots alternate by epoch parity, so nothing
 //! clears them: a slot is written again only after every thread read it.
+//!
+//! The barrier instruction itself becomes `barrier.red.popc.u32 n, 0, 1`: non-aligned, so
+//! lanes of one warp at two barrier statements arrive separately (an aligned barrier executed
+//! by a split warp is undefined behaviour, and hung the checked build where the plain one ran
+//! on), and every arriving thread learns how many threads arrived. Fewer than the block's
+//! threads means the others left the block (a thread that exits releases the barriers it would
+//! hold up), which CUDA forbids for a barrier in conditional code although current GPUs let it
+//! pass: [`RaceEventKind::ExitedBarrier`], with where they left. Every `ret` or `exit` of a
+//! kernel with barriers, and every branch to one (an early `return`, named at its own line),
+//! first folds `(epoch, exit site, thread)` into the exit slot (lowest active lane,
+//! `atom.max`); the barrier they leave completes only after they exited, so the threads
+//! released from it find the slot of their epoch filled. A user's `bar.red`
+//! (`__syncthreads_count/and/or`) gets the counting barrier before it, and runs after the
+//! check, non-aligned, only when the whole block reached it.
 //! `__syncwarp(mask)` with a mask that leaves out the calling lane (undefined behaviour) is
 //! reported ([`RaceEventKind::WarpMask`]) and that call skipped.
 //!
@@ -70,10 +84,9 @@
 //! that synchronize. Warp-collective shared accesses (`ldmatrix`, `stmatrix`, `wmma`), accesses
 //! inside non-inlined device functions and other blocks' shared memory (`shared::cluster`) are
 //! listed as unchecked with the reason. A launch whose shared memory leaves no room for the
-//! shadow runs unchecked and says so. Lanes of one warp waiting at different barriers are not
-//! reported: `__syncthreads()` is an aligned barrier, and such a warp hangs in it before any
-//! check after it can run (the same hang as without the checker; divergence between warps is
-//! reported). Races through global memory are not looked for.
+//! shadow runs unchecked and says so (its barriers are still non-aligned). Threads at the same
+//! barrier statement in different loop iterations are taken to meet: barrier instances are
+//! matched by count and statement. Races through global memory are not looked for.
 
 mod emit;
 mod intervals;
@@ -144,6 +157,9 @@ pub enum RaceSiteKind {
     Barrier,
     /// `__syncwarp(mask)`.
     WarpSync,
+    /// A kernel's `ret` or `exit` (of a kernel with barriers): where threads that left a
+    /// block before a barrier went.
+    Exit,
 }
 
 impl fmt::Display for RaceSiteKind {
@@ -154,6 +170,7 @@ impl fmt::Display for RaceSiteKind {
             RaceSiteKind::Atomic => "atomic",
             RaceSiteKind::Barrier => "barrier",
             RaceSiteKind::WarpSync => "__syncwarp",
+            RaceSiteKind::Exit => "exit",
         })
     }
 }
@@ -233,12 +250,13 @@ impl RacePtx {
 }
 
 /// Bytes of shadow a launch needs after `dynamic_shared_bytes` of its own, for a kernel with
-/// `static_shared_bytes` of `__shared__` arrays: alignment, two barrier slots, and three
-/// 8-byte records per 4-byte word (six times the block's shared memory, plus a margin for the
-/// alignment of the arrays, which the kernel measures itself and checks against what it got).
+/// `static_shared_bytes` of `__shared__` arrays: alignment, two barrier slots and an exit slot,
+/// and three 8-byte records per 4-byte word (six times the block's shared memory, plus a margin
+/// for the alignment of the arrays, which the kernel measures itself and checks against what it
+/// got).
 pub const fn shadow_bytes(static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
     let words = (static_shared_bytes as u64 + dynamic_shared_bytes as u64 + 256).div_ceil(4);
-    let bytes = 16 + 32 + 24 * words;
+    let bytes = 16 + 48 + 24 * words;
     if bytes > u32::MAX as u64 {
         u32::MAX
     } else {

@@ -5,7 +5,8 @@
 //!
 //! Layout (little-endian, 128 bytes): `faulted` u32 (first wins, `atomicCAS`), `count` u32,
 //! `kind` u32 ([`RaceEventKind`]), `offset` u32 (byte offset of the raced word from the start
-//! of its array, or its shared-window address when the array is unknown), `current` u64 and
+//! of its array, or its shared-window address when the array is unknown; the mask or the
+//! threads that arrived for barrier events), `current` u64 and
 //! `other` u64 (two [`AccessWord`]s), `block` 3 x u32, then at byte 64 `disabled` u32 (the
 //! launch gave too little shared memory for the shadow, so nothing was checked). The offsets
 //! are written twice, here and in `emit.rs`'s `__ccr_report`; the round-trip test and the GPU
@@ -28,6 +29,10 @@ pub enum RaceEventKind {
     DivergentBarrier,
     /// `__syncwarp(mask)` (`bar.warp.sync`) whose mask leaves out the calling lane.
     WarpMask,
+    /// A block barrier that only part of the block reached: the others had exited. `offset`
+    /// holds how many threads arrived; `other`, when non-zero, the exit (site and thread) of
+    /// one that left.
+    ExitedBarrier,
 }
 
 impl RaceEventKind {
@@ -37,6 +42,7 @@ impl RaceEventKind {
             RaceEventKind::Race => 1,
             RaceEventKind::DivergentBarrier => 2,
             RaceEventKind::WarpMask => 3,
+            RaceEventKind::ExitedBarrier => 4,
         }
     }
 
@@ -46,6 +52,7 @@ impl RaceEventKind {
             1 => RaceEventKind::Race,
             2 => RaceEventKind::DivergentBarrier,
             3 => RaceEventKind::WarpMask,
+            4 => RaceEventKind::ExitedBarrier,
             _ => return None,
         })
     }
@@ -137,7 +144,8 @@ pub struct RaceRecord {
     /// A [`RaceEventKind`] code.
     pub kind: u32,
     /// Byte offset of the word in its array (or its shared address, see the module docs); for
-    /// [`RaceEventKind::WarpMask`], the mask.
+    /// [`RaceEventKind::WarpMask`], the mask; for [`RaceEventKind::ExitedBarrier`], the
+    /// threads that arrived.
     pub offset: u32,
     /// The access (or barrier) that found the conflict.
     pub current: AccessWord,

@@ -37,15 +37,17 @@ fn shared_accesses_and_barriers_are_checked_and_the_user_code_kept() {
             RaceSiteKind::Write,
             RaceSiteKind::Barrier,
             RaceSiteKind::Read,
-            RaceSiteKind::Atomic
+            RaceSiteKind::Atomic,
+            RaceSiteKind::Exit
         ]
     );
     // Every access names `tile`, through the address chain or directly.
     for s in k.sites.iter().filter(|s| s.bytes > 0) {
         assert_eq!(s.array.as_deref(), Some("tile"), "{s:?}");
     }
-    // The user's instructions are all still there, unchanged.
-    for line in body.lines() {
+    // The user's instructions are all still there, unchanged, but for the barrier: the
+    // counting barrier (non-aligned) stands in for it.
+    for line in body.lines().filter(|l| !l.contains("bar.sync")) {
         assert!(r.ptx.contains(line.trim()), "lost `{line}`");
     }
     assert!(r.ptx.contains(".extern .shared .align 16 .b8 __ccr_dyn[];"));
@@ -214,4 +216,175 @@ fn reads_with_no_write_in_their_barrier_interval_get_no_check() {
     let r = race(&kernel("", hist));
     let c = &r.kernels[0].coverage;
     assert_eq!((c.checked, c.proven), (3, 2), "{c:?}");
+}
+
+/// The rewritten code of `ptx` (its lines, trimmed) without the reporting function.
+fn kernel_lines(r: &RacePtx) -> Vec<String> {
+    let at = r.ptx.find(".entry k(").unwrap();
+    r.ptx[at..].lines().map(|l| l.trim().to_string()).collect()
+}
+
+#[test]
+fn block_barriers_become_counting_non_aligned_barriers() {
+    let body = "\tmov.u32 %r1, %tid.x;\n\tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\
+                \tld.shared.f32 %f2, [tile+4];\n\tbarrier.sync.aligned 0;\n\
+                \tst.shared.f32 [tile+8], %f2;";
+    let r = race(&kernel("", body));
+    assert_eq!(r.kernels[0].coverage.barriers, 2);
+    let lines = kernel_lines(&r);
+    let counting = lines
+        .iter()
+        .filter(|l| *l == "barrier.red.popc.u32 %__ccr_n, 0, 1;")
+        .count();
+    assert_eq!(counting, 2, "{}", r.ptx);
+    // No aligned block barrier is left: lanes of one warp may arrive separately.
+    for l in &lines {
+        assert!(
+            !l.starts_with("bar.sync") && !l.contains(".aligned"),
+            "aligned barrier left: `{l}`"
+        );
+    }
+    // Fewer arrivals than threads: a report of the `ExitedBarrier` kind, then every thread
+    // ends; the count is compared with the block's size.
+    assert!(r.ptx.contains("setp.lt.u32 %__ccr_q4, %__ccr_n, %__ccr_N;"));
+    assert!(r.ptx.contains(&format!(
+        "st.param.b32 [__ccr_a1], {};",
+        RaceEventKind::ExitedBarrier.code()
+    )));
+}
+
+#[test]
+fn a_users_barrier_reduction_keeps_its_operation_after_the_counting_barrier() {
+    for (user, kept) in [
+        (
+            "bar.red.popc.u32 %r2, 0, %p1;",
+            "barrier.red.popc.u32 %r2, 0, %p1;",
+        ),
+        (
+            "bar.red.and.pred %p2, 0, %p1;",
+            "barrier.red.and.pred %p2, 0, %p1;",
+        ),
+        (
+            "barrier.red.or.aligned.pred %p2, 0, !%p1;",
+            "barrier.red.or.pred %p2, 0, !%p1;",
+        ),
+    ] {
+        let body = format!(
+            "\tst.shared.f32 [tile], %f1;\n\tsetp.gt.f32 %p1, %f1, 0f00000000;\n\t{user}\n\
+             \tld.shared.f32 %f2, [tile+4];"
+        );
+        let r = race(&kernel("", &body));
+        let lines = kernel_lines(&r);
+        let counting = lines
+            .iter()
+            .position(|l| l == "barrier.red.popc.u32 %__ccr_n, 0, 1;")
+            .unwrap_or_else(|| panic!("{user}: no counting barrier"));
+        let users = lines
+            .iter()
+            .position(|l| l == kept)
+            .unwrap_or_else(|| panic!("{user}: not kept as `{kept}`:\n{}", r.ptx));
+        assert!(counting < users, "{user}: the check must come first");
+        assert!(
+            !lines.iter().any(|l| l == user),
+            "{user}: aligned form left"
+        );
+    }
+}
+
+#[test]
+fn a_guarded_barrier_keeps_its_guard_around_the_whole_check() {
+    let body = "\tsetp.lt.u32 %p1, %r1, 64;\n\tst.shared.f32 [tile], %f1;\n\t@%p1 bar.sync 0;\n\
+                \tld.shared.f32 %f2, [tile+4];";
+    let r = race(&kernel("", body));
+    let lines = kernel_lines(&r);
+    let skip = lines
+        .iter()
+        .position(|l| l.starts_with("@!%p1 bra $__ccr_g"))
+        .expect("the guard skips the check");
+    let counting = lines
+        .iter()
+        .position(|l| l == "barrier.red.popc.u32 %__ccr_n, 0, 1;")
+        .unwrap();
+    assert!(skip < counting);
+    assert!(!lines.iter().any(|l| l.contains("bar.sync")));
+}
+
+#[test]
+fn exits_are_recorded_only_in_kernels_with_barriers() {
+    let with = race(&kernel(
+        "",
+        "\tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\tld.shared.f32 %f2, [tile+4];",
+    ));
+    let exits: Vec<&RaceSite> = with.kernels[0]
+        .sites
+        .iter()
+        .filter(|s| s.kind == RaceSiteKind::Exit)
+        .collect();
+    assert_eq!(exits.len(), 1, "{:?}", with.kernels[0].sites);
+    // The exit slot sits after the two barrier slots; the first shadow word after it.
+    assert!(with
+        .ptx
+        .contains("red.shared.max.u64 [%__ccr_sh+32], %__ccr_u0;"));
+    assert!(with.ptx.contains("add.u32 %__ccr_W, %__ccr_sh, 48;"));
+    let without = race(&kernel(
+        "",
+        "\tst.shared.f32 [tile], %f1;\n\tld.shared.f32 %f2, [tile+4];",
+    ));
+    assert!(without.kernels[0]
+        .sites
+        .iter()
+        .all(|s| s.kind != RaceSiteKind::Exit));
+    assert!(!without.ptx.contains("[%__ccr_sh+32]"));
+}
+
+/// A barrier misuse replaces a race already in the record (the race is often its effect);
+/// a race never replaces anything.
+#[test]
+fn the_report_function_lets_a_barrier_misuse_replace_a_race() {
+    let r = race(&kernel("", "\tst.shared.f32 [tile], %f1;\n\tbar.sync 0;"));
+    let f = &r.ptx[r.ptx.find(".func __ccr_report").unwrap()..];
+    let f = &f[..f.find("ret;").unwrap()];
+    assert!(
+        f.contains("atom.global.cas.b32 %b7, [%a0+8], 1, %b2;"),
+        "{f}"
+    );
+    assert!(
+        f.contains(&format!(
+            "setp.lt.u32 %q1, %b2, {};",
+            RaceEventKind::DivergentBarrier.code()
+        )),
+        "{f}"
+    );
+}
+
+/// `if (i >= n) return;` is a branch to the kernel's one `ret`: the branch records the exit
+/// (with the `return`'s line), and the `ret` it reaches leaves that record alone.
+#[test]
+fn an_early_return_is_recorded_at_its_branch() {
+    let body = "\t.loc 1 3 5\n\tsetp.ge.u32 %p1, %r1, 100;\n\t@%p1 bra $L_end;\n\
+                \t.loc 1 4 5\n\tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\
+                \tld.shared.f32 %f2, [tile+4];\n$L_end:\n\t.loc 1 9 1";
+    let ptx = kernel(".file 1 \"k.cu\"", body);
+    let r = race(&ptx);
+    let k = &r.kernels[0];
+    let exits: Vec<u32> = k
+        .sites
+        .iter()
+        .filter(|s| s.kind == RaceSiteKind::Exit)
+        .map(|s| s.loc.as_ref().map_or(0, |l| l.line))
+        .collect();
+    assert_eq!(exits, [3, 9], "{:?}", k.sites);
+    let lines = kernel_lines(&r);
+    let branch = lines.iter().position(|l| l == "@%p1 bra $L_end;").unwrap();
+    let mark = lines
+        .iter()
+        .position(|l| l == "setp.eq.u32 %__ccr_left, 0, 0;")
+        .expect("the branch's lanes note that they recorded");
+    assert!(mark < branch);
+    let ret = lines.iter().rposition(|l| l == "ret;").unwrap();
+    let skip = lines
+        .iter()
+        .rposition(|l| l.starts_with("@%__ccr_left bra $__ccr_o"))
+        .expect("the ret skips a recorded exit");
+    assert!(branch < skip && skip < ret);
 }

@@ -340,6 +340,33 @@ fn race_found(info: &LaunchInfo, r: &cudacheck_core::race::RaceRecord) {
                 at(r.other.site())
             ),
             ),
+            Some(RaceEventKind::ExitedBarrier) => {
+                let expected = block_dim.iter().map(|d| (*d).max(1)).product::<u32>();
+                let left = if r.other.0 == 0 {
+                    "where they went is not known".to_string()
+                } else {
+                    format!(
+                        "thread {} left the block at {}",
+                        tuple(thread(r.other.thread())),
+                        at(r.other.site())
+                    )
+                };
+                (
+                    FindingKind::Barrier,
+                    format!(
+                        "barrier at {} reached by {} of the {expected} threads of block {} \
+                         (thread {} waited there); the others had left the block: {left}. CUDA \
+                         requires every thread of the block to reach a barrier in conditional \
+                         code; current GPUs release it when the others exit, so the program runs \
+                         on, and compute-sanitizer's synccheck does not report it. Guard the \
+                         work, not the barrier: let every thread reach it",
+                        at(r.current.site()),
+                        r.offset,
+                        tuple(r.block),
+                        tuple(thread(r.current.thread())),
+                    ),
+                )
+            }
             Some(RaceEventKind::WarpMask) => (
                 FindingKind::Barrier,
                 format!(

@@ -74,6 +74,17 @@ pub enum BarrierMisuseKind {
         /// The mask the call passed.
         mask: u32,
     },
+    /// A block barrier that only part of the block reached: the other threads had left the
+    /// block (returned or exited) without reaching it. Current GPUs release a barrier that
+    /// exited threads hold up, so the kernel finishes, but CUDA requires a barrier in
+    /// conditional code to be reached by every thread of the block; compute-sanitizer's
+    /// synccheck does not report it.
+    Exited {
+        /// Threads that arrived at the barrier.
+        arrived: u32,
+        /// Threads in the block.
+        expected: u32,
+    },
 }
 
 /// The old name of [`BarrierMisuseKind`].
@@ -118,11 +129,13 @@ pub struct BarrierMisuse {
     /// `blockIdx` of the block.
     pub block: Dim3,
     /// The call that was reported: for [`Divergent`](BarrierMisuseKind::Divergent), a thread
-    /// at one of the barriers; for [`WarpMask`](BarrierMisuseKind::WarpMask), the lane the
-    /// mask leaves out.
+    /// at one of the barriers; for [`Exited`](BarrierMisuseKind::Exited), a thread at the
+    /// barrier; for [`WarpMask`](BarrierMisuseKind::WarpMask), the lane the mask leaves out.
     pub call: BarrierCall,
-    /// For [`Divergent`](BarrierMisuseKind::Divergent): a thread at the other barrier;
-    /// `None` for [`WarpMask`](BarrierMisuseKind::WarpMask).
+    /// For [`Divergent`](BarrierMisuseKind::Divergent): a thread at the other barrier; for
+    /// [`Exited`](BarrierMisuseKind::Exited): a thread that left and the `return` or end of
+    /// the kernel it left by (`None` when it was not recorded); `None` for
+    /// [`WarpMask`](BarrierMisuseKind::WarpMask).
     pub other: Option<BarrierCall>,
     /// How many reports the launch made (only the first is described).
     pub count: u32,
@@ -207,14 +220,25 @@ pub(crate) fn race_error_of(rec: &RaceRecord, cx: &FaultContext<'_>) -> Option<F
                 count: rec.count,
             })))
         }
-        _ => {
-            let kind = if rec.event() == Some(RaceEventKind::WarpMask) {
-                BarrierMisuseKind::WarpMask { mask: rec.offset }
-            } else {
-                BarrierMisuseKind::Divergent
+        event => {
+            let kind = match event {
+                RaceEventKind::WarpMask => BarrierMisuseKind::WarpMask { mask: rec.offset },
+                RaceEventKind::ExitedBarrier => BarrierMisuseKind::Exited {
+                    arrived: rec.offset,
+                    expected: cx.config.block.x.max(1)
+                        * cx.config.block.y.max(1)
+                        * cx.config.block.z.max(1),
+                },
+                _ => BarrierMisuseKind::Divergent,
             };
-            let other =
-                (kind == BarrierMisuseKind::Divergent).then(|| barrier_call(races, cx, rec.other));
+            let other = match kind {
+                BarrierMisuseKind::Divergent => Some(barrier_call(races, cx, rec.other)),
+                // No thread recorded its exit in this epoch: where they went is not known.
+                BarrierMisuseKind::Exited { .. } if rec.other.0 != 0 => {
+                    Some(barrier_call(races, cx, rec.other))
+                }
+                _ => None,
+            };
             Some(Fault::BarrierMisuse(Box::new(BarrierMisuse {
                 kernel: Arc::clone(cx.kernel),
                 site: cx.site,
@@ -295,6 +319,40 @@ impl fmt::Display for BarrierMisuse {
                     f,
                     "\nhelp: every thread of a block must reach the same `__syncthreads()`: move \
                      it out of the branch"
+                )
+            }
+            BarrierMisuseKind::Exited { arrived, expected } => {
+                write!(
+                    f,
+                    ": barrier reached by {arrived} of the {expected} threads of block {}: thread \
+                     {} waited at this barrier while {} other thread{} had left the \
+                     block",
+                    self.block,
+                    self.call.thread,
+                    expected.saturating_sub(arrived),
+                    if expected.saturating_sub(arrived) == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                )?;
+                call_snippet(f, &self.call)?;
+                match &self.other {
+                    Some(exit) => {
+                        write!(f, "\nthread {} left the block here:", exit.thread)?;
+                        call_snippet(f, exit)?;
+                    }
+                    None => write!(f, "\n(where they left is not known)")?,
+                }
+                write!(
+                    f,
+                    "\n= note: CUDA requires every thread of the block to reach a barrier in \
+                     conditional code; current GPUs release a barrier that exited threads hold up, \
+                     so the kernel runs to the end, but what the barrier orders is then \
+                     undefined, and compute-sanitizer's synccheck does not report it\
+                     \nhelp: guard the work, not the barrier: let every thread reach it (`if (i < \
+                     n) {{ ... }}` around the work instead of `if (i >= n) return;` before the \
+                     barrier, the same trip count for every thread of a loop with a barrier)"
                 )
             }
             BarrierMisuseKind::WarpMask { mask } => {
@@ -379,6 +437,49 @@ mod tests {
         );
         assert!(text.contains("\n --> k.cu:6:9\n"), "{text}");
         assert!(text.contains("move it out of the branch"), "{text}");
+    }
+
+    #[test]
+    fn an_exited_barrier_names_the_barrier_the_exit_and_the_fix() {
+        let exit = call(Dim3::new(40, 0, 0), 2, "    if (i >= n) return;");
+        let text = misuse(
+            BarrierMisuseKind::Exited {
+                arrived: 44,
+                expected: 64,
+            },
+            Some(exit),
+        )
+        .to_string();
+        assert!(
+            text.contains(
+                ": barrier reached by 44 of the 64 threads of block (0, 0, 0): thread (3, 0, 0) \
+                 waited at this barrier while 20 other threads had left the block\n \
+                 --> k.cu:4:9"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("thread (40, 0, 0) left the block here:\n --> k.cu:2:9"),
+            "{text}"
+        );
+        assert!(text.contains("synccheck does not report it"), "{text}");
+        assert!(text.contains("guard the work, not the barrier"), "{text}");
+        let unknown = misuse(
+            BarrierMisuseKind::Exited {
+                arrived: 63,
+                expected: 64,
+            },
+            None,
+        )
+        .to_string();
+        assert!(
+            unknown.contains("while 1 other thread had left"),
+            "{unknown}"
+        );
+        assert!(
+            unknown.contains("where they left is not known"),
+            "{unknown}"
+        );
     }
 
     #[test]
