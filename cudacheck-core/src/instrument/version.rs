@@ -90,7 +90,7 @@
 //! 16-byte access also requires `a + offset` and `B` to be multiples of its width.
 //! A guarded (`@%p`) access may run in fewer iterations: the precheck covers all of them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::analyze::Origin;
 use super::ptx::{Function, Space, StmtKind};
@@ -356,7 +356,7 @@ struct Analysis<'a> {
     f: &'a Function,
     cfg: &'a Cfg,
     l: &'a Loop,
-    defs: &'a HashMap<&'a str, Vec<usize>>,
+    defs: &'a crate::ir::Defs<'a>,
     depth: &'a [usize],
 }
 
@@ -769,6 +769,7 @@ impl Analysis<'_> {
                 to: Some(dst),
                 from: Some(src),
                 sat: false,
+                ..
             }) => {
                 // `cvt.dst.src`: integer types only, no rounding or saturation.
                 let (db, sb) = (ty_bits(dst)?, ty_bits(src)?);
@@ -1211,6 +1212,7 @@ mod tests {
     //! the loop touches is inside the buffer.
     use super::*;
     use crate::ir::read::{parse, Instr};
+    use std::collections::HashMap;
 
     fn plan_of(f: &Function, c: &BTreeMap<(usize, usize), Candidate>) -> Vec<Versioned> {
         let cfg = Cfg::new(f);

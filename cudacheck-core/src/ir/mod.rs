@@ -27,8 +27,10 @@ pub mod operand;
 pub mod read;
 
 pub use cfg::{BlockId, Cfg};
-pub use loops::{loops, Bound, Cmp, ExitTest, Induction, Loop, Step};
-pub use op::{Arith, ArithOp, Cache, CmpOp, Compare, Convert, Half, Mem, MemOp, Op, Ty};
+pub use loops::{definitions, loops, Bound, Cmp, Defs, ExitTest, Induction, Loop, Step};
+pub use op::{
+    Arith, ArithOp, Cache, CmpOp, Compare, Convert, FloatMode, Half, Mem, MemOp, Op, Round, Ty,
+};
 pub use opcode::{effects, needs_peers, Effects, Flow, MemAccess, MemKind, Sync};
 pub use operand::{immediate, is_reg, regs_of, Address, Operand};
 

@@ -167,6 +167,86 @@ pub struct Arith {
     pub carry_out: bool,
     /// `.sat`: clamps instead of wrapping.
     pub sat: bool,
+    /// Rounding, `.ftz`, `.approx` and the other parts that change a floating-point result.
+    pub float: FloatMode,
+}
+
+/// A rounding modifier (`.rn`, `.rzi`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Round {
+    Rn,
+    Rna,
+    Rz,
+    Rm,
+    Rp,
+    Rs,
+    /// To an integral value (`cvt`'s `.rni`, `.rzi`, `.rmi`, `.rpi`).
+    Rni,
+    Rzi,
+    Rmi,
+    Rpi,
+}
+
+impl Round {
+    fn from_part(p: &str) -> Option<Round> {
+        use Round::*;
+        Some(match p {
+            "rn" => Rn,
+            "rna" => Rna,
+            "rz" => Rz,
+            "rm" => Rm,
+            "rp" => Rp,
+            "rs" => Rs,
+            "rni" => Rni,
+            "rzi" => Rzi,
+            "rmi" => Rmi,
+            "rpi" => Rpi,
+            _ => return None,
+        })
+    }
+}
+
+/// The parts of an arithmetic or conversion opcode that change a floating-point result: two
+/// operations with the same operator, type and mode compute the same value from the same
+/// operands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FloatMode {
+    pub round: Option<Round>,
+    /// `.ftz`: subnormals flushed to zero.
+    pub ftz: bool,
+    /// `.approx`, and `div`'s `.full`.
+    pub approx: bool,
+    pub full: bool,
+    /// `.relu`, `.NaN`, `.xorsign`, `.satfinite`, `.noftz`.
+    pub relu: bool,
+    pub nan: bool,
+    pub xorsign: bool,
+    pub satfinite: bool,
+    pub noftz: bool,
+}
+
+impl FloatMode {
+    fn from_parts<'a>(parts: impl Iterator<Item = &'a str>) -> FloatMode {
+        let mut m = FloatMode::default();
+        for p in parts {
+            match p {
+                "ftz" => m.ftz = true,
+                "approx" => m.approx = true,
+                "full" => m.full = true,
+                "relu" => m.relu = true,
+                "NaN" => m.nan = true,
+                "xorsign" => m.xorsign = true,
+                "satfinite" => m.satfinite = true,
+                "noftz" => m.noftz = true,
+                _ => {
+                    if let Some(r) = Round::from_part(p) {
+                        m.round = Some(r);
+                    }
+                }
+            }
+        }
+        m
+    }
 }
 
 /// A comparison operator of `setp`/`set`.
@@ -240,6 +320,7 @@ pub struct Convert {
     pub to: Option<Ty>,
     pub from: Option<Ty>,
     pub sat: bool,
+    pub float: FloatMode,
 }
 
 /// Which instruction family touches memory.
@@ -467,6 +548,7 @@ impl Op {
                 carry_in,
                 carry_out: has("cc"),
                 sat: has("sat"),
+                float: FloatMode::from_parts(rest()),
             })
         };
         let mem = |op: MemOp| {
@@ -544,6 +626,7 @@ impl Op {
                 to: rest().find_map(Ty::from_part),
                 from: last_ty(rest()),
                 sat: has("sat"),
+                float: FloatMode::from_parts(rest()),
             }),
             "cvta" => Op::Cvta {
                 to_generic: !has("to"),
@@ -705,6 +788,30 @@ mod tests {
     }
 
     #[test]
+    fn rounding_ftz_and_approx_tell_operations_apart() {
+        let a = op("div.rn.ftz.f32 %f3, %f1, %f2;");
+        let f = a.arith().unwrap().float;
+        assert_eq!((f.round, f.ftz, f.approx), (Some(Round::Rn), true, false));
+        let b = op("div.approx.ftz.f32 %f3, %f1, %f2;");
+        assert!(b.arith().unwrap().float.approx);
+        assert_ne!(a, b);
+        assert_ne!(a, op("div.rn.f32 %f3, %f1, %f2;"));
+        assert_ne!(
+            op("cvt.rzi.s32.f32 %r1, %f1;"),
+            op("cvt.rni.s32.f32 %r1, %f1;")
+        );
+        assert_ne!(
+            op("min.NaN.f32 %f3, %f1, %f2;"),
+            op("min.f32 %f3, %f1, %f2;")
+        );
+        assert_eq!(
+            op("add.s32 %r3, %r1, %r2;"),
+            op("add.s32 %r5, %r4, 1;"),
+            "operands are not part of the operation"
+        );
+    }
+
+    #[test]
     fn compares_and_conversions() {
         assert_eq!(
             op("setp.lt.and.s32 %p1, %r1, %r2, %p2;"),
@@ -721,6 +828,10 @@ mod tests {
                 to: Some(Ty::F32),
                 from: Some(Ty::S64),
                 sat: false,
+                float: FloatMode {
+                    round: Some(Round::Rn),
+                    ..FloatMode::default()
+                },
             })
         );
         assert_eq!(
