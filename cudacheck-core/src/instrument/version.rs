@@ -2,7 +2,7 @@
 //! the loop without those accesses' checks.
 //!
 //! # Why
-//! A host check (`guard.rs`) bounds an access for every thread of the launch at once, from
+//! A host check (`guard/`) bounds an access for every thread of the launch at once, from
 //! the launch's arguments. It cannot when the loop's start or bound differs per thread and
 //! comes from memory (a CSR row's `offsets[r]..offsets[r + 1]`), when the per-thread values
 //! are related in a way intervals lose (`lane` and `c += 32`), or when the launch's own bound
