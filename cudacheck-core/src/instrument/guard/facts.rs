@@ -59,7 +59,7 @@ impl<'a> Guards<'a> {
         let Some(i) = self.single_def(&a.reg) else {
             return;
         };
-        let Some(&def_at) = self.defs.get(&a.reg).and_then(|d| d.first()) else {
+        let Some(&def_at) = self.defs.get(a.reg.as_str()).and_then(|d| d.first()) else {
             return;
         };
         // An operand keeps the value the definition read up to `at`: it has one definition
@@ -355,7 +355,7 @@ impl<'a> Guards<'a> {
     }
 
     pub(super) fn solve(&mut self) {
-        if self.blocks.is_empty() {
+        if self.cfg.blocks.is_empty() {
             return;
         }
         self.entry[0] = Some(State::new());
@@ -363,7 +363,7 @@ impl<'a> Guards<'a> {
         let mut rounds = 0usize;
         while let Some(b) = work.pop() {
             rounds += 1;
-            if rounds > 200 * self.blocks.len() + 1000 {
+            if rounds > 200 * self.cfg.blocks.len() + 1000 {
                 // Should not happen (facts only shrink); give up soundly: nothing is known.
                 for e in &mut self.entry {
                     *e = Some(State::new());
@@ -373,21 +373,19 @@ impl<'a> Guards<'a> {
             let Some(mut s) = self.entry[b].clone() else {
                 continue;
             };
-            let blk = &self.blocks[b];
             let mut branch: Option<&Instr> = None;
-            for k in blk.start..blk.end {
+            for k in self.span(b) {
                 if let Some(i) = self.instr(k) {
-                    if i.op() == "bra" {
+                    if matches!(i.op, Op::Branch { .. }) {
                         branch = Some(i);
                     } else {
                         self.transfer(&mut s, i, k);
                     }
                 }
             }
-            let succs: Vec<(usize, Edge)> = blk.succs.clone();
-            for (t, e) in succs {
+            for &t in &self.cfg.blocks[b].succs {
                 let mut out = s.clone();
-                if let (Edge::When(v), Some(i)) = (e, branch) {
+                if let (Some(v), Some(i)) = (self.taken_when(b, t), branch) {
                     if let Some(Guard { pred: p, .. }) = &i.guard {
                         out.extend(Self::edge_facts(&s, p, v));
                     }
@@ -413,12 +411,12 @@ impl<'a> Guards<'a> {
         if let Some(s) = self.states.borrow().get(&k) {
             return std::rc::Rc::clone(s);
         }
-        let b = self.block_of.get(k).copied().unwrap_or(0);
+        let b = self.cfg.block_of(k).unwrap_or(0);
         let s = match self.entry.get(b).cloned().flatten() {
             Some(mut s) => {
-                for j in self.blocks[b].start..k {
+                for j in self.span(b).start..k {
                     if let Some(i) = self.instr(j) {
-                        if i.op() != "bra" {
+                        if !matches!(i.op, Op::Branch { .. }) {
                             self.transfer(&mut s, i, j);
                         }
                     }
@@ -515,7 +513,7 @@ impl<'a> Guards<'a> {
                 let Some(kk) = k.checked_add(*c) else {
                     continue;
                 };
-                let Some(&dy) = self.defs.get(y).and_then(|d| d.first()) else {
+                let Some(&dy) = self.defs.get(y.as_str()).and_then(|d| d.first()) else {
                     continue;
                 };
                 if !l.contains_stmt(self.cfg, dy) || self.before(dy, at) != Some(true) {

@@ -123,7 +123,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::host_expr::{const_as_read, range_of, Cmp, HostExpr, HostFact, IvStep, Sibling};
 use super::ptx::{Function, Guard, Instr, StmtKind};
-use crate::ir::{effects, immediate, is_reg, Address, Cfg, Loop, Step};
+use crate::ir::{effects, immediate, is_reg, Address, Cfg, Defs, Loop, Op, Step};
 
 mod counted;
 mod facts;
@@ -298,20 +298,6 @@ enum Fact {
 
 type State = BTreeSet<Fact>;
 
-struct Block {
-    /// Statement indices `start..end`.
-    start: usize,
-    end: usize,
-    succs: Vec<(usize, Edge)>,
-}
-
-#[derive(Clone, Copy)]
-enum Edge {
-    Always,
-    /// Taken when the guard predicate is `bool`.
-    When(bool),
-}
-
 /// An integer literal as a 64-bit two's complement value (`0xFFFFFFFFFFFFFFFC` is -4).
 fn imm(op: &str) -> Option<i64> {
     immediate(op).map(|v| v as i64)
@@ -358,25 +344,24 @@ pub(crate) enum Base<'n> {
 /// The analysis of one kernel.
 pub(crate) struct Guards<'a> {
     f: &'a Function,
-    blocks: Vec<Block>,
-    block_of: Vec<usize>,
+    /// The facts holding on entry to each block of [`Self::cfg`] (`None`: not reached).
     entry: Vec<Option<State>>,
-    defs: BTreeMap<String, Vec<usize>>,
+    /// The function's definitions map ([`crate::ir::definitions`]).
+    defs: Defs<'a>,
     /// Scalar parameters by name: `(index, bytes)`.
     params: BTreeMap<&'a str, (u32, u8)>,
     /// For a register `r`: the registers whose one definition is `r + k` (`add`/`sub` with an
     /// immediate, same width), with `k`.
     shifted: BTreeMap<String, Vec<(String, i64)>>,
-    /// Each block's predecessors.
-    preds: Vec<Vec<usize>>,
     /// Registers left to visit for the current access (bounds the work on odd code).
     budget: std::cell::Cell<u32>,
     /// Registers [`Guards::induction`] is describing now (a cycle through them gives up).
     visiting: std::cell::RefCell<Vec<String>>,
     /// The facts holding at each statement asked about so far ([`Guards::state_at`]).
     states: std::cell::RefCell<BTreeMap<usize, std::rc::Rc<State>>>,
-    /// The typed model's control-flow graph and loops ([`crate::ir`]), built once by the
-    /// emitter for this analysis and loop versioning both.
+    /// The typed model's control-flow graph (its blocks, and the predicate value each edge is
+    /// taken on) and loops ([`crate::ir`]), built once by the emitter for this analysis and
+    /// loop versioning both.
     cfg: &'a Cfg,
     loops: &'a [Loop],
 }
@@ -394,83 +379,26 @@ impl<'a> Guards<'a> {
     /// `None` when the control flow cannot be followed (an indirect branch, a label defined
     /// twice): then no access is host-checked.
     pub(crate) fn new(f: &'a Function, cfg: &'a Cfg, loops: &'a [Loop]) -> Option<Guards<'a>> {
-        let mut labels: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut starts: BTreeSet<usize> = BTreeSet::from([0]);
-        let mut defs: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (k, s) in f.stmts.iter().enumerate() {
+        let mut labels: BTreeSet<&str> = BTreeSet::new();
+        for s in &f.stmts {
             match &s.kind {
-                StmtKind::Label(l) => {
-                    if labels.insert(l.as_str(), k).is_some() {
-                        return None;
-                    }
-                    starts.insert(k);
-                }
-                StmtKind::Instr(i) => {
-                    match i.op() {
-                        "brx" => return None,
-                        "bra" | "ret" | "exit" => {
-                            starts.insert(k + 1);
-                        }
-                        _ => {}
-                    }
-                    for d in defs_of(i) {
-                        defs.entry(d).or_default().push(k);
-                    }
-                }
+                StmtKind::Label(l) if !labels.insert(l.as_str()) => return None,
+                StmtKind::Instr(i) if i.op == Op::BranchIndexed => return None,
                 _ => {}
             }
         }
-        let n = f.stmts.len();
-        let starts: Vec<usize> = starts.into_iter().filter(|&s| s < n.max(1)).collect();
-        let mut blocks: Vec<Block> = Vec::new();
-        let mut block_of = vec![0; n];
-        for (b, &s) in starts.iter().enumerate() {
-            let e = starts.get(b + 1).copied().unwrap_or(n);
-            for x in block_of.iter_mut().take(e).skip(s) {
-                *x = b;
-            }
-            blocks.push(Block {
-                start: s,
-                end: e,
-                succs: Vec::new(),
-            });
+        // A branch out of the function: the graph would take it as indirect.
+        let outside = f.instrs().any(|i| {
+            matches!(i.op, Op::Branch { .. })
+                && !i
+                    .operands
+                    .first()
+                    .is_some_and(|t| labels.contains(t.trim()))
+        });
+        if outside {
+            return None;
         }
-        for b in 0..blocks.len() {
-            let (s, e) = (blocks[b].start, blocks[b].end);
-            let last = f.stmts[s..e].iter().rev().find_map(|st| match &st.kind {
-                StmtKind::Instr(i) => Some(i),
-                _ => None,
-            });
-            let mut succs = Vec::new();
-            let mut falls = true;
-            if let Some(i) = last {
-                match i.op() {
-                    "bra" => {
-                        let target = i.operands.first().map(|t| t.trim());
-                        let &t = target.and_then(|t| labels.get(t))?;
-                        let tb = block_of[t];
-                        match &i.guard {
-                            None => {
-                                succs.push((tb, Edge::Always));
-                                falls = false;
-                            }
-                            Some(g) => succs.push((tb, Edge::When(!g.negated))),
-                        }
-                    }
-                    "ret" | "exit" if i.guard.is_none() => falls = false,
-                    _ => {}
-                }
-            }
-            if falls && b + 1 < blocks.len() {
-                let guarded_bra = last.is_some_and(|i| i.op() == "bra" && i.guard.is_some());
-                let edge = match last.and_then(|i| i.guard.as_ref()) {
-                    Some(g) if guarded_bra => Edge::When(g.negated),
-                    _ => Edge::Always,
-                };
-                succs.push((b + 1, edge));
-            }
-            blocks[b].succs = succs;
-        }
+        let defs = crate::ir::definitions(f);
         let mut params = BTreeMap::new();
         for (k, p) in f.params.iter().enumerate() {
             let bytes = p
@@ -480,12 +408,6 @@ impl<'a> Guards<'a> {
                 .find_map(|t| int_type(t).map(|(b, _)| b / 8));
             if let Some(b) = bytes {
                 params.insert(p.name.as_str(), (k as u32, b));
-            }
-        }
-        let mut preds = vec![Vec::new(); blocks.len()];
-        for (b, blk) in blocks.iter().enumerate() {
-            for &(t, _) in &blk.succs {
-                preds[t].push(b);
             }
         }
         let mut shifted: BTreeMap<String, Vec<(String, i64)>> = BTreeMap::new();
@@ -505,18 +427,15 @@ impl<'a> Guards<'a> {
                 shifted
                     .entry(r.to_string())
                     .or_default()
-                    .push((y.clone(), c));
+                    .push((y.to_string(), c));
             }
         }
         let mut g = Guards {
             f,
-            entry: vec![None; blocks.len()],
-            blocks,
-            block_of,
+            entry: vec![None; cfg.blocks.len()],
             defs,
             params,
             shifted,
-            preds,
             budget: std::cell::Cell::new(0),
             visiting: std::cell::RefCell::new(Vec::new()),
             states: std::cell::RefCell::new(BTreeMap::new()),
@@ -529,6 +448,21 @@ impl<'a> Guards<'a> {
 
     fn instr(&self, k: usize) -> Option<&'a Instr> {
         self.f.instr(k)
+    }
+
+    /// The statements of block `b`.
+    fn span(&self, b: usize) -> std::ops::Range<usize> {
+        self.cfg.blocks[b].stmts.clone()
+    }
+
+    /// The predicate value the edge `from -> to` is taken on, where a guarded `bra` ends
+    /// `from` ([`Cfg::condition`]).
+    fn taken_when(&self, from: usize, to: usize) -> Option<bool> {
+        let last = self.span(from).rev().find_map(|k| self.instr(k))?;
+        if !matches!(last.op, Op::Branch { .. }) {
+            return None;
+        }
+        self.cfg.condition(from, to).map(|(_, v)| v)
     }
 
     fn single_def(&self, reg: &str) -> Option<&'a Instr> {

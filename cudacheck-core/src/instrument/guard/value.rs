@@ -132,7 +132,7 @@ impl<'a> Guards<'a> {
             return true;
         }
         self.single_def(reg).is_some()
-            || (self.block_of.get(from) == self.block_of.get(to)
+            || (self.cfg.block_of(from) == self.cfg.block_of(to)
                 && from < to
                 && self
                     .defs
@@ -221,13 +221,13 @@ impl<'a> Guards<'a> {
     pub(super) fn reaching_def(&self, reg: &str, at: usize) -> Option<usize> {
         let defs = self.defs.get(reg)?;
         let last_in = |b: usize, before: usize| -> Option<usize> {
-            let start = self.blocks[b].start;
+            let start = self.span(b).start;
             defs.iter()
                 .copied()
                 .filter(|&d| d >= start && d < before)
                 .max()
         };
-        let b0 = *self.block_of.get(at)?;
+        let b0 = self.cfg.block_of(at)?;
         if let Some(d) = last_in(b0, at) {
             return self.instr(d).filter(|i| i.guard.is_none()).map(|_| d);
         }
@@ -236,12 +236,12 @@ impl<'a> Guards<'a> {
         }
         let mut found: Option<usize> = None;
         let mut seen = BTreeSet::new();
-        let mut work: Vec<usize> = self.preds[b0].clone();
+        let mut work: Vec<usize> = self.cfg.blocks[b0].preds.clone();
         while let Some(b) = work.pop() {
             if !seen.insert(b) {
                 continue;
             }
-            match last_in(b, self.blocks[b].end) {
+            match last_in(b, self.span(b).end) {
                 Some(d) => {
                     if found.is_some_and(|f| f != d) || self.instr(d)?.guard.is_some() {
                         return None;
@@ -249,7 +249,7 @@ impl<'a> Guards<'a> {
                     found = Some(d);
                 }
                 None if b == 0 => return None,
-                None => work.extend(self.preds[b].iter().copied()),
+                None => work.extend(self.cfg.blocks[b].preds.iter().copied()),
             }
         }
         found
@@ -319,32 +319,25 @@ impl<'a> Guards<'a> {
         // The 32-bit block: entered only from the test's branch, when its predicate says
         // the high halves are zero; the low halves taken there, where `a` and `b` are the
         // values the test read (checked below).
-        let bn = *self.block_of.get(kn)?;
+        let bn = self.cfg.block_of(kn)?;
         let in_bn = |r: &str| {
             self.defs
                 .get(r)
                 .and_then(|ds| ds.first())
-                .is_some_and(|&k| self.block_of.get(k) == Some(&bn))
+                .is_some_and(|&k| self.cfg.block_of(k) == Some(bn))
         };
-        if *self.block_of.get(kr)? != bn || !in_bn(narrow.2) || !in_bn(narrow.3) {
+        if self.cfg.block_of(kr)? != bn || !in_bn(narrow.2) || !in_bn(narrow.3) {
             return None;
         }
-        let [bp] = self.preds[bn].as_slice() else {
+        let [bp] = self.cfg.blocks[bn].preds[..] else {
             return None;
         };
-        let blk = &self.blocks[*bp];
-        let (bra_k, bra) = (blk.start..blk.end)
+        let (bra_k, bra) = self
+            .span(bp)
             .rev()
             .find_map(|k| self.instr(k).map(|i| (k, i)))?;
         let pred = &bra.guard.as_ref().filter(|_| bra.op() == "bra")?.pred;
-        let taken_when = blk
-            .succs
-            .iter()
-            .find(|(t, _)| *t == bn)
-            .and_then(|(_, e)| match e {
-                Edge::When(v) => Some(*v),
-                Edge::Always => None,
-            })?;
+        let taken_when = self.taken_when(bp, bn)?;
         let setp = self.single_def(pred)?;
         let sparts: Vec<&str> = setp.parts().collect();
         let high_zero_when = match sparts.as_slice() {
@@ -367,13 +360,13 @@ impl<'a> Guards<'a> {
             .instr(*k_or)
             .filter(|i| i.op() == "or" && i.guard.is_none())?;
         let (o1, o2) = (or.operands.get(1)?.as_str(), or.operands.get(2)?.as_str());
-        if !((o1 == a && o2 == b) || (o1 == b && o2 == a)) || self.block_of.get(*k_or)? != bp {
+        if !((o1 == a && o2 == b) || (o1 == b && o2 == a)) || self.cfg.block_of(*k_or)? != bp {
             return None;
         }
         // No definition of `a` or `b` after the test in its block, in the 32-bit block, or
         // before the 64-bit operation in its block (entered from the test's block alone).
-        let bw = *self.block_of.get(kw)?;
-        if self.preds[bw].as_slice() != [*bp] {
+        let bw = self.cfg.block_of(kw)?;
+        if self.cfg.blocks[bw].preds[..] != [bp] {
             return None;
         }
         let redefined = |from: usize, to: usize| {
@@ -385,8 +378,8 @@ impl<'a> Guards<'a> {
         };
         // (`redefined` excludes its first statement: a block's is taken one before it.)
         if redefined(*k_or, bra_k)
-            || redefined(self.blocks[bn].start.checked_sub(1)?, kn)
-            || redefined(self.blocks[bw].start.checked_sub(1)?, kw)
+            || redefined(self.span(bn).start.checked_sub(1)?, kn)
+            || redefined(self.span(bw).start.checked_sub(1)?, kw)
         {
             return None;
         }
