@@ -127,24 +127,6 @@ pub enum Cmp {
 }
 
 impl Cmp {
-    /// The comparison of a `setp` mnemonic part (`lt`, or the unsigned `lo`, ...), and
-    /// whether the mnemonic itself compares unsigned (`lo`, `ls`, `hi`, `hs`).
-    pub fn of_setp(part: &str) -> Option<(Cmp, bool)> {
-        Some(match part {
-            "lt" => (Cmp::Lt, false),
-            "le" => (Cmp::Le, false),
-            "gt" => (Cmp::Gt, false),
-            "ge" => (Cmp::Ge, false),
-            "lo" => (Cmp::Lt, true),
-            "ls" => (Cmp::Le, true),
-            "hi" => (Cmp::Gt, true),
-            "hs" => (Cmp::Ge, true),
-            "eq" => (Cmp::Eq, false),
-            "ne" => (Cmp::Ne, false),
-            _ => return None,
-        })
-    }
-
     /// The comparison of a decoded `setp` operator (`lt`, or the unsigned `lo`, ...); `None`
     /// for the comparisons that hold for NaN and the NaN tests.
     pub fn of_cmp_op(op: CmpOp) -> Option<Cmp> {

@@ -275,6 +275,11 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// An unsigned comparison by its mnemonic (`lo`, `ls`, `hi`, `hs`).
+    pub fn unsigned(self) -> bool {
+        matches!(self, CmpOp::Lo | CmpOp::Ls | CmpOp::Hi | CmpOp::Hs)
+    }
+
     fn from_part(p: &str) -> Option<CmpOp> {
         use CmpOp::*;
         Some(match p {
@@ -320,6 +325,8 @@ pub struct Convert {
     pub to: Option<Ty>,
     pub from: Option<Ty>,
     pub sat: bool,
+    /// `.pack`: two sources packed into the destination's halves.
+    pub pack: bool,
     pub float: FloatMode,
 }
 
@@ -626,6 +633,7 @@ impl Op {
                 to: rest().find_map(Ty::from_part),
                 from: last_ty(rest()),
                 sat: has("sat"),
+                pack: has("pack"),
                 float: FloatMode::from_parts(rest()),
             }),
             "cvta" => Op::Cvta {
@@ -828,6 +836,7 @@ mod tests {
                 to: Some(Ty::F32),
                 from: Some(Ty::S64),
                 sat: false,
+                pack: false,
                 float: FloatMode {
                     round: Some(Round::Rn),
                     ..FloatMode::default()

@@ -50,7 +50,8 @@ impl<'a> Guards<'a> {
                 return None;
             }
             let ops = &i.operands;
-            let step_of = if i.op() == "add" && !i.has("cc") && !i.has("sat") {
+            let plain_add = arith_of(i, ArithOp::Add).is_some_and(|a| !a.carry_out && !a.sat);
+            let step_of = if plain_add {
                 match (ops.get(1), ops.get(2)) {
                     (Some(a), Some(b)) if a == reg && b != reg => Some(b),
                     (Some(a), Some(b)) if b == reg && a != reg => Some(a),
@@ -285,7 +286,7 @@ impl<'a> Guards<'a> {
         };
         let cbits = self.reg_bits(&c.reg)?;
         let setp = self.instr(t.setp)?;
-        if setp.parts().filter_map(int_type).last()?.0 != cbits {
+        if int_of(&setp.op)?.0 != cbits {
             return None;
         }
         let read = |e: HostExpr| Wrap {

@@ -16,7 +16,7 @@ impl<'a> Guards<'a> {
         }
         let i = self.single_def(op)?;
         if let Some(plus) = plus_immediate(i) {
-            let (bits, _) = i.parts().filter_map(int_type).last()?;
+            let (bits, _) = int_of(&i.op)?;
             let (reg, k) = plus?;
             if let Some((index, bytes)) = self.param_reg(reg) {
                 return (u32::from(bytes) * 8 == u32::from(bits)).then_some(Bound::Param {
@@ -39,12 +39,10 @@ impl<'a> Guards<'a> {
     /// `(index, bytes)` of the whole scalar parameter register `op` is only ever loaded from.
     pub(super) fn param_reg(&self, op: &str) -> Option<(u32, u8)> {
         let i = self.single_def(op)?;
-        if i.op() != "ld" || !i.has("param") {
-            return None;
-        }
+        let ty = param_load(&i.op)?;
         let a = Address::parse(i.operands.get(1)?)?;
         let &(index, bytes) = self.params.get(a.base)?;
-        let ld = i.parts().filter_map(int_type).last()?.0 / 8;
+        let ld = int_ty(ty?)?.0 / 8;
         (a.offset == 0 && ld == bytes).then_some((index, bytes))
     }
 
@@ -65,13 +63,9 @@ impl<'a> Guards<'a> {
         // An operand keeps the value the definition read up to `at`: it has one definition
         // (which dominates), or none between the two in one basic block.
         let unchanged = |op: &str| self.unchanged(op, def_at, at);
-        if i.op() == "cvt" {
+        if let Op::Convert(_) = i.op {
             // A widening `cvt` of an integer: the narrow register compares as the wide one.
-            let parts: Vec<&str> = i.parts().collect();
-            let [_, dst, src] = parts.as_slice() else {
-                return;
-            };
-            let (Some((db, _)), Some((sb, ss))) = (int_type(dst), int_type(src)) else {
+            let Some(((db, _), (sb, ss))) = int_convert(&i.op) else {
                 return;
             };
             let Some(op) = i.operands.get(1).filter(|o| is_reg(o) && unchanged(o)) else {
@@ -104,7 +98,7 @@ impl<'a> Guards<'a> {
             }
             return;
         }
-        let Some((bits, ty_signed)) = i.parts().filter_map(int_type).last() else {
+        let Some((bits, ty_signed)) = int_of(&i.op) else {
             return;
         };
         if bits != a.bits || a.or_eq.is_some() {
@@ -112,16 +106,16 @@ impl<'a> Guards<'a> {
         }
         let lower = matches!(a.op, Cmp::Ge | Cmp::Gt);
         let upper = matches!(a.op, Cmp::Le | Cmp::Lt);
-        let ok = match i.op() {
-            "or" => {
+        let ok = match i.op.arith().map(|a| a.op) {
+            Some(ArithOp::Or) => {
                 a.signed
                     && matches!(
                         (a.op, &a.bound),
                         (Cmp::Ge, Bound::Const(0)) | (Cmp::Gt, Bound::Const(-1))
                     )
             }
-            "min" => ty_signed == a.signed && lower,
-            "max" => ty_signed == a.signed && upper,
+            Some(ArithOp::Min) => ty_signed == a.signed && lower,
+            Some(ArithOp::Max) => ty_signed == a.signed && upper,
             _ => false,
         };
         if !ok {
@@ -140,16 +134,21 @@ impl<'a> Guards<'a> {
     }
 
     pub(super) fn setp_atoms(&self, i: &Instr) -> Option<Atom> {
-        let parts: Vec<&str> = i.parts().collect();
-        let [_, cmp, ty] = parts.as_slice() else {
+        let Op::Compare(Compare {
+            value: false,
+            cmp: Some(cmp),
+            ty: Some(ty),
+            combine: None,
+        }) = i.op
+        else {
             return None;
         };
-        let (bits, ty_signed) = int_type(ty)?;
-        if bits < 32 || ty.starts_with('b') {
+        let (bits, ty_signed) = int_ty(ty)?;
+        if bits < 32 || matches!(ty, Ty::B8 | Ty::B16 | Ty::B32 | Ty::B64) {
             return None;
         }
-        let (op, unsigned) = Cmp::of_setp(cmp)?;
-        let signed = ty_signed && !unsigned;
+        let op = Cmp::of_cmp_op(cmp)?;
+        let signed = ty_signed && !cmp.unsigned();
         let (a, b) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
         let (reg, op, bound) = if is_reg(a) && self.bound(a).is_none() {
             (a, op, self.bound(b)?)
@@ -178,8 +177,8 @@ impl<'a> Guards<'a> {
         let d = defs_of(i);
         let mut gen: Vec<Fact> = Vec::new();
         if i.guard.is_none() {
-            match i.op() {
-                "setp" => {
+            match i.op {
+                Op::Compare(Compare { value: false, .. }) => {
                     if let Some(a) = self.setp_atoms(i) {
                         let with_implied = |a: Atom| {
                             let mut v = Vec::new();
@@ -209,7 +208,11 @@ impl<'a> Guards<'a> {
                         }
                     }
                 }
-                "or" | "and" | "not" if i.has("pred") => {
+                Op::Arith(Arith {
+                    op: logic @ (ArithOp::Or | ArithOp::And | ArithOp::Not),
+                    ty: Some(Ty::Pred),
+                    ..
+                }) => {
                     let info = |p: &str| -> Option<(Vec<Atom>, Vec<Atom>)> {
                         let (neg, p) = match p.strip_prefix('!') {
                             Some(r) => (true, r),
@@ -230,8 +233,8 @@ impl<'a> Guards<'a> {
                     };
                     let ops = &i.operands;
                     let empty = (Vec::new(), Vec::new());
-                    let (t, f) = match i.op() {
-                        "not" => ops
+                    let (t, f) = match logic {
+                        ArithOp::Not => ops
                             .get(1)
                             .and_then(|a| info(a))
                             .map(|(t, f)| (f, t))
@@ -241,10 +244,16 @@ impl<'a> Guards<'a> {
                             let b = ops.get(2).and_then(|b| info(b));
                             match (op, a, b) {
                                 // p = a | b: false means both false.
-                                ("or", Some(a), Some(b)) => (Vec::new(), [a.1, b.1].concat()),
-                                ("or", Some(a), None) | ("or", None, Some(a)) => (Vec::new(), a.1),
-                                ("and", Some(a), Some(b)) => ([a.0, b.0].concat(), Vec::new()),
-                                ("and", Some(a), None) | ("and", None, Some(a)) => {
+                                (ArithOp::Or, Some(a), Some(b)) => {
+                                    (Vec::new(), [a.1, b.1].concat())
+                                }
+                                (ArithOp::Or, Some(a), None) | (ArithOp::Or, None, Some(a)) => {
+                                    (Vec::new(), a.1)
+                                }
+                                (ArithOp::And, Some(a), Some(b)) => {
+                                    ([a.0, b.0].concat(), Vec::new())
+                                }
+                                (ArithOp::And, Some(a), None) | (ArithOp::And, None, Some(a)) => {
                                     (a.0, Vec::new())
                                 }
                                 _ => empty,
@@ -261,7 +270,7 @@ impl<'a> Guards<'a> {
                         }
                     }
                 }
-                "mov" if i.operands.get(1).and_then(|o| imm(o)).is_some() => {
+                Op::Mov(_) if i.operands.get(1).and_then(|o| imm(o)).is_some() => {
                     // A constant: pinned from both sides, in both readings (`join` turns a
                     // loop head's "first iteration: 0" into `or_eq`).
                     let (Some(dst), Some(c)) = (i.operands.first(), i.operands.get(1)) else {
@@ -285,7 +294,7 @@ impl<'a> Guards<'a> {
                         }
                     }
                 }
-                "mov" => {
+                Op::Mov(_) => {
                     if let (Some(dst), Some(src)) = (i.operands.first(), i.operands.get(1)) {
                         if is_reg(src) && self.f.reg_type(dst) == self.f.reg_type(src) {
                             for f in s.iter() {

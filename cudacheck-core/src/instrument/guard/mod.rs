@@ -123,7 +123,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::host_expr::{const_as_read, range_of, Cmp, HostExpr, HostFact, IvStep, Sibling};
 use super::ptx::{Function, Guard, Instr, StmtKind};
-use crate::ir::{effects, immediate, is_reg, Address, Cfg, Defs, Loop, Op, Step};
+use crate::ir::read::Space;
+use crate::ir::{
+    effects, immediate, is_reg, Address, Arith, ArithOp, Cfg, CmpOp, Compare, Convert, Defs,
+    FloatMode, Half, Loop, Mem, MemOp, Op, Step, Ty,
+};
 
 mod counted;
 mod facts;
@@ -307,28 +311,86 @@ fn imm(op: &str) -> Option<i64> {
 /// k)))` with `k` as added (`None` inside when `-k` overflows); `None` for any other
 /// instruction, or two registers.
 fn plus_immediate(i: &Instr) -> Option<Option<(&str, i64)>> {
-    if !matches!(i.op(), "add" | "sub") || i.has("cc") || i.has("sat") {
-        return None;
-    }
+    let add = match i.op {
+        Op::Arith(Arith {
+            op: op @ (ArithOp::Add | ArithOp::Sub),
+            carry_in: false,
+            carry_out: false,
+            sat: false,
+            ..
+        }) => op == ArithOp::Add,
+        _ => return None,
+    };
     let (a, b) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
     match (imm(a), imm(b)) {
-        (None, Some(k)) if i.op() == "add" => Some(Some((a, k))),
+        (None, Some(k)) if add => Some(Some((a, k))),
         (None, Some(k)) => Some(k.checked_neg().map(|k| (a, k))),
-        (Some(k), None) if i.op() == "add" => Some(Some((b, k))),
+        (Some(k), None) if add => Some(Some((b, k))),
         // A register plus a register is no parameter plus a constant.
         _ => Some(None),
     }
 }
 
-/// `(bits, signed)` of an integer type part: `u32`, `s64`, `b32`...
+/// `(bits, signed)` of an integer type of 8 to 64 bits (`u32`, `s64`; `b32` reads unsigned).
+fn int_ty(t: Ty) -> Option<(u8, bool)> {
+    let bits = t.int_bits().filter(|&b| b <= 64)?;
+    Some((bits as u8, t.signed()))
+}
+
+/// `(bits, signed)` of a declared integer type's name (`u32`, `b64`).
 fn int_type(t: &str) -> Option<(u8, bool)> {
-    let (signed, rest) = match t.as_bytes().first()? {
-        b'u' | b'b' => (false, &t[1..]),
-        b's' => (true, &t[1..]),
-        _ => return None,
-    };
-    match rest {
-        "8" | "16" | "32" | "64" => Some((rest.parse().ok()?, signed)),
+    Ty::from_part(t).and_then(int_ty)
+}
+
+/// `(bits, signed)` of the integer type an operation reads its operands as: arithmetic's,
+/// a comparison's, a load's, `mov`'s and `selp`'s; a conversion's source type, or its
+/// destination type when the source is no integer.
+fn int_of(op: &Op) -> Option<(u8, bool)> {
+    match *op {
+        Op::Arith(Arith { ty, .. })
+        | Op::Compare(Compare { ty, .. })
+        | Op::Mov(ty)
+        | Op::Select(ty)
+        | Op::Mem(Mem { ty, .. }) => ty.and_then(int_ty),
+        Op::Convert(c) => c.from.and_then(int_ty).or_else(|| c.to.and_then(int_ty)),
+        _ => None,
+    }
+}
+
+/// The arithmetic form of `i` when its operator is `op` and it reads no carry (`add`, not
+/// `addc`).
+fn arith_of(i: &Instr, op: ArithOp) -> Option<Arith> {
+    match i.op {
+        Op::Arith(a) if a.op == op && !a.carry_in => Some(a),
+        _ => None,
+    }
+}
+
+/// `(destination, source)` of a conversion between integer types with no rounding,
+/// saturation or packing (`cvt.u64.u32`).
+fn int_convert(op: &Op) -> Option<((u8, bool), (u8, bool))> {
+    match *op {
+        Op::Convert(Convert {
+            to: Some(to),
+            from: Some(from),
+            sat: false,
+            pack: false,
+            float,
+        }) if float == FloatMode::default() => Some((int_ty(to)?, int_ty(from)?)),
+        _ => None,
+    }
+}
+
+/// Whether `op` converts `from` to `to`, as [`int_convert`] reads conversions.
+fn converts(op: &Op, to: Ty, from: Ty) -> bool {
+    int_convert(op).is_some()
+        && matches!(op, Op::Convert(c) if c.to == Some(to) && c.from == Some(from))
+}
+
+/// A `ld.param` of a whole value: its type.
+fn param_load(op: &Op) -> Option<Option<Ty>> {
+    match op.mem() {
+        Some(m) if m.op == MemOp::Ld && m.space == Space::Param => Some(m.ty),
         _ => None,
     }
 }

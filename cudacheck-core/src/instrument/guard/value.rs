@@ -17,19 +17,27 @@ impl<'a> Guards<'a> {
         let Some(i) = self.single_def(op) else {
             return false;
         };
-        match i.op() {
-            "ld" => self.param_reg(op).is_some(),
-            "mov" | "cvt" | "add" | "sub" | "mul" | "mad" | "shl" | "shr" | "div" | "rem"
-            | "and" | "not" | "min" | "max" => {
-                !i.has("cc")
-                    && !i.has("sat")
-                    && !i.has("hi")
-                    && i.parts().filter_map(int_type).last().is_some()
-                    && i.operands.len() >= 2
-                    && i.operands[1..].iter().all(|o| self.uniform(o, depth + 1))
+        use ArithOp::*;
+        let plain = match i.op {
+            Op::Mem(Mem { op: MemOp::Ld, .. }) => return self.param_reg(op).is_some(),
+            Op::Mov(_) => true,
+            Op::Convert(c) => !c.sat,
+            Op::Arith(a) => {
+                !a.carry_in
+                    && !a.carry_out
+                    && !a.sat
+                    && a.half != Some(Half::Hi)
+                    && matches!(
+                        a.op,
+                        Add | Sub | Mul | Mad | Shl | Shr | Div | Rem | And | Not | Min | Max
+                    )
             }
             _ => false,
-        }
+        };
+        plain
+            && int_of(&i.op).is_some()
+            && i.operands.len() >= 2
+            && i.operands[1..].iter().all(|o| self.uniform(o, depth + 1))
     }
 
     /// `sub r, x, y` where `y = q * d` and `q = x / d` (single definitions, same operands):
@@ -39,7 +47,7 @@ impl<'a> Guards<'a> {
         let (x, y) = (i.operands.get(1)?, i.operands.get(2)?);
         let km = self.def_index_reaching(y, at)?;
         let m = self.instr(km)?;
-        if m.op() != "mul" || !m.has("lo") {
+        if arith_of(m, ArithOp::Mul).map(|a| a.half) != Some(Some(Half::Lo)) {
             return None;
         }
         let (a, c) = (m.operands.get(1)?, m.operands.get(2)?);
@@ -50,7 +58,7 @@ impl<'a> Guards<'a> {
                 continue;
             };
             let div = self.instr(kd)?;
-            if div.op() != "div" {
+            if arith_of(div, ArithOp::Div).is_none() {
                 continue;
             }
             if div.operands.get(1) == Some(x) && div.operands.get(2) == Some(d) {
@@ -58,8 +66,8 @@ impl<'a> Guards<'a> {
                 if !self.unchanged(x, kd, at) || !self.unchanged(d, kd, at) {
                     return None;
                 }
-                let ty = div.parts().filter_map(int_type).last()?;
-                let sub_bits = i.parts().filter_map(int_type).last()?.0;
+                let ty = int_of(&div.op)?;
+                let sub_bits = int_of(&i.op)?.0;
                 return (sub_bits == ty.0).then_some((ty, d.as_str()));
             }
         }
@@ -71,14 +79,14 @@ impl<'a> Guards<'a> {
     /// else 0), which is `x % 2^k` with the sign of `x`. Gives the type and `2^k`. Every
     /// register read is checked to hold the same `x` as the `sub`.
     pub(super) fn pow2_remainder(&self, i: &Instr, at: usize) -> Option<((u8, bool), i64)> {
-        let (bits, _) = i.parts().filter_map(int_type).last()?;
+        let (bits, _) = int_of(&i.op)?;
         let (x, y) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
         let def = |r: &str, at: usize| -> Option<(usize, &'a Instr)> {
             let k = self.def_index_reaching(r, at)?;
             Some((k, self.instr(k).filter(|i| i.guard.is_none())?))
         };
         let (ka, and) = def(y, at)?;
-        if and.op() != "and" {
+        if arith_of(and, ArithOp::And).is_none() {
             return None;
         }
         let (m, u) = match (imm(and.operands.get(2)?), imm(and.operands.get(1)?)) {
@@ -93,7 +101,7 @@ impl<'a> Guards<'a> {
         }
         let k = p.trailing_zeros();
         let (ku, add) = def(u, ka)?;
-        if add.op() != "add" {
+        if arith_of(add, ArithOp::Add).is_none() {
             return None;
         }
         let (o1, o2) = (add.operands.get(1)?.as_str(), add.operands.get(2)?.as_str());
@@ -103,14 +111,13 @@ impl<'a> Guards<'a> {
             _ => return None,
         };
         let (kb, shru) = def(bias, ku)?;
-        let unsigned_shift = shru.op() == "shr" && shru.has(&format!("u{bits}"))
-            || shru.op() == "shr" && shru.has(&format!("b{bits}"));
+        let shift = |i: &Instr| arith_of(i, ArithOp::Shr).and_then(|a| int_ty(a.ty?));
+        let unsigned_shift = shift(shru) == Some((bits, false));
         if !unsigned_shift || imm(shru.operands.get(2)?) != Some(i64::from(u32::from(bits) - k)) {
             return None;
         }
         let (ks, sign) = def(shru.operands.get(1)?, kb)?;
-        if sign.op() != "shr"
-            || !sign.has(&format!("s{bits}"))
+        if shift(sign) != Some((bits, true))
             || sign.operands.get(1).map(String::as_str) != Some(x)
             || imm(sign.operands.get(2)?) != Some(i64::from(bits) - 1)
         {
@@ -272,11 +279,14 @@ impl<'a> Guards<'a> {
         // `(operation is rem, type, a, b)` of a division or remainder statement.
         let op_of = |k: usize| -> Option<DivOp<'a>> {
             let i = self.instr(k).filter(|i| i.guard.is_none())?;
-            let ty = i.parts().filter_map(int_type).last()?;
+            let ty = int_of(&i.op)?;
             let (x, y) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
-            match i.op() {
-                "div" | "rem" => Some((i.op() == "rem", ty, x, y)),
-                "sub" => {
+            let Op::Arith(a) = i.op else {
+                return None;
+            };
+            match a.op {
+                ArithOp::Div | ArithOp::Rem => Some((a.op == ArithOp::Rem, ty, x, y)),
+                ArithOp::Sub if !a.carry_in => {
                     let (t, d) = self.remainder_of(i, k)?;
                     Some((true, t, x, d))
                 }
@@ -285,8 +295,7 @@ impl<'a> Guards<'a> {
         };
         let narrow_of = |k: usize| -> Option<(usize, DivOp<'a>)> {
             let i = self.instr(k).filter(|i| i.guard.is_none())?;
-            let parts: Vec<&str> = i.parts().collect();
-            if i.op() != "cvt" || parts.get(1..) != Some(&["u64", "u32"][..]) {
+            if !converts(&i.op, Ty::U64, Ty::U32) {
                 return None;
             }
             let r = i.operands.get(1)?;
@@ -307,9 +316,7 @@ impl<'a> Guards<'a> {
         // The narrow operands are the low halves of `a` and `b`.
         let low_of = |r: &str, wide: &str| {
             self.single_def(r).is_some_and(|i| {
-                let parts: Vec<&str> = i.parts().collect();
-                i.op() == "cvt"
-                    && parts.get(1..) == Some(&["u32", "u64"][..])
+                converts(&i.op, Ty::U32, Ty::U64)
                     && i.operands.get(1).map(String::as_str) == Some(wide)
             })
         };
@@ -336,20 +343,26 @@ impl<'a> Guards<'a> {
             .span(bp)
             .rev()
             .find_map(|k| self.instr(k).map(|i| (k, i)))?;
-        let pred = &bra.guard.as_ref().filter(|_| bra.op() == "bra")?.pred;
+        let is_branch = matches!(bra.op, Op::Branch { .. });
+        let pred = &bra.guard.as_ref().filter(|_| is_branch)?.pred;
         let taken_when = self.taken_when(bp, bn)?;
         let setp = self.single_def(pred)?;
-        let sparts: Vec<&str> = setp.parts().collect();
-        let high_zero_when = match sparts.as_slice() {
-            [_, "eq", t] if t.ends_with("64") => true,
-            [_, "ne", t] if t.ends_with("64") => false,
+        let high_zero_when = match setp.op {
+            Op::Compare(Compare {
+                value: false,
+                cmp: Some(cmp @ (CmpOp::Eq | CmpOp::Ne)),
+                ty: Some(Ty::B64 | Ty::U64 | Ty::S64 | Ty::F64),
+                combine: None,
+            }) => cmp == CmpOp::Eq,
             _ => return None,
         };
         if taken_when != high_zero_when || imm(setp.operands.get(2)?) != Some(0) {
             return None;
         }
         let and = self.single_def(setp.operands.get(1)?)?;
-        if and.op() != "and" || imm(and.operands.get(2)?) != Some(-4_294_967_296) {
+        if arith_of(and, ArithOp::And).is_none()
+            || imm(and.operands.get(2)?) != Some(-4_294_967_296)
+        {
             return None;
         }
         let or_reg = and.operands.get(1)?;
@@ -358,7 +371,7 @@ impl<'a> Guards<'a> {
         };
         let or = self
             .instr(*k_or)
-            .filter(|i| i.op() == "or" && i.guard.is_none())?;
+            .filter(|i| arith_of(i, ArithOp::Or).is_some() && i.guard.is_none())?;
         let (o1, o2) = (or.operands.get(1)?.as_str(), or.operands.get(2)?.as_str());
         if !((o1 == a && o2 == b) || (o1 == b && o2 == a)) || self.cfg.block_of(*k_or)? != bp {
             return None;
@@ -407,47 +420,19 @@ impl<'a> Guards<'a> {
         let ops = &i.operands;
         let v = |n: usize| self.value(ops.get(n)?, k, depth + 1, acc);
         let b = Box::new;
-        let ty = i.parts().filter_map(int_type).last();
-        if i.op() == "sub" {
+        let ty = int_of(&i.op);
+        if arith_of(i, ArithOp::Sub).is_some() {
             if let Some(e) = self.remainder_value(i, k, depth, acc) {
                 return (e.size() <= MAX_SIZE).then_some(e);
             }
         }
-        let e = match i.op() {
-            "mov" if ty.is_some() => v(1)?,
-            "ld" if i.has("param") => {
-                let a = Address::parse(ops.get(1)?)?;
-                let &(index, bytes) = self.params.get(a.base)?;
-                let (bits, signed) = ty?;
-                if a.offset != 0 || bits / 8 != bytes {
-                    return None;
-                }
-                Param {
-                    index,
-                    bytes,
-                    signed,
-                }
-            }
-            "cvt" => {
-                let parts: Vec<&str> = i.parts().collect();
-                // cvt.dst.src, integer types only, no rounding or saturation.
-                let [_, dst, src] = parts.as_slice() else {
-                    return None;
-                };
-                let (db, _) = int_type(dst)?;
-                let (sb, ss) = int_type(src)?;
-                if db > sb {
-                    Wrap {
-                        e: b(v(1)?),
-                        bits: sb,
-                        signed: ss,
-                    }
-                } else {
-                    v(1)?
-                }
-            }
+        let Some(a) = i.op.arith().copied() else {
+            return self.def_value_other(i, k, ty, depth, acc);
+        };
+        use ArithOp as A;
+        let e = match a.op {
             // Both operands read as the operation's type reads them.
-            "min" | "max" | "div" | "rem" if !i.has("relu") => {
+            A::Min | A::Max | A::Div | A::Rem if !a.float.relu => {
                 let (bits, signed) = ty?;
                 let w = |e: HostExpr| {
                     b(Wrap {
@@ -457,37 +442,37 @@ impl<'a> Guards<'a> {
                     })
                 };
                 let (x, y) = (w(v(1)?), w(v(2)?));
-                match i.op() {
-                    "min" => Min(x, y),
-                    "max" => Max(x, y),
-                    "div" => Div(x, y),
+                match a.op {
+                    A::Min => Min(x, y),
+                    A::Max => Max(x, y),
+                    A::Div => Div(x, y),
                     _ => Rem(x, y),
                 }
             }
-            "add" | "sub" if !i.has("cc") && !i.has("sat") && ty.is_some() => {
+            A::Add | A::Sub if !a.carry_in && !a.carry_out && !a.sat && ty.is_some() => {
                 let (x, y) = (v(1)?, v(2)?);
-                if i.op() == "add" {
+                if a.op == A::Add {
                     Add(b(x), b(y))
                 } else {
                     Sub(b(x), b(y))
                 }
             }
-            "mul" | "mad" => {
+            A::Mul | A::Mad if !a.carry_in => {
                 let (bits, signed) = ty?;
-                let prod = if i.has("lo") {
-                    Mul(b(v(1)?), b(v(2)?))
-                } else if i.has("wide") {
-                    let w = |e: HostExpr| Wrap {
-                        e: b(e),
-                        bits,
-                        signed,
-                    };
-                    Mul(b(w(v(1)?)), b(w(v(2)?)))
-                } else {
-                    return None;
+                let prod = match a.half {
+                    Some(Half::Lo) => Mul(b(v(1)?), b(v(2)?)),
+                    Some(Half::Wide) => {
+                        let w = |e: HostExpr| Wrap {
+                            e: b(e),
+                            bits,
+                            signed,
+                        };
+                        Mul(b(w(v(1)?)), b(w(v(2)?)))
+                    }
+                    _ => return None,
                 };
-                if i.op() == "mad" {
-                    if i.has("cc") || i.has("sat") || i.has("hi") {
+                if a.op == A::Mad {
+                    if a.carry_out || a.sat {
                         return None;
                     }
                     Add(b(prod), b(v(3)?))
@@ -495,7 +480,7 @@ impl<'a> Guards<'a> {
                     prod
                 }
             }
-            "shl" => {
+            A::Shl => {
                 let (bits, _) = ty?;
                 let s = imm(ops.get(2)?)?;
                 if !(0..i64::from(bits)).contains(&s) {
@@ -503,7 +488,7 @@ impl<'a> Guards<'a> {
                 }
                 Shl(b(v(1)?), s as u32)
             }
-            "shr" => {
+            A::Shr => {
                 let (bits, signed) = ty?;
                 let s = imm(ops.get(2)?)?;
                 if !(0..i64::from(bits)).contains(&s) {
@@ -516,7 +501,7 @@ impl<'a> Guards<'a> {
                     k: s as u32,
                 }
             }
-            "and" => {
+            A::And => {
                 let (bits, _) = ty?;
                 let (m, x) = match imm(ops.get(2)?) {
                     Some(m) => (m, ops.get(1)?),
@@ -531,10 +516,61 @@ impl<'a> Guards<'a> {
                     None => Mask(m),
                 }
             }
-            "not" if ty.is_some() => Sub(b(Const(-1)), b(v(1)?)),
+            A::Not if ty.is_some() => Sub(b(Const(-1)), b(v(1)?)),
+            _ => return None,
+        };
+        (e.size() <= MAX_SIZE).then_some(e)
+    }
+
+    /// [`Self::def_value`] of a statement that is no arithmetic: a copy, a parameter's load,
+    /// a conversion, a selection; `ty` the integer type it reads.
+    fn def_value_other(
+        &self,
+        i: &'a Instr,
+        k: usize,
+        ty: Option<(u8, bool)>,
+        depth: u32,
+        acc: Option<usize>,
+    ) -> Option<HostExpr> {
+        use HostExpr::*;
+        let ops = &i.operands;
+        let v = |n: usize| self.value(ops.get(n)?, k, depth + 1, acc);
+        let b = Box::new;
+        let e = match i.op {
+            Op::Mov(_) if ty.is_some() => v(1)?,
+            Op::Mem(Mem {
+                op: MemOp::Ld,
+                space: Space::Param,
+                ..
+            }) => {
+                let a = Address::parse(ops.get(1)?)?;
+                let &(index, bytes) = self.params.get(a.base)?;
+                let (bits, signed) = ty?;
+                if a.offset != 0 || bits / 8 != bytes {
+                    return None;
+                }
+                Param {
+                    index,
+                    bytes,
+                    signed,
+                }
+            }
+            Op::Convert(_) => {
+                // cvt.dst.src, integer types only, no rounding or saturation.
+                let ((db, _), (sb, ss)) = int_convert(&i.op)?;
+                if db > sb {
+                    Wrap {
+                        e: b(v(1)?),
+                        bits: sb,
+                        signed: ss,
+                    }
+                } else {
+                    v(1)?
+                }
+            }
             // `p ? a : b` (`causal ? min(seq, end) : seq`): one of the two, whichever `p`
             // picks; their hull holds it.
-            "selp" if ty.is_some() => Hull(vec![v(1)?, v(2)?]),
+            Op::Select(_) if ty.is_some() => Hull(vec![v(1)?, v(2)?]),
             _ => return None,
         };
         (e.size() <= MAX_SIZE).then_some(e)
@@ -633,11 +669,11 @@ impl<'a> Guards<'a> {
         if let Base::Var(name) = base {
             // The array's address, in its window or made generic: offsets within it are
             // the same either way.
-            match i.op() {
-                "mov" if ops.get(1).map(String::as_str) == Some(name) => {
+            match i.op {
+                Op::Mov(_) if ops.get(1).map(String::as_str) == Some(name) => {
                     return Some(HostExpr::Const(0))
                 }
-                "cvta" if !i.has("global") => {
+                Op::Cvta { space, .. } if space != Space::Global => {
                     return self.offset(ops.get(1)?, base, depth + 1, cvta, acc, k)
                 }
                 _ => {}
@@ -647,20 +683,35 @@ impl<'a> Guards<'a> {
             Base::Param(p) => p,
             Base::Var(_) => u32::MAX,
         };
-        match i.op() {
-            "cvta" if i.has("to") && i.has("global") => {
+        let wide = |t: Option<Ty>, ok: &[Ty]| t.is_some_and(|t| ok.contains(&t));
+        match i.op {
+            Op::Cvta {
+                to_generic: false,
+                space: Space::Global,
+            } => {
                 *cvta += 1;
                 self.offset(ops.get(1)?, base, depth + 1, cvta, acc, k)
             }
-            "mov" if i.has("u64") || i.has("b64") || i.has("s64") => {
+            Op::Mov(t) if wide(t, &[Ty::U64, Ty::B64, Ty::S64]) => {
                 self.offset(ops.get(1)?, base, depth + 1, cvta, acc, k)
             }
-            "ld" if i.has("param") && (i.has("u64") || i.has("b64")) && param != u32::MAX => {
+            Op::Mem(Mem {
+                op: MemOp::Ld,
+                space: Space::Param,
+                ty,
+                ..
+            }) if wide(ty, &[Ty::U64, Ty::B64]) && param != u32::MAX => {
                 let a = Address::parse(ops.get(1)?)?;
                 let (index, _) = *self.params.get(a.base)?;
                 (index == param && a.offset == 0).then_some(HostExpr::Const(0))
             }
-            "add" | "sub" if (i.has("s64") || i.has("u64")) && !i.has("cc") => {
+            Op::Arith(Arith {
+                op: op @ (ArithOp::Add | ArithOp::Sub),
+                ty,
+                carry_in: false,
+                carry_out: false,
+                ..
+            }) if wide(ty, &[Ty::S64, Ty::U64]) => {
                 let (a, b) = (ops.get(1)?, ops.get(2)?);
                 let mut c = *cvta;
                 if let Some(o) = is_reg(a)
@@ -669,13 +720,13 @@ impl<'a> Guards<'a> {
                 {
                     *cvta = c;
                     let x = self.value(b, k, depth + 1, Some(acc))?;
-                    return Some(if i.op() == "add" {
+                    return Some(if op == ArithOp::Add {
                         HostExpr::Add(Box::new(o), Box::new(x))
                     } else {
                         HostExpr::Sub(Box::new(o), Box::new(x))
                     });
                 }
-                if i.op() == "add" && is_reg(b) {
+                if op == ArithOp::Add && is_reg(b) {
                     let o = self.offset(b, base, depth + 1, cvta, acc, k)?;
                     let x = self.value(a, k, depth + 1, Some(acc))?;
                     return Some(HostExpr::Add(Box::new(o), Box::new(x)));
