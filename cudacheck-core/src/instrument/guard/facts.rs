@@ -382,22 +382,17 @@ impl<'a> Guards<'a> {
             let Some(mut s) = self.entry[b].clone() else {
                 continue;
             };
-            let mut branch: Option<&Instr> = None;
             for k in self.span(b) {
                 if let Some(i) = self.instr(k) {
-                    if matches!(i.op, Op::Branch { .. }) {
-                        branch = Some(i);
-                    } else {
-                        self.transfer(&mut s, i, k);
-                    }
+                    self.transfer(&mut s, i, k);
                 }
             }
             for &t in &self.cfg.blocks[b].succs {
                 let mut out = s.clone();
-                if let (Some(v), Some(i)) = (self.taken_when(b, t), branch) {
-                    if let Some(Guard { pred: p, .. }) = &i.guard {
-                        out.extend(Self::edge_facts(&s, p, v));
-                    }
+                // The edge's condition: a guarded branch's, or the failing guard of a `trap`,
+                // `exit` or `ret` the block falls through past.
+                if let Some((p, v)) = self.cfg.condition(b, t) {
+                    out.extend(Self::edge_facts(&s, p, v));
                 }
                 if t == 0 {
                     continue; // the entry knows nothing, whatever else reaches it

@@ -18,8 +18,9 @@
 //!    `r <op> b` with `op` one of `< <= > >=`, signed or unsigned, 32 or 64 bits, `r` a
 //!    register and `b` an immediate or a register whose only definition is `ld.param` of a
 //!    whole scalar kernel parameter (its value is the argument's, fixed for the launch). They
-//!    come from the edges of conditional branches on predicates defined by integer `setp`
-//!    (either operand order, `p|q` destinations; `==` and `!=` against an immediate too,
+//!    come from the edges of conditional branches (and of guarded `trap`, `exit`, `ret`, whose
+//!    block falls through where the guard fails: the CFG's edge conditions) on predicates
+//!    defined by integer `setp` (either operand order, `p|q` destinations; `==` and `!=` against an immediate too,
 //!    which narrow an interval only at its ends: `z != 0` with `z >= 0` is `z >= 1`),
 //!    combined by `or`/`and`/`not` on predicates,
 //!    and are copied by `mov` between registers. A comparison also says something of the
@@ -122,7 +123,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::host_expr::{const_as_read, range_of, Cmp, HostExpr, HostFact, IvStep, Sibling};
-use super::ptx::{Function, Guard, Instr, StmtKind};
+use super::ptx::{Function, Instr, StmtKind};
 use crate::ir::read::Space;
 use crate::ir::{
     effects, immediate, is_reg, Address, Arith, ArithOp, Cfg, CmpOp, Compare, Convert, Defs,

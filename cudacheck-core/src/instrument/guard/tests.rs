@@ -125,6 +125,25 @@ fn an_unsigned_guard_on_the_index_is_checked_on_the_host() {
     assert!(!holds(&k, 1 << 20, 256, 1001, 4000));
 }
 
+/// `if (i >= n) __trap();` (or an early `exit`/`return`): the block falls through past the
+/// guarded end only where its guard fails, so what follows knows `i < n`.
+#[test]
+fn a_guard_that_traps_or_returns_bounds_what_follows() {
+    for end in ["trap", "exit", "ret"] {
+        let k = kernel(&format!(
+            "{GID}\n\tsetp.ge.u32 %p1, %r2, %r1;\n\t@%p1 {end};\n{STORE}"
+        ));
+        assert_eq!(k.coverage.host_checked, 1, "{end}: {k:?}");
+        assert!(holds(&k, 1 << 20, 256, 1000, 4000), "{end}");
+        assert!(!holds(&k, 1 << 20, 256, 1001, 4000), "{end}");
+        // The guard the other way round (`@!%p1`): the access runs where `i >= n`.
+        let k = kernel(&format!(
+            "{GID}\n\tsetp.ge.u32 %p1, %r2, %r1;\n\t@!%p1 {end};\n{STORE}"
+        ));
+        assert!(!holds(&k, 1 << 20, 256, 1000, 4000), "{end}");
+    }
+}
+
 #[test]
 fn a_signed_guard_needs_a_non_negative_index() {
     // i = blockIdx.x * blockDim.x + threadIdx.x, `i < n` signed: i >= 0 while the grid's
