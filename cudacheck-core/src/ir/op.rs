@@ -145,6 +145,10 @@ pub enum ArithOp {
     Cnot,
     Shl,
     Shr,
+    /// `rcp`, `sqrt`, `rsqrt`: the floating-point reciprocal and roots.
+    Rcp,
+    Sqrt,
+    Rsqrt,
 }
 
 /// Which part of a multiply's product: `.lo`, `.hi`, or the double-width `.wide`.
@@ -431,6 +435,8 @@ pub enum Op {
     Sync {
         sync: Sync,
         red: bool,
+        /// A fence of the other proxies only (`fence.proxy.*`, `fence.mbarrier_init.*`).
+        proxy: bool,
     },
     /// A warp-collective operation (`shfl`, `vote`, `match`, `redux`, `elect`, `activemask`,
     /// `mma`).
@@ -448,6 +454,8 @@ pub enum Op {
     Return,
     /// `exit`, `trap`: the thread ends.
     Exit,
+    /// `brkpt`, `pmevent`: an event for a debugger or a profiler.
+    Event,
     /// An opcode the table knows, not modelled further; `writes_first`: its first operand is a
     /// destination; `space`: the state space it names (`prefetch.local`, `isspacep.shared`,
     /// `alloca.local`), `Generic` when it names none.
@@ -487,13 +495,10 @@ const DEF_FIRST: &[&str] = &[
     "prefetch",
     "prefetchu",
     "prmt",
-    "rcp",
-    "rsqrt",
     "sad",
     "shf",
     "sin",
     "slct",
-    "sqrt",
     "stacksave",
     "szext",
     "tanh",
@@ -526,14 +531,7 @@ const DEF_FIRST: &[&str] = &[
 ];
 
 /// Opcodes not modelled further whose first operand is never written, or that have none.
-const USE_FIRST: &[&str] = &[
-    "brkpt",
-    "nanosleep",
-    "pmevent",
-    "setmaxnreg",
-    "griddepcontrol",
-    "stackrestore",
-];
+const USE_FIRST: &[&str] = &["nanosleep", "setmaxnreg", "griddepcontrol", "stackrestore"];
 
 impl Op {
     /// Decodes a dotted opcode (`ld.global.nc.v4.f32`); `operands` as the reader split them.
@@ -618,6 +616,9 @@ impl Op {
             "cnot" => arith(A::Cnot, false),
             "shl" => arith(A::Shl, false),
             "shr" => arith(A::Shr, false),
+            "rcp" => arith(A::Rcp, false),
+            "sqrt" => arith(A::Sqrt, false),
+            "rsqrt" => arith(A::Rsqrt, false),
             "setp" | "set" => Op::Compare(Compare {
                 value: name == "set",
                 cmp: rest().find_map(CmpOp::from_part),
@@ -694,11 +695,14 @@ impl Op {
                     }
                 },
                 red: has("red"),
+                proxy: false,
             },
             "membar" | "fence" => Op::Sync {
                 sync: Sync::Fence,
                 red: false,
+                proxy: has("proxy") || has("mbarrier_init"),
             },
+            "brkpt" | "pmevent" => Op::Event,
             "shfl" | "vote" | "match" | "redux" | "elect" | "activemask" | "mma" => Op::Collective,
             "bra" => Op::Branch { uni: has("uni") },
             "brx" => Op::BranchIndexed,
@@ -898,13 +902,38 @@ mod tests {
             op("bar.red.popc.u32 %r1, 0, %p1;"),
             Op::Sync {
                 sync: Sync::Block { aligned: true },
-                red: true
+                red: true,
+                proxy: false,
             }
         );
         assert_eq!(
             op("shfl.sync.down.b32 %r2, %r1, 1, 31, -1;").sync(),
             Some(Sync::Collective)
         );
+    }
+
+    #[test]
+    fn roots_fences_and_events() {
+        let a = *op("rsqrt.approx.ftz.f64 %fd2, %fd1;").arith().unwrap();
+        assert_eq!(
+            (a.op, a.ty, a.float.ftz),
+            (ArithOp::Rsqrt, Some(Ty::F64), true)
+        );
+        assert_eq!(
+            op("sqrt.rn.f32 %f2, %f1;").arith().unwrap().float.round,
+            Some(Round::Rn)
+        );
+        assert_eq!(
+            op("fence.proxy.async.shared::cta;"),
+            Op::Sync {
+                sync: Sync::Fence,
+                red: false,
+                proxy: true
+            }
+        );
+        assert!(matches!(op("membar.gl;"), Op::Sync { proxy: false, .. }));
+        assert_eq!(op("pmevent 1;"), Op::Event);
+        assert_eq!(op("brkpt;"), Op::Event);
     }
 
     #[test]
