@@ -114,7 +114,7 @@ fn splits(i: &Instr) -> Option<Split> {
     let fence = match (e.sync, i.op) {
         (Some(Sync::Fence), Op::Sync { proxy, .. }) => !proxy,
         (Some(Sync::Fence), _) => true,
-        (_, op) => op == Op::Event,
+        (_, op) => matches!(op, Op::Event { .. }),
     };
     fence.then_some(Split::Fence)
 }

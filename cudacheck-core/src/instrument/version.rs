@@ -1196,12 +1196,7 @@ impl Gen {
 /// of a local address (`cvta.local`), or another opcode naming it (`prefetch.local`,
 /// `alloca.local`).
 fn names_local(op: &Op) -> bool {
-    let space = match *op {
-        Op::Mem(m) => m.space,
-        Op::Cvta { space, .. } | Op::Other { space, .. } => space,
-        _ => return false,
-    };
-    space == Space::Local
+    op.space() == Some(Space::Local)
 }
 
 #[cfg(test)]

@@ -29,7 +29,8 @@ pub mod read;
 pub use cfg::{BlockId, Cfg};
 pub use loops::{definitions, loops, Bound, Cmp, Defs, ExitTest, Induction, Loop, Step};
 pub use op::{
-    Arith, ArithOp, Cache, CmpOp, Compare, Convert, FloatMode, Half, Mem, MemOp, Op, Round, Ty,
+    Arith, ArithOp, AtomOp, Cache, CmpOp, Compare, Convert, FloatMode, Half, Mem, MemOp, Op, Order,
+    Round, Ty,
 };
 pub use opcode::{effects, needs_peers, Effects, Flow, MemAccess, MemKind, Sync};
 pub use operand::{immediate, is_reg, regs_of, Address, Operand};

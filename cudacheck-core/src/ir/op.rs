@@ -406,6 +406,61 @@ pub struct Mem {
     pub is_async: bool,
     /// `.bulk`.
     pub bulk: bool,
+    /// The operation of an `atom` or `red` (`.add`, `.cas`, ...).
+    pub atomic: Option<AtomOp>,
+    /// The memory ordering (`.relaxed`, `.acquire`, `.release`, `.acq_rel`).
+    pub order: Option<Order>,
+    /// `.L2::cache_hint`: a cache policy operand follows the others.
+    pub cache_hint: bool,
+}
+
+/// The read-modify-write operation of an `atom` or `red`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomOp {
+    Add,
+    Inc,
+    Dec,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    /// `atom` only: the old value swapped for a new one, or compared first.
+    Exch,
+    Cas,
+}
+
+impl AtomOp {
+    fn from_part(p: &str) -> Option<AtomOp> {
+        use AtomOp::*;
+        Some(match p {
+            "add" => Add,
+            "inc" => Inc,
+            "dec" => Dec,
+            "min" => Min,
+            "max" => Max,
+            "and" => And,
+            "or" => Or,
+            "xor" => Xor,
+            "exch" => Exch,
+            "cas" => Cas,
+            _ => return None,
+        })
+    }
+
+    /// An operation `red` has too (all but `exch` and `cas`).
+    pub fn reduces(self) -> bool {
+        !matches!(self, AtomOp::Exch | AtomOp::Cas)
+    }
+}
+
+/// A memory ordering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Order {
+    Relaxed,
+    Acquire,
+    Release,
+    AcqRel,
 }
 
 impl Mem {
@@ -454,8 +509,10 @@ pub enum Op {
     Return,
     /// `exit`, `trap`: the thread ends.
     Exit,
-    /// `brkpt`, `pmevent`: an event for a debugger or a profiler.
-    Event,
+    /// `brkpt` (`breakpoint`), `pmevent`: an event for a debugger or a profiler.
+    Event {
+        breakpoint: bool,
+    },
     /// An opcode the table knows, not modelled further; `writes_first`: its first operand is a
     /// destination; `space`: the state space it names (`prefetch.local`, `isspacep.shared`,
     /// `alloca.local`), `Generic` when it names none.
@@ -585,6 +642,19 @@ impl Op {
                 }),
                 is_async: has("async"),
                 bulk: has("bulk"),
+                atomic: matches!(op, MemOp::Atom | MemOp::Red)
+                    .then(|| rest().find_map(AtomOp::from_part))
+                    .flatten(),
+                order: rest().find_map(|p| {
+                    Some(match p {
+                        "relaxed" => Order::Relaxed,
+                        "acquire" => Order::Acquire,
+                        "release" => Order::Release,
+                        "acq_rel" => Order::AcqRel,
+                        _ => return None,
+                    })
+                }),
+                cache_hint: has("L2::cache_hint"),
             })
         };
         let other = |writes_first: bool| Op::Other {
@@ -702,7 +772,9 @@ impl Op {
                 red: false,
                 proxy: has("proxy") || has("mbarrier_init"),
             },
-            "brkpt" | "pmevent" => Op::Event,
+            "brkpt" | "pmevent" => Op::Event {
+                breakpoint: name == "brkpt",
+            },
             "shfl" | "vote" | "match" | "redux" | "elect" | "activemask" | "mma" => Op::Collective,
             "bra" => Op::Branch { uni: has("uni") },
             "brx" => Op::BranchIndexed,
@@ -735,6 +807,16 @@ impl Op {
             Op::Arith(a) => a.ty,
             Op::Mov(t) | Op::Select(t) => t,
             Op::Convert(c) => c.from,
+            _ => None,
+        }
+    }
+
+    /// The state space the opcode names: a memory operation's, a `cvta`'s, another opcode's
+    /// (`prefetch.local`, `isspacep.shared`); `None` for the rest.
+    pub fn space(&self) -> Option<Space> {
+        match *self {
+            Op::Mem(m) => Some(m.space),
+            Op::Cvta { space, .. } | Op::Other { space, .. } => Some(space),
             _ => None,
         }
     }
@@ -894,6 +976,35 @@ mod tests {
     }
 
     #[test]
+    fn atomics_keep_their_operation_and_ordering() {
+        let m = *op("atom.acq_rel.gpu.global.add.u32 %r2, [%rd1], 1;")
+            .mem()
+            .unwrap();
+        assert_eq!(
+            (m.op, m.space, m.atomic, m.order, m.cache_hint),
+            (
+                MemOp::Atom,
+                Space::Global,
+                Some(AtomOp::Add),
+                Some(Order::AcqRel),
+                false
+            )
+        );
+        let m = *op("atom.global.cas.b32 %r2, [%rd1], %r3, %r4;")
+            .mem()
+            .unwrap();
+        assert!(!m.atomic.unwrap().reduces());
+        let m = *op("red.global.L2::cache_hint.min.s32 [%rd1], %r1, %rd2;")
+            .mem()
+            .unwrap();
+        assert!(m.cache_hint && m.atomic == Some(AtomOp::Min));
+        assert_eq!(
+            op("ld.global.add.u32 %r1, [%rd1];").mem().unwrap().atomic,
+            None
+        );
+    }
+
+    #[test]
     fn control_and_barriers() {
         assert_eq!(op("bra.uni $L1;"), Op::Branch { uni: true });
         assert_eq!(op("call.uni (%r1), f, (%r2);"), Op::Call { returns: true });
@@ -932,8 +1043,8 @@ mod tests {
             }
         );
         assert!(matches!(op("membar.gl;"), Op::Sync { proxy: false, .. }));
-        assert_eq!(op("pmevent 1;"), Op::Event);
-        assert_eq!(op("brkpt;"), Op::Event);
+        assert_eq!(op("pmevent 1;"), Op::Event { breakpoint: false });
+        assert_eq!(op("brkpt;"), Op::Event { breakpoint: true });
     }
 
     #[test]

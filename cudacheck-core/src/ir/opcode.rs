@@ -136,7 +136,7 @@ impl First {
             | Op::Call { returns: false }
             | Op::Return
             | Op::Exit
-            | Op::Event
+            | Op::Event { .. }
             | Op::Other {
                 writes_first: false,
                 ..
