@@ -86,9 +86,7 @@ impl<'a> Guards<'a> {
             Some((k, self.instr(k).filter(|i| i.guard.is_none())?))
         };
         let (ka, and) = def(y, at)?;
-        if arith_of(and, ArithOp::And).is_none() {
-            return None;
-        }
+        arith_of(and, ArithOp::And)?;
         let (m, u) = match (imm(and.operands.get(2)?), imm(and.operands.get(1)?)) {
             (Some(m), _) => (m, and.operands.get(1)?.as_str()),
             (None, Some(m)) => (m, and.operands.get(2)?.as_str()),
@@ -101,9 +99,7 @@ impl<'a> Guards<'a> {
         }
         let k = p.trailing_zeros();
         let (ku, add) = def(u, ka)?;
-        if arith_of(add, ArithOp::Add).is_none() {
-            return None;
-        }
+        arith_of(add, ArithOp::Add)?;
         let (o1, o2) = (add.operands.get(1)?.as_str(), add.operands.get(2)?.as_str());
         let bias = match (o1 == x, o2 == x) {
             (true, _) => o2,
