@@ -509,6 +509,11 @@ pub enum Op {
     Return,
     /// `exit`, `trap`: the thread ends.
     Exit,
+    /// `prefetch`, `prefetchu` (`uniform`): a hint to bring an address into a cache, no access.
+    Prefetch {
+        uniform: bool,
+        space: Space,
+    },
     /// `brkpt` (`breakpoint`), `pmevent`: an event for a debugger or a profiler.
     Event {
         breakpoint: bool,
@@ -549,8 +554,6 @@ const DEF_FIRST: &[&str] = &[
     "lop3",
     "mapa",
     "popc",
-    "prefetch",
-    "prefetchu",
     "prmt",
     "sad",
     "shf",
@@ -772,6 +775,10 @@ impl Op {
                 red: false,
                 proxy: has("proxy") || has("mbarrier_init"),
             },
+            "prefetch" | "prefetchu" => Op::Prefetch {
+                uniform: name == "prefetchu",
+                space: rest().find_map(Space::from_part).unwrap_or(Space::Generic),
+            },
             "brkpt" | "pmevent" => Op::Event {
                 breakpoint: name == "brkpt",
             },
@@ -816,7 +823,9 @@ impl Op {
     pub fn space(&self) -> Option<Space> {
         match *self {
             Op::Mem(m) => Some(m.space),
-            Op::Cvta { space, .. } | Op::Other { space, .. } => Some(space),
+            Op::Cvta { space, .. } | Op::Other { space, .. } | Op::Prefetch { space, .. } => {
+                Some(space)
+            }
             _ => None,
         }
     }
@@ -1066,10 +1075,11 @@ mod tests {
         );
         assert_eq!(
             op("prefetch.local.L1 [%rd1];"),
-            Op::Other {
-                writes_first: true,
+            Op::Prefetch {
+                uniform: false,
                 space: Space::Local
             }
         );
+        assert_eq!(op("prefetch.local.L1 [%rd1];").space(), Some(Space::Local));
     }
 }
