@@ -7,7 +7,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// (list, directories under `src/` whose every `.rs` file it holds, single files it adds).
+/// (list, directories under `src/` whose every `.rs` file it holds, at any depth, single files
+/// it adds).
 const LISTS: &[(&str, &[&str], &[&str])] = &[
     ("INSTRUMENT", &["instrument"], &[]),
     ("RACE", &["race"], &[]),
@@ -21,6 +22,22 @@ fn is_test_only(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n == "tests.rs")
 }
 
+/// Every `.rs` file under `dir`, its subdirectories' too (a module split into a directory,
+/// `instrument/guard/`), but for test-only ones.
+fn rust_files(dir: &Path, paths: &mut Vec<PathBuf>) {
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, paths);
+        } else if path.extension().is_some_and(|e| e == "rs") && !is_test_only(&path) {
+            paths.push(path);
+        }
+    }
+}
+
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let src = manifest.join("src");
@@ -28,16 +45,7 @@ fn main() {
     for (name, dirs, files) in LISTS {
         let mut paths = Vec::new();
         for dir in *dirs {
-            let dir = src.join(dir);
-            println!("cargo:rerun-if-changed={}", dir.display());
-            let entries = std::fs::read_dir(&dir)
-                .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
-            for entry in entries {
-                let path = entry.expect("a directory entry").path();
-                if path.extension().is_some_and(|e| e == "rs") && !is_test_only(&path) {
-                    paths.push(path);
-                }
-            }
+            rust_files(&src.join(dir), &mut paths);
         }
         paths.extend(files.iter().map(|f| src.join(f)));
         paths.sort();

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use crate::instrument::ptx::{self, Function, PtxError, StmtKind};
-use crate::ir::Address;
+use crate::ir::{Address, Arith, ArithOp, MemOp, Op};
 
 /// How a kernel uses a parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -201,8 +201,26 @@ fn param_uses<'a>(f: &'a Function) -> HashMap<&'a str, ParamUse> {
                 None => from.get(o).copied(),
             }
         };
-        match i.op() {
-            "ld" if i.space() == ptx::Space::Param => {
+        let access = match i.op {
+            Op::Mem(m) if matches!(m.op, MemOp::Ld | MemOp::St | MemOp::Atom | MemOp::Red) => {
+                Some(matches!(m.op, MemOp::St | MemOp::Red))
+            }
+            Op::Prefetch { uniform: false, .. } => Some(false),
+            _ => None,
+        };
+        let copies = matches!(
+            i.op,
+            Op::Cvta { .. }
+                | Op::Mov(_)
+                | Op::Convert(_)
+                | Op::Arith(Arith {
+                    op: ArithOp::Add | ArithOp::Sub,
+                    carry_in: false,
+                    ..
+                })
+        );
+        match i.op {
+            Op::Mem(m) if m.op == MemOp::Ld && m.space == ptx::Space::Param => {
                 if let (Some(dst), Some(src)) = (ops.first(), ops.get(1)) {
                     if let Some(a) = Address::parse(src) {
                         if let Some(p) = f.params.iter().find(|p| p.name == a.base) {
@@ -211,29 +229,30 @@ fn param_uses<'a>(f: &'a Function) -> HashMap<&'a str, ParamUse> {
                     }
                 }
             }
-            "cvta" | "mov" | "add" | "sub" | "cvt" => {
+            _ if copies => {
                 let src = ops.iter().skip(1).find_map(|o| param_of(&from, o));
                 if let (Some(dst), Some(p)) = (ops.first(), src) {
-                    if i.op() == "cvta" && i.has("global") {
+                    let to_global = matches!(
+                        i.op,
+                        Op::Cvta {
+                            space: ptx::Space::Global,
+                            ..
+                        }
+                    );
+                    if to_global {
                         mark(&mut uses, p, ParamUse::Pointer);
                     }
                     from.insert(dst.as_str(), p);
                 }
             }
-            "ld" | "st" | "atom" | "red" | "prefetch" => {
+            _ if access.is_some() => {
                 // The address operand: a global (or generic) access through a parameter.
-                let addr = if i.op() == "st" || i.op() == "red" {
-                    ops.first()
-                } else {
-                    ops.get(1)
-                };
+                let store = access == Some(true);
+                let addr = if store { ops.first() } else { ops.get(1) };
                 if let Some(p) = addr.and_then(|a| param_of(&from, a)) {
                     mark(&mut uses, p, ParamUse::Pointer);
                 }
-                for o in ops
-                    .iter()
-                    .skip(usize::from(i.op() == "st" || i.op() == "red"))
-                {
+                for o in ops.iter().skip(usize::from(store)) {
                     if let Some(p) = from.get(o.trim()).copied() {
                         mark(&mut uses, p, ParamUse::Value);
                     }

@@ -9,7 +9,8 @@
 //! - `TRANSFORM`: every file of `source/host/` and `source/macros.rs` (the host-code transform
 //!   applied before NVRTC sees a file).
 //!
-//! Files named `tests.rs` are left out: they change no output.
+//! Subdirectories are included (`instrument/guard/`). Files named `tests.rs` are left out:
+//! they change no output.
 
 include!(concat!(env!("OUT_DIR"), "/sources.rs"));
 
@@ -25,14 +26,25 @@ mod tests {
         assert!(!RACE.contains(&include_str!("race/tests.rs")));
         assert!(TRANSFORM.contains(&include_str!("source/macros.rs")));
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let count = |dir: &str| {
-            std::fs::read_dir(src.join(dir))
+        fn count_in(dir: &std::path::Path) -> usize {
+            std::fs::read_dir(dir)
                 .unwrap()
                 .map(|e| e.unwrap().path())
-                .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-                .filter(|p| !p.ends_with("tests.rs"))
-                .count()
-        };
+                .map(|p| {
+                    if p.is_dir() {
+                        count_in(&p)
+                    } else {
+                        usize::from(
+                            p.extension().is_some_and(|e| e == "rs") && !p.ends_with("tests.rs"),
+                        )
+                    }
+                })
+                .sum()
+        }
+        let count = |dir: &str| count_in(&src.join(dir));
+        // A module split into a directory is in by its every file.
+        assert!(INSTRUMENT.contains(&include_str!("instrument/guard/facts.rs")));
+        assert!(!INSTRUMENT.contains(&include_str!("instrument/guard/tests.rs")));
         assert_eq!(RACE.len(), count("race"));
         assert_eq!(INSTRUMENT.len(), count("instrument"));
         assert_eq!(IR.len(), count("ir"));

@@ -55,18 +55,26 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use super::ptx::{Function, Guard, Instr, StmtKind};
-use crate::ir::{effects, regs_of, Flow, Operand, Sync};
+use crate::ir::{effects, regs_of, Arith, ArithOp, Flow, Op, Operand, Round, Sync, Ty};
 
-/// The rounding modifiers that forbid contraction.
-const ROUNDED: [&str; 4] = ["rn", "rz", "rm", "rp"];
+/// Whether an explicit IEEE rounding (`.rn`, `.rz`, `.rm`, `.rp`) is asked for: it forbids
+/// contraction, and makes a division or root a call.
+fn rounded(a: &Arith) -> bool {
+    matches!(
+        a.float.round,
+        Some(Round::Rn | Round::Rz | Round::Rm | Round::Rp)
+    )
+}
 
 /// Whether `i` is a floating-point `op` (`mul`, `add`, `sub`) `ptxas` may contract.
-fn contractible(i: &Instr, op: &str) -> bool {
-    i.op() == op
-        && !i.parts().any(|p| ROUNDED.contains(&p))
-        && i.parts()
-            .last()
-            .is_some_and(|t| matches!(t, "f32" | "f64" | "f16" | "f16x2" | "bf16" | "bf16x2"))
+fn contractible(i: &Instr, op: ArithOp) -> bool {
+    match i.op {
+        Op::Arith(a) if a.op == op && !a.carry_in => {
+            use Ty::*;
+            !rounded(&a) && matches!(a.ty, Some(F32 | F64 | F16 | F16x2 | Bf16 | Bf16x2))
+        }
+        _ => false,
+    }
 }
 
 /// Why `ptxas` ends a basic block at an instruction: it does not contract a multiply before it
@@ -87,23 +95,26 @@ fn splits(i: &Instr) -> Option<Split> {
     if e.flow != Flow::Next {
         return Some(Split::Flow);
     }
-    let ty = i.parts().last().unwrap_or("");
-    let rounded = i.parts().any(|p| ROUNDED.contains(&p));
-    let expanded = match i.op() {
+    use ArithOp::*;
+    let expanded = match i.op {
         // IEEE-rounded float division, reciprocal and square root; `.approx` and `div.full`
         // are inline.
-        "div" | "rcp" | "sqrt" if rounded => true,
-        "rsqrt" => ty == "f64" && !i.has("ftz"),
+        Op::Arith(a) if matches!(a.op, Div | Rcp | Sqrt) && rounded(&a) => true,
+        Op::Arith(a) if a.op == Rsqrt => a.ty == Some(Ty::F64) && !a.float.ftz,
         // Integer division and remainder: all but the unsigned 32-bit ones.
-        "div" | "rem" => matches!(ty, "s16" | "u16" | "s32" | "s64" | "u64"),
+        Op::Arith(a) if matches!(a.op, Div | Rem) => {
+            use Ty::*;
+            matches!(a.ty, Some(S16 | U16 | S32 | S64 | U64))
+        }
         _ => false,
     };
     if expanded {
         return Some(Split::Expanded);
     }
-    let fence = match e.sync {
-        Some(Sync::Fence) => !(i.has("proxy") || i.has("mbarrier_init")),
-        _ => matches!(i.op(), "brkpt" | "pmevent"),
+    let fence = match (e.sync, i.op) {
+        (Some(Sync::Fence), Op::Sync { proxy, .. }) => !proxy,
+        (Some(Sync::Fence), _) => true,
+        (_, op) => matches!(op, Op::Event { .. }),
     };
     fence.then_some(Split::Fence)
 }
@@ -193,7 +204,7 @@ pub(super) fn moves(f: &Function) -> Vec<(Range<usize>, usize)> {
         else {
             continue;
         };
-        if m.guard.is_some() || !contractible(m, "mul") || m.operands.len() != 3 {
+        if m.guard.is_some() || !contractible(m, ArithOp::Mul) || m.operands.len() != 3 {
             continue;
         }
         let dest = m.operands[0].as_str();
@@ -218,7 +229,9 @@ pub(super) fn moves(f: &Function) -> Vec<(Range<usize>, usize)> {
         else {
             continue;
         };
-        if add_scope != scope || !(contractible(add, "add") || contractible(add, "sub")) {
+        if add_scope != scope
+            || !(contractible(add, ArithOp::Add) || contractible(add, ArithOp::Sub))
+        {
             continue;
         }
         // The same block for `ptxas`, and nothing between writes the multiply's operands: a

@@ -47,7 +47,7 @@ use std::collections::BTreeSet;
 
 use super::ptx::{Function, StmtKind};
 use crate::ir::edit::{branch_targets, labels, relabel, Edits};
-use crate::ir::read::statements;
+use crate::ir::read::{statements, Space};
 use crate::ir::{effects, needs_peers, Flow};
 
 /// Whether `f`'s checked body may be split into a fast and a slow copy (see the module docs).
@@ -69,7 +69,7 @@ pub(crate) fn applies(f: &Function) -> bool {
                 let collective = needs_peers(i);
                 // Local arrays: `window_median` (a per-thread array sorted in place) ran 6.0x
                 // slower split than checked in one body on the H100 (1.0x); kept whole.
-                let local = i.parts().any(|p| p == "local");
+                let local = i.op.space() == Some(Space::Local);
                 if collective || local {
                     return false;
                 }

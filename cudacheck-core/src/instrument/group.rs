@@ -35,7 +35,7 @@ use super::analyze::{accesses, decide, Decision, Origin, Provenance};
 use super::ptx::{Function, Module, StmtKind};
 use super::range::Ranges;
 use super::InstrumentOptions;
-use crate::ir::{effects, Address};
+use crate::ir::{effects, Address, Op, Sync};
 
 /// A group of at least two checked accesses through one register.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,13 +94,17 @@ pub fn groups(
                 continue;
             }
         };
-        let op = i.op();
-        let sync = i.parts().any(|p| p == "sync" || p == "aligned");
-        if matches!(
-            op,
-            "bra" | "call" | "ret" | "exit" | "bar" | "barrier" | "trap" | "brkpt"
-        ) || sync
-        {
+        // Control flow, a barrier, a breakpoint, or what the threads execute together.
+        let ends = match i.op {
+            Op::Branch { .. }
+            | Op::Call { .. }
+            | Op::Return
+            | Op::Exit
+            | Op::Event { breakpoint: true } => true,
+            Op::Sync { sync, .. } => sync != Sync::Fence,
+            _ => false,
+        };
+        if ends || i.aligned {
             close(&mut open, &mut out);
             continue;
         }

@@ -1,12 +1,12 @@
 //! The expression language launches evaluate: what a build left out of its device checks
 //! needs of the launch's arguments, grid and block.
 //!
-//! `guard.rs` finds accesses the user's own guard (or a counted loop) keeps in bounds and
+//! `guard/` finds accesses the user's own guard (or a counted loop) keeps in bounds and
 //! writes each one's byte offset from its buffer's base as a [`HostExpr`] over the launch's
 //! values; a [`HostCheck`] pairs it with the buffer, the access's width and its site. A
 //! launch evaluates every host check of the build once, on the host, with its
 //! [`LaunchValues`] ([`failing_host_checks`]). This module is that language and its
-//! evaluation, and nothing of PTX: `guard.rs` builds the expressions, this module says what
+//! evaluation, and nothing of PTX: `guard/` builds the expressions, this module says what
 //! they mean.
 //!
 //! [`failing_host_checks`]: super::InstrumentedKernel::failing_host_checks
@@ -34,11 +34,11 @@
 //!
 //! # The soundness contract
 //!
-//! Every expression `guard.rs` builds, and every rule below, keeps one invariant: **for every
+//! Every expression `guard/` builds, and every rule below, keeps one invariant: **for every
 //! execution of the kernel with this launch's values that reaches the use, the value (for a
 //! register, a representative of its bits modulo `2^w`) lies in the interval `eval` gives**;
 //! `Ok(None)` only when no such execution exists. A host check that holds therefore means the
-//! device check it replaces could not have failed in that launch. `guard.rs`'s module docs
+//! device check it replaces could not have failed in that launch. `guard/`'s module docs
 //! argue that the analysis's expressions denote what they say (which registers, which facts,
 //! why a counted loop's bound is its iteration count); each node's rule below is the other
 //! half, that its interval covers every value of its operands' intervals.
@@ -83,7 +83,7 @@
 //!   `[0, max(0, last)]`, after each of `no_wrap` evaluates: every iteration of a counted
 //!   loop in one interval.
 //!
-//! `size` counts an expression's nodes: `guard.rs` drops an expression past its `MAX_SIZE`.
+//! `size` counts an expression's nodes: `guard/` drops an expression past its `MAX_SIZE`.
 //!
 //! # Serialized forms
 //!
@@ -223,7 +223,7 @@ pub enum HostExpr {
     },
     /// An induction variable of a counted loop where it is used: `init + j * step` for an
     /// iteration count `j` in `[0, max(0, last)]` (`last` from the loop's exit test, see
-    /// `guard.rs`, `Guards::counted_parts`). Each of `no_wrap` must evaluate (they are [`HostExpr::In`]
+    /// `guard/`, `Guards::counted_parts`). Each of `no_wrap` must evaluate (they are [`HostExpr::In`]
     /// range checks that keep the loop's counter from wrapping), or the check fails.
     Counted {
         init: Box<HostExpr>,

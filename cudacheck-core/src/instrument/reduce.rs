@@ -24,21 +24,21 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 
 use super::ptx::{Function, Instr, StmtKind};
-use crate::ir::{effects, regs_of};
+use crate::ir::{effects, regs_of, MemOp, Order};
 
-/// Operations `atom` and `red` share.
-const SHARED_OPS: [&str; 8] = ["add", "inc", "dec", "min", "max", "and", "or", "xor"];
-
-/// Parts of an `atom` opcode that keep it an `atom`: orderings `red` lacks, cache hints (an
-/// extra operand), vector forms.
-const KEEP: [&str; 6] = ["acquire", "acq_rel", "L2::cache_hint", "v2", "v4", "v8"];
-
-/// Whether `i` is an `atom` that may be written as a `red` when its result is unused.
+/// Whether `i` is an `atom` that may be written as a `red` when its result is unused: an
+/// operation both have (not `exch`, `cas`), and none of what keeps it an `atom`: an ordering
+/// `red` lacks (`.acquire`, `.acq_rel`), a cache hint (an extra operand), a vector form.
 fn reducible(i: &Instr) -> bool {
-    i.op() == "atom"
+    let Some(m) = i.op.mem() else {
+        return false;
+    };
+    m.op == MemOp::Atom
         && i.operands.len() == 3
-        && i.parts().skip(1).any(|p| SHARED_OPS.contains(&p))
-        && !i.parts().skip(1).any(|p| KEEP.contains(&p))
+        && m.atomic.is_some_and(|a| a.reduces())
+        && !matches!(m.order, Some(Order::Acquire | Order::AcqRel))
+        && !m.cache_hint
+        && m.vec == 1
 }
 
 /// `i` written as a reduction: the opcode's root `red`, the destination dropped.

@@ -2,7 +2,7 @@
 //! the loop without those accesses' checks.
 //!
 //! # Why
-//! A host check (`guard.rs`) bounds an access for every thread of the launch at once, from
+//! A host check (`guard/`) bounds an access for every thread of the launch at once, from
 //! the launch's arguments. It cannot when the loop's start or bound differs per thread and
 //! comes from memory (a CSR row's `offsets[r]..offsets[r + 1]`), when the per-thread values
 //! are related in a way intervals lose (`lane` and `c += 32`), or when the launch's own bound
@@ -90,7 +90,7 @@
 //! 16-byte access also requires `a + offset` and `B` to be multiples of its width.
 //! A guarded (`@%p`) access may run in fewer iterations: the precheck covers all of them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::analyze::Origin;
 use super::ptx::{Function, Space, StmtKind};
@@ -356,7 +356,7 @@ struct Analysis<'a> {
     f: &'a Function,
     cfg: &'a Cfg,
     l: &'a Loop,
-    defs: &'a HashMap<&'a str, Vec<usize>>,
+    defs: &'a crate::ir::Defs<'a>,
     depth: &'a [usize],
 }
 
@@ -769,6 +769,7 @@ impl Analysis<'_> {
                 to: Some(dst),
                 from: Some(src),
                 sat: false,
+                ..
             }) => {
                 // `cvt.dst.src`: integer types only, no rounding or saturation.
                 let (db, sb) = (ty_bits(dst)?, ty_bits(src)?);
@@ -1195,12 +1196,7 @@ impl Gen {
 /// of a local address (`cvta.local`), or another opcode naming it (`prefetch.local`,
 /// `alloca.local`).
 fn names_local(op: &Op) -> bool {
-    let space = match *op {
-        Op::Mem(m) => m.space,
-        Op::Cvta { space, .. } | Op::Other { space, .. } => space,
-        _ => return false,
-    };
-    space == Space::Local
+    op.space() == Some(Space::Local)
 }
 
 #[cfg(test)]
@@ -1211,6 +1207,7 @@ mod tests {
     //! the loop touches is inside the buffer.
     use super::*;
     use crate::ir::read::{parse, Instr};
+    use std::collections::HashMap;
 
     fn plan_of(f: &Function, c: &BTreeMap<(usize, usize), Candidate>) -> Vec<Versioned> {
         let cfg = Cfg::new(f);

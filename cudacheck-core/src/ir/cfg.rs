@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::opcode::{effects, Flow};
-use super::read::{Function, StmtKind};
+use super::read::{Function, Guard, StmtKind};
 
 /// A block's index in [`Cfg::blocks`].
 pub type BlockId = usize;
@@ -25,6 +25,19 @@ pub struct Block {
     pub label: Option<String>,
     pub succs: Vec<BlockId>,
     pub preds: Vec<BlockId>,
+    /// When a predicate guards the transfer that ends the block: which edge is taken on
+    /// which value ([`Cfg::condition`]).
+    pub branch: Option<Branch>,
+}
+
+/// A guarded control transfer at the end of a block (`@%p1 bra $L`, `@!%p2 ret`, `@%p3 trap`):
+/// `taken` are the blocks it goes to where the guard holds (none for `ret`, `exit`, `trap`),
+/// `fall` the next block, reached where it does not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Branch {
+    pub guard: Guard,
+    pub taken: Vec<BlockId>,
+    pub fall: Option<BlockId>,
 }
 
 /// The control-flow graph of one function; block 0 is the entry.
@@ -47,13 +60,14 @@ impl Cfg {
             .filter_map(|(b, blk)| blk.label.clone().map(|l| (l, b)))
             .collect();
         let n = blocks.len();
-        let succs: Vec<Vec<BlockId>> = blocks
+        let succs: Vec<(Vec<BlockId>, Option<Branch>)> = blocks
             .iter()
             .enumerate()
             .map(|(b, blk)| successors(f, blk, b, n, &by_label))
             .collect();
-        for (blk, s) in blocks.iter_mut().zip(succs) {
+        for (blk, (s, branch)) in blocks.iter_mut().zip(succs) {
             blk.succs = s;
+            blk.branch = branch;
         }
         for b in 0..n {
             for s in blocks[b].succs.clone() {
@@ -83,6 +97,19 @@ impl Cfg {
         }
     }
 
+    /// The value of a predicate the edge `from -> to` is taken on: `Some((pred, true))` when
+    /// only a guard `@pred` sends control along it, `Some((pred, false))` when only its
+    /// failing does; `None` for an edge taken either way (or no edge).
+    pub fn condition(&self, from: BlockId, to: BlockId) -> Option<(&str, bool)> {
+        let b = self.blocks.get(from)?.branch.as_ref()?;
+        let holds = !b.guard.negated;
+        match (b.taken.contains(&to), b.fall == Some(to)) {
+            (true, false) => Some((b.guard.pred.as_str(), holds)),
+            (false, true) => Some((b.guard.pred.as_str(), !holds)),
+            _ => None,
+        }
+    }
+
     /// The block holding statement `stmt`.
     pub fn block_of(&self, stmt: usize) -> Option<BlockId> {
         let b = self.blocks.partition_point(|blk| blk.stmts.end <= stmt);
@@ -102,6 +129,7 @@ fn split(f: &Function) -> Vec<Block> {
                 label: label.take(),
                 succs: Vec::new(),
                 preds: Vec::new(),
+                branch: None,
             });
         }
     };
@@ -129,7 +157,7 @@ fn successors(
     b: BlockId,
     n: usize,
     by_label: &HashMap<String, BlockId>,
-) -> Vec<BlockId> {
+) -> (Vec<BlockId>, Option<Branch>) {
     let next = (b + 1 < n).then_some(b + 1);
     let last = blk
         .stmts
@@ -140,9 +168,8 @@ fn successors(
             _ => None,
         });
     let Some(i) = last else {
-        return next.into_iter().collect();
+        return (next.into_iter().collect(), None);
     };
-    let guarded = i.guard.is_some();
     let mut out: Vec<BlockId> = match effects(i).flow {
         Flow::Branch(l) => match by_label.get(l) {
             Some(&t) => vec![t],
@@ -159,13 +186,18 @@ fn successors(
             all
         }
         Flow::Return | Flow::Exit => Vec::new(),
-        Flow::Next | Flow::Call => return next.into_iter().collect(),
+        Flow::Next | Flow::Call => return (next.into_iter().collect(), None),
     };
-    if guarded {
+    let branch = i.guard.as_ref().map(|g| Branch {
+        guard: g.clone(),
+        taken: out.clone(),
+        fall: next,
+    });
+    if branch.is_some() {
         out.extend(next);
     }
     out.dedup();
-    out
+    (out, branch)
 }
 
 fn reverse_postorder(blocks: &[Block]) -> Vec<BlockId> {
@@ -271,6 +303,12 @@ mod tests {
         assert_eq!(g.blocks[2].succs, [3]);
         assert_eq!(g.blocks[3].succs, [3, 4]);
         assert_eq!(g.blocks[3].preds, [1, 2, 3]);
+        assert_eq!(g.condition(0, 2), Some(("%p1", true)));
+        assert_eq!(g.condition(0, 1), Some(("%p1", false)));
+        assert_eq!(g.condition(1, 3), None, "an unguarded branch");
+        assert_eq!(g.condition(3, 3), Some(("%p2", true)));
+        assert_eq!(g.condition(3, 4), Some(("%p2", false)));
+        assert_eq!(g.condition(0, 3), None, "no edge");
         assert_eq!(g.idom, [Some(0), Some(0), Some(0), Some(0), Some(3)]);
         assert!(g.dominates(0, 4) && g.dominates(3, 4) && !g.dominates(1, 3));
         assert_eq!(g.block_of(2), Some(0));
@@ -279,6 +317,26 @@ mod tests {
             Some(2),
             "the label statement starts its block"
         );
+    }
+
+    #[test]
+    fn a_guarded_trap_or_return_falls_through_where_its_guard_fails() {
+        for end in ["trap", "ret", "exit"] {
+            let f = function(&format!(
+                "setp.ge.u32 %p1, %r1, 4;\n@%p1 {end};\nmov.u32 %r2, %r1;\n@!%p1 bra $L;\nret;\n$L:\nret;"
+            ));
+            let g = Cfg::new(&f);
+            assert_eq!(g.blocks[0].succs, [1], "{end}");
+            assert_eq!(g.condition(0, 1), Some(("%p1", false)), "{end}");
+            // `@!%p1 bra`: taken where `%p1` is false.
+            assert_eq!(g.condition(1, 3), Some(("%p1", false)), "{end}");
+            assert_eq!(g.condition(1, 2), Some(("%p1", true)), "{end}");
+        }
+        // A branch whose target is the next block goes there either way.
+        let f = function("@%p1 bra $L;\n$L:\nret;");
+        let g = Cfg::new(&f);
+        assert_eq!(g.blocks[0].succs, [1]);
+        assert_eq!(g.condition(0, 1), None);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! iteration; other exits (a `break`) only end the loop earlier, which a check covering every
 //! iteration the test allows still covers.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::cfg::{BlockId, Cfg};
 use super::op::{Arith, ArithOp, CmpOp, Compare, Convert, MemOp, Op, Ty};
@@ -127,24 +127,6 @@ pub enum Cmp {
 }
 
 impl Cmp {
-    /// The comparison of a `setp` mnemonic part (`lt`, or the unsigned `lo`, ...), and
-    /// whether the mnemonic itself compares unsigned (`lo`, `ls`, `hi`, `hs`).
-    pub fn of_setp(part: &str) -> Option<(Cmp, bool)> {
-        Some(match part {
-            "lt" => (Cmp::Lt, false),
-            "le" => (Cmp::Le, false),
-            "gt" => (Cmp::Gt, false),
-            "ge" => (Cmp::Ge, false),
-            "lo" => (Cmp::Lt, true),
-            "ls" => (Cmp::Le, true),
-            "hi" => (Cmp::Gt, true),
-            "hs" => (Cmp::Ge, true),
-            "eq" => (Cmp::Eq, false),
-            "ne" => (Cmp::Ne, false),
-            _ => return None,
-        })
-    }
-
     /// The comparison of a decoded `setp` operator (`lt`, or the unsigned `lo`, ...); `None`
     /// for the comparisons that hold for NaN and the NaN tests.
     pub fn of_cmp_op(op: CmpOp) -> Option<Cmp> {
@@ -315,9 +297,13 @@ fn natural_loop(cfg: &Cfg, header: BlockId, mut latches: Vec<BlockId>) -> Loop {
     }
 }
 
+/// For every register, the statements that define it (any instruction naming it as a
+/// destination, guarded or not), in order: the one definitions map of a function.
+pub type Defs<'f> = BTreeMap<&'f str, Vec<usize>>;
+
 /// For every register, the statements that define it.
-pub(crate) fn definitions(f: &Function) -> HashMap<&str, Vec<usize>> {
-    let mut defs: HashMap<&str, Vec<usize>> = HashMap::new();
+pub fn definitions(f: &Function) -> Defs<'_> {
+    let mut defs = Defs::new();
     for (k, s) in f.stmts.iter().enumerate() {
         if let StmtKind::Instr(i) = &s.kind {
             for d in effects(i).defs {
@@ -333,7 +319,7 @@ fn instr(f: &Function, k: usize) -> Option<&Instr> {
 }
 
 /// Whether the loop defines no register `reg` (a literal is invariant too).
-fn invariant(cfg: &Cfg, l: &Loop, defs: &HashMap<&str, Vec<usize>>, reg: &str) -> bool {
+fn invariant(cfg: &Cfg, l: &Loop, defs: &Defs, reg: &str) -> bool {
     defs.get(reg)
         .map_or(true, |ds| ds.iter().all(|&k| !l.contains_stmt(cfg, k)))
 }
@@ -342,7 +328,7 @@ fn inductions(
     f: &Function,
     cfg: &Cfg,
     l: &Loop,
-    defs: &HashMap<&str, Vec<usize>>,
+    defs: &Defs,
     inner: &BTreeSet<BlockId>,
 ) -> Vec<Induction> {
     let mut out = Vec::new();
@@ -389,14 +375,7 @@ fn inductions(
 /// register set once in the loop, unguarded, before `k` in every iteration (its block
 /// dominates `k`'s, or it comes earlier in the same block), by such an update of another `x`:
 /// a chain back to `reg` that adds at least one term. Each `s` is an immediate or invariant.
-fn chain(
-    f: &Function,
-    cfg: &Cfg,
-    l: &Loop,
-    defs: &HashMap<&str, Vec<usize>>,
-    reg: &str,
-    k: usize,
-) -> Option<Vec<Step>> {
+fn chain(f: &Function, cfg: &Cfg, l: &Loop, defs: &Defs, reg: &str, k: usize) -> Option<Vec<Step>> {
     let mut steps = Vec::new();
     let mut at = k;
     for _ in 0..32 {
@@ -486,7 +465,7 @@ fn exit_test(
     f: &Function,
     cfg: &Cfg,
     l: &Loop,
-    defs: &HashMap<&str, Vec<usize>>,
+    defs: &Defs,
     inner: &BTreeSet<BlockId>,
 ) -> Option<ExitTest> {
     // A block of the loop ending in a guarded branch with one successor in and one out.
@@ -608,6 +587,7 @@ fn exit_test(
                 to: Some(dst),
                 from: Some(src),
                 sat: false,
+                ..
             }) = i.op
             else {
                 return None;
@@ -688,7 +668,7 @@ fn entry_guard(
     f: &Function,
     cfg: &Cfg,
     l: &Loop,
-    defs: &HashMap<&str, Vec<usize>>,
+    defs: &Defs,
     c: &str,
     bound: &str,
     other: &str,
@@ -774,13 +754,7 @@ fn entry_guard(
 /// registers or, recursively, registers of one definition computing the same values.
 /// Registers of one definition hold one value wherever they are read, so this is a
 /// comparison of expressions.
-fn same_value(
-    f: &Function,
-    defs: &HashMap<&str, Vec<usize>>,
-    d: usize,
-    r: &str,
-    depth: u32,
-) -> bool {
+fn same_value(f: &Function, defs: &Defs, d: usize, r: &str, depth: u32) -> bool {
     let one = |r: &str| match defs.get(r).map(Vec::as_slice) {
         Some([k]) => Some(*k),
         _ => None,
@@ -807,9 +781,11 @@ fn same_value(
     if depth == 0
         || a.guard.is_some()
         || b.guard.is_some()
-        // The opcode's text, not its decoded operation: `Op` does not keep rounding (`.rz`,
-        // `.rn`), `.ftz` or `.approx`, which change the value computed.
-        || a.opcode != b.opcode
+        // The decoded operation, with its type and the modifiers that change the value
+        // (`.lo`, `.wide`, `.sat`, rounding, `.ftz`, `.approx`): a type the decoder does not
+        // know (`min.u16x2`) is not compared at all.
+        || a.op != b.op
+        || !typed(&a.op)
         || a.operands.len() != b.operands.len()
         || effects(a).defs.len() != 1
         || !pure(&a.op)
@@ -827,6 +803,17 @@ fn same_value(
                 && q.starts_with('%')
                 && one(p).is_some_and(|dp| same_value(f, defs, dp, q, depth - 1)))
     })
+}
+
+/// Whether the operation's types are all decoded, so that equal operations compute alike.
+fn typed(op: &Op) -> bool {
+    match op {
+        Op::Arith(a) => a.ty.is_some(),
+        Op::Convert(c) => c.to.is_some() && c.from.is_some(),
+        Op::Mov(t) => t.is_some(),
+        Op::Mem(m) => m.ty.is_some(),
+        _ => false,
+    }
 }
 
 /// Whether the operation computes its one destination from its operands alone, the same

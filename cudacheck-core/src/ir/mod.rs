@@ -11,8 +11,10 @@
 //!    (arithmetic, compare, conversion, memory, barrier, branch), with its modifiers typed.
 //! 4. [`opcode`]: the one opcode table: what an instruction defines, uses, reads and writes,
 //!    whether it synchronizes threads, where control goes.
-//! 5. [`cfg`](mod@cfg): the control-flow graph, built once, and dominators.
-//! 6. [`loops`](mod@loops): natural loops, induction variables (start, step) and exit tests (bound).
+//! 5. [`cfg`](mod@cfg): the control-flow graph, built once, with dominators and the predicate
+//!    value each edge is taken on ([`Cfg::condition`]).
+//! 6. [`loops`](mod@loops): the definitions map ([`definitions`]), natural loops, induction
+//!    variables (start, step) and exit tests (bound).
 //! 7. [`edit`]: edits by byte span, the one way a rewrite changes the text it read.
 //!
 //! Analyses over this model are pure functions; the bounds-checking rewrite
@@ -27,8 +29,11 @@ pub mod operand;
 pub mod read;
 
 pub use cfg::{BlockId, Cfg};
-pub use loops::{loops, Bound, Cmp, ExitTest, Induction, Loop, Step};
-pub use op::{Arith, ArithOp, Cache, CmpOp, Compare, Convert, Half, Mem, MemOp, Op, Ty};
+pub use loops::{definitions, loops, Bound, Cmp, Defs, ExitTest, Induction, Loop, Step};
+pub use op::{
+    Arith, ArithOp, AtomOp, Cache, CmpOp, Compare, Convert, FloatMode, Half, Mem, MemOp, Op, Order,
+    Round, Ty,
+};
 pub use opcode::{effects, needs_peers, Effects, Flow, MemAccess, MemKind, Sync};
 pub use operand::{immediate, is_reg, regs_of, Address, Operand};
 

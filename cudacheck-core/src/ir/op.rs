@@ -145,6 +145,10 @@ pub enum ArithOp {
     Cnot,
     Shl,
     Shr,
+    /// `rcp`, `sqrt`, `rsqrt`: the floating-point reciprocal and roots.
+    Rcp,
+    Sqrt,
+    Rsqrt,
 }
 
 /// Which part of a multiply's product: `.lo`, `.hi`, or the double-width `.wide`.
@@ -167,6 +171,86 @@ pub struct Arith {
     pub carry_out: bool,
     /// `.sat`: clamps instead of wrapping.
     pub sat: bool,
+    /// Rounding, `.ftz`, `.approx` and the other parts that change a floating-point result.
+    pub float: FloatMode,
+}
+
+/// A rounding modifier (`.rn`, `.rzi`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Round {
+    Rn,
+    Rna,
+    Rz,
+    Rm,
+    Rp,
+    Rs,
+    /// To an integral value (`cvt`'s `.rni`, `.rzi`, `.rmi`, `.rpi`).
+    Rni,
+    Rzi,
+    Rmi,
+    Rpi,
+}
+
+impl Round {
+    fn from_part(p: &str) -> Option<Round> {
+        use Round::*;
+        Some(match p {
+            "rn" => Rn,
+            "rna" => Rna,
+            "rz" => Rz,
+            "rm" => Rm,
+            "rp" => Rp,
+            "rs" => Rs,
+            "rni" => Rni,
+            "rzi" => Rzi,
+            "rmi" => Rmi,
+            "rpi" => Rpi,
+            _ => return None,
+        })
+    }
+}
+
+/// The parts of an arithmetic or conversion opcode that change a floating-point result: two
+/// operations with the same operator, type and mode compute the same value from the same
+/// operands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FloatMode {
+    pub round: Option<Round>,
+    /// `.ftz`: subnormals flushed to zero.
+    pub ftz: bool,
+    /// `.approx`, and `div`'s `.full`.
+    pub approx: bool,
+    pub full: bool,
+    /// `.relu`, `.NaN`, `.xorsign`, `.satfinite`, `.noftz`.
+    pub relu: bool,
+    pub nan: bool,
+    pub xorsign: bool,
+    pub satfinite: bool,
+    pub noftz: bool,
+}
+
+impl FloatMode {
+    fn from_parts<'a>(parts: impl Iterator<Item = &'a str>) -> FloatMode {
+        let mut m = FloatMode::default();
+        for p in parts {
+            match p {
+                "ftz" => m.ftz = true,
+                "approx" => m.approx = true,
+                "full" => m.full = true,
+                "relu" => m.relu = true,
+                "NaN" => m.nan = true,
+                "xorsign" => m.xorsign = true,
+                "satfinite" => m.satfinite = true,
+                "noftz" => m.noftz = true,
+                _ => {
+                    if let Some(r) = Round::from_part(p) {
+                        m.round = Some(r);
+                    }
+                }
+            }
+        }
+        m
+    }
 }
 
 /// A comparison operator of `setp`/`set`.
@@ -195,6 +279,11 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// An unsigned comparison by its mnemonic (`lo`, `ls`, `hi`, `hs`).
+    pub fn unsigned(self) -> bool {
+        matches!(self, CmpOp::Lo | CmpOp::Ls | CmpOp::Hi | CmpOp::Hs)
+    }
+
     fn from_part(p: &str) -> Option<CmpOp> {
         use CmpOp::*;
         Some(match p {
@@ -240,6 +329,9 @@ pub struct Convert {
     pub to: Option<Ty>,
     pub from: Option<Ty>,
     pub sat: bool,
+    /// `.pack`: two sources packed into the destination's halves.
+    pub pack: bool,
+    pub float: FloatMode,
 }
 
 /// Which instruction family touches memory.
@@ -314,6 +406,61 @@ pub struct Mem {
     pub is_async: bool,
     /// `.bulk`.
     pub bulk: bool,
+    /// The operation of an `atom` or `red` (`.add`, `.cas`, ...).
+    pub atomic: Option<AtomOp>,
+    /// The memory ordering (`.relaxed`, `.acquire`, `.release`, `.acq_rel`).
+    pub order: Option<Order>,
+    /// `.L2::cache_hint`: a cache policy operand follows the others.
+    pub cache_hint: bool,
+}
+
+/// The read-modify-write operation of an `atom` or `red`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomOp {
+    Add,
+    Inc,
+    Dec,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    /// `atom` only: the old value swapped for a new one, or compared first.
+    Exch,
+    Cas,
+}
+
+impl AtomOp {
+    fn from_part(p: &str) -> Option<AtomOp> {
+        use AtomOp::*;
+        Some(match p {
+            "add" => Add,
+            "inc" => Inc,
+            "dec" => Dec,
+            "min" => Min,
+            "max" => Max,
+            "and" => And,
+            "or" => Or,
+            "xor" => Xor,
+            "exch" => Exch,
+            "cas" => Cas,
+            _ => return None,
+        })
+    }
+
+    /// An operation `red` has too (all but `exch` and `cas`).
+    pub fn reduces(self) -> bool {
+        !matches!(self, AtomOp::Exch | AtomOp::Cas)
+    }
+}
+
+/// A memory ordering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Order {
+    Relaxed,
+    Acquire,
+    Release,
+    AcqRel,
 }
 
 impl Mem {
@@ -343,6 +490,8 @@ pub enum Op {
     Sync {
         sync: Sync,
         red: bool,
+        /// A fence of the other proxies only (`fence.proxy.*`, `fence.mbarrier_init.*`).
+        proxy: bool,
     },
     /// A warp-collective operation (`shfl`, `vote`, `match`, `redux`, `elect`, `activemask`,
     /// `mma`).
@@ -360,6 +509,15 @@ pub enum Op {
     Return,
     /// `exit`, `trap`: the thread ends.
     Exit,
+    /// `prefetch`, `prefetchu` (`uniform`): a hint to bring an address into a cache, no access.
+    Prefetch {
+        uniform: bool,
+        space: Space,
+    },
+    /// `brkpt` (`breakpoint`), `pmevent`: an event for a debugger or a profiler.
+    Event {
+        breakpoint: bool,
+    },
     /// An opcode the table knows, not modelled further; `writes_first`: its first operand is a
     /// destination; `space`: the state space it names (`prefetch.local`, `isspacep.shared`,
     /// `alloca.local`), `Generic` when it names none.
@@ -396,16 +554,11 @@ const DEF_FIRST: &[&str] = &[
     "lop3",
     "mapa",
     "popc",
-    "prefetch",
-    "prefetchu",
     "prmt",
-    "rcp",
-    "rsqrt",
     "sad",
     "shf",
     "sin",
     "slct",
-    "sqrt",
     "stacksave",
     "szext",
     "tanh",
@@ -438,14 +591,7 @@ const DEF_FIRST: &[&str] = &[
 ];
 
 /// Opcodes not modelled further whose first operand is never written, or that have none.
-const USE_FIRST: &[&str] = &[
-    "brkpt",
-    "nanosleep",
-    "pmevent",
-    "setmaxnreg",
-    "griddepcontrol",
-    "stackrestore",
-];
+const USE_FIRST: &[&str] = &["nanosleep", "setmaxnreg", "griddepcontrol", "stackrestore"];
 
 impl Op {
     /// Decodes a dotted opcode (`ld.global.nc.v4.f32`); `operands` as the reader split them.
@@ -467,6 +613,7 @@ impl Op {
                 carry_in,
                 carry_out: has("cc"),
                 sat: has("sat"),
+                float: FloatMode::from_parts(rest()),
             })
         };
         let mem = |op: MemOp| {
@@ -498,6 +645,19 @@ impl Op {
                 }),
                 is_async: has("async"),
                 bulk: has("bulk"),
+                atomic: matches!(op, MemOp::Atom | MemOp::Red)
+                    .then(|| rest().find_map(AtomOp::from_part))
+                    .flatten(),
+                order: rest().find_map(|p| {
+                    Some(match p {
+                        "relaxed" => Order::Relaxed,
+                        "acquire" => Order::Acquire,
+                        "release" => Order::Release,
+                        "acq_rel" => Order::AcqRel,
+                        _ => return None,
+                    })
+                }),
+                cache_hint: has("L2::cache_hint"),
             })
         };
         let other = |writes_first: bool| Op::Other {
@@ -529,6 +689,9 @@ impl Op {
             "cnot" => arith(A::Cnot, false),
             "shl" => arith(A::Shl, false),
             "shr" => arith(A::Shr, false),
+            "rcp" => arith(A::Rcp, false),
+            "sqrt" => arith(A::Sqrt, false),
+            "rsqrt" => arith(A::Rsqrt, false),
             "setp" | "set" => Op::Compare(Compare {
                 value: name == "set",
                 cmp: rest().find_map(CmpOp::from_part),
@@ -544,6 +707,8 @@ impl Op {
                 to: rest().find_map(Ty::from_part),
                 from: last_ty(rest()),
                 sat: has("sat"),
+                pack: has("pack"),
+                float: FloatMode::from_parts(rest()),
             }),
             "cvta" => Op::Cvta {
                 to_generic: !has("to"),
@@ -603,10 +768,19 @@ impl Op {
                     }
                 },
                 red: has("red"),
+                proxy: false,
             },
             "membar" | "fence" => Op::Sync {
                 sync: Sync::Fence,
                 red: false,
+                proxy: has("proxy") || has("mbarrier_init"),
+            },
+            "prefetch" | "prefetchu" => Op::Prefetch {
+                uniform: name == "prefetchu",
+                space: rest().find_map(Space::from_part).unwrap_or(Space::Generic),
+            },
+            "brkpt" | "pmevent" => Op::Event {
+                breakpoint: name == "brkpt",
             },
             "shfl" | "vote" | "match" | "redux" | "elect" | "activemask" | "mma" => Op::Collective,
             "bra" => Op::Branch { uni: has("uni") },
@@ -640,6 +814,18 @@ impl Op {
             Op::Arith(a) => a.ty,
             Op::Mov(t) | Op::Select(t) => t,
             Op::Convert(c) => c.from,
+            _ => None,
+        }
+    }
+
+    /// The state space the opcode names: a memory operation's, a `cvta`'s, another opcode's
+    /// (`prefetch.local`, `isspacep.shared`); `None` for the rest.
+    pub fn space(&self) -> Option<Space> {
+        match *self {
+            Op::Mem(m) => Some(m.space),
+            Op::Cvta { space, .. } | Op::Other { space, .. } | Op::Prefetch { space, .. } => {
+                Some(space)
+            }
             _ => None,
         }
     }
@@ -705,6 +891,30 @@ mod tests {
     }
 
     #[test]
+    fn rounding_ftz_and_approx_tell_operations_apart() {
+        let a = op("div.rn.ftz.f32 %f3, %f1, %f2;");
+        let f = a.arith().unwrap().float;
+        assert_eq!((f.round, f.ftz, f.approx), (Some(Round::Rn), true, false));
+        let b = op("div.approx.ftz.f32 %f3, %f1, %f2;");
+        assert!(b.arith().unwrap().float.approx);
+        assert_ne!(a, b);
+        assert_ne!(a, op("div.rn.f32 %f3, %f1, %f2;"));
+        assert_ne!(
+            op("cvt.rzi.s32.f32 %r1, %f1;"),
+            op("cvt.rni.s32.f32 %r1, %f1;")
+        );
+        assert_ne!(
+            op("min.NaN.f32 %f3, %f1, %f2;"),
+            op("min.f32 %f3, %f1, %f2;")
+        );
+        assert_eq!(
+            op("add.s32 %r3, %r1, %r2;"),
+            op("add.s32 %r5, %r4, 1;"),
+            "operands are not part of the operation"
+        );
+    }
+
+    #[test]
     fn compares_and_conversions() {
         assert_eq!(
             op("setp.lt.and.s32 %p1, %r1, %r2, %p2;"),
@@ -721,6 +931,11 @@ mod tests {
                 to: Some(Ty::F32),
                 from: Some(Ty::S64),
                 sat: false,
+                pack: false,
+                float: FloatMode {
+                    round: Some(Round::Rn),
+                    ..FloatMode::default()
+                },
             })
         );
         assert_eq!(
@@ -770,6 +985,35 @@ mod tests {
     }
 
     #[test]
+    fn atomics_keep_their_operation_and_ordering() {
+        let m = *op("atom.acq_rel.gpu.global.add.u32 %r2, [%rd1], 1;")
+            .mem()
+            .unwrap();
+        assert_eq!(
+            (m.op, m.space, m.atomic, m.order, m.cache_hint),
+            (
+                MemOp::Atom,
+                Space::Global,
+                Some(AtomOp::Add),
+                Some(Order::AcqRel),
+                false
+            )
+        );
+        let m = *op("atom.global.cas.b32 %r2, [%rd1], %r3, %r4;")
+            .mem()
+            .unwrap();
+        assert!(!m.atomic.unwrap().reduces());
+        let m = *op("red.global.L2::cache_hint.min.s32 [%rd1], %r1, %rd2;")
+            .mem()
+            .unwrap();
+        assert!(m.cache_hint && m.atomic == Some(AtomOp::Min));
+        assert_eq!(
+            op("ld.global.add.u32 %r1, [%rd1];").mem().unwrap().atomic,
+            None
+        );
+    }
+
+    #[test]
     fn control_and_barriers() {
         assert_eq!(op("bra.uni $L1;"), Op::Branch { uni: true });
         assert_eq!(op("call.uni (%r1), f, (%r2);"), Op::Call { returns: true });
@@ -778,13 +1022,38 @@ mod tests {
             op("bar.red.popc.u32 %r1, 0, %p1;"),
             Op::Sync {
                 sync: Sync::Block { aligned: true },
-                red: true
+                red: true,
+                proxy: false,
             }
         );
         assert_eq!(
             op("shfl.sync.down.b32 %r2, %r1, 1, 31, -1;").sync(),
             Some(Sync::Collective)
         );
+    }
+
+    #[test]
+    fn roots_fences_and_events() {
+        let a = *op("rsqrt.approx.ftz.f64 %fd2, %fd1;").arith().unwrap();
+        assert_eq!(
+            (a.op, a.ty, a.float.ftz),
+            (ArithOp::Rsqrt, Some(Ty::F64), true)
+        );
+        assert_eq!(
+            op("sqrt.rn.f32 %f2, %f1;").arith().unwrap().float.round,
+            Some(Round::Rn)
+        );
+        assert_eq!(
+            op("fence.proxy.async.shared::cta;"),
+            Op::Sync {
+                sync: Sync::Fence,
+                red: false,
+                proxy: true
+            }
+        );
+        assert!(matches!(op("membar.gl;"), Op::Sync { proxy: false, .. }));
+        assert_eq!(op("pmevent 1;"), Op::Event { breakpoint: false });
+        assert_eq!(op("brkpt;"), Op::Event { breakpoint: true });
     }
 
     #[test]
@@ -806,10 +1075,11 @@ mod tests {
         );
         assert_eq!(
             op("prefetch.local.L1 [%rd1];"),
-            Op::Other {
-                writes_first: true,
+            Op::Prefetch {
+                uniform: false,
                 space: Space::Local
             }
         );
+        assert_eq!(op("prefetch.local.L1 [%rd1];").space(), Some(Space::Local));
     }
 }

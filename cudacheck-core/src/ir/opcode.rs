@@ -117,6 +117,8 @@ impl First {
             | Op::Select(_)
             | Op::Collective
             | Op::Call { returns: true }
+            // As the table had it: the address operand counts as written.
+            | Op::Prefetch { .. }
             | Op::Other {
                 writes_first: true, ..
             } => First::Def,
@@ -136,6 +138,7 @@ impl First {
             | Op::Call { returns: false }
             | Op::Return
             | Op::Exit
+            | Op::Event { .. }
             | Op::Other {
                 writes_first: false,
                 ..

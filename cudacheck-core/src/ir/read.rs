@@ -94,6 +94,9 @@ pub struct Instr {
     /// What the opcode says, decoded once: what the analyses read ([`Op`]). The texts above
     /// are what the writer copies.
     pub op: Op,
+    /// The opcode says `.sync` or `.aligned`: the threads of a warp (or block) execute it
+    /// together (`bar.sync`, `shfl.sync`, `mma.sync.aligned`, `setmaxnreg.sync.aligned`).
+    pub aligned: bool,
 }
 
 /// An instruction's guard: `@%p1` (runs where `%p1` holds) or `@!%p1` (where it does not).
@@ -886,6 +889,10 @@ fn parse_instr(stmt: &str) -> Instr {
     Instr {
         guard,
         op: Op::decode(&opcode, &operands),
+        aligned: opcode
+            .split('.')
+            .skip(1)
+            .any(|p| p == "sync" || p == "aligned"),
         opcode,
         operands,
     }

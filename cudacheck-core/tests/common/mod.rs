@@ -1,6 +1,7 @@
 //! Helpers the PTX instrumenter's test files share.
 
 use cudacheck_core::instrument::ptx::{parse, StmtKind};
+use cudacheck_core::ir::Op;
 
 /// Every branch target names a label of its function, and the output reads again as PTX.
 pub fn well_formed(ptx: &str) {
@@ -16,7 +17,7 @@ pub fn well_formed(ptx: &str) {
             .collect();
         for s in &f.stmts {
             if let StmtKind::Instr(i) = &s.kind {
-                if i.op() == "bra" {
+                if matches!(i.op, Op::Branch { .. }) {
                     let t = i.operands[0].as_str();
                     assert!(labels.contains(&t), "{}: no label {t}\n{ptx}", f.name);
                 }
