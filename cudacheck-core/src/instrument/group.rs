@@ -99,7 +99,7 @@ pub fn groups(
             Op::Branch { .. }
             | Op::Call { .. }
             | Op::Return
-            | Op::Exit
+            | Op::Exit { .. }
             | Op::Event { breakpoint: true } => true,
             Op::Sync { sync, .. } => sync != Sync::Fence,
             _ => false,

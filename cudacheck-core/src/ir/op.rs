@@ -507,8 +507,10 @@ pub enum Op {
         returns: bool,
     },
     Return,
-    /// `exit`, `trap`: the thread ends.
-    Exit,
+    /// `exit`, `trap` (`trap`: an error, the launch fails): the thread ends.
+    Exit {
+        trap: bool,
+    },
     /// `prefetch`, `prefetchu` (`uniform`): a hint to bring an address into a cache, no access.
     Prefetch {
         uniform: bool,
@@ -790,7 +792,9 @@ impl Op {
                 returns: operands.len() > 1 && operands[0].trim_start().starts_with('('),
             },
             "ret" => Op::Return,
-            "exit" | "trap" => Op::Exit,
+            "exit" | "trap" => Op::Exit {
+                trap: name == "trap",
+            },
             // A lone `cp` is no PTX opcode; as before, the table lists it as writing.
             "cp" => other(true),
             _ if DEF_FIRST.contains(&name) => other(true),
@@ -1017,7 +1021,8 @@ mod tests {
     fn control_and_barriers() {
         assert_eq!(op("bra.uni $L1;"), Op::Branch { uni: true });
         assert_eq!(op("call.uni (%r1), f, (%r2);"), Op::Call { returns: true });
-        assert_eq!(op("trap;"), Op::Exit);
+        assert_eq!(op("trap;"), Op::Exit { trap: true });
+        assert_eq!(op("exit;"), Op::Exit { trap: false });
         assert_eq!(
             op("bar.red.popc.u32 %r1, 0, %p1;"),
             Op::Sync {

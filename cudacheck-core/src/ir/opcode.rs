@@ -137,7 +137,7 @@ impl First {
             | Op::BranchIndexed
             | Op::Call { returns: false }
             | Op::Return
-            | Op::Exit
+            | Op::Exit { .. }
             | Op::Event { .. }
             | Op::Other {
                 writes_first: false,
@@ -193,7 +193,7 @@ pub fn effects(i: &Instr) -> Effects<'_> {
         Op::BranchIndexed => Flow::Indirect,
         Op::Call { .. } => Flow::Call,
         Op::Return => Flow::Return,
-        Op::Exit => Flow::Exit,
+        Op::Exit { .. } => Flow::Exit,
         _ => Flow::Next,
     };
     e

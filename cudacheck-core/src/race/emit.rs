@@ -12,7 +12,7 @@ use super::{RaceUnchecked, SourceLoc};
 use crate::instrument::{callee, demangle, demangle_var, SkipReason};
 use crate::ir::edit::Edits;
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
-use crate::ir::{effects, Address, Flow, MemKind, Sync};
+use crate::ir::{effects, Address, Flow, MemKind, MemOp, Op, Sync};
 
 /// The labels of `f` that start a `ret` or `exit`: a branch to one leaves the block.
 fn exit_labels(f: &Function) -> BTreeSet<&str> {
@@ -24,7 +24,7 @@ fn exit_labels(f: &Function) -> BTreeSet<&str> {
             StmtKind::Instr(i) => {
                 if i.guard.is_none()
                     && matches!(effects(i).flow, Flow::Return | Flow::Exit)
-                    && i.op() != "trap"
+                    && !matches!(i.op, Op::Exit { trap: true })
                 {
                     out.extend(pending.iter().copied());
                 }
@@ -418,7 +418,7 @@ impl<'a> KernelRace<'a> {
     /// thread count.
     fn whole_block(i: &Instr) -> bool {
         let ops: Vec<&str> = i.operands.iter().map(|o| o.trim()).collect();
-        let id_and_count: &[&str] = if i.has("red") {
+        let id_and_count: &[&str] = if matches!(i.op, Op::Sync { red: true, .. }) {
             // bar.red.op.type d, a{, b}, {!}c
             match ops.len() {
                 3 => &ops[1..2],
@@ -449,8 +449,9 @@ impl<'a> KernelRace<'a> {
                 _ => continue,
             };
             let e = effects(i);
-            let op = i.op();
-            if matches!(e.flow, Flow::Return | Flow::Exit) && op != "trap" {
+            if matches!(e.flow, Flow::Return | Flow::Exit)
+                && !matches!(i.op, Op::Exit { trap: true })
+            {
                 exits.push((k, loc, false));
             }
             if let Flow::Branch(to) = e.flow {
@@ -478,7 +479,14 @@ impl<'a> KernelRace<'a> {
                     }
                 }
             }
-            if op == "mbarrier" || i.opcode.starts_with("cp.async.bulk") || op == "tcgen05" {
+            let shared_sync = match i.op.mem() {
+                Some(m) => {
+                    matches!(m.op, MemOp::Mbarrier | MemOp::Tcgen05)
+                        || (m.op == MemOp::Cp && m.bulk && m.is_async)
+                }
+                None => false,
+            };
+            if shared_sync {
                 self.refuse(format!(
                     "`{}` synchronizes through shared memory in a way the checker does not model",
                     i.opcode
@@ -497,7 +505,7 @@ impl<'a> KernelRace<'a> {
                     if Self::whole_block(i) {
                         let at = self.call_in_kernel_file(loc);
                         if let Some(id) = self.new_site(RaceSiteKind::Barrier, at, None, 0) {
-                            let red = i.has("red");
+                            let red = matches!(i.op, Op::Sync { red: true, .. });
                             self.plans.push((k, loc, Plan::Barrier { id, red }));
                             self.coverage.barriers += 1;
                         } else {
