@@ -1,0 +1,135 @@
+use super::*;
+use crate::instrument::instrument_ptx;
+
+const HEAD: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+/// `out[i] = in[i] + 1` over `n`, then an `atomicAdd` into `bins[in[i]]`.
+fn kernel(body: &str) -> String {
+    format!(
+        "{HEAD}.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1, .param .u64 k_param_2)\n{{\n\
+         .reg .pred %p<3>;\n.reg .b32 %r<9>;\n.reg .f32 %f<4>;\n.reg .b64 %rd<12>;\n\
+         ld.param.u64 %rd1, [k_param_0];\nld.param.u64 %rd2, [k_param_1];\nld.param.u64 %rd3, [k_param_2];\n\
+         cvta.to.global.u64 %rd4, %rd1;\ncvta.to.global.u64 %rd5, %rd2;\ncvta.to.global.u64 %rd6, %rd3;\n\
+         mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd7, %r1, 4;\nadd.s64 %rd8, %rd4, %rd7;\nadd.s64 %rd9, %rd5, %rd7;\n\
+         {body}\nret;\n}}\n"
+    )
+}
+
+fn checked(body: &str) -> InitPtx {
+    let bounds = instrument_ptx(&kernel(body)).unwrap();
+    init_ptx(&bounds.ptx).unwrap()
+}
+
+#[test]
+fn reads_are_checked_and_writes_marked() {
+    let out = checked(
+        "ld.global.f32 %f1, [%rd8];\nadd.f32 %f2, %f1, 0f3F800000;\nst.global.f32 [%rd9+4], %f2;",
+    );
+    let k = &out.kernels[0];
+    assert_eq!((k.coverage.checked, k.coverage.marked), (1, 1));
+    assert!(k.coverage.unchecked.is_empty() && k.coverage.not_checked.is_none());
+    assert_eq!(k.sites.len(), 1);
+    assert_eq!((k.sites[0].kind, k.sites[0].bytes), (InitSiteKind::Read, 4));
+    assert!(out
+        .ptx
+        .contains(".visible .global .align 8 .u64 __cc_init_dir;"));
+    // The store's bits are or-ed in only when some are missing; the read's cold block records.
+    assert_eq!(out.ptx.matches("red.global.or.b32").count(), 1);
+    assert_eq!(out.ptx.matches("$__cci_c1:").count(), 1);
+    assert!(out.ptx.contains(&format!(
+        "add.s64 %__cci_rec, %__cci_rec, {INIT_RECORD_OFFSET};"
+    )));
+    // The store's address keeps its constant offset.
+    assert!(out.ptx.contains("add.s64 %__cci_a, %rd9, 4;"));
+}
+
+#[test]
+fn atomics_read_then_mark_and_exchanges_only_mark() {
+    let out = checked("atom.global.add.u32 %r2, [%rd8], 1;\natom.global.exch.b32 %r3, [%rd9], 5;\nred.global.add.u32 [%rd9], 1;");
+    let k = &out.kernels[0];
+    // The bounds rewrite may copy the code (a slow copy): every copy is checked.
+    let exchanges = out.ptx.matches("atom.global.exch.b32 %r3").count() as u32;
+    let atomics = out.ptx.matches("red.global.add.u32 [").count() as u32;
+    assert!(exchanges >= 1 && atomics >= 2);
+    assert_eq!(
+        (k.coverage.checked, k.coverage.marked),
+        (atomics, atomics + exchanges)
+    );
+    assert_eq!(k.sites.len() as u32, k.coverage.checked);
+    assert!(k.sites.iter().all(|s| s.kind == InitSiteKind::Atomic));
+    assert_eq!(
+        out.ptx.matches("red.global.or.b32").count() as u32,
+        k.coverage.marked
+    );
+}
+
+#[test]
+fn guarded_accesses_are_checked_under_their_guard() {
+    let out =
+        checked("setp.lt.u32 %p1, %r1, 7;\n@%p1 ld.global.nc.v4.f32 {%f1, %f2, %f3, %f1}, [%rd8];");
+    assert!(out.ptx.contains("@!%p1 bra $__cci_s1;"));
+    let k = &out.kernels[0];
+    assert_eq!(k.sites[0].bytes, 16);
+    assert!(out.ptx.contains("shl.b32 %__cci_m, 65535, %__cci_b;"));
+}
+
+#[test]
+fn shared_and_local_accesses_are_left_alone() {
+    let ptx = format!(
+        "{HEAD}.visible .entry k(.param .u64 k_param_0)\n{{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n\
+         .shared .align 4 .b8 tile[128];\nmov.u32 %r1, tile;\nld.shared.u32 %r2, [%r1];\nst.shared.u32 [%r1+4], %r2;\nret;\n}}\n"
+    );
+    let out = init_ptx(&instrument_ptx(&ptx).unwrap().ptx).unwrap();
+    let k = &out.kernels[0];
+    assert_eq!((k.coverage.checked, k.coverage.marked), (0, 0));
+    assert!(!out.ptx.contains("__cc_init_dir"));
+}
+
+#[test]
+fn a_write_the_shadow_cannot_follow_leaves_the_kernel_unchanged() {
+    let out = checked(
+        "ld.global.f32 %f1, [%rd8];\ncp.async.bulk.global.shared::cta.bulk_group [%rd9], [%r1], 16;",
+    );
+    let k = &out.kernels[0];
+    assert!(
+        k.coverage
+            .not_checked
+            .as_deref()
+            .is_some_and(|w| w.contains("bulk copy")),
+        "{:?}",
+        k.coverage
+    );
+    assert!(k.sites.is_empty());
+    assert!(!out.ptx.contains("%__cci_"));
+    let report = render_init_report("k.cu", &out.kernels);
+    assert!(
+        report.contains("not init-checked: writes global memory with a bulk copy"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_function_it_calls_counts() {
+    let ptx = format!(
+        "{HEAD}.func f(.param .b64 f_param_0)\n{{\n.reg .b64 %rd<3>;\n.reg .b32 %r<3>;\nld.param.u64 %rd1, [f_param_0];\n\
+         ld.global.u32 %r1, [%rd1];\nst.global.u32 [%rd1+4], %r1;\nret;\n}}\n\
+         .visible .entry k(.param .u64 k_param_0)\n{{\n.reg .b64 %rd<3>;\nld.param.u64 %rd1, [k_param_0];\n\
+         {{\n.param .b64 param0;\nst.param.b64 [param0], %rd1;\ncall.uni f, (param0);\n}}\nret;\n}}\n"
+    );
+    let out = init_ptx(&ptx).unwrap();
+    assert_eq!(out.kernels.len(), 1);
+    // The function's write is marked, its read listed unchecked (no record there).
+    assert!(out.ptx.contains("red.global.or.b32"));
+    let report = render_init_report("k.cu", &out.kernels);
+    assert!(report.contains("0 reads checked"), "{report}");
+}
+
+#[test]
+fn reports_name_what_is_checked() {
+    let out = checked("ld.global.f32 %f1, [%rd8];\nst.global.f32 [%rd9], %f1;");
+    let r = render_init_report("k.cu", &out.kernels);
+    assert!(
+        r.contains("kernel `k`: 1 read checked, 1 write marked, none left unchecked"),
+        "{r}"
+    );
+}
