@@ -37,6 +37,10 @@ pub struct RunArgs {
     /// Check shared-memory races and barriers too.
     #[arg(long)]
     pub races: bool,
+    /// Check reads of global memory that nothing wrote since it was allocated (no kernel,
+    /// copy or memset): each is reported with the allocation, offset, thread and line.
+    #[arg(long)]
+    pub init: bool,
     /// Only validate launches (no bounds-checked builds).
     #[arg(long)]
     pub no_bounds: bool,

@@ -112,7 +112,7 @@ pub fn pitched(addr: u64, width: u64, pitch: u64, rows: u64) -> Vec<Range<u64>> 
         return Vec::new();
     }
     if pitch == width {
-        return vec![addr..addr + width * rows];
+        return std::iter::once(addr..addr + width * rows).collect();
     }
     (0..rows)
         .map(|r| {
