@@ -181,6 +181,10 @@ pub struct InstrumentArgs {
     /// launch with races on runs them) and report what is race-checked and what is not.
     #[arg(long)]
     pub races: bool,
+    /// Also build the init-checked kernels (reads of global memory nothing wrote, as
+    /// `cudacheck run --init` runs them) and report what is checked and what is not.
+    #[arg(long)]
+    pub init: bool,
 }
 
 /// `-D NAME` / `-D NAME=VALUE` as NVRTC options take them.
