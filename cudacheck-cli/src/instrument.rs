@@ -153,6 +153,10 @@ fn with_init(
     }
     let r = init_ptx(&ptx).map_err(|e| e.to_string())?;
     if let Err(e) = assemble_ptx(&r.ptx, args.arch, name) {
+        if args.ptx {
+            // What ptxas refused, for the report that follows.
+            println!("{}", r.ptx);
+        }
         return Err(format!("the init-checked build does not assemble: {e}"));
     }
     Ok((r.kernels, r.ptx))

@@ -75,6 +75,14 @@ extern "C" __global__ void histogram(const unsigned char* in, unsigned int* bins
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
         atomicAdd(&bins[in[i] & 15], 1u); // ATOMIC
 }
+extern "C" __global__ void shift_tile(const float* in, float* out) {
+    __shared__ float tile[130];
+    int t = threadIdx.x;
+    tile[t + 1] = in[blockIdx.x * 128 + t]; // WRITE
+    if (t == 0) { tile[0] = 0.0f; tile[129] = 0.0f; }
+    __syncthreads();
+    out[blockIdx.x * 128 + t] = tile[t] + tile[t + 2]; // SHARED
+}
 extern "C" __global__ void soa_norm(Soa s, float* out) {
     int i = threadIdx.x;
     if (i < s.n) out[i] = s.x[i] * s.x[i] + s.y[i] * s.y[i]; // WRITE
@@ -125,6 +133,20 @@ fn nvrtc_reads_writes_and_atomics_are_checked_on_their_lines() {
             k.coverage
         );
         assert!(k.coverage.marked >= 1, "{}: no write marked", k.name);
+    }
+    // The tile's reads are checked against the block's own writes; the launch adds the shadow.
+    let tile = r.kernel("shift_tile").unwrap();
+    assert!(tile.shared_shadow, "{:?}", tile.coverage);
+    let shared_lines: BTreeSet<u32> = tile
+        .sites
+        .iter()
+        .filter_map(|s| s.loc.as_ref().map(|l| l.line))
+        .collect();
+    for line in marked("// SHARED") {
+        assert!(
+            shared_lines.contains(&line),
+            "line {line}: {shared_lines:?}"
+        );
     }
     // The struct's fields are read through pointers the launch passes by value: checked too.
     let soa = r.kernel("soa_norm").unwrap();

@@ -9,13 +9,17 @@ use std::fmt::Write as _;
 
 use super::record::INIT_RECORD_OFFSET;
 use super::shadow::{DIR_ENTRIES, DIR_SHIFT, GRANULE_BYTES, GRANULE_SHIFT, TABLE_ENTRIES};
-use super::{InitCoverage, InitKernel, InitPtx, InitSite, InitSiteKind, InitUnchecked, DIR_SYMBOL};
+use super::shared;
+use super::{
+    InitCoverage, InitKernel, InitOptions, InitPtx, InitSite, InitSiteKind, InitUnchecked,
+    DIR_SYMBOL,
+};
 use crate::instrument::{callee, demangle, source_loc, SourceLoc};
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
 use crate::ir::{effects, Address, Flow, MemKind, MemOp};
 
 /// The registers an init-checked function declares (`%__cci_*`).
-const DECLS: &str = "\n\t.reg .b64 %__cci_a, %__cci_t, %__cci_u, %__cci_dir, %__cci_rec;\n\t.reg .b32 %__cci_b, %__cci_m, %__cci_w, %__cci_x;\n\t.reg .pred %__cci_p, %__cci_off;\n";
+const DECLS: &str = "\n\t.reg .b64 %__cci_a, %__cci_t, %__cci_u, %__cci_dir, %__cci_rec;\n\t.reg .b32 %__cci_b, %__cci_m, %__cci_w, %__cci_x, %__cci_sa, %__cci_sw, %__cci_lo, %__cci_sb, %__cci_lim, %__cci_i, %__cci_n, %__cci_N;\n\t.reg .pred %__cci_p, %__cci_off, %__cci_soff;\n";
 
 /// Functions a kernel may call that touch no memory of the program's.
 fn harmless_callee(name: &str) -> bool {
@@ -33,6 +37,10 @@ struct Planned {
     mark: bool,
     /// The site id, for checked accesses of kernels.
     site: Option<u32>,
+    /// A shared-memory access (else global or generic).
+    shared: bool,
+    /// Its address register is 64 bits wide.
+    wide: bool,
 }
 
 /// One function's plan.
@@ -42,9 +50,12 @@ struct Plan {
     coverage: InitCoverage,
     /// Functions of the module it calls.
     calls: BTreeSet<String>,
+    /// Why its shared memory cannot be checked, when it writes some in a way the shadow
+    /// cannot follow.
+    shared_off: Option<String>,
 }
 
-pub(crate) fn emit(text: &str, m: &Module) -> InitPtx {
+pub(crate) fn emit(text: &str, m: &Module, opts: &InitOptions) -> InitPtx {
     let defined: BTreeSet<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
     let mut next_site = 0u32;
     let mut plans: BTreeMap<&str, Plan> = BTreeMap::new();
@@ -76,42 +87,87 @@ pub(crate) fn emit(text: &str, m: &Module) -> InitPtx {
         }
         None
     };
+    let opaque: BTreeMap<String, Option<String>> = m
+        .functions
+        .iter()
+        .filter(program)
+        .map(|f| (f.name.clone(), opaque(&f.name)))
+        .collect();
     let mut edits = crate::ir::edit::Edits::new();
     let mut kernels = Vec::new();
     let mut label = 0u32;
-    let mut any = false;
+    let (mut any, mut any_shared) = (false, false);
+    // The race checker's shadow sits where this one would: with it, shared memory is left to it.
+    let raced = text.contains("__ccr_dyn");
     for f in m.functions.iter().filter(program) {
-        let p = &plans[f.name.as_str()];
-        let not_checked = opaque(&f.name);
+        let p = plans.get_mut(f.name.as_str()).expect("planned above");
+        let not_checked = opaque[&f.name].clone();
+        let shared_off = if !p.accesses.iter().any(|a| a.shared) {
+            None
+        } else if !f.entry {
+            Some("shared memory in a function that is not a kernel is not checked".to_string())
+        } else if raced {
+            Some("the race-checked build keeps its own shadow of shared memory".to_string())
+        } else if let Some(c) = p.calls.iter().next() {
+            Some(format!("it calls `{c}`, which may write its shared memory"))
+        } else {
+            p.shared_off.clone()
+        };
+        if let Some(why) = &shared_off {
+            drop_shared(p, why);
+        }
+        let shared = p.accesses.iter().any(|a| a.shared);
         if not_checked.is_none() && !p.accesses.is_empty() {
             any = true;
-            emit_function(f, p, &mut edits, &mut label);
+            any_shared |= shared;
+            emit_function(m, f, p, opts, &mut edits, &mut label);
         }
         if f.entry {
             let mut coverage = p.coverage.clone();
             coverage.not_checked = not_checked;
+            let checked = coverage.not_checked.is_none();
             kernels.push(InitKernel {
                 symbol: f.name.clone(),
                 name: demangle(&f.name),
-                sites: if coverage.not_checked.is_some() {
-                    Vec::new()
-                } else {
-                    p.sites.clone()
-                },
+                sites: if checked { p.sites.clone() } else { Vec::new() },
                 coverage,
+                shared_shadow: checked && shared,
             });
         }
     }
     if any {
-        edits.insert(
-            m.header_end,
-            format!("\n// ---- cudacheck init checking (see cudacheck_core::init) ----\n.visible .global .align 8 .u64 {DIR_SYMBOL};\n"),
-        );
+        let mut decl = format!("\n// ---- cudacheck init checking (see cudacheck_core::init) ----\n.visible .global .align 8 .u64 {DIR_SYMBOL};\n");
+        if any_shared {
+            let _ = writeln!(decl, ".extern .shared .align 16 .b8 {}[];", shared::DYN);
+        }
+        edits.insert(m.header_end, decl);
     }
     InitPtx {
         ptx: edits.apply(text),
         kernels,
     }
+}
+
+/// Leaves a function's shared accesses out, saying why.
+fn drop_shared(p: &mut Plan, why: &str) {
+    let gone: BTreeSet<u32> = p
+        .accesses
+        .iter()
+        .filter(|a| a.shared)
+        .filter_map(|a| a.site)
+        .collect();
+    let (checked, marked) = p
+        .accesses
+        .iter()
+        .filter(|a| a.shared)
+        .fold((0, 0), |(c, w), a| {
+            (c + u32::from(a.check), w + u32::from(a.mark))
+        });
+    p.accesses.retain(|a| !a.shared);
+    p.sites.retain(|s| !gone.contains(&s.id));
+    p.coverage.checked -= checked;
+    p.coverage.marked -= marked;
+    p.coverage.shared_not_checked = Some(why.to_string());
 }
 
 fn site_loc(m: &Module, loc: Option<Loc>) -> (Option<SourceLoc>, Option<SourceLoc>) {
@@ -150,6 +206,7 @@ fn plan(m: &Module, f: &Function, defined: &BTreeSet<&str>, next_site: &mut u32)
         sites: Vec::new(),
         coverage: InitCoverage::default(),
         calls: BTreeSet::new(),
+        shared_off: None,
     };
     // Reads are checked only where the launch's record is at hand: in kernels the bounds
     // rewrite gave one. Writes are marked everywhere.
@@ -191,7 +248,8 @@ fn plan(m: &Module, f: &Function, defined: &BTreeSet<&str>, next_site: &mut u32)
             })
         };
         for a in &e.mem {
-            if !matches!(a.space, Space::Global | Space::Generic) {
+            let shared = a.space == Space::Shared;
+            if !matches!(a.space, Space::Global | Space::Generic | Space::Shared) {
                 continue;
             }
             let writes = a.kind != MemKind::Read;
@@ -203,15 +261,26 @@ fn plan(m: &Module, f: &Function, defined: &BTreeSet<&str>, next_site: &mut u32)
                 MemKind::Atomic | MemKind::Reduce => (true, true),
             };
             let addr = i.operands.get(a.operand).and_then(|o| Address::parse(o));
-            let reg = addr
+            let wide = addr
                 .as_ref()
-                .filter(|ad| crate::ir::is_reg(ad.base))
-                .filter(|ad| f.reg_type(ad.base).is_some_and(|t| t.contains("64")));
+                .is_some_and(|ad| f.reg_type(ad.base).is_some_and(|t| t.contains("64")));
+            // Global accesses through 64-bit registers; shared ones through registers or
+            // through the arrays themselves (`[tile+4]`).
+            let reg = addr.as_ref().filter(|ad| {
+                if shared {
+                    !ad.base.is_empty() && !ad.base.starts_with("__cc")
+                } else {
+                    crate::ir::is_reg(ad.base) && wide
+                }
+            });
             // `__device__` variables are written when the module loads; the checker's own
-            // registers address its records (the bounds rewrite's `%__cc_a64` is the program's
-            // address of a redirected atomic, so it is checked).
-            if addr.as_ref().is_some_and(|ad| !crate::ir::is_reg(ad.base))
-                || reg.is_some_and(|ad| ad.base == "%__cc_r" || ad.base.starts_with("%__ccr_"))
+            // registers address its records and the race checker's shadow (the bounds
+            // rewrite's `%__cc_a64` is the program's address of a redirected atomic, so it is
+            // checked).
+            if (!shared && addr.as_ref().is_some_and(|ad| !crate::ir::is_reg(ad.base)))
+                || addr
+                    .as_ref()
+                    .is_some_and(|ad| ad.base == "%__cc_r" || ad.base.starts_with("%__ccr_"))
             {
                 continue;
             }
@@ -263,7 +332,17 @@ fn plan(m: &Module, f: &Function, defined: &BTreeSet<&str>, next_site: &mut u32)
                         check,
                         mark,
                         site,
+                        shared,
+                        wide,
                     });
+                }
+                _ if writes && shared => {
+                    if p.shared_off.is_none() {
+                        p.shared_off = Some(format!(
+                            "it writes shared memory with `{}`, whose address or width the checker cannot follow",
+                            i.opcode
+                        ));
+                    }
                 }
                 _ if writes => {
                     // A write whose bytes the shadow cannot set: reads after it would be
@@ -286,13 +365,30 @@ fn plan(m: &Module, f: &Function, defined: &BTreeSet<&str>, next_site: &mut u32)
     p
 }
 
-fn emit_function(f: &Function, p: &Plan, edits: &mut crate::ir::edit::Edits, label: &mut u32) {
+fn emit_function(
+    m: &Module,
+    f: &Function,
+    p: &Plan,
+    opts: &InitOptions,
+    edits: &mut crate::ir::edit::Edits,
+    label: &mut u32,
+) {
     edits.insert(f.body_open, DECLS);
     let first = f
         .stmts
         .iter()
         .find(|s| !matches!(s.kind, StmtKind::Directive(_)))
         .map_or(f.body_close, |s| s.span.start);
+    // After the last shared array's declaration, which the shared prologue names (the bounds
+    // checks' own prologue may come before it).
+    let last_shared = f
+        .stmts
+        .iter()
+        .filter(|s| matches!(&s.kind, StmtKind::Directive(d) if d.contains(".shared")))
+        .map(|s| s.span.end)
+        .max()
+        .unwrap_or(0);
+    let first = first.max(last_shared);
     let mut pro = format!(
         "\n\t// cudacheck init checking: the shadow directory and the record\n\tld.global.u64 %__cci_dir, [{DIR_SYMBOL}];\n\tsetp.eq.u64 %__cci_off, %__cci_dir, 0;\n"
     );
@@ -301,6 +397,9 @@ fn emit_function(f: &Function, p: &Plan, edits: &mut crate::ir::edit::Edits, lab
             pro,
             "\tld.param.u64 %__cci_rec, [__cc_rec];\n\tcvta.to.global.u64 %__cci_rec, %__cci_rec;\n\tadd.s64 %__cci_rec, %__cci_rec, {INIT_RECORD_OFFSET};\n"
         );
+    }
+    if p.accesses.iter().any(|a| a.shared) {
+        pro.push_str(&shared::prologue(m, f, opts.dynamic_shared_bytes));
     }
     edits.insert(first, pro);
     let mut cold = String::new();
@@ -316,20 +415,26 @@ fn emit_function(f: &Function, p: &Plan, edits: &mut crate::ir::edit::Edits, lab
         if let Some(g) = &i.guard {
             let _ = write!(c, "{} bra $__cci_s{n};\n\t", g.negate());
         }
-        let _ = write!(c, "@%__cci_off bra $__cci_s{n};\n\t");
-        c.push_str(&lookup(addr.base, addr.offset, a.bytes, n));
+        if a.shared {
+            c.push_str(&shared::lookup(addr.base, addr.offset, a.wide, a.bytes, n));
+        } else {
+            let _ = write!(c, "@%__cci_off bra $__cci_s{n};\n\t");
+            c.push_str(&lookup(addr.base, addr.offset, a.bytes, n));
+        }
         if let Some(site) = a.site {
             let _ = write!(
                 c,
                 "and.b32 %__cci_x, %__cci_w, %__cci_m;\n\tsetp.ne.u32 %__cci_p, %__cci_x, %__cci_m;\n\t@%__cci_p bra $__cci_c{n};\n$__cci_b{n}:\n\t"
             );
-            cold.push_str(&cold_block(n, site, a.bytes));
+            cold.push_str(&cold_block(n, site, a.bytes, a.shared));
         }
         if a.mark {
             // Only a store that sets new bits pays for the atomic.
             let _ = write!(
                 c,
-                "and.b32 %__cci_x, %__cci_w, %__cci_m;\n\tsetp.ne.u32 %__cci_p, %__cci_x, %__cci_m;\n\t@%__cci_p red.global.or.b32 [%__cci_t], %__cci_m;\n\t"
+                "and.b32 %__cci_x, %__cci_w, %__cci_m;\n\tsetp.ne.u32 %__cci_p, %__cci_x, %__cci_m;\n\t@%__cci_p red.{}.or.b32 [{}], %__cci_m;\n\t",
+                if a.shared { "shared" } else { "global" },
+                if a.shared { "%__cci_sw" } else { "%__cci_t" },
             );
         }
         let _ = write!(c, "\n$__cci_s{n}:\n\t");
@@ -380,7 +485,13 @@ fn lookup(base: &str, offset: i64, bytes: u64, n: u32) -> String {
 
 /// Records the first unwritten read of the launch (first wins), counts every one, and goes
 /// back: the read runs as the program wrote it.
-fn cold_block(n: u32, site: u32, bytes: u64) -> String {
+fn cold_block(n: u32, site: u32, bytes: u64, shared: bool) -> String {
+    // A shared access records its shared-window address and space 1.
+    let (addr, space) = if shared {
+        ("cvt.u64.u32 %__cci_a, %__cci_sa;\n\t", 1)
+    } else {
+        ("", 0)
+    };
     format!(
         "$__cci_c{n}:\n\t\
          atom.global.add.u32 %__cci_x, [%__cci_rec+4], 1;\n\t\
@@ -389,7 +500,8 @@ fn cold_block(n: u32, site: u32, bytes: u64) -> String {
          @%__cci_p bra $__cci_b{n};\n\t\
          mov.u32 %__cci_x, {site};\n\tst.global.u32 [%__cci_rec+8], %__cci_x;\n\t\
          mov.u32 %__cci_x, {bytes};\n\tst.global.u32 [%__cci_rec+12], %__cci_x;\n\t\
-         st.global.u64 [%__cci_rec+16], %__cci_a;\n\t\
+         {addr}st.global.u64 [%__cci_rec+16], %__cci_a;\n\t\
+         mov.u32 %__cci_x, {space};\n\tst.global.u32 [%__cci_rec+28], %__cci_x;\n\t\
          not.b32 %__cci_x, %__cci_w;\n\tand.b32 %__cci_x, %__cci_x, %__cci_m;\n\tshr.b32 %__cci_x, %__cci_x, %__cci_b;\n\t\
          st.global.u32 [%__cci_rec+24], %__cci_x;\n\t\
          mov.u32 %__cci_x, %tid.x;\n\tst.global.u32 [%__cci_rec+32], %__cci_x;\n\t\

@@ -25,7 +25,14 @@
 //! the reader does not know, a store whose address or width is not plain, a call out of the
 //! module) is left unchanged and says why ([`InitCoverage::not_checked`]): the host must then
 //! count every allocation the launch can reach as written. Reads in non-inlined device
-//! functions are not checked (their writes are marked), nor are reads of shared memory.
+//! functions are not checked (their writes are marked).
+//!
+//! Shared memory (`shared.rs`): a block's own writes since it began, one bit per byte in extra
+//! dynamic shared memory the launch adds ([`shared_shadow_bytes`]), cleared before the
+//! program's code behind one barrier. A kernel that writes shared memory in a way the shadow
+//! cannot follow (`stmatrix`, `wmma` stores, bulk copies into shared memory), calls a device
+//! function, or is race-checked (the race checker's shadow is where this one would go) checks
+//! no shared memory, and says why ([`InitCoverage::shared_not_checked`]).
 //! Accesses wider than 32 bytes and `cp.async` with a source size are listed unchecked.
 //!
 //! The shadow word is read with `ld.relaxed.gpu`, so a write another block made earlier in the
@@ -35,6 +42,7 @@
 mod emit;
 mod record;
 pub mod shadow;
+mod shared;
 
 use std::fmt::{self, Write as _};
 
@@ -105,6 +113,10 @@ pub struct InitCoverage {
     /// Why the whole kernel is left unchanged, when it is: the host then counts what it may
     /// have written as written.
     pub not_checked: Option<String>,
+    /// Why its shared memory is not checked, when it has some and it is not (its global
+    /// memory may still be).
+    #[serde(default)]
+    pub shared_not_checked: Option<String>,
 }
 
 /// One init-checked kernel.
@@ -116,6 +128,10 @@ pub struct InitKernel {
     pub name: String,
     pub sites: Vec<InitSite>,
     pub coverage: InitCoverage,
+    /// Its shared memory is checked: its launches need [`shared_shadow_bytes`] more dynamic
+    /// shared memory (without them it checks no shared memory).
+    #[serde(default)]
+    pub shared_shadow: bool,
 }
 
 impl InitKernel {
@@ -141,6 +157,37 @@ impl InitPtx {
     }
 }
 
+/// What an init-checked build is made for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct InitOptions {
+    /// The dynamic shared memory the program's launches give: the shared shadow goes after it.
+    pub dynamic_shared_bytes: u32,
+}
+
+impl InitOptions {
+    /// For launches that give `dynamic_shared_bytes` of dynamic shared memory.
+    pub const fn new(dynamic_shared_bytes: u32) -> Self {
+        InitOptions {
+            dynamic_shared_bytes,
+        }
+    }
+}
+
+/// Bytes of shadow a launch of a kernel with [`InitKernel::shared_shadow`] needs after
+/// `dynamic_shared_bytes` of its own, for `static_shared_bytes` of `__shared__` arrays: one
+/// bit per byte of both, with room for the arrays' alignment and the shadow's (the kernel
+/// measures what it needs and checks it against what it got).
+pub const fn shared_shadow_bytes(static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
+    let bytes = static_shared_bytes as u64 + dynamic_shared_bytes as u64 + 256;
+    let shadow = 16 + 4 * bytes.div_ceil(32);
+    if shadow > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        shadow as u32
+    }
+}
+
 /// Adds init checks to every kernel of a bounds-checked module (the output of
 /// [`crate::instrument::instrument_ptx_with`], race-checked or not: the reads report through
 /// its fault record).
@@ -148,8 +195,16 @@ impl InitPtx {
 /// # Errors
 /// [`PtxError`] when the text cannot be read as PTX.
 pub fn init_ptx(ptx: &str) -> Result<InitPtx, PtxError> {
+    init_ptx_with(ptx, &InitOptions::default())
+}
+
+/// [`init_ptx`] for launches that give `opts.dynamic_shared_bytes` of dynamic shared memory.
+///
+/// # Errors
+/// As [`init_ptx`].
+pub fn init_ptx_with(ptx: &str, opts: &InitOptions) -> Result<InitPtx, PtxError> {
     let m = read::parse(ptx)?;
-    Ok(emit::emit(ptx, &m))
+    Ok(emit::emit(ptx, &m, opts))
 }
 
 /// A report for a person: per kernel, what is init-checked and what is not, and why.
@@ -178,6 +233,9 @@ pub fn render_init_report(file_name: &str, kernels: &[InitKernel]) -> String {
             c.marked,
             if c.marked == 1 { "" } else { "s" },
         );
+        if let Some(why) = &c.shared_not_checked {
+            let _ = write!(out, " (shared memory not checked: {why})");
+        }
         if c.unchecked.is_empty() {
             let _ = writeln!(out, ", none left unchecked");
             continue;

@@ -4,9 +4,9 @@
 //!
 //! Layout (little-endian, [`INIT_RECORD_BYTES`]): `faulted` u32 (first wins, `atomicCAS`),
 //! `count` u32 (every unwritten read of the launch), `site` u32, `bytes` u32 (of the access),
-//! `address` u64 (the device address read), `missing` u32 (bit `k` set when byte `k` of the
-//! access was never written), a u32 of padding, `thread` 3 x u32 at byte 32, `block` 3 x u32
-//! at byte 44. The offsets are written twice, here and in `emit.rs`'s cold blocks; the
+//! `address` u64 (the device address read; for shared memory, the shared-window address),
+//! `missing` u32 (bit `k` set when byte `k` of the access was never written), `space` u32 (0
+//! global, 1 shared), `thread` 3 x u32 at byte 32, `block` 3 x u32 at byte 44. The offsets are written twice, here and in `emit.rs`'s cold blocks; the
 //! round-trip test and the GPU tests pin them together.
 
 /// Where the init record starts in the fault block: after the bounds and race records.
@@ -30,6 +30,9 @@ pub struct InitRecord {
     pub address: u64,
     /// Bit `k`: byte `k` of the access was never written.
     pub missing: u32,
+    /// 1 for shared memory (then [`address`](Self::address) is in the block's shared window),
+    /// 0 for global.
+    pub space: u32,
     /// `threadIdx` of the reading thread.
     pub thread: [u32; 3],
     /// `blockIdx` of the reading thread.
@@ -55,6 +58,7 @@ impl InitRecord {
         put(12, &self.bytes.to_le_bytes());
         put(16, &self.address.to_le_bytes());
         put(24, &self.missing.to_le_bytes());
+        put(28, &self.space.to_le_bytes());
         for (k, v) in self.thread.iter().enumerate() {
             put(32 + 4 * k, &v.to_le_bytes());
         }
@@ -79,6 +83,7 @@ pub fn decode_init(bytes: &[u8]) -> Option<InitRecord> {
         bytes: u32_at(12),
         address: u64::from_le_bytes(w),
         missing: u32_at(24),
+        space: u32_at(28),
         thread: [u32_at(32), u32_at(36), u32_at(40)],
         block: [u32_at(44), u32_at(48), u32_at(52)],
     };
@@ -98,6 +103,7 @@ mod tests {
             bytes: 16,
             address: 0x7f00_0000_1230,
             missing: 0xFF00,
+            space: 1,
             thread: [5, 1, 0],
             block: [7, 2, 1],
         };

@@ -73,16 +73,74 @@ fn guarded_accesses_are_checked_under_their_guard() {
     assert!(out.ptx.contains("shl.b32 %__cci_m, 65535, %__cci_b;"));
 }
 
+/// A kernel with a shared tile: `tile[t + 1] = x; y = tile[t]`, and a local array.
+fn shared_kernel(extra: &str) -> String {
+    format!(
+        "{HEAD}.visible .entry k(.param .u64 k_param_0)\n{{\n.reg .b32 %r<6>;\n.reg .b64 %rd<4>;\n\
+         .local .align 4 .b8 frame[16];\n\
+         .shared .align 4 .b8 tile[128];\nmov.u32 %r1, tile;\nmov.u32 %r3, %tid.x;\nshl.b32 %r4, %r3, 2;\n\
+         add.s32 %r5, %r1, %r4;\nst.shared.u32 [%r5+4], %r3;\nbar.sync 0;\nld.shared.u32 %r2, [%r5];\n\
+         st.local.u32 [frame], %r2;\nld.shared.u32 %r2, [tile+8];\n{extra}\nret;\n}}\n"
+    )
+}
+
 #[test]
-fn shared_and_local_accesses_are_left_alone() {
-    let ptx = format!(
-        "{HEAD}.visible .entry k(.param .u64 k_param_0)\n{{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n\
-         .shared .align 4 .b8 tile[128];\nmov.u32 %r1, tile;\nld.shared.u32 %r2, [%r1];\nst.shared.u32 [%r1+4], %r2;\nret;\n}}\n"
-    );
-    let out = init_ptx(&instrument_ptx(&ptx).unwrap().ptx).unwrap();
+fn shared_reads_are_checked_against_the_blocks_own_writes() {
+    let inst = instrument_ptx(&shared_kernel("")).unwrap();
+    let out = init_ptx_with(&inst.ptx, &InitOptions::new(64)).unwrap();
     let k = &out.kernels[0];
+    assert!(k.shared_shadow, "{:?}", k.coverage);
+    // Two shared reads (one through the array's name), one shared store; the local store is
+    // not looked at.
+    assert_eq!((k.coverage.checked, k.coverage.marked), (2, 1));
+    assert!(k.coverage.shared_not_checked.is_none());
+    assert!(out
+        .ptx
+        .contains(".extern .shared .align 16 .b8 __cci_dyn[];"));
+    // The shadow goes after the launch's 64 bytes, rounded to 16: 64 + 15.
+    assert!(out.ptx.contains("add.u32 %__cci_sb, %__cci_sb, 79;"));
+    assert!(out.ptx.contains("mov.u32 %__cci_sa, tile;"));
+    assert!(out.ptx.contains("red.shared.or.b32 [%__cci_sw], %__cci_m;"));
+    // Cleared before the program's code, behind one barrier.
+    let clear = out.ptx.find("$__cci_cleared:").unwrap();
+    assert!(out.ptx[clear..]
+        .trim_start_matches("$__cci_cleared:")
+        .trim_start()
+        .starts_with("bar.sync 0;"));
+    assert!(clear < out.ptx.find("st.shared.u32 [%r5+4]").unwrap());
+    assert!(shared_shadow_bytes(128, 64) >= 4 * (128 + 64) / 32 + 16);
+}
+
+#[test]
+fn shared_memory_is_left_to_the_race_checker_and_to_kernels_that_write_it_unseen() {
+    let inst = instrument_ptx(&shared_kernel("")).unwrap();
+    let raced = crate::race::race_ptx(&inst.ptx, &crate::race::RaceOptions::new(0)).unwrap();
+    let out = init_ptx(&raced.ptx).unwrap();
+    let k = &out.kernels[0];
+    assert!(!k.shared_shadow);
     assert_eq!((k.coverage.checked, k.coverage.marked), (0, 0));
-    assert!(!out.ptx.contains("__cc_init_dir"));
+    assert!(k
+        .coverage
+        .shared_not_checked
+        .as_deref()
+        .is_some_and(|w| w.contains("race")));
+
+    let inst = instrument_ptx(&shared_kernel(
+        "stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r5], {%r2};",
+    ))
+    .unwrap();
+    let out = init_ptx(&inst.ptx).unwrap();
+    let k = &out.kernels[0];
+    assert!(!k.shared_shadow && k.coverage.not_checked.is_none());
+    assert!(
+        k.coverage
+            .shared_not_checked
+            .as_deref()
+            .is_some_and(|w| w.contains("stmatrix")),
+        "{:?}",
+        k.coverage
+    );
+    assert!(!out.ptx.contains("__cci_dyn"));
 }
 
 #[test]

@@ -167,7 +167,8 @@ fn make(func: &Func, d: &Device, shape: &Shape) -> Result<Made, String> {
     if state().opts.init {
         // Reads of memory nothing wrote: the bounds-checked build rewritten once more. A
         // kernel it leaves unchanged is run as it is, and counts as writing what it can reach.
-        if let Ok(init) = cudacheck_core::init::init_ptx(&ptx) {
+        let opts = cudacheck_core::init::InitOptions::new(shape.dynamic_shared_bytes);
+        if let Ok(init) = cudacheck_core::init::init_ptx_with(&ptx, &opts) {
             sites.init = init.kernel(&b.symbol).cloned();
             ptx = init.ptx;
         }

@@ -394,7 +394,10 @@ unsafe fn checked(
     hidden.push(record);
     let mut params: Vec<*mut c_void> = args.iter().map(|a| a.ptr).collect();
     params.extend(hidden.iter_mut().map(|h| (h as *mut u64).cast::<c_void>()));
-    let shared = l.shared.saturating_add(race_shadow(&built, l.shared, d));
+    let shared = l
+        .shared
+        .saturating_add(race_shadow(&built, l.shared, d))
+        .saturating_add(init_shadow(&built, l.shared, d));
     built.opt_in(shared);
     // SAFETY: device addresses of this context's variables, their sizes; the copies are
     // ordered before the launch on its stream.
@@ -470,13 +473,37 @@ fn race_shadow(built: &Built, user: u32, d: &Device) -> u32 {
     if !built.sites.races.as_ref().is_some_and(|r| r.shadow) {
         return 0;
     }
-    let extra = cudacheck_core::race::shadow_bytes(built.static_shared, user);
+    fits(
+        built,
+        user,
+        cudacheck_core::race::shadow_bytes(built.static_shared, user),
+        d,
+    )
+}
+
+/// `extra` bytes of shadow, when they fit beside the launch's shared memory; else 0.
+fn fits(built: &Built, user: u32, extra: u32, d: &Device) -> u32 {
     let total = u64::from(built.static_shared) + u64::from(user) + u64::from(extra);
     if total <= u64::from(d.limits.shared_per_block_opt_in) {
         extra
     } else {
         0
     }
+}
+
+/// Bytes the init checker's shared-memory shadow needs beside the launch's dynamic shared
+/// memory, when the build checks shared memory and the device has room (0 otherwise: the
+/// kernel then checks no shared memory).
+fn init_shadow(built: &Built, user: u32, d: &Device) -> u32 {
+    if !built.sites.init.as_ref().is_some_and(|k| k.shared_shadow) {
+        return 0;
+    }
+    fits(
+        built,
+        user,
+        cudacheck_core::init::shared_shadow_bytes(built.static_shared, user),
+        d,
+    )
 }
 
 fn device_check_sets(func: &Func) -> usize {

@@ -374,16 +374,22 @@ fn uninitialized(info: &LaunchInfo, rec: &InitRecord) {
     );
     let access_bytes = rec.bytes.max(1);
     let addr = rec.address + u64::from(rec.first_missing());
-    let alloc = state().allocs.find(addr);
+    let shared = rec.space == 1;
+    let alloc = if shared {
+        None
+    } else {
+        state().allocs.find(addr)
+    };
     let what = match site.map(|s| s.kind) {
         Some(cudacheck_core::init::InitSiteKind::Atomic) => "atomic update of",
         _ => "read of",
     };
     let mut msg = format!(
-        "kernel `{}` launched with grid {}, block {}: {what} uninitialized global memory",
+        "kernel `{}` launched with grid {}, block {}: {what} uninitialized {} memory",
         func.name,
         tuple(info.grid),
-        tuple(info.block)
+        tuple(info.block),
+        if shared { "shared" } else { "global" }
     );
     // The argument that points into the allocation, if one does.
     let bound = alloc
@@ -415,6 +421,11 @@ fn uninitialized(info: &LaunchInfo, rec: &InitRecord) {
             a.bytes, a.base, a.api
         );
         allocation = Some(allocation_info(a));
+    } else if shared {
+        let _ = write!(
+            msg,
+            " at shared address {addr:#x}, which no thread of the block wrote since the block began"
+        );
     } else {
         let _ = write!(msg, " at {addr:#x}");
     }
