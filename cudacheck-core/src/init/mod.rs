@@ -212,7 +212,7 @@ pub fn render_init_report(file_name: &str, kernels: &[InitKernel]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{file_name}: init checking (reads of global memory nothing wrote)"
+        "{file_name}: init checking (reads of memory nothing wrote)"
     );
     for k in kernels {
         let c = &k.coverage;

@@ -2,8 +2,9 @@
 // reduction over a buffer an asynchronous copy filled three quarters of, float4 loads of a
 // buffer an asynchronous memset left two bytes short of, a reversal of a buffer a device-to-device
 // copy filled half of, a buffer allocated where a freed and fully written one was, a struct of
-// pointers whose second array nothing wrote, and a pitched image a 2D memset left the last
-// column of unwritten. Each bug case then launches a healthy kernel on written memory and checks
+// pointers whose second array nothing wrote, a pitched image a 2D memset left the last column
+// of unwritten, and a 3-point stencil whose tile's right halo no thread loads (shared memory).
+// Each bug case then launches a healthy kernel on written memory and checks
 // it against the CPU (`check next: ok`, the same with and without the checker); `correct`
 // writes everything first and prints every result.
 #include "common.cuh"
@@ -62,6 +63,19 @@ __global__ void last_column(const unsigned char* img, size_t pitch, int width, i
     if (r < rows) out[r] = img[r * pitch + width - 1]; // RUN-BUG(bug_memset2d_narrow)
 }
 
+// out[g] = in[g - 1] + in[g] + in[g + 1] through a tile with a halo on each side; the right
+// halo is loaded by the block's last thread unless `forget_right`.
+__global__ void stencil3(const float* in, float* out, int n, bool forget_right)
+{
+    __shared__ float tile[128 + 2];
+    int t = threadIdx.x, g = blockIdx.x * blockDim.x + t;
+    tile[t + 1] = g < n ? in[g] : 0.0f;
+    if (t == 0) tile[0] = g > 0 ? in[g - 1] : 0.0f;
+    if (t == blockDim.x - 1 && !forget_right) tile[t + 2] = g + 1 < n ? in[g + 1] : 0.0f;
+    __syncthreads();
+    if (g < n) out[g] = tile[t] + tile[t + 1] + tile[t + 2]; // RUN-BUG(bug_shared_halo)
+}
+
 // A healthy launch on written memory after the planted read: y = 2x + 1, checked on the CPU.
 static void next_launch_is_healthy(int n)
 {
@@ -85,7 +99,8 @@ int main(int argc, char** argv)
     const char* which =
         pick_case(argc, argv,
                   {"correct", "bug_stride_copy_async", "bug_vec4_memset", "bug_dtod_half",
-                   "bug_reuse_after_free", "bug_struct_of_ptrs", "bug_memset2d_narrow"});
+                   "bug_reuse_after_free", "bug_struct_of_ptrs", "bug_memset2d_narrow",
+                   "bug_shared_halo"});
     const bool all = is_case(which, "correct");
     auto want = [&](const char* c) { return all || is_case(which, c); };
     auto show = [&](const char* name, const auto& v) {
@@ -185,6 +200,17 @@ int main(int argc, char** argv)
         CHECK_LAUNCH();
         show("last_column", to_host(out, rows));
         CHECK(cudaFree(img));
+        CHECK(cudaFree(out));
+    }
+    if (want("bug_shared_halo")) {
+        float* in = to_device(hf);
+        float* out = nullptr;
+        CHECK(cudaMalloc(&out, n * sizeof(float)));
+        poison(out, n * sizeof(float));
+        stencil3<<<(n + 127) / 128, 128>>>(in, out, n, !all);
+        CHECK_LAUNCH();
+        show("stencil3", to_host(out, n));
+        CHECK(cudaFree(in));
         CHECK(cudaFree(out));
     }
     next_launch_is_healthy(1000);
