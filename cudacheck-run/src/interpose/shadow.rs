@@ -1,7 +1,9 @@
 //! The shadow of the program's device memory for `--init` (reads of memory nothing wrote):
 //! one bit per byte, laid out as `cudacheck_core::init::shadow` says, kept per context. A
 //! granule's shadow is made (zeroed) when the first device allocation in it is made and freed
-//! with the last; an allocation's bits are cleared when it is made and when it is freed.
+//! with the last when that is freed synchronously (one freed in stream order keeps it for the
+//! next allocation: kernels before the free may still read it); an allocation's bits are
+//! cleared when it is made and when it is freed.
 //! Copies, memsets and launches the checker cannot see into set bits; checked kernels set
 //! their own on the device.
 //!
@@ -100,6 +102,8 @@ impl Context {
     fn directory(&mut self) -> u64 {
         if self.dir == 0 {
             self.dir = zeroed(DIR_ENTRIES * 8);
+            // Loaded now, outside any stream capture (a module load inside one may end it).
+            let _ = self.bits_kernel();
         }
         self.dir
     }
@@ -242,20 +246,27 @@ pub fn allocated(base: u64, bytes: u64, stream: Option<CUstream>) {
     if !on() || bytes == 0 {
         return;
     }
+    // During a stream capture no shadow is made and nothing waits (a synchronous allocation
+    // or wait could end the capture): a granule without one counts as written, and the bits
+    // of one that has one were cleared when its memory was freed.
+    let capturing = state().captures.load(std::sync::atomic::Ordering::Relaxed) > 0;
     let Some(ctx) = current() else { return };
     let mut all = contexts().lock().unwrap_or_else(|p| p.into_inner());
     let c = all.entry(ctx as usize).or_default();
     let mut g = granule_of(base);
     while g < base.saturating_add(bytes) {
-        if c.granule(g, true).is_none() {
-            return;
-        }
-        if let Some(e) = c.granules.get_mut(&g) {
-            e.1 += 1;
+        // A granule whose shadow could not be made has none: its memory counts as written.
+        if c.granule(g, !capturing).is_some() {
+            if let Some(e) = c.granules.get_mut(&g) {
+                e.1 += 1;
+            }
         }
         g += GRANULE_BYTES;
     }
     c.allocs.insert(base, bytes);
+    if capturing {
+        return;
+    }
     c.update(base, bytes, false, stream.unwrap_or(std::ptr::null_mut()));
     if stream.is_none() {
         // SAFETY: the legacy default stream of the current context.
@@ -277,11 +288,17 @@ impl Context {
             return;
         };
         c.update(base, bytes, false, stream);
+        // A granule's shadow goes with its last allocation when the program frees it
+        // synchronously (`cuMemFree` waits for the kernels that may still read it); one freed
+        // in stream order stays for the next allocation, as it would be during a capture,
+        // where nothing may wait.
+        let release =
+            stream.is_null() && state().captures.load(std::sync::atomic::Ordering::Relaxed) == 0;
         let mut g = granule_of(base);
         while g < base.saturating_add(bytes) {
             if let Some(e) = c.granules.get_mut(&g) {
                 e.1 = e.1.saturating_sub(1);
-                if e.1 == 0 {
+                if e.1 == 0 && release {
                     let shadow = e.0;
                     c.granules.remove(&g);
                     if let Some(&t) = c.tables.get(&dir_index(g)) {
