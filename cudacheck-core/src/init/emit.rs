@@ -476,7 +476,7 @@ fn lookup(base: &str, offset: i64, bytes: u64, n: u32) -> String {
          cvt.u32.u64 %__cci_b, %__cci_a;\n\t\
          and.b32 %__cci_b, %__cci_b, 31;\n\t\
          shl.b32 %__cci_m, {ones}, %__cci_b;\n\t\
-         ld.relaxed.gpu.global.u32 %__cci_w, [%__cci_t];\n\t",
+         ld.volatile.global.u32 %__cci_w, [%__cci_t];\n\t",
         dmask = DIR_ENTRIES - 1,
         tmask = TABLE_ENTRIES - 1,
         wmask = (GRANULE_BYTES - 1) & !31,

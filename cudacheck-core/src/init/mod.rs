@@ -35,9 +35,10 @@
 //! no shared memory, and says why ([`InitCoverage::shared_not_checked`]).
 //! Accesses wider than 32 bytes and `cp.async` with a source size are listed unchecked.
 //!
-//! The shadow word is read with `ld.relaxed.gpu`, so a write another block made earlier in the
-//! same launch is seen once it reached L2; two threads writing and reading one byte in the
-//! same few cycles with nothing ordering them (a race in the program) may see either state.
+//! The shadow word is read with `ld.volatile` (never from a stale L1 line, on every target),
+//! so a write another block made earlier in the same launch is seen once it reached L2; two
+//! threads writing and reading one byte in the same few cycles with nothing ordering them (a
+//! race in the program) may see either state.
 
 mod emit;
 mod record;

@@ -59,8 +59,9 @@ struct Context {
     tables: HashMap<u64, u64>,
     /// Granule to its shadow's device address and the shadowed allocations in it.
     granules: HashMap<u64, (u64, u32)>,
-    /// Shadowed allocations: first byte to length.
-    allocs: HashMap<u64, u64>,
+    /// Shadowed allocations: first byte to length, and whether every bit is known set (so a
+    /// launch the checker cannot see into need not set them again: only a free clears bits).
+    allocs: HashMap<u64, (u64, bool)>,
     bits: Option<(usize, usize)>,
 }
 
@@ -263,7 +264,7 @@ pub fn allocated(base: u64, bytes: u64, stream: Option<CUstream>) {
         }
         g += GRANULE_BYTES;
     }
-    c.allocs.insert(base, bytes);
+    c.allocs.insert(base, (bytes, false));
     if capturing {
         return;
     }
@@ -284,7 +285,7 @@ impl Context {
     /// See [`freed`].
     fn free(&mut self, base: u64, stream: CUstream) {
         let c = self;
-        let Some(bytes) = c.allocs.remove(&base) else {
+        let Some((bytes, _)) = c.allocs.remove(&base) else {
             return;
         };
         c.update(base, bytes, false, stream);
@@ -338,10 +339,16 @@ fn with_current(f: impl FnOnce(&mut Context)) {
 /// a launch the checker could not rewrite may have written any of them.
 pub fn all_written(stream: CUstream, holds: impl Fn(u64, u64) -> bool) {
     with_current(|c| {
-        let allocs: Vec<(u64, u64)> = c.allocs.iter().map(|(&b, &n)| (b, n)).collect();
+        let allocs: Vec<(u64, u64)> = c
+            .allocs
+            .iter()
+            .filter(|(_, &(_, full))| !full)
+            .map(|(&b, &(n, _))| (b, n))
+            .collect();
         for (b, n) in allocs {
             if holds(b, n) {
                 c.update(b, n, true, stream);
+                c.allocs.insert(b, (n, true));
             }
         }
     });
