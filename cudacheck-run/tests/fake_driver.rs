@@ -271,6 +271,8 @@ struct Setup {
     /// The program passes `n = 1001` (one element more than its buffers hold) and the fake
     /// writes the fault record of the checked build's first device check.
     off_by_one: bool,
+    /// Reads of memory nothing wrote are checked too (`--init`).
+    init: bool,
 }
 
 /// One launch as the fake driver logged it.
@@ -394,6 +396,9 @@ fn run(built: &Built, setup: Setup) -> Ran {
         .stderr(std::fs::File::create(&err_path).unwrap());
     if setup.interposed {
         cmd.env("LD_PRELOAD", interposer());
+    }
+    if setup.init {
+        cmd.env(protocol::ENV_INIT, "1");
     }
     if setup.off_by_one {
         cmd.arg((ELEMENTS + 1).to_string())
@@ -614,6 +619,7 @@ fn alone(route: Route) {
         route,
         interposed: false,
         off_by_one: false,
+        init: false,
     };
     let r = run(b, setup);
     assert_exited_0(&r);
@@ -644,6 +650,7 @@ fn checks_launches(route: Route) {
         route,
         interposed: true,
         off_by_one: false,
+        init: false,
     };
     let r = run(b, setup);
     assert_exited_0(&r);
@@ -669,6 +676,7 @@ fn reports_out_of_bounds(route: Route) {
         route,
         interposed: true,
         off_by_one: true,
+        init: false,
     };
     let r = run(b, setup);
     assert_exited_0(&r);
@@ -745,6 +753,53 @@ fn reports_out_of_bounds(route: Route) {
         r.context()
     );
     assert_summary(&r, 2);
+}
+
+/// With `--init` the same launches are checked, through the init-checked build, and the
+/// interposer keeps its shadow through the fake's allocations, copies and memsets without
+/// falling back anywhere: the program's copies wrote everything its kernel reads, so nothing
+/// but the launch error is reported.
+fn checks_launches_with_init(route: Route) {
+    let Some(b) = built_or_skip() else { return };
+    if !nvjitlink_or_skip() {
+        return;
+    }
+    let setup = Setup {
+        route,
+        interposed: true,
+        off_by_one: false,
+        init: true,
+    };
+    let r = run(b, setup);
+    assert_exited_0(&r);
+    // The program's launches; a shadow update of a range's unaligned end would add one of
+    // the interposer's own, and the program's buffers are whole 8-byte multiples.
+    assert_eq!(r.launches.len(), 2, "{}", r.context());
+    assert_good_launch_checked(&r, ELEMENTS);
+    assert_refused_launch_passed_through(&r);
+    assert_launch_error_reported(&r);
+    assert_eq!(
+        r.findings.len(),
+        1,
+        "nothing but the launch error{}",
+        r.context()
+    );
+    assert_summary(&r, 1);
+}
+
+#[test]
+fn nvrtc_fake_driver_checks_launches_with_init_linked() {
+    checks_launches_with_init(Route::Linked);
+}
+
+#[test]
+fn nvrtc_fake_driver_checks_launches_with_init_dlsym() {
+    checks_launches_with_init(Route::Dlsym);
+}
+
+#[test]
+fn nvrtc_fake_driver_checks_launches_with_init_get_proc_address() {
+    checks_launches_with_init(Route::GetProcAddress);
 }
 
 #[test]

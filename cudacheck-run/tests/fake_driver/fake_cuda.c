@@ -1168,9 +1168,11 @@ static uint64_t param_value(const struct func *f, void **params, int k) {
     return v;
 }
 
-/* Bytes from `p` to the end of the live allocation holding it (0 outside every one). */
+/* Bytes from `p` to the end of the live allocation holding it (0 outside every one). The
+ * allocation holding its first byte: one that ends where the next begins holds `p` as its
+ * end only. */
 static uint64_t bytes_left(uint64_t p) {
-    int i = alloc_holding(p, 0);
+    int i = alloc_holding(p, 1);
     return i < 0 ? 0 : allocs[i].base + allocs[i].bytes - p;
 }
 
