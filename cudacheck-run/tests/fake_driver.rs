@@ -641,7 +641,13 @@ fn alone(route: Route) {
     assert!(!r.stderr.contains("cudacheck"), "{}", r.context());
 }
 
-fn checks_launches(route: Route) {
+/// The good launch is checked, the refused one passes through and is reported. With `init`
+/// (`--init`) the launch runs the init-checked build and the interposer keeps its shadow
+/// through the fake's allocations, copies and memsets without falling back anywhere: the
+/// program's copies wrote everything its kernel reads, so nothing more is reported, and the
+/// program's buffers are whole 8-byte multiples, so no shadow update launches a kernel of the
+/// interposer's own.
+fn checks_launches(route: Route, init: bool) {
     let Some(b) = built_or_skip() else { return };
     if !nvjitlink_or_skip() {
         return;
@@ -650,7 +656,7 @@ fn checks_launches(route: Route) {
         route,
         interposed: true,
         off_by_one: false,
-        init: false,
+        init,
     };
     let r = run(b, setup);
     assert_exited_0(&r);
@@ -755,51 +761,19 @@ fn reports_out_of_bounds(route: Route) {
     assert_summary(&r, 2);
 }
 
-/// With `--init` the same launches are checked, through the init-checked build, and the
-/// interposer keeps its shadow through the fake's allocations, copies and memsets without
-/// falling back anywhere: the program's copies wrote everything its kernel reads, so nothing
-/// but the launch error is reported.
-fn checks_launches_with_init(route: Route) {
-    let Some(b) = built_or_skip() else { return };
-    if !nvjitlink_or_skip() {
-        return;
-    }
-    let setup = Setup {
-        route,
-        interposed: true,
-        off_by_one: false,
-        init: true,
-    };
-    let r = run(b, setup);
-    assert_exited_0(&r);
-    // The program's launches; a shadow update of a range's unaligned end would add one of
-    // the interposer's own, and the program's buffers are whole 8-byte multiples.
-    assert_eq!(r.launches.len(), 2, "{}", r.context());
-    assert_good_launch_checked(&r, ELEMENTS);
-    assert_refused_launch_passed_through(&r);
-    assert_launch_error_reported(&r);
-    assert_eq!(
-        r.findings.len(),
-        1,
-        "nothing but the launch error{}",
-        r.context()
-    );
-    assert_summary(&r, 1);
-}
-
 #[test]
 fn nvrtc_fake_driver_checks_launches_with_init_linked() {
-    checks_launches_with_init(Route::Linked);
+    checks_launches(Route::Linked, true);
 }
 
 #[test]
 fn nvrtc_fake_driver_checks_launches_with_init_dlsym() {
-    checks_launches_with_init(Route::Dlsym);
+    checks_launches(Route::Dlsym, true);
 }
 
 #[test]
 fn nvrtc_fake_driver_checks_launches_with_init_get_proc_address() {
-    checks_launches_with_init(Route::GetProcAddress);
+    checks_launches(Route::GetProcAddress, true);
 }
 
 #[test]
@@ -819,17 +793,17 @@ fn fake_driver_alone_get_proc_address() {
 
 #[test]
 fn nvrtc_fake_driver_checks_launches_linked() {
-    checks_launches(Route::Linked);
+    checks_launches(Route::Linked, false);
 }
 
 #[test]
 fn nvrtc_fake_driver_checks_launches_dlsym() {
-    checks_launches(Route::Dlsym);
+    checks_launches(Route::Dlsym, false);
 }
 
 #[test]
 fn nvrtc_fake_driver_checks_launches_get_proc_address() {
-    checks_launches(Route::GetProcAddress);
+    checks_launches(Route::GetProcAddress, false);
 }
 
 #[test]
