@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 const LISTS: &[(&str, &[&str], &[&str])] = &[
     ("INSTRUMENT", &["instrument"], &[]),
     ("RACE", &["race"], &[]),
+    ("INIT", &["init"], &[]),
     ("IR", &["ir"], &[]),
     ("TEXT", &["text"], &[]),
     ("TRANSFORM", &["source/host"], &["source/macros.rs"]),

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MANIFEST = os.path.join(ROOT, "tests", "run", "expected.json")
-KINDS = {"out_of_bounds", "device_assert", "misaligned", "launch_error", "race", "barrier"}
+KINDS = {"out_of_bounds", "device_assert", "misaligned", "launch_error", "race", "barrier",
+         "uninitialized"}
 # What an out-of-bounds finding must name for a person to act on it.
 REQUIRED_OOB = ["kernel", "param", "param_index", "access", "byte_offset", "access_bytes", "index",
                 "allocation", "thread", "block", "line"]
@@ -74,7 +75,7 @@ class Access:
 
 # Kinds a fault is told by its kernel and the lines it may be reported at (markers), not by
 # accesses: which of a race's two accesses a report names depends on the order the threads ran.
-LINE_KINDS = {"race", "barrier"}
+LINE_KINDS = {"race", "barrier", "uninitialized"}
 
 
 @dataclass
@@ -123,11 +124,13 @@ class ManifestError(Exception):
 
 
 def markers(path):
-    """RUN-BUG(<marker>) comments of a source file: marker -> 1-based line."""
+    """RUN-BUG(<marker>) comments of a source file: marker -> 1-based line. A marker is a name
+    (letters, digits, `_`, `/`, `-`): a comment that explains the convention, `RUN-BUG(<case>)`,
+    marks nothing."""
     found = {}
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
-            for m in re.finditer(r"RUN-BUG\(([^)]*)\)", line):
+            for m in re.finditer(r"RUN-BUG\(([\w/-]+)\)", line):
                 if m.group(1) in found:
                     raise ManifestError(f"{path}: marker RUN-BUG({m.group(1)}) on lines "
                                         f"{found[m.group(1)]} and {n}")

@@ -23,7 +23,7 @@
 # default 60 s), keeping stdout, stderr, exit status and wall time in OUTDIR/<program>/:
 # plainly; under `CUDACHECK_BIN run [OPTIONS] --json OUTDIR/<program>/<case>.jsonl --` (options
 # from the manifest: `--races` for the race program); and, for planted cases, under
-# `compute-sanitizer --tool memcheck` (or the tool the manifest names: racecheck, synccheck) when
+# `compute-sanitizer --tool memcheck` (or the tool the manifest names: racecheck, synccheck, initcheck) when
 # it is found (for comparison; never part of the verdict). Then the probe of `--error-exitcode`, and run-check.py, which prints the table,
 # writes OUTDIR/run-programs.{md,json} and exits non-zero on any mismatch.
 #
@@ -62,7 +62,7 @@ build_cpp() {
   mkdir -p "$bin"
   # shellcheck disable=SC2046 # the paths are words of their own
   # The planned programs whose checks exist are in the manifest too.
-  for src in tests/run/cpp/*.cu tests/run/planned/barriers.cu; do
+  for src in tests/run/cpp/*.cu tests/run/planned/barriers.cu tests/run/planned/uninit.cu; do
     name="$(basename "$src" .cu)"
     if "$nvcc" -arch=sm_90 -lineinfo -O2 $(nvcc_paths "$nvcc") -o "$bin/$name" "$src"; then
       echo "built $bin/$name"

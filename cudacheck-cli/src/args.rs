@@ -37,6 +37,10 @@ pub struct RunArgs {
     /// Check shared-memory races and barriers too.
     #[arg(long)]
     pub races: bool,
+    /// Check reads of global memory that nothing wrote since it was allocated (no kernel,
+    /// copy or memset): each is reported with the allocation, offset, thread and line.
+    #[arg(long)]
+    pub init: bool,
     /// Only validate launches (no bounds-checked builds).
     #[arg(long)]
     pub no_bounds: bool,
@@ -177,6 +181,10 @@ pub struct InstrumentArgs {
     /// launch with races on runs them) and report what is race-checked and what is not.
     #[arg(long)]
     pub races: bool,
+    /// Also build the init-checked kernels (reads of global memory nothing wrote, as
+    /// `cudacheck run --init` runs them) and report what is checked and what is not.
+    #[arg(long)]
+    pub init: bool,
 }
 
 /// `-D NAME` / `-D NAME=VALUE` as NVRTC options take them.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use cudacheck::nvrtc::{self, assemble_ptx, CompileOptions, CudaSource};
+use cudacheck_core::init::{init_ptx, render_init_report, InitKernel};
 use cudacheck_core::instrument::{
     instrument_ptx_with, render_report, InstrumentOptions, InstrumentedKernel,
 };
@@ -48,6 +49,36 @@ struct KernelEntry {
     /// With `--races`: what the race-checked build checks.
     #[serde(skip_serializing_if = "Option::is_none")]
     races: Option<RaceEntry>,
+    /// With `--init`: what the init-checked build checks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    init: Option<InitEntry>,
+}
+
+#[derive(Debug, Serialize)]
+struct InitEntry {
+    /// Global reads (and atomics, which read) whose bytes are tested for a write before them.
+    checked: u32,
+    /// Global writes (and atomics) that mark their bytes written.
+    marked: u32,
+    /// Why the kernel is not init-checked at all, when it is not: its launches then count
+    /// every allocation they can reach as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_checked: Option<String>,
+    unchecked: Vec<UncheckedEntry>,
+}
+
+fn init_entry(k: &InitKernel) -> InitEntry {
+    let c = &k.coverage;
+    InitEntry {
+        checked: c.checked,
+        marked: c.marked,
+        not_checked: c.not_checked.clone(),
+        unchecked: c
+            .unchecked
+            .iter()
+            .map(|u| unchecked_entry(u.loc.as_ref(), &u.instruction, &u.reason))
+            .collect(),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -101,9 +132,46 @@ fn unchecked_entry(
     }
 }
 
-/// One file's builds: the bounds-checked kernels, the race-checked ones (with `--races`) and
-/// the PTX of the last build made.
-type Built = (Vec<InstrumentedKernel>, Vec<RaceKernel>, String);
+/// One file's builds: the bounds-checked kernels, the race-checked ones (with `--races`), the
+/// init-checked ones (with `--init`) and the PTX of the last build made.
+type Built = (
+    Vec<InstrumentedKernel>,
+    Vec<RaceKernel>,
+    Vec<InitKernel>,
+    String,
+);
+
+/// The init-checked build of a (race-checked or) bounds-checked module, assembled as a launch
+/// would.
+fn with_init(
+    ptx: String,
+    args: &InstrumentArgs,
+    name: &str,
+) -> Result<(Vec<InitKernel>, String), String> {
+    if !args.init {
+        return Ok((Vec::new(), ptx));
+    }
+    let r = init_ptx(&ptx).map_err(|e| e.to_string())?;
+    if let Err(e) = assemble_ptx(&r.ptx, args.arch, name) {
+        if args.ptx {
+            // What ptxas refused, for the report that follows.
+            println!("{}", r.ptx);
+        }
+        return Err(format!("the init-checked build does not assemble: {e}"));
+    }
+    Ok((r.kernels, r.ptx))
+}
+
+/// The race- and init-checked builds the options ask for, on top of the bounds-checked one.
+fn with_checks(
+    inst: cudacheck_core::instrument::InstrumentedPtx,
+    args: &InstrumentArgs,
+    name: &str,
+) -> Result<Built, String> {
+    let (races, ptx) = with_races(inst.ptx, args, name)?;
+    let (init, ptx) = with_init(ptx, args, name)?;
+    Ok((inst.kernels, races, init, ptx))
+}
 
 /// The race-checked build of a bounds-checked module, assembled as a launch would.
 fn with_races(
@@ -161,8 +229,7 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<Built, String> {
         }
         assemble_ptx(&inst.ptx, args.arch, &source.name)
             .map_err(|e| format!("the bounds-checked build does not assemble: {e}"))?;
-        let (races, ptx) = with_races(inst.ptx, args, &source.name)?;
-        return Ok((inst.kernels, races, ptx));
+        return with_checks(inst, args, &source.name);
     }
     let opts = CompileOptions {
         include_dirs: args.include.clone(),
@@ -177,7 +244,7 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<Built, String> {
         && !source.text.trim().is_empty()
         && !nvrtc::has_device_code(&source, &args.include)
     {
-        return Ok((Vec::new(), Vec::new(), String::new()));
+        return Ok((Vec::new(), Vec::new(), Vec::new(), String::new()));
     }
     if inst.kernels.is_empty() {
         return Err(
@@ -188,8 +255,7 @@ fn build(path: &Path, args: &InstrumentArgs) -> Result<Built, String> {
     }
     assemble_ptx(&inst.ptx, args.arch, &source.name)
         .map_err(|e| format!("the bounds-checked build does not assemble: {e}"))?;
-    let (races, ptx) = with_races(inst.ptx, args, &source.name)?;
-    Ok((inst.kernels, races, ptx))
+    with_checks(inst, args, &source.name)
 }
 
 /// The launch shape the build is specialised for, as a launch with it would be.
@@ -200,7 +266,7 @@ fn shape_of(args: &InstrumentArgs) -> InstrumentOptions {
     shape
 }
 
-fn entry(k: &InstrumentedKernel, races: &[RaceKernel]) -> KernelEntry {
+fn entry(k: &InstrumentedKernel, races: &[RaceKernel], init: &[InitKernel]) -> KernelEntry {
     let c = &k.coverage;
     KernelEntry {
         name: k.name.clone(),
@@ -216,6 +282,7 @@ fn entry(k: &InstrumentedKernel, races: &[RaceKernel]) -> KernelEntry {
             .map(|u| unchecked_entry(u.loc.as_ref(), &u.instruction, &u.reason))
             .collect(),
         races: races.iter().find(|r| r.symbol == k.symbol).map(race_entry),
+        init: init.iter().find(|r| r.symbol == k.symbol).map(init_entry),
     }
 }
 
@@ -238,7 +305,7 @@ pub fn run(args: &InstrumentArgs) -> ExitCode {
     let mut failed = false;
     for path in &files {
         match build(path, args) {
-            Ok((kernels, _, _)) if kernels.is_empty() => {
+            Ok((kernels, ..)) if kernels.is_empty() => {
                 let note = HOST_ONLY.to_string();
                 if !args.json && !args.ptx {
                     println!("{}: {note}", path.display());
@@ -250,7 +317,7 @@ pub fn run(args: &InstrumentArgs) -> ExitCode {
                     note: Some(note),
                 });
             }
-            Ok((kernels, races, ptx)) => {
+            Ok((kernels, races, init, ptx)) => {
                 if args.ptx {
                     println!("{ptx}");
                 } else if !args.json {
@@ -261,10 +328,13 @@ pub fn run(args: &InstrumentArgs) -> ExitCode {
                             render_race_report(&path.display().to_string(), &races)
                         );
                     }
+                    if args.init {
+                        print!("{}", render_init_report(&path.display().to_string(), &init));
+                    }
                 }
                 report.files.push(FileEntry {
                     path: path.clone(),
-                    kernels: kernels.iter().map(|k| entry(k, &races)).collect(),
+                    kernels: kernels.iter().map(|k| entry(k, &races, &init)).collect(),
                     error: None,
                     note: None,
                 });

@@ -51,6 +51,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         )
         .env(protocol::ENV_SUMMARY_DIR, summaries.path())
         .env(protocol::ENV_RACES, flag(args.races))
+        .env(protocol::ENV_INIT, flag(args.init))
         .env(protocol::ENV_BOUNDS, flag(!args.no_bounds))
         .env(
             protocol::ENV_STACKS,

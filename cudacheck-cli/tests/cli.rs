@@ -511,6 +511,74 @@ fn nvrtc_cli_checks_and_instruments_ptx_modules_without_nvrtc() {
 }
 
 #[test]
+fn nvrtc_cli_instrument_init_reports_what_is_init_checked() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cudacheck-cli-init-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("i.cu");
+    std::fs::write(
+        &file,
+        r#"extern "C" __global__ void gather(float* out, const float* in, const int* idx) {
+    out[threadIdx.x] = in[idx[threadIdx.x]];
+}
+extern "C" __global__ void tiled(float* out, const float* in) {
+    __shared__ float s[128];
+    s[threadIdx.x] = in[threadIdx.x];
+    __syncthreads();
+    out[threadIdx.x] = s[127 - threadIdx.x];
+}
+extern "C" __global__ void bins(unsigned* h, const int* keys) {
+    atomicAdd(&h[keys[threadIdx.x] & 7], 1u);
+}
+"#,
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let (code, out, err) = cudacheck(&["instrument", "--init", "--json", path]);
+    assert_eq!(code, 0, "{err}{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let kernels = v["files"][0]["kernels"].as_array().expect("kernels");
+    let by_name = |n: &str| kernels.iter().find(|k| k["name"] == n).cloned().unwrap();
+    // Two global reads tested, one store marked.
+    let g = by_name("gather");
+    assert_eq!(
+        (g["init"]["checked"].as_u64(), g["init"]["marked"].as_u64()),
+        (Some(2), Some(1)),
+        "{g}"
+    );
+    assert!(g["init"].get("not_checked").is_none(), "{g}");
+    // A global read and a shared read tested; a shared store and a global store marked.
+    let t = by_name("tiled");
+    assert_eq!(
+        (t["init"]["checked"].as_u64(), t["init"]["marked"].as_u64()),
+        (Some(2), Some(2)),
+        "{t}"
+    );
+    // The atomic reads (bins nobody zeroed are reported) and marks.
+    let b = by_name("bins");
+    assert_eq!(
+        (b["init"]["checked"].as_u64(), b["init"]["marked"].as_u64()),
+        (Some(2), Some(1)),
+        "{b}"
+    );
+    // Without --init the JSON has no init entry.
+    let (code, out, _) = cudacheck(&["instrument", "--json", path]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(v["files"][0]["kernels"][0].get("init").is_none(), "{v}");
+    // Text: the same, for a person.
+    let (code, out, err) = cudacheck(&["instrument", "--init", path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("kernel `gather`: 2 reads checked, 1 write marked"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn nvrtc_cli_instrument_races_reports_what_is_race_checked() {
     if !nvrtc_or_skip() {
         return;

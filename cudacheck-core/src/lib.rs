@@ -14,6 +14,7 @@ pub mod arch;
 pub mod cubin;
 pub mod dim;
 pub mod image;
+pub mod init;
 pub mod ir;
 pub mod instrument;
 pub mod limits;

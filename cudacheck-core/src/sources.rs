@@ -4,6 +4,7 @@
 //!
 //! - `INSTRUMENT`: every file of `instrument/` (the bounds-checking rewrite).
 //! - `RACE`: every file of `race/` (the race-checking rewrite and its interval analysis).
+//! - `INIT`: every file of `init/` (the init-checking rewrite and its shadow layout).
 //! - `IR`: every file of `ir/` (the PTX reader and editor both rewrites stand on).
 //! - `TEXT`: every file of `text/` (the CUDA text layer: lexing, directives, macros, includes).
 //! - `TRANSFORM`: every file of `source/host/` and `source/macros.rs` (the host-code transform
@@ -47,6 +48,7 @@ mod tests {
         assert!(!INSTRUMENT.contains(&include_str!("instrument/guard/tests.rs")));
         assert_eq!(RACE.len(), count("race"));
         assert_eq!(INSTRUMENT.len(), count("instrument"));
+        assert_eq!(INIT.len(), count("init"));
         assert_eq!(IR.len(), count("ir"));
         assert_eq!(TEXT.len(), count("text"));
         assert_eq!(TRANSFORM.len(), count("source/host") + 1);

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 /// Check shared-memory races and barriers too (`1`), beside bounds.
 pub const ENV_RACES: &str = "CUDACHECK_RUN_RACES";
+/// Check reads of global memory nothing wrote too (`1`), beside bounds.
+pub const ENV_INIT: &str = "CUDACHECK_RUN_INIT";
 /// Bounds-check kernels that carry PTX (`1`, the default) or only validate launches (`0`).
 pub const ENV_BOUNDS: &str = "CUDACHECK_RUN_BOUNDS";
 /// Append one JSON line per finding to this file.
@@ -27,6 +29,7 @@ pub const ENV_STACKS: &str = "CUDACHECK_RUN_STACKS";
 /// Every variable above, for `cudacheck run --help` and for tests that clear them.
 pub const ALL_ENV: &[&str] = &[
     ENV_RACES,
+    ENV_INIT,
     ENV_BOUNDS,
     ENV_JSON,
     ENV_ON_FAULT,
@@ -74,6 +77,8 @@ pub enum FindingKind {
     LaunchError,
     Race,
     Barrier,
+    /// A read of global memory that nothing wrote since it was allocated (`--init`).
+    Uninitialized,
 }
 
 /// The allocation a pointer argument points into, as the interposer saw it made.

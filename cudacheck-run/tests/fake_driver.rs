@@ -271,6 +271,8 @@ struct Setup {
     /// The program passes `n = 1001` (one element more than its buffers hold) and the fake
     /// writes the fault record of the checked build's first device check.
     off_by_one: bool,
+    /// Reads of memory nothing wrote are checked too (`--init`).
+    init: bool,
 }
 
 /// One launch as the fake driver logged it.
@@ -394,6 +396,9 @@ fn run(built: &Built, setup: Setup) -> Ran {
         .stderr(std::fs::File::create(&err_path).unwrap());
     if setup.interposed {
         cmd.env("LD_PRELOAD", interposer());
+    }
+    if setup.init {
+        cmd.env(protocol::ENV_INIT, "1");
     }
     if setup.off_by_one {
         cmd.arg((ELEMENTS + 1).to_string())
@@ -614,6 +619,7 @@ fn alone(route: Route) {
         route,
         interposed: false,
         off_by_one: false,
+        init: false,
     };
     let r = run(b, setup);
     assert_exited_0(&r);
@@ -635,7 +641,13 @@ fn alone(route: Route) {
     assert!(!r.stderr.contains("cudacheck"), "{}", r.context());
 }
 
-fn checks_launches(route: Route) {
+/// The good launch is checked, the refused one passes through and is reported. With `init`
+/// (`--init`) the launch runs the init-checked build and the interposer keeps its shadow
+/// through the fake's allocations, copies and memsets without falling back anywhere: the
+/// program's copies wrote everything its kernel reads, so nothing more is reported, and the
+/// program's buffers are whole 8-byte multiples, so no shadow update launches a kernel of the
+/// interposer's own.
+fn checks_launches(route: Route, init: bool) {
     let Some(b) = built_or_skip() else { return };
     if !nvjitlink_or_skip() {
         return;
@@ -644,6 +656,7 @@ fn checks_launches(route: Route) {
         route,
         interposed: true,
         off_by_one: false,
+        init,
     };
     let r = run(b, setup);
     assert_exited_0(&r);
@@ -669,6 +682,7 @@ fn reports_out_of_bounds(route: Route) {
         route,
         interposed: true,
         off_by_one: true,
+        init: false,
     };
     let r = run(b, setup);
     assert_exited_0(&r);
@@ -748,6 +762,21 @@ fn reports_out_of_bounds(route: Route) {
 }
 
 #[test]
+fn nvrtc_fake_driver_checks_launches_with_init_linked() {
+    checks_launches(Route::Linked, true);
+}
+
+#[test]
+fn nvrtc_fake_driver_checks_launches_with_init_dlsym() {
+    checks_launches(Route::Dlsym, true);
+}
+
+#[test]
+fn nvrtc_fake_driver_checks_launches_with_init_get_proc_address() {
+    checks_launches(Route::GetProcAddress, true);
+}
+
+#[test]
 fn fake_driver_alone_linked() {
     alone(Route::Linked);
 }
@@ -764,17 +793,17 @@ fn fake_driver_alone_get_proc_address() {
 
 #[test]
 fn nvrtc_fake_driver_checks_launches_linked() {
-    checks_launches(Route::Linked);
+    checks_launches(Route::Linked, false);
 }
 
 #[test]
 fn nvrtc_fake_driver_checks_launches_dlsym() {
-    checks_launches(Route::Dlsym);
+    checks_launches(Route::Dlsym, false);
 }
 
 #[test]
 fn nvrtc_fake_driver_checks_launches_get_proc_address() {
-    checks_launches(Route::GetProcAddress);
+    checks_launches(Route::GetProcAddress, false);
 }
 
 #[test]

@@ -141,6 +141,25 @@ pub fn kernel_files() -> Vec<String> {
     v
 }
 
+/// Every `.cu` file of `kernels/` and of the benchmark set (`bench/kernels/`), as paths from the
+/// repository's root, sorted.
+pub fn corpus_files() -> Vec<String> {
+    let mut v: Vec<String> = kernel_files()
+        .iter()
+        .map(|f| format!("kernels/{f}"))
+        .collect();
+    if let Ok(rd) = std::fs::read_dir(repo_root().join("bench/kernels")) {
+        v.extend(
+            rd.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".cu"))
+                .map(|n| format!("bench/kernels/{n}")),
+        );
+    }
+    v.sort();
+    v
+}
+
 /// Runs the current test binary again in a child process with only `test` selected and
 /// `vars` set, and returns its exit success and combined output. Used by tests whose subject
 /// (a poisoned context, a once-per-process setting) must not leak into other tests.

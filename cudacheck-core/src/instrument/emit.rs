@@ -473,6 +473,7 @@ impl<'a> KernelEmitter<'a> {
             host_checks: std::mem::take(&mut self.host_checks),
             widest: self.widest(),
             races: None,
+            init: None,
             alloc_bases: self.opts.alloc_bases,
             slots: self.slots(),
         };

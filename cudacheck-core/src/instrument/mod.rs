@@ -157,6 +157,9 @@ pub struct InstrumentedKernel {
     /// The race-checked build's table ([`crate::race`]), when the build is one.
     #[serde(default)]
     pub races: Option<crate::race::RaceKernel>,
+    /// The init-checked build's table ([`crate::init`]), when the build is one.
+    #[serde(default)]
+    pub init: Option<crate::init::InitKernel>,
     /// Whether the build checks against allocations ([`InstrumentOptions::alloc_bases`]): its
     /// hidden parameters are then a length and a base per [`slots`](Self::slots), not a length
     /// per parameter ([`Self::hidden_params`]).

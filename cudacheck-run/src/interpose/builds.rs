@@ -163,10 +163,20 @@ fn make(func: &Func, d: &Device, shape: &Shape) -> Result<Made, String> {
     if !b.sites.alloc_bases {
         return Err("its checked build does not check against allocations".into());
     }
+    let (mut ptx, mut sites) = (b.ptx, b.sites);
+    if state().opts.init {
+        // Reads of memory nothing wrote: the bounds-checked build rewritten once more. A
+        // kernel it leaves unchanged is run as it is, and counts as writing what it can reach.
+        let opts = cudacheck_core::init::InitOptions::new(shape.dynamic_shared_bytes);
+        if let Ok(init) = cudacheck_core::init::init_ptx_with(&ptx, &opts) {
+            sites.init = init.kernel(&b.symbol).cloned();
+            ptx = init.ptx;
+        }
+    }
     Ok(Made {
-        ptx: CString::new(b.ptx).map_err(|_| "the checked PTX holds a NUL byte".to_string())?,
+        ptx: CString::new(ptx).map_err(|_| "the checked PTX holds a NUL byte".to_string())?,
         symbol: CString::new(b.symbol).map_err(|_| "a NUL in the symbol".to_string())?,
-        sites: Arc::new(b.sites),
+        sites: Arc::new(sites),
         verdict: Mutex::new(None),
     })
 }
@@ -214,6 +224,9 @@ fn load(func: &Func, made: &Made) -> Result<Built, String> {
         ));
     }
     let globals = mirrors(func, &made.ptx, module)?;
+    if made.sites.init.is_some() {
+        set_init_directory(module);
+    }
     let mut shared: c_int = 0;
     // SAFETY: a valid out-pointer and the function just found.
     unsafe {
@@ -232,6 +245,21 @@ fn load(func: &Func, made: &Made) -> Result<Built, String> {
         opt_in: AtomicU32::new(0),
         first_stack: OnceLock::new(),
     })
+}
+
+/// Points an init-checked module at the current context's shadow directory (left 0, its
+/// checks stay off: the directory could not be made).
+fn set_init_directory(module: CUmodule) {
+    let Ok(name) = CString::new(cudacheck_core::init::DIR_SYMBOL) else {
+        return;
+    };
+    // SAFETY: our module, just loaded in the current context; a NUL-terminated name.
+    let Some((at, 8)) = (unsafe { global_of(module, &name) }) else {
+        return;
+    };
+    let dir = super::shadow::directory().to_le_bytes();
+    // SAFETY: the variable's 8 bytes; 8 bytes of host memory.
+    unsafe { call!(cuMemcpyHtoD_v2(at, dir.as_ptr().cast::<c_void>(), 8)) };
 }
 
 /// The module-scope variables the checked PTX uses, each with the program's address and ours.

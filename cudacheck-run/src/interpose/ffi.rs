@@ -274,6 +274,7 @@ fn resolve<F: Copy>(lib: *mut c_void, name: &'static str) -> Option<F> {
     Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
 }
 
+use super::copies as c;
 use super::handlers as h;
 
 driver_api! {
@@ -374,6 +375,58 @@ driver_api! {
         fn cuCtxDestroy_v2(ctx: CUcontext) => h::ctx_destroy;
         fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) => h::primary_ctx_release;
         fn cuDevicePrimaryCtxReset_v2(dev: CUdevice) => h::primary_ctx_release;
+
+        // Copies and memsets: what they write is marked for `--init` (`copies.rs`).
+        fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, n: usize) => c::memcpy_htod;
+        fn cuMemcpyHtoD_v2_ptds(dst: CUdeviceptr, src: *const c_void, n: usize) => c::memcpy_htod_ptds;
+        fn cuMemcpyHtoDAsync_v2(dst: CUdeviceptr, src: *const c_void, n: usize, stream: CUstream) => c::memcpy_htod_async;
+        fn cuMemcpyHtoDAsync_v2_ptsz(dst: CUdeviceptr, src: *const c_void, n: usize, stream: CUstream) => c::memcpy_htod_async_ptsz;
+        fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => c::memcpy_dtod;
+        fn cuMemcpyDtoD_v2_ptds(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => c::memcpy_dtod_ptds;
+        fn cuMemcpyDtoDAsync_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize, stream: CUstream) => c::memcpy_dtod_async;
+        fn cuMemcpyDtoDAsync_v2_ptsz(dst: CUdeviceptr, src: CUdeviceptr, n: usize, stream: CUstream) => c::memcpy_dtod_async_ptsz;
+        fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => c::memcpy;
+        fn cuMemcpy_ptds(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => c::memcpy_ptds;
+        fn cuMemcpyAsync(dst: CUdeviceptr, src: CUdeviceptr, n: usize, stream: CUstream) => c::memcpy_async;
+        fn cuMemcpyAsync_ptsz(dst: CUdeviceptr, src: CUdeviceptr, n: usize, stream: CUstream) => c::memcpy_async_ptsz;
+        fn cuMemcpyPeer(dst: CUdeviceptr, dctx: CUcontext, src: CUdeviceptr, sctx: CUcontext, n: usize) => c::memcpy_peer;
+        fn cuMemcpyPeer_ptds(dst: CUdeviceptr, dctx: CUcontext, src: CUdeviceptr, sctx: CUcontext, n: usize) => c::memcpy_peer_ptds;
+        fn cuMemcpyPeerAsync(dst: CUdeviceptr, dctx: CUcontext, src: CUdeviceptr, sctx: CUcontext, n: usize, stream: CUstream) => c::memcpy_peer_async;
+        fn cuMemcpyPeerAsync_ptsz(dst: CUdeviceptr, dctx: CUcontext, src: CUdeviceptr, sctx: CUcontext, n: usize, stream: CUstream) => c::memcpy_peer_async_ptsz;
+        fn cuMemcpy2D_v2(p: *const c::Memcpy2D) => c::memcpy_2d;
+        fn cuMemcpy2DUnaligned_v2(p: *const c::Memcpy2D) => c::memcpy_2d;
+        fn cuMemcpy2D_v2_ptds(p: *const c::Memcpy2D) => c::memcpy_2d_ptds;
+        fn cuMemcpy2DUnaligned_v2_ptds(p: *const c::Memcpy2D) => c::memcpy_2d_ptds;
+        fn cuMemcpy2DAsync_v2(p: *const c::Memcpy2D, stream: CUstream) => c::memcpy_2d_async;
+        fn cuMemcpy2DAsync_v2_ptsz(p: *const c::Memcpy2D, stream: CUstream) => c::memcpy_2d_async_ptsz;
+        fn cuMemcpy3D_v2(p: *const c::Memcpy3D) => c::memcpy_3d;
+        fn cuMemcpy3D_v2_ptds(p: *const c::Memcpy3D) => c::memcpy_3d_ptds;
+        fn cuMemcpy3DAsync_v2(p: *const c::Memcpy3D, stream: CUstream) => c::memcpy_3d_async;
+        fn cuMemcpy3DAsync_v2_ptsz(p: *const c::Memcpy3D, stream: CUstream) => c::memcpy_3d_async_ptsz;
+        fn cuMemsetD8_v2(dst: CUdeviceptr, v: u8, n: usize) => c::memset_d8;
+        fn cuMemsetD8_v2_ptds(dst: CUdeviceptr, v: u8, n: usize) => c::memset_d8_ptds;
+        fn cuMemsetD8Async(dst: CUdeviceptr, v: u8, n: usize, stream: CUstream) => c::memset_d8_async;
+        fn cuMemsetD8Async_ptsz(dst: CUdeviceptr, v: u8, n: usize, stream: CUstream) => c::memset_d8_async_ptsz;
+        fn cuMemsetD2D8_v2(dst: CUdeviceptr, pitch: usize, v: u8, w: usize, h: usize) => c::memset_d2d8;
+        fn cuMemsetD2D8_v2_ptds(dst: CUdeviceptr, pitch: usize, v: u8, w: usize, h: usize) => c::memset_d2d8_ptds;
+        fn cuMemsetD2D8Async(dst: CUdeviceptr, pitch: usize, v: u8, w: usize, h: usize, stream: CUstream) => c::memset_d2d8_async;
+        fn cuMemsetD2D8Async_ptsz(dst: CUdeviceptr, pitch: usize, v: u8, w: usize, h: usize, stream: CUstream) => c::memset_d2d8_async_ptsz;
+        fn cuMemsetD16_v2(dst: CUdeviceptr, v: u16, n: usize) => c::memset_d16;
+        fn cuMemsetD16_v2_ptds(dst: CUdeviceptr, v: u16, n: usize) => c::memset_d16_ptds;
+        fn cuMemsetD16Async(dst: CUdeviceptr, v: u16, n: usize, stream: CUstream) => c::memset_d16_async;
+        fn cuMemsetD16Async_ptsz(dst: CUdeviceptr, v: u16, n: usize, stream: CUstream) => c::memset_d16_async_ptsz;
+        fn cuMemsetD2D16_v2(dst: CUdeviceptr, pitch: usize, v: u16, w: usize, h: usize) => c::memset_d2d16;
+        fn cuMemsetD2D16_v2_ptds(dst: CUdeviceptr, pitch: usize, v: u16, w: usize, h: usize) => c::memset_d2d16_ptds;
+        fn cuMemsetD2D16Async(dst: CUdeviceptr, pitch: usize, v: u16, w: usize, h: usize, stream: CUstream) => c::memset_d2d16_async;
+        fn cuMemsetD2D16Async_ptsz(dst: CUdeviceptr, pitch: usize, v: u16, w: usize, h: usize, stream: CUstream) => c::memset_d2d16_async_ptsz;
+        fn cuMemsetD32_v2(dst: CUdeviceptr, v: u32, n: usize) => c::memset_d32;
+        fn cuMemsetD32_v2_ptds(dst: CUdeviceptr, v: u32, n: usize) => c::memset_d32_ptds;
+        fn cuMemsetD32Async(dst: CUdeviceptr, v: u32, n: usize, stream: CUstream) => c::memset_d32_async;
+        fn cuMemsetD32Async_ptsz(dst: CUdeviceptr, v: u32, n: usize, stream: CUstream) => c::memset_d32_async_ptsz;
+        fn cuMemsetD2D32_v2(dst: CUdeviceptr, pitch: usize, v: u32, w: usize, h: usize) => c::memset_d2d32;
+        fn cuMemsetD2D32_v2_ptds(dst: CUdeviceptr, pitch: usize, v: u32, w: usize, h: usize) => c::memset_d2d32_ptds;
+        fn cuMemsetD2D32Async(dst: CUdeviceptr, pitch: usize, v: u32, w: usize, h: usize, stream: CUstream) => c::memset_d2d32_async;
+        fn cuMemsetD2D32Async_ptsz(dst: CUdeviceptr, pitch: usize, v: u32, w: usize, h: usize, stream: CUstream) => c::memset_d2d32_async_ptsz;
     }
     used {
         fn cuCtxGetCurrent(ctx: *mut CUcontext);
@@ -402,12 +455,7 @@ driver_api! {
         fn cuLibraryGetGlobal(dptr: *mut CUdeviceptr, bytes: *mut usize, library: CUlibrary,
             name: *const c_char);
         fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: CUdeviceptr, n: usize, stream: CUstream);
-        fn cuMemsetD8_v2(dptr: CUdeviceptr, v: u8, n: usize);
-        fn cuMemsetD8Async(dptr: CUdeviceptr, v: u8, n: usize, stream: CUstream);
         fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, n: usize);
-        fn cuMemcpyDtoDAsync_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize, stream: CUstream);
-        fn cuMemcpyDtoDAsync_v2_ptsz(dst: CUdeviceptr, src: CUdeviceptr, n: usize,
-            stream: CUstream);
         fn cuMemHostGetDevicePointer_v2(dptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint);
         fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, bytes: *mut usize,
             dptr: CUdeviceptr);

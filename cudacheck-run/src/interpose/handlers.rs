@@ -17,6 +17,7 @@ use super::ffi::{
 use super::launch::{self, CoopFn, ExFn, Launch, LaunchFn, Via};
 use super::module::{Func, Handle, Module};
 use super::records;
+use super::shadow;
 use super::stack::Stack;
 use super::state::{program_name, state, State};
 
@@ -530,7 +531,9 @@ pub unsafe fn mem_alloc(
     let r = unsafe { real(dptr, bytes) };
     if r == CUDA_SUCCESS {
         // SAFETY: the driver wrote the address.
-        record(unsafe { *dptr }, bytes as u64, "cuMemAlloc");
+        let p = unsafe { *dptr };
+        record(p, bytes as u64, "cuMemAlloc");
+        shadow::allocated(p, bytes as u64, None);
     }
     r
 }
@@ -550,11 +553,9 @@ pub unsafe fn mem_alloc_pitch(
     if r == CUDA_SUCCESS {
         // SAFETY: the driver wrote both.
         let (p, pitch) = unsafe { (*dptr, *pitch) };
-        record(
-            p,
-            (pitch as u64).saturating_mul(height as u64),
-            "cuMemAllocPitch",
-        );
+        let bytes = (pitch as u64).saturating_mul(height as u64);
+        record(p, bytes, "cuMemAllocPitch");
+        shadow::allocated(p, bytes, None);
     }
     r
 }
@@ -584,7 +585,9 @@ pub unsafe fn mem_alloc_async(
     let r = unsafe { real(dptr, bytes, stream) };
     if r == CUDA_SUCCESS {
         // SAFETY: the driver wrote the address.
-        record(unsafe { *dptr }, bytes as u64, "cuMemAllocAsync");
+        let p = unsafe { *dptr };
+        record(p, bytes as u64, "cuMemAllocAsync");
+        shadow::allocated(p, bytes as u64, Some(stream));
     }
     r
 }
@@ -600,7 +603,9 @@ pub unsafe fn mem_alloc_from_pool_async(
     let r = unsafe { real(dptr, bytes, pool, stream) };
     if r == CUDA_SUCCESS {
         // SAFETY: the driver wrote the address.
-        record(unsafe { *dptr }, bytes as u64, "cuMemAllocFromPoolAsync");
+        let p = unsafe { *dptr };
+        record(p, bytes as u64, "cuMemAllocFromPoolAsync");
+        shadow::allocated(p, bytes as u64, Some(stream));
     }
     r
 }
@@ -664,6 +669,7 @@ pub unsafe fn mem_free(
     dptr: CUdeviceptr,
 ) -> CUresult {
     state().allocs.remove(dptr);
+    shadow::freed(dptr, std::ptr::null_mut());
     // SAFETY: the program's argument.
     unsafe { real(dptr) }
 }
@@ -683,6 +689,7 @@ pub unsafe fn mem_free_async(
     stream: CUstream,
 ) -> CUresult {
     state().allocs.remove(dptr);
+    shadow::freed(dptr, stream);
     // SAFETY: the program's arguments.
     unsafe { real(dptr, stream) }
 }

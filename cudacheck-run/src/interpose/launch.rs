@@ -146,22 +146,22 @@ pub unsafe fn launch(via: Via, l: &Launch) -> CUresult {
         // SAFETY: the program's launch.
         return unsafe { plain(via, l) };
     };
+    // SAFETY: the program's launch.
+    let plain = |via, l: &Launch| unsafe { unseen(s, l, &func, plain(via, l)) };
     if let Err(violations) = validated(s, &func, l, ctx as usize) {
         report::launch_error(&func, l, violations);
         // The driver refuses it as it would have: the program sees its own error.
         // SAFETY: the program's launch.
-        return unsafe { plain(via, l) };
+        return plain(via, l);
     }
     if !s.opts.bounds {
         func.unchecked("bounds checking is off (--no-bounds)");
-        // SAFETY: the program's launch.
-        return unsafe { plain(via, l) };
+        return plain(via, l);
     }
     // The common unchecked case costs no more than this test: a module without PTX.
     if let Some(why) = func.module.as_ref().and_then(|m| m.no_ptx.as_deref()) {
         func.unchecked(why);
-        // SAFETY: the program's launch.
-        return unsafe { plain(via, l) };
+        return plain(via, l);
     }
     let why = match s.current_device() {
         // SAFETY: the program's launch, on its current context.
@@ -172,8 +172,37 @@ pub unsafe fn launch(via: Via, l: &Launch) -> CUresult {
         None => "the current context's device could not be read".to_string(),
     };
     func.unchecked(&why);
-    // SAFETY: the program's launch.
-    unsafe { plain(via, l) }
+    plain(via, l)
+}
+
+/// After a launch the init checker could not see into (`--init`): every shadowed allocation
+/// an argument points into (any 8 bytes of an argument, so pointers inside structs too; every
+/// allocation when the arguments cannot be read) counts as written by it, so that no read
+/// after it is reported for bytes it may have written. Returns `r`.
+///
+/// # Safety
+/// `l` is the program's launch, as [`plain`] takes it.
+unsafe fn unseen(s: &State, l: &Launch, func: &Func, r: CUresult) -> CUresult {
+    if !s.opts.init || r != CUDA_SUCCESS {
+        return r;
+    }
+    let stream = super::shadow::stream_of(l.stream, l.per_thread);
+    // SAFETY: as the caller promises.
+    let words: Option<Vec<u64>> = entry_of(func)
+        .ok()
+        .and_then(|e| unsafe { read_params(l, &e) }.ok())
+        .map(|args| {
+            args.iter()
+                .flat_map(|a| (0..a.size / 8).filter_map(move |k| pointer_at(a, 8 * k)))
+                .collect()
+        });
+    super::shadow::all_written(stream, |base, bytes| match &words {
+        Some(w) => w
+            .iter()
+            .any(|&p| p >= base && p < base.saturating_add(bytes)),
+        None => true,
+    });
+    r
 }
 
 /// A handle launched that no intercepted lookup returned: named by the driver, validated,
@@ -365,7 +394,10 @@ unsafe fn checked(
     hidden.push(record);
     let mut params: Vec<*mut c_void> = args.iter().map(|a| a.ptr).collect();
     params.extend(hidden.iter_mut().map(|h| (h as *mut u64).cast::<c_void>()));
-    let shared = l.shared.saturating_add(race_shadow(&built, l.shared, d));
+    let shared = l
+        .shared
+        .saturating_add(race_shadow(&built, l.shared, d))
+        .saturating_add(init_shadow(&built, l.shared, d));
     built.opt_in(shared);
     // SAFETY: device addresses of this context's variables, their sizes; the copies are
     // ordered before the launch on its stream.
@@ -391,6 +423,15 @@ unsafe fn checked(
     }
     // SAFETY: as above, after the launch.
     unsafe { builds::mirror(&built.globals, l, false) };
+    if built
+        .sites
+        .init
+        .as_ref()
+        .map_or(true, |k| k.coverage.not_checked.is_some())
+    {
+        // SAFETY: the program's launch.
+        unsafe { unseen(s, l, func, r) };
+    }
     s.checked_launches.fetch_add(1, Ordering::Relaxed);
     func.count_checked();
     records.launched(
@@ -432,13 +473,37 @@ fn race_shadow(built: &Built, user: u32, d: &Device) -> u32 {
     if !built.sites.races.as_ref().is_some_and(|r| r.shadow) {
         return 0;
     }
-    let extra = cudacheck_core::race::shadow_bytes(built.static_shared, user);
+    fits(
+        built,
+        user,
+        cudacheck_core::race::shadow_bytes(built.static_shared, user),
+        d,
+    )
+}
+
+/// `extra` bytes of shadow, when they fit beside the launch's shared memory; else 0.
+fn fits(built: &Built, user: u32, extra: u32, d: &Device) -> u32 {
     let total = u64::from(built.static_shared) + u64::from(user) + u64::from(extra);
     if total <= u64::from(d.limits.shared_per_block_opt_in) {
         extra
     } else {
         0
     }
+}
+
+/// Bytes the init checker's shared-memory shadow needs beside the launch's dynamic shared
+/// memory, when the build checks shared memory and the device has room (0 otherwise: the
+/// kernel then checks no shared memory).
+fn init_shadow(built: &Built, user: u32, d: &Device) -> u32 {
+    if !built.sites.init.as_ref().is_some_and(|k| k.shared_shadow) {
+        return 0;
+    }
+    fits(
+        built,
+        user,
+        cudacheck_core::init::shared_shadow_bytes(built.static_shared, user),
+        d,
+    )
 }
 
 fn device_check_sets(func: &Func) -> usize {

@@ -10,8 +10,8 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cudacheck_core::init::{INIT_RECORD_BYTES, INIT_RECORD_OFFSET};
 use cudacheck_core::instrument::InstrumentedKernel;
-use cudacheck_core::race::{RACE_RECORD_BYTES, RACE_RECORD_OFFSET};
 use cudacheck_core::PtxEntry;
 
 use super::ffi::{self, call, CUcontext, CUevent, CUstream, CUDA_ERROR_NOT_READY, CUDA_SUCCESS};
@@ -21,8 +21,8 @@ use super::report;
 use super::stack::Stack;
 use super::state::{state, State};
 
-/// Bytes of one slot: the fault record and the race record after it.
-const SLOT_BYTES: usize = RACE_RECORD_OFFSET + RACE_RECORD_BYTES;
+/// Bytes of one slot: the fault record, the race record and the init record after it.
+const SLOT_BYTES: usize = INIT_RECORD_OFFSET + INIT_RECORD_BYTES;
 /// Slots per context: launches in flight before the oldest must be waited for.
 const SLOTS: usize = 2048;
 /// `CU_EVENT_DISABLE_TIMING`.

@@ -8,6 +8,7 @@ use std::io::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
+use cudacheck_core::init::{decode_init, InitRecord, INIT_RECORD_OFFSET};
 use cudacheck_core::instrument::{
     decode, BufferSlot, FaultKind, Site, SourceLoc, Target, WidestAccess,
 };
@@ -94,6 +95,10 @@ pub fn misaligned(
 
 /// What a checked launch's record holds, if anything.
 pub fn fault(info: &LaunchInfo, record: &[u8]) {
+    // A read of unwritten memory is its own finding, whatever else the launch did.
+    if let Some(rec) = record.get(INIT_RECORD_OFFSET..).and_then(decode_init) {
+        uninitialized(info, &rec);
+    }
     if let Some(rec) = decode(record).filter(|r| r.faulted != 0) {
         match rec.fault_kind() {
             Some(FaultKind::Assert) => assert_failed(info, &rec),
@@ -150,6 +155,55 @@ fn assert_failed(info: &LaunchInfo, rec: &cudacheck_core::instrument::FaultRecor
             ..finding(FindingKind::DeviceAssert, func, info.grid, info.block, msg)
         },
     );
+}
+
+/// What a finding about one access of a launch says beside its message.
+struct AccessFinding<'a> {
+    param: Option<String>,
+    param_index: Option<u32>,
+    access: &'a str,
+    byte_offset: Option<i64>,
+    access_bytes: u32,
+    allocation: Option<AllocationInfo>,
+    thread: [u32; 3],
+    block: [u32; 3],
+    loc: Option<&'a SourceLoc>,
+    count: u32,
+    stack: Vec<String>,
+}
+
+impl AccessFinding<'_> {
+    fn finding(self, base: Finding) -> Finding {
+        Finding {
+            param: self.param,
+            param_index: self.param_index,
+            access: Some(self.access.to_string()),
+            byte_offset: self.byte_offset,
+            access_bytes: Some(self.access_bytes),
+            index: self
+                .byte_offset
+                .map(|o| o.div_euclid(i64::from(self.access_bytes))),
+            allocation: self.allocation,
+            thread: Some(self.thread),
+            block: Some(self.block),
+            file: self.loc.map(|l| l.file.clone()),
+            line: self.loc.map(|l| l.line),
+            column: self.loc.map(|l| l.column),
+            count: Some(self.count),
+            launch_stack: self.stack,
+            ..base
+        }
+    }
+}
+
+/// An allocation as a finding names it.
+fn allocation_info(a: &super::alloc::Allocation) -> AllocationInfo {
+    AllocationInfo {
+        base: format!("{:#x}", a.base),
+        bytes: a.bytes,
+        api: a.api.to_string(),
+        stack: a.stack.as_ref().map(Stack::symbolize).unwrap_or_default(),
+    }
 }
 
 fn out_of_bounds(info: &LaunchInfo, rec: &cudacheck_core::instrument::FaultRecord) {
@@ -242,12 +296,7 @@ fn out_of_bounds(info: &LaunchInfo, rec: &cudacheck_core::instrument::FaultRecor
                         format!("{end} bytes past its end")
                     }
                 );
-                allocation = Some(AllocationInfo {
-                    base: format!("{:#x}", a.base),
-                    bytes: a.bytes,
-                    api: a.api.to_string(),
-                    stack: a.stack.as_ref().map(Stack::symbolize).unwrap_or_default(),
-                });
+                allocation = Some(allocation_info(a));
             } else {
                 let _ = write!(msg, "; `{name}` points into no allocation the program made");
             }
@@ -292,23 +341,138 @@ fn out_of_bounds(info: &LaunchInfo, rec: &cudacheck_core::instrument::FaultRecor
     emit(
         func,
         format!("oob {} {} {:?}", func.symbol, rec.site, param),
-        Finding {
+        AccessFinding {
             param: param_name,
             param_index: param,
-            access: Some(access.to_string()),
+            access,
             byte_offset,
-            access_bytes: Some(access_bytes),
-            index: byte_offset.map(|o| o.div_euclid(i64::from(access_bytes))),
+            access_bytes,
             allocation,
-            thread: Some(rec.thread),
-            block: Some(rec.block),
-            file: loc.as_ref().map(|l| l.file.clone()),
-            line: loc.as_ref().map(|l| l.line),
-            column: loc.as_ref().map(|l| l.column),
-            count: Some(rec.count),
-            launch_stack: stack,
-            ..finding(FindingKind::OutOfBounds, func, info.grid, info.block, msg)
-        },
+            thread: rec.thread,
+            block: rec.block,
+            loc: loc.as_ref(),
+            count: rec.count,
+            stack,
+        }
+        .finding(finding(
+            FindingKind::OutOfBounds,
+            func,
+            info.grid,
+            info.block,
+            msg,
+        )),
+    );
+}
+
+/// A read of global memory nothing wrote (`--init`).
+fn uninitialized(info: &LaunchInfo, rec: &InitRecord) {
+    let func = &info.func;
+    let site = info.sites.init.as_ref().and_then(|k| k.site(rec.site));
+    let (loc, inner) = user_loc(
+        site.and_then(|s| s.loc.as_ref()),
+        site.and_then(|s| s.inlined_at.as_ref()),
+    );
+    let access_bytes = rec.bytes.max(1);
+    let addr = rec.address + u64::from(rec.first_missing());
+    let shared = rec.space == 1;
+    let alloc = if shared {
+        None
+    } else {
+        state().allocs.find(addr)
+    };
+    let what = match site.map(|s| s.kind) {
+        Some(cudacheck_core::init::InitSiteKind::Atomic) => "atomic update of",
+        _ => "read of",
+    };
+    let mut msg = format!(
+        "kernel `{}` launched with grid {}, block {}: {what} uninitialized {} memory",
+        func.name,
+        tuple(info.grid),
+        tuple(info.block),
+        if shared { "shared" } else { "global" }
+    );
+    // The argument that points into the allocation, if one does.
+    let bound = alloc
+        .as_ref()
+        .and_then(|a| info.bounds.iter().find(|b| b.base == a.base && b.ptr != 0));
+    let (mut param_name, mut byte_offset, mut allocation) = (None, None, None);
+    if let Some(a) = &alloc {
+        let off = (addr - a.base) as i64;
+        match bound {
+            Some(b) => {
+                let name = func.param_label(&info.entry, b.slot.param as usize);
+                let from = addr as i64 - b.ptr as i64;
+                let _ = write!(
+                    msg,
+                    " through `{name}` (parameter {}): byte offset {from} from `{name}` (index {} \
+                     in {access_bytes}-byte elements)",
+                    b.slot.param,
+                    from.div_euclid(i64::from(access_bytes))
+                );
+                param_name = Some(name);
+                byte_offset = Some(from);
+            }
+            None => byte_offset = Some(off),
+        }
+        let _ = write!(
+            msg,
+            "; byte {off} of an allocation of {} bytes at {:#x} ({}) that no kernel, copy or \
+             memset wrote since it was made",
+            a.bytes, a.base, a.api
+        );
+        allocation = Some(allocation_info(a));
+    } else if shared {
+        let _ = write!(
+            msg,
+            " at shared address {addr:#x}, which no thread of the block wrote since the block began"
+        );
+    } else {
+        let _ = write!(msg, " at {addr:#x}");
+    }
+    let _ = write!(
+        msg,
+        "; first by thread {} of block {}",
+        tuple(rec.thread),
+        tuple(rec.block)
+    );
+    snippet(&mut msg, loc.as_ref(), None, inner.as_ref());
+    let _ = write!(
+        msg,
+        "\n   = {} in this launch (the first is shown); the reads went ahead and got whatever \
+         the memory held",
+        plural(
+            rec.count,
+            "read of unwritten memory",
+            "reads of unwritten memory"
+        )
+    );
+    let stack = launch_stack(&mut msg, info.stack.as_deref());
+    if let Some(a) = &allocation {
+        stack_lines(&mut msg, "allocated at", &a.stack);
+    }
+    emit(
+        func,
+        format!("uninit {} {}", func.symbol, rec.site),
+        AccessFinding {
+            param_index: bound.map(|b| b.slot.param),
+            param: param_name,
+            access: if what == "read of" { "read" } else { "atomic" },
+            byte_offset,
+            access_bytes,
+            allocation,
+            thread: rec.thread,
+            block: rec.block,
+            loc: loc.as_ref(),
+            count: rec.count,
+            stack,
+        }
+        .finding(finding(
+            FindingKind::Uninitialized,
+            func,
+            info.grid,
+            info.block,
+            msg,
+        )),
     );
 }
 

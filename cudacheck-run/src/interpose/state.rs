@@ -21,6 +21,8 @@ use crate::protocol::{self, KernelSummary, OnFault, ProcessSummary};
 pub struct Options {
     pub bounds: bool,
     pub races: bool,
+    /// Reads of global memory nothing wrote are checked (`shadow.rs`).
+    pub init: bool,
     pub json: Option<std::path::PathBuf>,
     pub on_fault: OnFault,
     pub abort_status: i32,
@@ -45,6 +47,7 @@ impl Options {
         Options {
             bounds: on(protocol::ENV_BOUNDS, true),
             races: on(protocol::ENV_RACES, false),
+            init: on(protocol::ENV_INIT, false),
             json: var(protocol::ENV_JSON)
                 .filter(|v| !v.is_empty())
                 .map(Into::into),

@@ -956,6 +956,202 @@ EXPORT CUresult cuMemsetD8Async(CUdeviceptr dptr, unsigned char v, size_t n, CUs
     return cuMemsetD8_v2(dptr, v, n);
 }
 
+
+/* Copies and memsets the interposer marks for `--init`: plain host memory operations here. */
+typedef struct {
+    size_t srcXInBytes, srcY;
+    unsigned srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    unsigned dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} FAKE_MEMCPY2D;
+
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    unsigned srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray, *reserved0;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    unsigned dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray, *reserved1;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} FAKE_MEMCPY3D;
+
+static char *fake_addr(unsigned type, const void *host, CUdeviceptr dev) {
+    return type == 1 ? (char *)host : (char *)(uintptr_t)dev;
+}
+
+EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    CUresult r = need_ctx();
+    if (r)
+        return r;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpy(d, s, n); }
+EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+    (void)st;
+    return cuMemcpy(d, s, n);
+}
+EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+    return cuMemcpyAsync(d, s, n, st);
+}
+EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *s, size_t n) {
+    return cuMemcpyHtoD_v2(d, s, n);
+}
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) {
+    (void)st;
+    return cuMemcpyHtoD_v2(d, s, n);
+}
+EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *s, size_t n, CUstream st) {
+    return cuMemcpyHtoDAsync_v2(d, s, n, st);
+}
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+    return cuMemcpyDtoDAsync_v2(d, s, n, NULL);
+}
+EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+    return cuMemcpyDtoD_v2(d, s, n);
+}
+EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
+    (void)dc, (void)sc;
+    return cuMemcpy(d, s, n);
+}
+EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
+                                  size_t n) {
+    return cuMemcpyPeer(d, dc, s, sc, n);
+}
+EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
+                                  size_t n, CUstream st) {
+    (void)st;
+    return cuMemcpyPeer(d, dc, s, sc, n);
+}
+EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
+                                       size_t n, CUstream st) {
+    return cuMemcpyPeerAsync(d, dc, s, sc, n, st);
+}
+EXPORT CUresult cuMemcpy2D_v2(const FAKE_MEMCPY2D *p) {
+    CUresult r = need_ctx();
+    if (r)
+        return r;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t y = 0; y < p->Height; y++)
+        memmove(fake_addr(p->dstMemoryType, p->dstHost, p->dstDevice) +
+                    (p->dstY + y) * p->dstPitch + p->dstXInBytes,
+                fake_addr(p->srcMemoryType, p->srcHost, p->srcDevice) +
+                    (p->srcY + y) * p->srcPitch + p->srcXInBytes,
+                p->WidthInBytes);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpy2D_v2_ptds(const FAKE_MEMCPY2D *p) { return cuMemcpy2D_v2(p); }
+EXPORT CUresult cuMemcpy2DUnaligned_v2(const FAKE_MEMCPY2D *p) { return cuMemcpy2D_v2(p); }
+EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const FAKE_MEMCPY2D *p) { return cuMemcpy2D_v2(p); }
+EXPORT CUresult cuMemcpy2DAsync_v2(const FAKE_MEMCPY2D *p, CUstream st) {
+    (void)st;
+    return cuMemcpy2D_v2(p);
+}
+EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const FAKE_MEMCPY2D *p, CUstream st) {
+    return cuMemcpy2DAsync_v2(p, st);
+}
+EXPORT CUresult cuMemcpy3D_v2(const FAKE_MEMCPY3D *p) {
+    CUresult r = need_ctx();
+    if (r)
+        return r;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t z = 0; z < p->Depth; z++)
+        for (size_t y = 0; y < p->Height; y++)
+            memmove(fake_addr(p->dstMemoryType, p->dstHost, p->dstDevice) +
+                        ((p->dstZ + z) * p->dstHeight + p->dstY + y) * p->dstPitch +
+                        p->dstXInBytes,
+                    fake_addr(p->srcMemoryType, p->srcHost, p->srcDevice) +
+                        ((p->srcZ + z) * p->srcHeight + p->srcY + y) * p->srcPitch +
+                        p->srcXInBytes,
+                    p->WidthInBytes);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpy3D_v2_ptds(const FAKE_MEMCPY3D *p) { return cuMemcpy3D_v2(p); }
+EXPORT CUresult cuMemcpy3DAsync_v2(const FAKE_MEMCPY3D *p, CUstream st) {
+    (void)st;
+    return cuMemcpy3D_v2(p);
+}
+EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const FAKE_MEMCPY3D *p, CUstream st) {
+    return cuMemcpy3DAsync_v2(p, st);
+}
+
+/* Memsets of 1, 2 and 4-byte values, 1D and 2D, each with its stream and per-thread forms. */
+#define FAKE_MEMSET(W, T)                                                                         \
+    EXPORT CUresult cuMemsetD2D##W##_v2(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h) {   \
+        CUresult r = need_ctx();                                                                  \
+        if (r)                                                                                    \
+            return r;                                                                             \
+        for (size_t y = 0; y < h; y++)                                                            \
+            for (size_t x = 0; x < w; x++)                                                        \
+                ((T *)(uintptr_t)(d + y * pitch))[x] = v;                                         \
+        return CUDA_SUCCESS;                                                                      \
+    }                                                                                             \
+    EXPORT CUresult cuMemsetD2D##W##_v2_ptds(CUdeviceptr d, size_t p, T v, size_t w, size_t h) {  \
+        return cuMemsetD2D##W##_v2(d, p, v, w, h);                                                \
+    }                                                                                             \
+    EXPORT CUresult cuMemsetD2D##W##Async(CUdeviceptr d, size_t p, T v, size_t w, size_t h,       \
+                                          CUstream st) {                                          \
+        (void)st;                                                                                 \
+        return cuMemsetD2D##W##_v2(d, p, v, w, h);                                                \
+    }                                                                                             \
+    EXPORT CUresult cuMemsetD2D##W##Async_ptsz(CUdeviceptr d, size_t p, T v, size_t w, size_t h,  \
+                                               CUstream st) {                                     \
+        return cuMemsetD2D##W##Async(d, p, v, w, h, st);                                          \
+    }
+FAKE_MEMSET(8, unsigned char)
+FAKE_MEMSET(16, unsigned short)
+FAKE_MEMSET(32, unsigned int)
+
+EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
+    return cuMemsetD8_v2(d, v, n);
+}
+EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream st) {
+    return cuMemsetD8Async(d, v, n, st);
+}
+EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
+    return cuMemsetD2D16_v2(d, 2 * n, v, n, 1);
+}
+EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) {
+    return cuMemsetD16_v2(d, v, n);
+}
+EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream st) {
+    (void)st;
+    return cuMemsetD16_v2(d, v, n);
+}
+EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream st) {
+    return cuMemsetD16Async(d, v, n, st);
+}
+EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
+    return cuMemsetD2D32_v2(d, 4 * n, v, n, 1);
+}
+EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
+    return cuMemsetD32_v2(d, v, n);
+}
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream st) {
+    (void)st;
+    return cuMemsetD32_v2(d, v, n);
+}
+EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream st) {
+    return cuMemsetD32Async(d, v, n, st);
+}
+
 /* ---- launches ----------------------------------------------------------------------------- */
 
 static int param_index(const struct func *f, const char *name) {
@@ -972,9 +1168,11 @@ static uint64_t param_value(const struct func *f, void **params, int k) {
     return v;
 }
 
-/* Bytes from `p` to the end of the live allocation holding it (0 outside every one). */
+/* Bytes from `p` to the end of the live allocation holding it (0 outside every one). The
+ * allocation holding its first byte: one that ends where the next begins holds `p` as its
+ * end only. */
 static uint64_t bytes_left(uint64_t p) {
-    int i = alloc_holding(p, 0);
+    int i = alloc_holding(p, 1);
     return i < 0 ? 0 : allocs[i].base + allocs[i].bytes - p;
 }
 
@@ -1279,6 +1477,18 @@ EXPORT CUresult cuGetErrorString(CUresult e, const char **s) {
     X(cuMemUnmap) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemcpyHtoD_v2)                 \
     X(cuMemcpyDtoH_v2) X(cuMemcpyDtoHAsync_v2)                                                   \
     X(cuMemcpyDtoDAsync_v2) X(cuMemcpyDtoDAsync_v2_ptsz) X(cuMemsetD8_v2) X(cuMemsetD8Async)     \
+    X(cuMemcpy) X(cuMemcpy_ptds) X(cuMemcpyAsync) X(cuMemcpyAsync_ptsz) X(cuMemcpyHtoD_v2_ptds)  \
+    X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz) X(cuMemcpyDtoD_v2)                      \
+    X(cuMemcpyDtoD_v2_ptds) X(cuMemcpyPeer) X(cuMemcpyPeer_ptds) X(cuMemcpyPeerAsync)            \
+    X(cuMemcpyPeerAsync_ptsz) X(cuMemcpy2D_v2) X(cuMemcpy2D_v2_ptds) X(cuMemcpy2DUnaligned_v2)   \
+    X(cuMemcpy2DUnaligned_v2_ptds) X(cuMemcpy2DAsync_v2) X(cuMemcpy2DAsync_v2_ptsz)              \
+    X(cuMemcpy3D_v2) X(cuMemcpy3D_v2_ptds) X(cuMemcpy3DAsync_v2) X(cuMemcpy3DAsync_v2_ptsz)      \
+    X(cuMemsetD8_v2_ptds) X(cuMemsetD8Async_ptsz) X(cuMemsetD16_v2) X(cuMemsetD16_v2_ptds)       \
+    X(cuMemsetD16Async) X(cuMemsetD16Async_ptsz) X(cuMemsetD32_v2) X(cuMemsetD32_v2_ptds)        \
+    X(cuMemsetD32Async) X(cuMemsetD32Async_ptsz) X(cuMemsetD2D8_v2) X(cuMemsetD2D8_v2_ptds)      \
+    X(cuMemsetD2D8Async) X(cuMemsetD2D8Async_ptsz) X(cuMemsetD2D16_v2) X(cuMemsetD2D16_v2_ptds)  \
+    X(cuMemsetD2D16Async) X(cuMemsetD2D16Async_ptsz) X(cuMemsetD2D32_v2)                         \
+    X(cuMemsetD2D32_v2_ptds) X(cuMemsetD2D32Async) X(cuMemsetD2D32Async_ptsz)                    \
     X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchCooperativeKernel)                        \
     X(cuLaunchCooperativeKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)               \
     X(cuGetErrorName) X(cuGetErrorString) X(cuGetProcAddress) X(cuGetProcAddress_v2)

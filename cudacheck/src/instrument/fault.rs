@@ -816,6 +816,7 @@ mod tests {
                 loc: loc(4, 26),
             }],
             races: None,
+            init: None,
             alloc_bases: false,
             slots: Vec::new(),
         }

@@ -1,0 +1,253 @@
+//! Checking reads of global memory that nothing wrote, by rewriting PTX.
+//!
+//! An init-checked build is a bounds-checked build ([`crate::instrument`]) rewritten once more
+//! by [`init_ptx`]: every global (or generic) load, store, atomic and reduction looks up the
+//! shadow of the bytes it touches ([`shadow`]: one bit per byte, set once the byte was
+//! written). A read whose bits are not all set records itself in the init record
+//! ([`InitRecord`], after the bounds and race records of the same block, so the build takes
+//! no hidden parameter of its own) and then reads as the program wrote it: a report, not a
+//! change of behaviour. A store sets its bits with `red.global.or` only when they are not all
+//! set yet, so a buffer written once costs a load and a test per later store, not an atomic.
+//! An atomic or reduction reads (`atomicAdd` into bins nobody zeroed is reported) and then
+//! marks; an exchange only marks.
+//!
+//! The host side keeps the shadow: it owns the directory whose address the module's
+//! `__cc_init_dir` holds ([`DIR_SYMBOL`]), allocates a granule's shadow zeroed when an
+//! allocation in it is made, sets bits for what copies, memsets and zeroed allocations write,
+//! and clears them when memory is freed. Memory the host does not know (a null directory
+//! entry, the directory itself unset) counts as written: no report comes from memory whose
+//! history was never seen. `__device__` variables (initialized when the module loads) and
+//! the checker's own records are not looked up.
+//!
+//! # What is not checked
+//! A kernel that writes memory in a way the shadow cannot follow (bulk or tensor copies to
+//! global memory, surface stores, `wmma` stores to global memory, `multimem`, an instruction
+//! the reader does not know, a store whose address or width is not plain, a call out of the
+//! module) is left unchanged and says why ([`InitCoverage::not_checked`]): the host must then
+//! count every allocation the launch can reach as written. Reads in non-inlined device
+//! functions are not checked (their writes are marked).
+//!
+//! Shared memory (`shared.rs`): a block's own writes since it began, one bit per byte in extra
+//! dynamic shared memory the launch adds ([`shared_shadow_bytes`]), cleared before the
+//! program's code behind one barrier. A kernel that writes shared memory in a way the shadow
+//! cannot follow (`stmatrix`, `wmma` stores, bulk copies into shared memory), calls a device
+//! function, or is race-checked (the race checker's shadow is where this one would go) checks
+//! no shared memory, and says why ([`InitCoverage::shared_not_checked`]).
+//! Accesses wider than 32 bytes and `cp.async` with a source size are listed unchecked.
+//!
+//! The shadow word is read with `ld.volatile` (never from a stale L1 line, on every target),
+//! so a write another block made earlier in the same launch is seen once it reached L2; two
+//! threads writing and reading one byte in the same few cycles with nothing ordering them (a
+//! race in the program) may see either state.
+
+mod emit;
+mod record;
+pub mod shadow;
+mod shared;
+
+use std::fmt::{self, Write as _};
+
+use serde::{Deserialize, Serialize};
+
+pub use record::{decode_init, InitRecord, INIT_RECORD_BYTES, INIT_RECORD_OFFSET};
+
+use crate::instrument::SourceLoc;
+use crate::ir::read::{self, PtxError};
+
+/// The source of the rewrite, for build caches (an init-checked build stored by one version of
+/// the checker must not answer for another).
+#[doc(hidden)]
+pub const INIT_SOURCES: &[&str] = crate::sources::INIT;
+
+/// The module variable (a `.u64`) that holds the shadow directory's device address; 0 (as
+/// loaded) turns every check off.
+pub const DIR_SYMBOL: &str = "__cc_init_dir";
+
+/// One init-checked read (or atomic).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitSite {
+    /// Unique within its module; what [`InitRecord::site`] holds.
+    pub id: u32,
+    pub kind: InitSiteKind,
+    /// Where it is, from the PTX's line information.
+    pub loc: Option<SourceLoc>,
+    /// The call site it was inlined into, when it was.
+    pub inlined_at: Option<SourceLoc>,
+    /// Bytes read.
+    pub bytes: u32,
+}
+
+/// What an [`InitSite`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InitSiteKind {
+    Read,
+    /// An atomic or reduction, which reads the old value.
+    Atomic,
+}
+
+impl fmt::Display for InitSiteKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InitSiteKind::Read => "read",
+            InitSiteKind::Atomic => "atomic",
+        })
+    }
+}
+
+/// A global access left without an init check, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitUnchecked {
+    pub loc: Option<SourceLoc>,
+    pub instruction: String,
+    pub reason: String,
+}
+
+/// What a kernel's init check covers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitCoverage {
+    /// Reads (and atomics) whose bytes are tested.
+    pub checked: u32,
+    /// Writes (and atomics) that set their bytes' bits.
+    pub marked: u32,
+    pub unchecked: Vec<InitUnchecked>,
+    /// Why the whole kernel is left unchanged, when it is: the host then counts what it may
+    /// have written as written.
+    pub not_checked: Option<String>,
+    /// Why its shared memory is not checked, when it has some and it is not (its global
+    /// memory may still be).
+    #[serde(default)]
+    pub shared_not_checked: Option<String>,
+}
+
+/// One init-checked kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitKernel {
+    /// The PTX symbol.
+    pub symbol: String,
+    /// Readable name.
+    pub name: String,
+    pub sites: Vec<InitSite>,
+    pub coverage: InitCoverage,
+    /// Its shared memory is checked: its launches need [`shared_shadow_bytes`] more dynamic
+    /// shared memory (without them it checks no shared memory).
+    #[serde(default)]
+    pub shared_shadow: bool,
+}
+
+impl InitKernel {
+    /// The site with this id.
+    pub fn site(&self, id: u32) -> Option<&InitSite> {
+        self.sites.iter().find(|s| s.id == id)
+    }
+}
+
+/// An init-checked module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InitPtx {
+    /// The rewritten PTX, ready for `ptxas`.
+    pub ptx: String,
+    /// Every kernel of the module, in order.
+    pub kernels: Vec<InitKernel>,
+}
+
+impl InitPtx {
+    /// The kernel whose PTX symbol is `symbol`.
+    pub fn kernel(&self, symbol: &str) -> Option<&InitKernel> {
+        self.kernels.iter().find(|k| k.symbol == symbol)
+    }
+}
+
+/// What an init-checked build is made for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct InitOptions {
+    /// The dynamic shared memory the program's launches give: the shared shadow goes after it.
+    pub dynamic_shared_bytes: u32,
+}
+
+impl InitOptions {
+    /// For launches that give `dynamic_shared_bytes` of dynamic shared memory.
+    pub const fn new(dynamic_shared_bytes: u32) -> Self {
+        InitOptions {
+            dynamic_shared_bytes,
+        }
+    }
+}
+
+/// Bytes of shadow a launch of a kernel with [`InitKernel::shared_shadow`] needs after
+/// `dynamic_shared_bytes` of its own, for `static_shared_bytes` of `__shared__` arrays: one
+/// bit per byte of both, with room for the arrays' alignment and the shadow's (the kernel
+/// measures what it needs and checks it against what it got).
+pub const fn shared_shadow_bytes(static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
+    let bytes = static_shared_bytes as u64 + dynamic_shared_bytes as u64 + 256;
+    let shadow = 16 + 4 * bytes.div_ceil(32);
+    if shadow > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        shadow as u32
+    }
+}
+
+/// Adds init checks to every kernel of a bounds-checked module (the output of
+/// [`crate::instrument::instrument_ptx_with`], race-checked or not: the reads report through
+/// its fault record).
+///
+/// # Errors
+/// [`PtxError`] when the text cannot be read as PTX.
+pub fn init_ptx(ptx: &str) -> Result<InitPtx, PtxError> {
+    init_ptx_with(ptx, &InitOptions::default())
+}
+
+/// [`init_ptx`] for launches that give `opts.dynamic_shared_bytes` of dynamic shared memory.
+///
+/// # Errors
+/// As [`init_ptx`].
+pub fn init_ptx_with(ptx: &str, opts: &InitOptions) -> Result<InitPtx, PtxError> {
+    let m = read::parse(ptx)?;
+    Ok(emit::emit(ptx, &m, opts))
+}
+
+/// A report for a person: per kernel, what is init-checked and what is not, and why.
+pub fn render_init_report(file_name: &str, kernels: &[InitKernel]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{file_name}: init checking (reads of memory nothing wrote)"
+    );
+    for k in kernels {
+        let c = &k.coverage;
+        if let Some(why) = &c.not_checked {
+            let _ = writeln!(
+                out,
+                "  kernel `{}`: not init-checked: {why}; its launches count what they may write as written",
+                k.name
+            );
+            continue;
+        }
+        let _ = write!(
+            out,
+            "  kernel `{}`: {} read{} checked, {} write{} marked",
+            k.name,
+            c.checked,
+            if c.checked == 1 { "" } else { "s" },
+            c.marked,
+            if c.marked == 1 { "" } else { "s" },
+        );
+        if let Some(why) = &c.shared_not_checked {
+            let _ = write!(out, " (shared memory not checked: {why})");
+        }
+        if c.unchecked.is_empty() {
+            let _ = writeln!(out, ", none left unchecked");
+            continue;
+        }
+        let _ = writeln!(out, ", {} left unchecked:", c.unchecked.len());
+        for u in &c.unchecked {
+            crate::instrument::unchecked_line(&mut out, u.loc.as_ref(), &u.instruction, &u.reason);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
