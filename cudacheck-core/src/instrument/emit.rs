@@ -78,7 +78,7 @@ use super::record::FaultKind;
 use super::version::{self, Candidate, Versioned};
 use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
 use crate::ir::edit::{labels, relabel, Edits};
-use crate::ir::{effects, Address, Cfg, Loop};
+use crate::ir::{effects, Address, Arith, ArithOp, Cfg, Loop, Op};
 
 /// The recording functions every instrumented module gets, after its header.
 const RUNTIME: &str = r#"
@@ -965,7 +965,7 @@ impl<'a> KernelEmitter<'a> {
         let guard = i.guard.clone();
         let g = crate::ir::read::guard_text(&guard);
 
-        if i.op() == "call" && callee(i) == Some("__assertfail") {
+        if matches!(i.op, Op::Call { .. }) && callee(i) == Some("__assertfail") {
             let site = self.new_site(loc, Target::Assert, SiteKind::Assert, 0);
             let args = i
                 .operands
@@ -1511,8 +1511,8 @@ impl<'a> KernelEmitter<'a> {
                 || self.m.var(self.f, o).is_some()
         };
         let mut s = String::from("\n\t");
-        match i.op() {
-            "selp" => {
+        match i.op {
+            Op::Select(_) => {
                 // Both sides into temporaries first: the destination may be one of them.
                 s.push_str(&self.shadow_of(operand(1), "%__cc_t", "%__cc_u", g));
                 s.push_str(&self.shadow_of(operand(2), "%__cc_o", "%__cc_r", g));
@@ -1522,26 +1522,24 @@ impl<'a> KernelEmitter<'a> {
                     "{g}selp.b64 {sb}, %__cc_t, %__cc_o, {p};\n\t{g}selp.b64 {sl}, %__cc_u, %__cc_r, {p};"
                 );
             }
-            "cvta" => {
+            Op::Cvta { to_generic, space } => {
                 let src = operand(1);
                 if let Some(&ss) = self.needs.shadows.get(src) {
-                    let conv = i.opcode.trim_end_matches(".u64").trim_end_matches(".u32");
+                    // The same conversion, of the shadow base.
+                    let to = if to_generic { "" } else { ".to" };
+                    let conv = format!("cvta{to}.{}", space.name());
                     let _ = write!(
                         s,
                         "{g}{conv}.u64 {sb}, %__cc_sb{ss};\n\t{g}mov.u64 {sl}, %__cc_sl{ss};"
                     );
                 } else if let Prov::Ptr(set) = self.prov.of(src) {
                     // A single origin, converted to the destination's space.
-                    let to = if i.has("to") {
-                        i.parts().skip(1).find_map(|x| match x {
-                            "global" => Some(Space::Global),
-                            "shared" => Some(Space::Shared),
-                            "local" => Some(Space::Local),
-                            "const" => Some(Space::Const),
-                            _ => None,
-                        })
-                    } else {
-                        Some(Space::Generic)
+                    let to = match (to_generic, space) {
+                        (true, _) => Some(Space::Generic),
+                        (false, Space::Global | Space::Shared | Space::Local | Space::Const) => {
+                            Some(space)
+                        }
+                        (false, _) => None,
                     };
                     match (set.iter().next(), to) {
                         (Some(o), Some(to)) if set.len() == 1 => {
@@ -1561,10 +1559,15 @@ impl<'a> KernelEmitter<'a> {
                     let _ = write!(s, "{g}mov.u64 {sb}, 0;\n\t{g}mov.u64 {sl}, 0;");
                 }
             }
-            "mov" | "add" | "sub" | "and" | "mad" => {
-                let k = match i.op() {
-                    "mad" => 3,
-                    "sub" => 1,
+            Op::Mov(_)
+            | Op::Arith(Arith {
+                op: ArithOp::Add | ArithOp::Sub | ArithOp::And | ArithOp::Mad,
+                carry_in: false,
+                ..
+            }) => {
+                let k = match i.op {
+                    Op::Arith(Arith { op: ArithOp::Mad, .. }) => 3,
+                    Op::Arith(Arith { op: ArithOp::Sub, .. }) => 1,
                     _ if is_ptr(operand(1)) => 1,
                     _ => 2,
                 };
