@@ -78,7 +78,7 @@ use super::record::FaultKind;
 use super::version::{self, Candidate, Versioned};
 use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
 use crate::ir::edit::{labels, relabel, Edits};
-use crate::ir::{effects, Address, Arith, ArithOp, Cfg, Loop, Op};
+use crate::ir::{effects, Address, Arith, ArithOp, Facts, Op};
 
 /// The recording functions every instrumented module gets, after its header.
 const RUNTIME: &str = r#"
@@ -261,9 +261,10 @@ struct KernelEmitter<'a> {
     fast_parts: Option<(String, Option<String>, String)>,
     /// The prechecks' temporaries (`%__cc_h<n>`).
     version_regs: u32,
-    /// The function's control-flow graph and loops, built once for the guard analysis and
-    /// loop versioning both ([`Self::model`]).
-    model: std::cell::OnceCell<(Cfg, Vec<Loop>)>,
+    /// The function's facts (graph, definitions map, loops, register types: `crate::ir`),
+    /// built once here and read by every analysis: provenance, the guard analysis, loop
+    /// versioning.
+    facts: Facts<'a>,
     /// With [`InstrumentOptions::alloc_bases`], the buffer slots whose length or base the
     /// emitted code reads ([`Self::load_base`], [`Self::load_len`]): each needs its hidden
     /// parameters declared ([`Self::slots`]).
@@ -278,7 +279,8 @@ impl<'a> KernelEmitter<'a> {
         opts: &'a InstrumentOptions,
         next_site: &'a mut u32,
     ) -> Self {
-        let prov = provenance(m, f, opts);
+        let facts = Facts::new(f);
+        let prov = provenance(m, &facts, opts);
         let ranges = ranges(m, f, &prov, opts);
         KernelEmitter {
             text,
@@ -301,7 +303,7 @@ impl<'a> KernelEmitter<'a> {
             in_loop: false,
             fast_parts: None,
             version_regs: 0,
-            model: std::cell::OnceCell::new(),
+            facts,
             used_slots: std::cell::RefCell::new(BTreeSet::new()),
         }
     }
@@ -352,8 +354,7 @@ impl<'a> KernelEmitter<'a> {
         let versioned = if self.opts.keep_loop_checks {
             Vec::new()
         } else {
-            let (cfg, loops) = self.model();
-            version::plan(f, cfg, loops, &candidates)
+            version::plan(&self.facts, &candidates)
         };
         self.hoist = versioned
             .iter()
@@ -477,16 +478,6 @@ impl<'a> KernelEmitter<'a> {
             slots: self.slots(),
         };
         (edits, kernel)
-    }
-
-    /// The function's control-flow graph and natural loops (`crate::ir`), built on first use.
-    fn model(&self) -> (&Cfg, &[Loop]) {
-        let (cfg, loops) = self.model.get_or_init(|| {
-            let cfg = Cfg::new(self.f);
-            let loops = crate::ir::loops(self.f, &cfg);
-            (cfg, loops)
-        });
-        (cfg, loops)
     }
 
     /// The accesses (and groups) this build checks on the device against one buffer: what a
@@ -614,8 +605,7 @@ impl<'a> KernelEmitter<'a> {
     /// expresses.
     fn host_checked(&self) -> BTreeMap<(usize, usize), HostExpr> {
         let mut out = BTreeMap::new();
-        let (cfg, loops) = self.model();
-        let Some(g) = Guards::new(self.f, cfg, loops) else {
+        let Some(g) = Guards::new(&self.facts) else {
             return out;
         };
         for (k, s) in self.f.stmts.iter().enumerate() {
@@ -1566,8 +1556,8 @@ impl<'a> KernelEmitter<'a> {
                 ..
             }) => {
                 let k = match i.op {
-                    Op::Arith(Arith { op: ArithOp::Mad, .. }) => 3,
-                    Op::Arith(Arith { op: ArithOp::Sub, .. }) => 1,
+                    Op::Arith(a) if a.op == ArithOp::Mad => 3,
+                    Op::Arith(a) if a.op == ArithOp::Sub => 1,
                     _ if is_ptr(operand(1)) => 1,
                     _ => 2,
                 };

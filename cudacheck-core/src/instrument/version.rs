@@ -95,8 +95,8 @@ use std::collections::BTreeMap;
 use super::analyze::Origin;
 use super::ptx::{Function, Space, StmtKind};
 use crate::ir::{
-    effects, needs_peers, Address, Arith, ArithOp, Bound, Cfg, Cmp, Compare, Convert, Flow, Half,
-    Loop, Op, Operand, Step, Ty,
+    effects, needs_peers, Address, Arith, ArithOp, Bound, Cfg, Cmp, Compare, Convert, Facts, Flow,
+    Half, Loop, Op, Operand, Step, Ty,
 };
 
 /// A 64-bit value computed on the edge into a loop.
@@ -306,15 +306,13 @@ pub(crate) const GROUP: usize = usize::MAX;
 
 /// The loops of `f` worth versioning, with the candidates each hoists.
 pub(crate) fn plan(
-    f: &Function,
-    cfg: &Cfg,
-    loops: &[Loop],
+    facts: &Facts,
     candidates: &BTreeMap<(usize, usize), Candidate>,
 ) -> Vec<Versioned> {
     if candidates.is_empty() {
         return Vec::new();
     }
-    let defs = crate::ir::loops::definitions(f);
+    let (f, cfg, loops) = (facts.f, &facts.cfg, facts.loops.as_slice());
     // The `{ }` depth before each statement (and after the last).
     let mut depth = Vec::with_capacity(f.stmts.len() + 1);
     let mut d = 0usize;
@@ -341,7 +339,7 @@ pub(crate) fn plan(
             f,
             cfg,
             l,
-            defs: &defs,
+            defs: &facts.defs,
             depth: &depth,
         };
         if let Some(v) = a.version(candidates) {
@@ -1210,9 +1208,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn plan_of(f: &Function, c: &BTreeMap<(usize, usize), Candidate>) -> Vec<Versioned> {
-        let cfg = Cfg::new(f);
-        let loops = crate::ir::loops(f, &cfg);
-        plan(f, &cfg, &loops, c)
+        plan(&crate::ir::Facts::new(f), c)
     }
 
     fn is_load(i: &Instr) -> bool {
