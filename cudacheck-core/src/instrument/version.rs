@@ -339,7 +339,7 @@ pub(crate) fn plan(
             f,
             cfg,
             l,
-            defs: &facts.defs,
+            facts,
             depth: &depth,
         };
         if let Some(v) = a.version(candidates) {
@@ -354,7 +354,8 @@ struct Analysis<'a> {
     f: &'a Function,
     cfg: &'a Cfg,
     l: &'a Loop,
-    defs: &'a crate::ir::Defs<'a>,
+    /// The function's facts: its definitions map, and the walk on it ([`Facts::runs_before`]).
+    facts: &'a Facts<'a>,
     depth: &'a [usize],
 }
 
@@ -494,12 +495,16 @@ impl Analysis<'_> {
         let Some(c) = self.l.ivs.get(test.iv) else {
             return false;
         };
-        let outside: Vec<usize> = self.defs.get(c.reg.as_str()).map_or(Vec::new(), |ds| {
-            ds.iter()
-                .copied()
-                .filter(|&k| !self.l.contains_stmt(self.cfg, k))
-                .collect()
-        });
+        let outside: Vec<usize> = self
+            .facts
+            .defs
+            .get(c.reg.as_str())
+            .map_or(Vec::new(), |ds| {
+                ds.iter()
+                    .copied()
+                    .filter(|&k| !self.l.contains_stmt(self.cfg, k))
+                    .collect()
+            });
         let [d] = outside[..] else { return false };
         let Some(i) = self.f.instr(d) else {
             return false;
@@ -538,7 +543,7 @@ impl Analysis<'_> {
     }
 
     fn defs_in_loop(&self, reg: &str) -> Vec<usize> {
-        self.defs.get(reg).map_or(Vec::new(), |ds| {
+        self.facts.defs.get(reg).map_or(Vec::new(), |ds| {
             ds.iter()
                 .copied()
                 .filter(|&k| self.l.contains_stmt(self.cfg, k))
@@ -549,8 +554,7 @@ impl Analysis<'_> {
     /// 1 when statement `x` runs before `y` in every iteration, 0 when after (or never);
     /// `None` when it depends on the path.
     fn phase(&self, x: usize, y: usize) -> Option<i64> {
-        let (bx, by) = (self.cfg.block_of(x)?, self.cfg.block_of(y)?);
-        if (bx == by && x < y) || (bx != by && self.cfg.dominates(bx, by)) {
+        if self.facts.runs_before(x, y) == Some(true) {
             Some(1)
         } else if !self.l.may_follow_in_iteration(self.cfg, x, y) {
             Some(0)

@@ -427,6 +427,8 @@ pub(crate) struct Guards<'a> {
     /// the emitter for every analysis.
     cfg: &'a Cfg,
     loops: &'a [Loop],
+    /// The facts these come from, and the definition walk on them ([`Facts::reaching_def`]).
+    facts: &'a Facts<'a>,
 }
 
 const MAX_DEPTH: u32 = 96;
@@ -505,6 +507,7 @@ impl<'a> Guards<'a> {
             states: std::cell::RefCell::new(BTreeMap::new()),
             cfg,
             loops,
+            facts,
         };
         g.solve();
         Some(g)
@@ -529,20 +532,9 @@ impl<'a> Guards<'a> {
         self.cfg.condition(from, to).map(|(_, v)| v)
     }
 
+    /// The instruction defining `reg` when it has one definition ([`Facts::single_def`]).
     fn single_def(&self, reg: &str) -> Option<&'a Instr> {
-        match self.defs.get(reg).map(Vec::as_slice) {
-            Some([k]) => self.instr(*k).filter(|i| i.guard.is_none()),
-            _ => None,
-        }
-    }
-
-    /// The statement defining `reg` that statement `at` reads: its only definition, or the one
-    /// that reaches `at` on every path ([`Self::reaching_def`]).
-    fn def_index_reaching(&self, reg: &str, at: usize) -> Option<usize> {
-        match self.defs.get(reg).map(Vec::as_slice) {
-            Some([k]) => self.instr(*k).filter(|i| i.guard.is_none()).map(|_| *k),
-            _ => self.reaching_def(reg, at),
-        }
+        self.facts.single_def(reg).and_then(|k| self.instr(k))
     }
 }
 
