@@ -78,7 +78,7 @@ use super::record::FaultKind;
 use super::version::{self, Candidate, Versioned};
 use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
 use crate::ir::edit::{labels, relabel, Edits};
-use crate::ir::{effects, Address, Arith, ArithOp, Facts, Op};
+use crate::ir::{effects, Address, Arith, ArithOp, Facts, Op, Ty};
 
 /// The recording functions every instrumented module gets, after its header.
 const RUNTIME: &str = r#"
@@ -696,10 +696,10 @@ impl<'a> KernelEmitter<'a> {
     }
 
     fn reg_bits(&self, reg: &str) -> u32 {
-        match self.f.reg_type(reg) {
-            Some(t) => super::ptx::type_bytes(t).map_or(64, |b| (b * 8) as u32),
-            None => 64,
-        }
+        self.facts
+            .reg_ty(reg)
+            .and_then(Ty::bytes)
+            .map_or(64, |b| (b * 8) as u32)
     }
 
     fn hidden_params(&self) -> String {
@@ -1449,7 +1449,7 @@ impl<'a> KernelEmitter<'a> {
                 vec![dests]
             };
             for r in regs.iter().filter(|r| r.starts_with('%')) {
-                if let Some(b) = self.f.reg_type(r).and_then(super::ptx::type_bytes) {
+                if let Some(b) = self.facts.reg_ty(r).and_then(Ty::bytes) {
                     let _ = writeln!(c, "\tmov.b{} {r}, 0;", b * 8);
                 }
             }

@@ -536,10 +536,10 @@ impl Analysis<'_> {
     }
 
     fn bits(&self, reg: &str) -> Option<u32> {
-        let t = self.f.reg_type(reg)?;
-        let b = super::ptx::type_bytes(t)? * 8;
-        (matches!(t.as_bytes().first(), Some(b'b' | b's' | b'u')) && matches!(b, 32 | 64))
-            .then_some(b as u32)
+        self.facts
+            .reg_ty(reg)?
+            .int_bits()
+            .filter(|b| matches!(b, 32 | 64))
     }
 
     fn defs_in_loop(&self, reg: &str) -> Vec<usize> {

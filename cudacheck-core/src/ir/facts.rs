@@ -7,8 +7,8 @@
 //!   function.
 //! - [`Facts::loops`]: natural loops, induction variables and exit tests, found on the two
 //!   above.
-//! - Register types: [`Facts::reg_type`], the declarations the reader kept
-//!   ([`Function::reg_type`]).
+//! - Register types: [`Facts::reg_ty`] (typed) and [`Facts::reg_type`] (as declared), the
+//!   declarations the reader kept ([`Function::reg_type`]).
 //!
 //! An analysis takes `&Facts` rather than building any of these itself, so that a function's
 //! facts are computed once however many analyses read them.
@@ -23,6 +23,7 @@ use std::collections::BTreeSet;
 
 use super::cfg::Cfg;
 use super::loops::{definitions, loops, Defs, Loop};
+use super::op::Ty;
 use super::operand::is_reg;
 use super::read::{Function, Instr};
 
@@ -51,6 +52,11 @@ impl<'f> Facts<'f> {
     /// The declared type of a register (`%rd12` -> `b64`), if it is declared.
     pub fn reg_type(&self, reg: &str) -> Option<&'f str> {
         self.f.reg_type(reg)
+    }
+
+    /// The declared type of a register, typed (`%rd12` -> [`Ty::B64`]).
+    pub fn reg_ty(&self, reg: &str) -> Option<Ty> {
+        Ty::from_part(self.f.reg_type(reg)?)
     }
 
     /// The instruction at statement `k`, if it is one.
@@ -165,7 +171,9 @@ mod tests {
     #[test]
     fn the_definition_a_statement_reads() {
         let f = function(
-            "ld.param.u32 %r1, [n];\n\
+            ".reg .b32 %r<8>;\n\
+             .reg .pred %p<4>;\n\
+             ld.param.u32 %r1, [n];\n\
              setp.gt.u32 %p3, %r1, 9;\n\
              @!%p3 bra $L_small;\n\
              mov.u32 %r2, 1;\n\
@@ -203,5 +211,8 @@ mod tests {
         assert_eq!(facts.runs_before(sum, ld), Some(false));
         assert_eq!(facts.runs_before(copy, seven), Some(true));
         assert_eq!(facts.runs_before(then, other), None);
+        assert_eq!(facts.reg_ty("%r3"), Some(Ty::B32));
+        assert_eq!(facts.reg_ty("%p3"), Some(Ty::Pred));
+        assert_eq!(facts.reg_ty("%rd1"), None);
     }
 }

@@ -551,7 +551,6 @@ impl<'a> Guards<'a> {
     }
 
     pub(super) fn reg_bits(&self, reg: &str) -> Option<u8> {
-        let t = self.f.reg_type(reg)?;
-        int_type(t).map(|(b, _)| b)
+        int_ty(self.facts.reg_ty(reg)?).map(|(b, _)| b)
     }
 }
