@@ -452,7 +452,7 @@ pub enum Decision {
 
 /// The memory operands of `i`, if it touches memory; `Err` for memory instructions the
 /// instrumenter does not check. Read from the typed operation ([`Mem`]), the same one the
-/// opcode table's [`effects`] describes.
+/// opcode table's [`effects`](crate::ir::effects) describes.
 pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
     let Some(m) = i.op.mem() else {
         return Ok(Vec::new());
