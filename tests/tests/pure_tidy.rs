@@ -15,7 +15,6 @@ use cudacheck_tests::repo_root;
 
 /// Files that still decode opcode text, with how many uses each holds.
 const NOT_YET_PORTED: &[(&str, usize)] = &[
-    ("cudacheck-core/src/instrument/emit.rs", 6),
     // The reference interpreter the allocation-bases tests run the rewrite's output on: it
     // reads PTX on its own, so that it checks the rewrite without trusting the model.
     ("cudacheck-core/tests/instrument_alloc.rs", 2),

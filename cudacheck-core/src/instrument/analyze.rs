@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::ptx::{Function, Instr, Module, Space, StmtKind};
 use super::range::{address_offset, Ranges};
 use super::InstrumentOptions;
-use crate::ir::{effects, Address, ArithOp, Mem, MemOp, Op, Operand, Ty};
+use crate::ir::{Address, ArithOp, Facts, Mem, MemOp, Op, Operand, Ty};
 
 /// Where an address points: into a kernel parameter's buffer or into a variable, expressed as
 /// an address in `space` (a kernel's pointer parameters arrive as generic addresses; NVVM
@@ -201,15 +201,6 @@ fn convert(prov: Prov, to: Space, from: Space) -> Prov {
     }
 }
 
-/// The one register an instruction defines, when its destination is a single register (a
-/// vector or a predicate pair is no pointer).
-fn dest(i: &Instr) -> Option<&str> {
-    match effects(i).defs[..] {
-        [d] if i.operands.first().map(|o| o.trim()) == Some(d) => Some(d),
-        _ => None,
-    }
-}
-
 /// Transfer function: the provenance one definition gives its destination. `fields`: a pointer
 /// read from a by-value struct parameter points into a buffer slot of its own
 /// ([`InstrumentOptions::alloc_bases`], whose launches pass a length and base for it).
@@ -343,20 +334,35 @@ pub(crate) fn is_aggregate(p: &super::ptx::Param) -> bool {
     p.decl.contains('[')
 }
 
-/// Computes the provenance of every register of `f` (a kernel when `f.entry`).
-pub fn provenance(m: &Module, f: &Function, opts: &InstrumentOptions) -> Provenance {
+/// Computes the provenance of every register of `facts.f` (a kernel when `f.entry`).
+pub fn provenance(m: &Module, facts: &Facts, opts: &InstrumentOptions) -> Provenance {
+    let f = facts.f;
     let mut p = Provenance {
         regs: BTreeMap::new(),
     };
+    // The statements that define one register, named first (a vector or a predicate pair is
+    // no pointer), in order: read from the definitions map once.
+    let mut defining: BTreeMap<usize, Option<&str>> = BTreeMap::new();
+    for (&reg, ks) in &facts.defs {
+        for &k in ks {
+            defining
+                .entry(k)
+                .and_modify(|d| *d = None)
+                .or_insert(Some(reg));
+        }
+    }
+    let defining: Vec<(&Instr, &str)> = defining
+        .into_iter()
+        .filter_map(|(k, d)| {
+            let (i, d) = (f.instr(k)?, d?);
+            (i.operands.first().map(|o| o.trim()) == Some(d)).then_some((i, d))
+        })
+        .collect();
     // Each round only raises registers in a lattice of finite height; NVVM's code settles in
     // two or three rounds. The cap keeps adversarial input bounded.
     for _ in 0..64 {
         let mut changed = false;
-        for s in &f.stmts {
-            let StmtKind::Instr(i) = &s.kind else {
-                continue;
-            };
-            let Some(d) = dest(i) else { continue };
+        for &(i, d) in &defining {
             let new = transfer(m, f, &p, i, f.entry, opts.alloc_bases);
             let old = p.of(d).clone();
             let joined = old.join(&new);
@@ -446,7 +452,7 @@ pub enum Decision {
 
 /// The memory operands of `i`, if it touches memory; `Err` for memory instructions the
 /// instrumenter does not check. Read from the typed operation ([`Mem`]), the same one the
-/// opcode table's [`effects`] describes.
+/// opcode table's [`effects`](crate::ir::effects) describes.
 pub fn accesses(i: &Instr) -> Result<Vec<Access>, Unchecked> {
     let Some(m) = i.op.mem() else {
         return Ok(Vec::new());
@@ -658,7 +664,7 @@ mod tests {
     fn decisions(m: &Module) -> Vec<Decision> {
         let f = &m.functions[0];
         let opts = InstrumentOptions::default();
-        let p = provenance(m, f, &opts);
+        let p = provenance(m, &Facts::new(f), &opts);
         let r = super::super::range::ranges(m, f, &p, &opts);
         let mut out = Vec::new();
         for s in &f.stmts {
@@ -686,7 +692,7 @@ mod tests {
                 "",
             );
             let f = &m.functions[0];
-            let p = provenance(&m, f, &InstrumentOptions::default());
+            let p = provenance(&m, &Facts::new(f), &InstrumentOptions::default());
             assert!(
                 matches!(p.of("%rd2"), Prov::Ptr(_)),
                 "{cvta}: {:?}",

@@ -78,7 +78,7 @@ use super::record::FaultKind;
 use super::version::{self, Candidate, Versioned};
 use super::{InstrumentOptions, InstrumentedKernel, InstrumentedPtx, WidestAccess};
 use crate::ir::edit::{labels, relabel, Edits};
-use crate::ir::{effects, Address, Cfg, Loop};
+use crate::ir::{effects, Address, Arith, ArithOp, Facts, Op, Ty};
 
 /// The recording functions every instrumented module gets, after its header.
 const RUNTIME: &str = r#"
@@ -261,9 +261,10 @@ struct KernelEmitter<'a> {
     fast_parts: Option<(String, Option<String>, String)>,
     /// The prechecks' temporaries (`%__cc_h<n>`).
     version_regs: u32,
-    /// The function's control-flow graph and loops, built once for the guard analysis and
-    /// loop versioning both ([`Self::model`]).
-    model: std::cell::OnceCell<(Cfg, Vec<Loop>)>,
+    /// The function's facts (graph, definitions map, loops, register types: `crate::ir`),
+    /// built once here and read by every analysis: provenance, the guard analysis, loop
+    /// versioning.
+    facts: Facts<'a>,
     /// With [`InstrumentOptions::alloc_bases`], the buffer slots whose length or base the
     /// emitted code reads ([`Self::load_base`], [`Self::load_len`]): each needs its hidden
     /// parameters declared ([`Self::slots`]).
@@ -278,7 +279,8 @@ impl<'a> KernelEmitter<'a> {
         opts: &'a InstrumentOptions,
         next_site: &'a mut u32,
     ) -> Self {
-        let prov = provenance(m, f, opts);
+        let facts = Facts::new(f);
+        let prov = provenance(m, &facts, opts);
         let ranges = ranges(m, f, &prov, opts);
         KernelEmitter {
             text,
@@ -301,7 +303,7 @@ impl<'a> KernelEmitter<'a> {
             in_loop: false,
             fast_parts: None,
             version_regs: 0,
-            model: std::cell::OnceCell::new(),
+            facts,
             used_slots: std::cell::RefCell::new(BTreeSet::new()),
         }
     }
@@ -352,8 +354,7 @@ impl<'a> KernelEmitter<'a> {
         let versioned = if self.opts.keep_loop_checks {
             Vec::new()
         } else {
-            let (cfg, loops) = self.model();
-            version::plan(f, cfg, loops, &candidates)
+            version::plan(&self.facts, &candidates)
         };
         self.hoist = versioned
             .iter()
@@ -478,16 +479,6 @@ impl<'a> KernelEmitter<'a> {
             slots: self.slots(),
         };
         (edits, kernel)
-    }
-
-    /// The function's control-flow graph and natural loops (`crate::ir`), built on first use.
-    fn model(&self) -> (&Cfg, &[Loop]) {
-        let (cfg, loops) = self.model.get_or_init(|| {
-            let cfg = Cfg::new(self.f);
-            let loops = crate::ir::loops(self.f, &cfg);
-            (cfg, loops)
-        });
-        (cfg, loops)
     }
 
     /// The accesses (and groups) this build checks on the device against one buffer: what a
@@ -615,8 +606,7 @@ impl<'a> KernelEmitter<'a> {
     /// expresses.
     fn host_checked(&self) -> BTreeMap<(usize, usize), HostExpr> {
         let mut out = BTreeMap::new();
-        let (cfg, loops) = self.model();
-        let Some(g) = Guards::new(self.f, cfg, loops) else {
+        let Some(g) = Guards::new(&self.facts) else {
             return out;
         };
         for (k, s) in self.f.stmts.iter().enumerate() {
@@ -707,10 +697,10 @@ impl<'a> KernelEmitter<'a> {
     }
 
     fn reg_bits(&self, reg: &str) -> u32 {
-        match self.f.reg_type(reg) {
-            Some(t) => super::ptx::type_bytes(t).map_or(64, |b| (b * 8) as u32),
-            None => 64,
-        }
+        self.facts
+            .reg_ty(reg)
+            .and_then(Ty::bytes)
+            .map_or(64, |b| (b * 8) as u32)
     }
 
     fn hidden_params(&self) -> String {
@@ -966,7 +956,7 @@ impl<'a> KernelEmitter<'a> {
         let guard = i.guard.clone();
         let g = crate::ir::read::guard_text(&guard);
 
-        if i.op() == "call" && callee(i) == Some("__assertfail") {
+        if matches!(i.op, Op::Call { .. }) && callee(i) == Some("__assertfail") {
             let site = self.new_site(loc, Target::Assert, SiteKind::Assert, 0);
             let args = i
                 .operands
@@ -1460,7 +1450,7 @@ impl<'a> KernelEmitter<'a> {
                 vec![dests]
             };
             for r in regs.iter().filter(|r| r.starts_with('%')) {
-                if let Some(b) = self.f.reg_type(r).and_then(super::ptx::type_bytes) {
+                if let Some(b) = self.facts.reg_ty(r).and_then(Ty::bytes) {
                     let _ = writeln!(c, "\tmov.b{} {r}, 0;", b * 8);
                 }
             }
@@ -1512,8 +1502,8 @@ impl<'a> KernelEmitter<'a> {
                 || self.m.var(self.f, o).is_some()
         };
         let mut s = String::from("\n\t");
-        match i.op() {
-            "selp" => {
+        match i.op {
+            Op::Select(_) => {
                 // Both sides into temporaries first: the destination may be one of them.
                 s.push_str(&self.shadow_of(operand(1), "%__cc_t", "%__cc_u", g));
                 s.push_str(&self.shadow_of(operand(2), "%__cc_o", "%__cc_r", g));
@@ -1523,26 +1513,24 @@ impl<'a> KernelEmitter<'a> {
                     "{g}selp.b64 {sb}, %__cc_t, %__cc_o, {p};\n\t{g}selp.b64 {sl}, %__cc_u, %__cc_r, {p};"
                 );
             }
-            "cvta" => {
+            Op::Cvta { to_generic, space } => {
                 let src = operand(1);
                 if let Some(&ss) = self.needs.shadows.get(src) {
-                    let conv = i.opcode.trim_end_matches(".u64").trim_end_matches(".u32");
+                    // The same conversion, of the shadow base.
+                    let to = if to_generic { "" } else { ".to" };
+                    let conv = format!("cvta{to}.{}", space.name());
                     let _ = write!(
                         s,
                         "{g}{conv}.u64 {sb}, %__cc_sb{ss};\n\t{g}mov.u64 {sl}, %__cc_sl{ss};"
                     );
                 } else if let Prov::Ptr(set) = self.prov.of(src) {
                     // A single origin, converted to the destination's space.
-                    let to = if i.has("to") {
-                        i.parts().skip(1).find_map(|x| match x {
-                            "global" => Some(Space::Global),
-                            "shared" => Some(Space::Shared),
-                            "local" => Some(Space::Local),
-                            "const" => Some(Space::Const),
-                            _ => None,
-                        })
-                    } else {
-                        Some(Space::Generic)
+                    let to = match (to_generic, space) {
+                        (true, _) => Some(Space::Generic),
+                        (false, Space::Global | Space::Shared | Space::Local | Space::Const) => {
+                            Some(space)
+                        }
+                        (false, _) => None,
                     };
                     match (set.iter().next(), to) {
                         (Some(o), Some(to)) if set.len() == 1 => {
@@ -1562,10 +1550,15 @@ impl<'a> KernelEmitter<'a> {
                     let _ = write!(s, "{g}mov.u64 {sb}, 0;\n\t{g}mov.u64 {sl}, 0;");
                 }
             }
-            "mov" | "add" | "sub" | "and" | "mad" => {
-                let k = match i.op() {
-                    "mad" => 3,
-                    "sub" => 1,
+            Op::Mov(_)
+            | Op::Arith(Arith {
+                op: ArithOp::Add | ArithOp::Sub | ArithOp::And | ArithOp::Mad,
+                carry_in: false,
+                ..
+            }) => {
+                let k = match i.op {
+                    Op::Arith(a) if a.op == ArithOp::Mad => 3,
+                    Op::Arith(a) if a.op == ArithOp::Sub => 1,
                     _ if is_ptr(operand(1)) => 1,
                     _ => 2,
                 };

@@ -95,8 +95,8 @@ use std::collections::BTreeMap;
 use super::analyze::Origin;
 use super::ptx::{Function, Space, StmtKind};
 use crate::ir::{
-    effects, needs_peers, Address, Arith, ArithOp, Bound, Cfg, Cmp, Compare, Convert, Flow, Half,
-    Loop, Op, Operand, Step, Ty,
+    effects, needs_peers, Address, Arith, ArithOp, Bound, Cfg, Cmp, Compare, Convert, Facts, Flow,
+    Half, Loop, Op, Operand, Step, Ty,
 };
 
 /// A 64-bit value computed on the edge into a loop.
@@ -306,15 +306,13 @@ pub(crate) const GROUP: usize = usize::MAX;
 
 /// The loops of `f` worth versioning, with the candidates each hoists.
 pub(crate) fn plan(
-    f: &Function,
-    cfg: &Cfg,
-    loops: &[Loop],
+    facts: &Facts,
     candidates: &BTreeMap<(usize, usize), Candidate>,
 ) -> Vec<Versioned> {
     if candidates.is_empty() {
         return Vec::new();
     }
-    let defs = crate::ir::loops::definitions(f);
+    let (f, cfg, loops) = (facts.f, &facts.cfg, facts.loops.as_slice());
     // The `{ }` depth before each statement (and after the last).
     let mut depth = Vec::with_capacity(f.stmts.len() + 1);
     let mut d = 0usize;
@@ -341,7 +339,7 @@ pub(crate) fn plan(
             f,
             cfg,
             l,
-            defs: &defs,
+            facts,
             depth: &depth,
         };
         if let Some(v) = a.version(candidates) {
@@ -356,7 +354,8 @@ struct Analysis<'a> {
     f: &'a Function,
     cfg: &'a Cfg,
     l: &'a Loop,
-    defs: &'a crate::ir::Defs<'a>,
+    /// The function's facts: its definitions map, and the walk on it ([`Facts::runs_before`]).
+    facts: &'a Facts<'a>,
     depth: &'a [usize],
 }
 
@@ -496,12 +495,16 @@ impl Analysis<'_> {
         let Some(c) = self.l.ivs.get(test.iv) else {
             return false;
         };
-        let outside: Vec<usize> = self.defs.get(c.reg.as_str()).map_or(Vec::new(), |ds| {
-            ds.iter()
-                .copied()
-                .filter(|&k| !self.l.contains_stmt(self.cfg, k))
-                .collect()
-        });
+        let outside: Vec<usize> = self
+            .facts
+            .defs
+            .get(c.reg.as_str())
+            .map_or(Vec::new(), |ds| {
+                ds.iter()
+                    .copied()
+                    .filter(|&k| !self.l.contains_stmt(self.cfg, k))
+                    .collect()
+            });
         let [d] = outside[..] else { return false };
         let Some(i) = self.f.instr(d) else {
             return false;
@@ -533,14 +536,14 @@ impl Analysis<'_> {
     }
 
     fn bits(&self, reg: &str) -> Option<u32> {
-        let t = self.f.reg_type(reg)?;
-        let b = super::ptx::type_bytes(t)? * 8;
-        (matches!(t.as_bytes().first(), Some(b'b' | b's' | b'u')) && matches!(b, 32 | 64))
-            .then_some(b as u32)
+        self.facts
+            .reg_ty(reg)?
+            .int_bits()
+            .filter(|b| matches!(b, 32 | 64))
     }
 
     fn defs_in_loop(&self, reg: &str) -> Vec<usize> {
-        self.defs.get(reg).map_or(Vec::new(), |ds| {
+        self.facts.defs.get(reg).map_or(Vec::new(), |ds| {
             ds.iter()
                 .copied()
                 .filter(|&k| self.l.contains_stmt(self.cfg, k))
@@ -551,8 +554,7 @@ impl Analysis<'_> {
     /// 1 when statement `x` runs before `y` in every iteration, 0 when after (or never);
     /// `None` when it depends on the path.
     fn phase(&self, x: usize, y: usize) -> Option<i64> {
-        let (bx, by) = (self.cfg.block_of(x)?, self.cfg.block_of(y)?);
-        if (bx == by && x < y) || (bx != by && self.cfg.dominates(bx, by)) {
+        if self.facts.runs_before(x, y) == Some(true) {
             Some(1)
         } else if !self.l.may_follow_in_iteration(self.cfg, x, y) {
             Some(0)
@@ -1210,9 +1212,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn plan_of(f: &Function, c: &BTreeMap<(usize, usize), Candidate>) -> Vec<Versioned> {
-        let cfg = Cfg::new(f);
-        let loops = crate::ir::loops(f, &cfg);
-        plan(f, &cfg, &loops, c)
+        plan(&crate::ir::Facts::new(f), c)
     }
 
     fn is_load(i: &Instr) -> bool {

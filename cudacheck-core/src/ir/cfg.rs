@@ -269,7 +269,7 @@ fn dominators(blocks: &[Block], rpo: &[BlockId]) -> Vec<Option<BlockId>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn function(body: &str) -> Function {

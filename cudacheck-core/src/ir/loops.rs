@@ -207,8 +207,9 @@ pub struct ExitTest {
     pub narrowed: bool,
 }
 
-/// The natural loops of `f`, outer loops before the loops they contain.
-pub fn loops(f: &Function, cfg: &Cfg) -> Vec<Loop> {
+/// The natural loops of `f`, outer loops before the loops they contain; `defs`: `f`'s
+/// definitions map ([`definitions`]; [`super::Facts`] builds both once).
+pub fn loops(f: &Function, cfg: &Cfg, defs: &Defs) -> Vec<Loop> {
     let mut by_header: HashMap<BlockId, Vec<BlockId>> = HashMap::new();
     for &b in &cfg.rpo {
         for &s in &cfg.blocks[b].succs {
@@ -233,7 +234,6 @@ pub fn loops(f: &Function, cfg: &Cfg) -> Vec<Loop> {
             .rev()
             .find(|&p| out[p].blocks.is_superset(&out[k].blocks) && out[p].header != out[k].header);
     }
-    let defs = definitions(f);
     for k in 0..out.len() {
         // Blocks of loops nested in this one: a definition there may run many times per
         // iteration.
@@ -242,9 +242,9 @@ pub fn loops(f: &Function, cfg: &Cfg) -> Vec<Loop> {
             .filter(|o| o.header != out[k].header && out[k].blocks.is_superset(&o.blocks))
             .flat_map(|o| o.blocks.iter().copied())
             .collect();
-        let ivs = inductions(f, cfg, &out[k], &defs, &inner);
+        let ivs = inductions(f, cfg, &out[k], defs, &inner);
         out[k].ivs = ivs;
-        let test = exit_test(f, cfg, &out[k], &defs, &inner);
+        let test = exit_test(f, cfg, &out[k], defs, &inner);
         out[k].exit_test = test;
     }
     out
@@ -301,8 +301,16 @@ fn natural_loop(cfg: &Cfg, header: BlockId, mut latches: Vec<BlockId>) -> Loop {
 /// destination, guarded or not), in order: the one definitions map of a function.
 pub type Defs<'f> = BTreeMap<&'f str, Vec<usize>>;
 
+#[cfg(test)]
+thread_local! {
+    /// How many definitions maps this thread has built: a test counts them (one per function).
+    pub(crate) static DEFINITIONS_BUILT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// For every register, the statements that define it.
 pub fn definitions(f: &Function) -> Defs<'_> {
+    #[cfg(test)]
+    DEFINITIONS_BUILT.with(|n| n.set(n.get() + 1));
     let mut defs = Defs::new();
     for (k, s) in f.stmts.iter().enumerate() {
         if let StmtKind::Instr(i) = &s.kind {
@@ -885,7 +893,7 @@ mod tests {
     fn a_column_loop() {
         let f = function(COLUMN);
         let g = Cfg::new(&f);
-        let ls = loops(&f, &g);
+        let ls = loops(&f, &g, &definitions(&f));
         assert_eq!(ls.len(), 1);
         let l = &ls[0];
         assert_eq!(l.blocks.len(), 1);
@@ -944,7 +952,7 @@ mod tests {
         let entered = |second: &str| {
             let f = remainder_loop("ld.param.u32", second);
             let g = Cfg::new(&f);
-            let ls = loops(&f, &g);
+            let ls = loops(&f, &g, &definitions(&f));
             ls[0].exit_test.as_ref().unwrap().entered_if_unequal
         };
         // The counter is the tested register, or the same `and` of the same parameter.
@@ -971,7 +979,7 @@ mod tests {
             "ld.param::entry.u32 %r6, [k_param_1];\n\tand.b32 %r5, %r6, 3;\n\tmov.u32 %r4, 0;",
         );
         let g = Cfg::new(&f);
-        let ls = loops(&f, &g);
+        let ls = loops(&f, &g, &definitions(&f));
         assert!(ls[0].exit_test.as_ref().unwrap().entered_if_unequal);
     }
 
@@ -990,7 +998,7 @@ mod tests {
                  ret;"
             ));
             let g = Cfg::new(&f);
-            let ls = loops(&f, &g);
+            let ls = loops(&f, &g, &definitions(&f));
             assert_eq!(ls[0].ivs.len(), 1);
             assert!(ls[0].exit_test.is_none(), "setp.lt.{ty}");
         }
@@ -1017,7 +1025,7 @@ mod tests {
              ret;",
         );
         let g = Cfg::new(&f);
-        let ls = loops(&f, &g);
+        let ls = loops(&f, &g, &definitions(&f));
         assert_eq!(ls.len(), 2);
         let (outer, inner) = (&ls[0], &ls[1]);
         assert!(outer.blocks.is_superset(&inner.blocks));
@@ -1063,7 +1071,7 @@ mod tests {
              ret;",
         );
         let g = Cfg::new(&f);
-        let ls = loops(&f, &g);
+        let ls = loops(&f, &g, &definitions(&f));
         let p = ls[0].ivs.iter().find(|v| v.reg == "%rd20").unwrap();
         let s = Step::Reg {
             reg: "%rd3".into(),
@@ -1091,7 +1099,7 @@ mod tests {
              ret;",
         );
         let g = Cfg::new(&f);
-        let ls = loops(&f, &g);
+        let ls = loops(&f, &g, &definitions(&f));
         let ivs: Vec<&str> = ls[0].ivs.iter().map(|v| v.reg.as_str()).collect();
         assert_eq!(ivs, ["%r5"]);
         assert_eq!(ls[0].exit_test.as_ref().unwrap().bound, Bound::Imm(100));

@@ -15,13 +15,16 @@
 //!    value each edge is taken on ([`Cfg::condition`]).
 //! 6. [`loops`](mod@loops): the definitions map ([`definitions`]), natural loops, induction
 //!    variables (start, step) and exit tests (bound).
-//! 7. [`edit`]: edits by byte span, the one way a rewrite changes the text it read.
+//! 7. [`facts`]: the per-function side table of the above (graph, definitions map, loops,
+//!    register types), built once per function and read by every analysis.
+//! 8. [`edit`]: edits by byte span, the one way a rewrite changes the text it read.
 //!
 //! Analyses over this model are pure functions; the bounds-checking rewrite
 //! ([`crate::instrument`]) is built on it.
 
 pub mod cfg;
 pub mod edit;
+pub mod facts;
 pub mod loops;
 pub mod op;
 pub mod opcode;
@@ -29,6 +32,7 @@ pub mod operand;
 pub mod read;
 
 pub use cfg::{BlockId, Cfg};
+pub use facts::Facts;
 pub use loops::{definitions, loops, Bound, Cmp, Defs, ExitTest, Induction, Loop, Step};
 pub use op::{
     Arith, ArithOp, AtomOp, Cache, CmpOp, Compare, Convert, FloatMode, Half, Mem, MemOp, Op, Order,

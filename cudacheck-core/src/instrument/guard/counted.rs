@@ -110,22 +110,6 @@ impl<'a> Guards<'a> {
         })
     }
 
-    /// Whether statement `x` runs before statement `y` in every iteration of the loop holding
-    /// both: the same block in order, or `x`'s block dominating `y`'s (every path from the
-    /// header to `y` passes `x`; see `ir::loops`). `None` when neither is known.
-    pub(super) fn before(&self, x: usize, y: usize) -> Option<bool> {
-        let (bx, by) = (self.cfg.block_of(x)?, self.cfg.block_of(y)?);
-        if bx == by {
-            Some(x < y)
-        } else if self.cfg.dominates(bx, by) {
-            Some(true)
-        } else if self.cfg.dominates(by, bx) {
-            Some(false)
-        } else {
-            None
-        }
-    }
-
     /// A register stepped once per iteration of a counted loop, as read at `at`: see
     /// [`Guards::counted_parts`].
     pub(super) fn counted(&self, reg: &str, at: usize, depth: u32) -> Option<HostExpr> {
@@ -314,13 +298,13 @@ impl<'a> Guards<'a> {
         let c0 = read(values(&init_of(&c.reg)?)?);
         let sc = step_of(c)?;
         // a: the test reads the counter after this iteration's update.
-        let a = i64::from(self.before(c.update, t.reads)?);
+        let a = i64::from(self.facts.runs_before(c.update, t.reads)?);
         // One less for a statement after the test, which runs only when the test went on;
         // not for one that may run before it (a conditional block earlier in the body,
         // neither dominating nor dominated by the test's block: no less, which is sound).
         let after_test = inside
             && self.cfg.block_of(at)? != self.cfg.block_of(t.branch)?
-            && self.before(at, t.branch) == Some(false);
+            && self.facts.runs_before(at, t.branch) == Some(false);
         let minus = |e: HostExpr, k: i64| if k == 0 { e } else { Sub(b(e), b(Const(k))) };
         let one = || Const(1);
         let ceil_div =
@@ -382,7 +366,7 @@ impl<'a> Guards<'a> {
         // Whether each counter's update has run by `at` in every iteration (1), in none (0),
         // or it depends on the path (no sibling is described then).
         let ran = |update: usize| -> Option<i8> {
-            if self.before(update, at) == Some(true) {
+            if self.facts.runs_before(update, at) == Some(true) {
                 Some(1)
             } else if !l.may_follow_in_iteration(self.cfg, update, at) {
                 Some(0)

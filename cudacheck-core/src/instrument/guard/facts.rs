@@ -62,7 +62,7 @@ impl<'a> Guards<'a> {
         };
         // An operand keeps the value the definition read up to `at`: it has one definition
         // (which dominates), or none between the two in one basic block.
-        let unchanged = |op: &str| self.unchanged(op, def_at, at);
+        let unchanged = |op: &str| self.facts.unchanged(op, def_at, at);
         if let Op::Convert(_) = i.op {
             // A widening `cvt` of an integer: the narrow register compares as the wide one.
             let Some(((db, _), (sb, ss))) = int_convert(&i.op) else {
@@ -520,7 +520,7 @@ impl<'a> Guards<'a> {
                 let Some(&dy) = self.defs.get(y.as_str()).and_then(|d| d.first()) else {
                     continue;
                 };
-                if !l.contains_stmt(self.cfg, dy) || self.before(dy, at) != Some(true) {
+                if !l.contains_stmt(self.cfg, dy) || self.facts.runs_before(dy, at) != Some(true) {
                     continue;
                 }
                 if !seen.insert(y.clone()) {
@@ -551,7 +551,6 @@ impl<'a> Guards<'a> {
     }
 
     pub(super) fn reg_bits(&self, reg: &str) -> Option<u8> {
-        let t = self.f.reg_type(reg)?;
-        int_type(t).map(|(b, _)| b)
+        int_ty(self.facts.reg_ty(reg)?).map(|(b, _)| b)
     }
 }

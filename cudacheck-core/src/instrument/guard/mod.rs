@@ -126,7 +126,7 @@ use super::host_expr::{const_as_read, range_of, Cmp, HostExpr, HostFact, IvStep,
 use super::ptx::{Function, Instr, StmtKind};
 use crate::ir::read::Space;
 use crate::ir::{
-    effects, immediate, is_reg, Address, Arith, ArithOp, Cfg, CmpOp, Compare, Convert, Defs,
+    effects, immediate, is_reg, Address, Arith, ArithOp, Cfg, CmpOp, Compare, Convert, Defs, Facts,
     FloatMode, Half, Loop, Mem, MemOp, Op, Step, Ty,
 };
 
@@ -409,8 +409,8 @@ pub(crate) struct Guards<'a> {
     f: &'a Function,
     /// The facts holding on entry to each block of [`Self::cfg`] (`None`: not reached).
     entry: Vec<Option<State>>,
-    /// The function's definitions map ([`crate::ir::definitions`]).
-    defs: Defs<'a>,
+    /// The function's definitions map ([`crate::ir::definitions`]), from its facts.
+    defs: &'a Defs<'a>,
     /// Scalar parameters by name: `(index, bytes)`.
     params: BTreeMap<&'a str, (u32, u8)>,
     /// For a register `r`: the registers whose one definition is `r + k` (`add`/`sub` with an
@@ -423,10 +423,12 @@ pub(crate) struct Guards<'a> {
     /// The facts holding at each statement asked about so far ([`Guards::state_at`]).
     states: std::cell::RefCell<BTreeMap<usize, std::rc::Rc<State>>>,
     /// The typed model's control-flow graph (its blocks, and the predicate value each edge is
-    /// taken on) and loops ([`crate::ir`]), built once by the emitter for this analysis and
-    /// loop versioning both.
+    /// taken on) and loops, from the function's facts ([`crate::ir::Facts`]), built once by
+    /// the emitter for every analysis.
     cfg: &'a Cfg,
     loops: &'a [Loop],
+    /// The facts these come from, and the definition walk on them ([`Facts::reaching_def`]).
+    facts: &'a Facts<'a>,
 }
 
 const MAX_DEPTH: u32 = 96;
@@ -441,7 +443,8 @@ const MAX_SIZE: usize = 2000;
 impl<'a> Guards<'a> {
     /// `None` when the control flow cannot be followed (an indirect branch, a label defined
     /// twice): then no access is host-checked.
-    pub(crate) fn new(f: &'a Function, cfg: &'a Cfg, loops: &'a [Loop]) -> Option<Guards<'a>> {
+    pub(crate) fn new(facts: &'a Facts<'a>) -> Option<Guards<'a>> {
+        let f = facts.f;
         let mut labels: BTreeSet<&str> = BTreeSet::new();
         for s in &f.stmts {
             match &s.kind {
@@ -461,7 +464,7 @@ impl<'a> Guards<'a> {
         if outside {
             return None;
         }
-        let defs = crate::ir::definitions(f);
+        let (cfg, loops, defs) = (&facts.cfg, facts.loops.as_slice(), &facts.defs);
         let mut params = BTreeMap::new();
         for (k, p) in f.params.iter().enumerate() {
             let bytes = p
@@ -474,7 +477,7 @@ impl<'a> Guards<'a> {
             }
         }
         let mut shifted: BTreeMap<String, Vec<(String, i64)>> = BTreeMap::new();
-        for (y, ks) in &defs {
+        for (y, ks) in defs {
             let [k] = ks.as_slice() else { continue };
             let Some(StmtKind::Instr(i)) = f.stmts.get(*k).map(|s| &s.kind) else {
                 continue;
@@ -504,6 +507,7 @@ impl<'a> Guards<'a> {
             states: std::cell::RefCell::new(BTreeMap::new()),
             cfg,
             loops,
+            facts,
         };
         g.solve();
         Some(g)
@@ -528,20 +532,9 @@ impl<'a> Guards<'a> {
         self.cfg.condition(from, to).map(|(_, v)| v)
     }
 
+    /// The instruction defining `reg` when it has one definition ([`Facts::single_def`]).
     fn single_def(&self, reg: &str) -> Option<&'a Instr> {
-        match self.defs.get(reg).map(Vec::as_slice) {
-            Some([k]) => self.instr(*k).filter(|i| i.guard.is_none()),
-            _ => None,
-        }
-    }
-
-    /// The statement defining `reg` that statement `at` reads: its only definition, or the one
-    /// that reaches `at` on every path ([`Self::reaching_def`]).
-    fn def_index_reaching(&self, reg: &str, at: usize) -> Option<usize> {
-        match self.defs.get(reg).map(Vec::as_slice) {
-            Some([k]) => self.instr(*k).filter(|i| i.guard.is_none()).map(|_| *k),
-            _ => self.reaching_def(reg, at),
-        }
+        self.facts.single_def(reg).and_then(|k| self.instr(k))
     }
 }
 

@@ -496,9 +496,8 @@ fn a_64_bit_division_with_a_32_bit_fast_path_is_one_value() {
     let value = |body: String, reg: &str| {
         let m = crate::ir::read::parse(&ptx(body)).unwrap();
         let f = &m.functions[0];
-        let cfg = Cfg::new(f);
-        let loops = crate::ir::loops(f, &cfg);
-        let g = Guards::new(f, &cfg, &loops).unwrap();
+        let facts = crate::ir::Facts::new(f);
+        let g = Guards::new(&facts).unwrap();
         g.budget.set(2000);
         g.wide_division(reg, 0)
     };
@@ -651,4 +650,36 @@ fn expressions_round_trip_through_json() {
     let j = serde_json::to_string(&k).unwrap();
     let back: InstrumentedKernel = serde_json::from_str(&j).unwrap();
     assert_eq!(back, k);
+}
+
+/// The rewrite builds each kernel's facts once: one definitions map per kernel, however many
+/// analyses (provenance, loops, the guards, loop versioning) read it.
+#[test]
+fn each_kernel_builds_its_definitions_map_once() {
+    let kernel = |name: &str| {
+        format!(
+            ".visible .entry {name}(.param .u64 {name}_param_0, .param .u32 {name}_param_1)\n{{\n\
+             \t.reg .pred %p<8>;\n\t.reg .f32 %f<4>;\n\t.reg .b32 %r<16>;\n\t.reg .b64 %rd<16>;\n\
+             \tld.param.u64 %rd1, [{name}_param_0];\n\tld.param.u32 %r1, [{name}_param_1];\n\
+             \tcvta.to.global.u64 %rd2, %rd1;\n\tmov.f32 %f1, 0f3F800000;\n{COLUMN}\n\
+             $L__END:\n\tret;\n}}\n"
+        )
+    };
+    let ptx = format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n{}{}",
+        kernel("a"),
+        kernel("b")
+    );
+    let built = || crate::ir::loops::DEFINITIONS_BUILT.with(std::cell::Cell::get);
+    for opts in [
+        InstrumentOptions::new(),
+        InstrumentOptions::new().host_checks(true),
+    ] {
+        let before = built();
+        let out = instrument_ptx_with(&ptx, &opts).unwrap();
+        assert_eq!(out.kernels.len(), 2);
+        // The loop's accesses reach the guards (host checks) or loop versioning (device).
+        assert!(out.kernels.iter().all(|k| k.coverage.is_complete()));
+        assert_eq!(built() - before, 2, "one definitions map per kernel");
+    }
 }

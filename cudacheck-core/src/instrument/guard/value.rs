@@ -45,7 +45,7 @@ impl<'a> Guards<'a> {
     /// and the divisor.
     pub(super) fn remainder_of(&self, i: &Instr, at: usize) -> Option<((u8, bool), &'a str)> {
         let (x, y) = (i.operands.get(1)?, i.operands.get(2)?);
-        let km = self.def_index_reaching(y, at)?;
+        let km = self.facts.def_reaching(y, at)?;
         let m = self.instr(km)?;
         if arith_of(m, ArithOp::Mul).map(|a| a.half) != Some(Some(Half::Lo)) {
             return None;
@@ -54,7 +54,7 @@ impl<'a> Guards<'a> {
         for (q, d) in [(a, c), (c, a)] {
             // The quotient register may be one NVVM also sets on another path (the 32-bit
             // fast path of a 64-bit division): the definition that reaches the `mul`.
-            let Some(kd) = self.def_index_reaching(q, km) else {
+            let Some(kd) = self.facts.def_reaching(q, km) else {
                 continue;
             };
             let div = self.instr(kd)?;
@@ -63,7 +63,7 @@ impl<'a> Guards<'a> {
             }
             if div.operands.get(1) == Some(x) && div.operands.get(2) == Some(d) {
                 // The dividend and divisor the `div`, `mul` and `sub` read are the same values.
-                if !self.unchanged(x, kd, at) || !self.unchanged(d, kd, at) {
+                if !self.facts.unchanged(x, kd, at) || !self.facts.unchanged(d, kd, at) {
                     return None;
                 }
                 let ty = int_of(&div.op)?;
@@ -82,7 +82,7 @@ impl<'a> Guards<'a> {
         let (bits, _) = int_of(&i.op)?;
         let (x, y) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
         let def = |r: &str, at: usize| -> Option<(usize, &'a Instr)> {
-            let k = self.def_index_reaching(r, at)?;
+            let k = self.facts.def_reaching(r, at)?;
             Some((k, self.instr(k).filter(|i| i.guard.is_none())?))
         };
         let (ka, and) = def(y, at)?;
@@ -121,26 +121,10 @@ impl<'a> Guards<'a> {
         }
         // The `x` the sign, the sum and the `sub` read is one value.
         let first = ks.min(ku);
-        if !self.unchanged(x, first, at) {
+        if !self.facts.unchanged(x, first, at) {
             return None;
         }
         Some(((bits, true), p))
-    }
-
-    /// Whether register `reg` holds the same value at statements `from` and `to` (`from`
-    /// first): it has one definition, or both lie in one block with no definition of it
-    /// between them. An immediate always does.
-    pub(super) fn unchanged(&self, reg: &str, from: usize, to: usize) -> bool {
-        if !is_reg(reg) {
-            return true;
-        }
-        self.single_def(reg).is_some()
-            || (self.cfg.block_of(from) == self.cfg.block_of(to)
-                && from < to
-                && self
-                    .defs
-                    .get(reg)
-                    .is_some_and(|d| d.iter().all(|&x| x < from || x >= to)))
     }
 
     /// The value of operand `op` as read by statement `at`.
@@ -190,7 +174,7 @@ impl<'a> Guards<'a> {
             [k] if self.instr(*k).is_some_and(|i| i.guard.is_none()) => {
                 self.def_value(*k, depth + 1, acc)
             }
-            [_, _, ..] => match self.reaching_def(op, at) {
+            [_, _, ..] => match self.facts.reaching_def(op, at) {
                 // A register NVVM reuses (`tid` kept in the register a later loop counts in):
                 // where only one definition reaches, the value is that definition's.
                 Some(k) => self.def_value(k, depth + 1, None),
@@ -217,45 +201,6 @@ impl<'a> Guards<'a> {
             bits,
             facts,
         })
-    }
-
-    /// The one definition of `reg` that reaches statement `at` on every path, unpredicated;
-    /// `None` when several do (or a path reaches the entry without one).
-    pub(super) fn reaching_def(&self, reg: &str, at: usize) -> Option<usize> {
-        let defs = self.defs.get(reg)?;
-        let last_in = |b: usize, before: usize| -> Option<usize> {
-            let start = self.span(b).start;
-            defs.iter()
-                .copied()
-                .filter(|&d| d >= start && d < before)
-                .max()
-        };
-        let b0 = self.cfg.block_of(at)?;
-        if let Some(d) = last_in(b0, at) {
-            return self.instr(d).filter(|i| i.guard.is_none()).map(|_| d);
-        }
-        if b0 == 0 {
-            return None; // nothing before the entry block's own definitions
-        }
-        let mut found: Option<usize> = None;
-        let mut seen = BTreeSet::new();
-        let mut work: Vec<usize> = self.cfg.blocks[b0].preds.clone();
-        while let Some(b) = work.pop() {
-            if !seen.insert(b) {
-                continue;
-            }
-            match last_in(b, self.span(b).end) {
-                Some(d) => {
-                    if found.is_some_and(|f| f != d) || self.instr(d)?.guard.is_some() {
-                        return None;
-                    }
-                    found = Some(d);
-                }
-                None if b == 0 => return None,
-                None => work.extend(self.cfg.blocks[b].preds.iter().copied()),
-            }
-        }
-        found
     }
 
     /// NVVM's 64-bit division with a 32-bit fast path: `reg` is set on two paths after a
@@ -621,7 +566,7 @@ impl<'a> Guards<'a> {
         }
         if self.defs.get(reg)?.len() > 1 {
             // A register NVVM reuses: where one definition reaches `at`, its value.
-            if let Some(k) = self.reaching_def(reg, at) {
+            if let Some(k) = self.facts.reaching_def(reg, at) {
                 return self.offset_def(k, base, depth + 1, cvta, acc);
             }
             // A pointer stepped through a counted loop, as statement `at` reads it: its
