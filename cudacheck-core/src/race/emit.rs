@@ -194,6 +194,12 @@ struct KernelRace<'a> {
     /// Accesses that cannot race (`intervals.rs`): no check.
     pruned: BTreeSet<usize>,
     sites: Vec<RaceSite>,
+    /// The site of each barrier statement by its place in the source: the compiler's copies of
+    /// one `__syncthreads()` (a loop unrolled with a remainder, a peeled first round) are one
+    /// statement to the check, so threads at different copies are not told apart as waiting
+    /// at different barriers; they run the loop a different number of times, which shows as
+    /// threads leaving while others wait.
+    barrier_sites: BTreeMap<(u32, u32, u32), u32>,
     coverage: RaceCoverage,
     defs: BTreeMap<&'a str, Vec<usize>>,
     /// The file of the kernel's own first `.loc`, and each location seen with the call site
@@ -234,6 +240,7 @@ impl<'a> KernelRace<'a> {
             shared_calls: Vec::new(),
             pruned: BTreeSet::new(),
             sites: Vec::new(),
+            barrier_sites: BTreeMap::new(),
             coverage: RaceCoverage::default(),
             defs,
             home: None,
@@ -504,7 +511,18 @@ impl<'a> KernelRace<'a> {
                 Some(Sync::Block { .. }) => {
                     if Self::whole_block(i) {
                         let at = self.call_in_kernel_file(loc);
-                        if let Some(id) = self.new_site(RaceSiteKind::Barrier, at, None, 0) {
+                        let place = at
+                            .filter(|l| l.line > 0)
+                            .map(|l| (l.file, l.line, l.column));
+                        let known = place.and_then(|p| self.barrier_sites.get(&p).copied());
+                        let id = known.or_else(|| {
+                            let id = self.new_site(RaceSiteKind::Barrier, at, None, 0)?;
+                            if let Some(p) = place {
+                                self.barrier_sites.insert(p, id);
+                            }
+                            Some(id)
+                        });
+                        if let Some(id) = id {
                             let red = matches!(i.op, Op::Sync { red: true, .. });
                             self.plans.push((k, loc, Plan::Barrier { id, red }));
                             self.coverage.barriers += 1;

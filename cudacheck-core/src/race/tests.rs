@@ -388,3 +388,28 @@ fn an_early_return_is_recorded_at_its_branch() {
         .expect("the ret skips a recorded exit");
     assert!(branch < skip && skip < ret);
 }
+
+#[test]
+fn copies_of_one_barrier_statement_share_its_site() {
+    // Two copies of the `__syncthreads()` at line 7 (a loop unrolled with a remainder) and one
+    // at line 9: two barrier sites, the copies sharing theirs.
+    let body = "\t.file 1 \"k.cu\"\n\tmov.u32 %r1, %tid.x;\n\tshl.b32 %r2, %r1, 2;\n\
+                \tmov.u32 %r3, tile;\n\tadd.s32 %r4, %r3, %r2;\n\
+                \t.loc 1 6 5\n\tst.shared.f32 [%r4], %f1;\n\
+                \t.loc 1 7 9\n\tbar.sync 0;\n\
+                \t.loc 1 8 5\n\tld.shared.f32 %f2, [%r4+4];\n\
+                \t.loc 1 7 9\n\tbar.sync 0;\n\
+                \t.loc 1 8 5\n\tld.shared.f32 %f3, [%r4+8];\n\
+                \t.loc 1 9 9\n\tbar.sync 0;\n\
+                \t.loc 1 10 5\n\tst.shared.f32 [%r4], %f3;";
+    let r = race(&kernel("", body));
+    let k = &r.kernels[0];
+    assert_eq!(k.coverage.barriers, 3, "every copy is counted and checked");
+    let barriers: Vec<u32> = k
+        .sites
+        .iter()
+        .filter(|s| s.kind == RaceSiteKind::Barrier)
+        .map(|s| s.loc.as_ref().map_or(0, |l| l.line))
+        .collect();
+    assert_eq!(barriers, [7, 9], "{:?}", k.sites);
+}
