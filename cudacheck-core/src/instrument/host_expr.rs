@@ -424,6 +424,131 @@ impl HostCheck {
 }
 
 impl HostExpr {
+    /// Every value the expression takes in this launch, as the host check uses it (see the
+    /// module docs): `Ok(Some((lo, hi)))`, `Ok(None)` where no execution reaches it, `Err(())`
+    /// where the host cannot bound it (the check then fails).
+    pub fn interval(&self, v: &LaunchValues<'_>) -> Result<Option<(i128, i128)>, ()> {
+        self.eval(v)
+    }
+}
+
+/// A compact reading of an expression for a person (a failing host check's report): `p4`
+/// is scalar parameter 4 (`p4:u8` of 8 bytes unsigned), `tid.x`, `ntid.x`, `ctaid.x` and
+/// `nctaid.x` the launch's indices and extents.
+impl std::fmt::Display for HostExpr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use HostExpr::*;
+        let ax = |a: &u8| ["x", "y", "z"].get(usize::from(*a)).copied().unwrap_or("?");
+        let sg = |s: &bool| if *s { "s" } else { "u" };
+        let list = |f: &mut std::fmt::Formatter<'_>, es: &[HostExpr]| -> std::fmt::Result {
+            for (k, e) in es.iter().enumerate() {
+                write!(f, "{}{e}", if k == 0 { "" } else { ", " })?;
+            }
+            Ok(())
+        };
+        match self {
+            Const(c) => write!(f, "{c}"),
+            Param {
+                index,
+                bytes,
+                signed,
+            } => write!(f, "p{index}:{}{}", sg(signed), u32::from(*bytes) * 8),
+            Tid(a) => write!(f, "tid.{}", ax(a)),
+            Ntid(a) => write!(f, "ntid.{}", ax(a)),
+            Ctaid(a) => write!(f, "ctaid.{}", ax(a)),
+            Nctaid(a) => write!(f, "nctaid.{}", ax(a)),
+            Add(a, b) => write!(f, "({a} + {b})"),
+            Sub(a, b) => write!(f, "({a} - {b})"),
+            Mul(a, b) => write!(f, "{a} * {b}"),
+            Shl(a, k) => write!(f, "({a} << {k})"),
+            In { e, bits, signed } => write!(f, "in{}{bits}({e})", sg(signed)),
+            Wrap { e, bits, signed } => write!(f, "wrap{}{bits}({e})", sg(signed)),
+            Shr { e, bits, signed, k } => write!(f, "({e} >>{}{bits} {k})", sg(signed)),
+            Mask(m) => write!(f, "(? & {m})"),
+            And { e, mask } => write!(f, "({e} & {mask})"),
+            Div(a, b) => write!(f, "({a} / {b})"),
+            Rem(a, b) => write!(f, "({a} % {b})"),
+            Min(a, b) => write!(f, "min({a}, {b})"),
+            Max(a, b) => write!(f, "max({a}, {b})"),
+            Facts { def, bits, facts } => {
+                write!(f, "r{bits}[")?;
+                if let Some(d) = def {
+                    write!(f, "= {d}")?;
+                }
+                for fa in facts {
+                    write!(f, "; {fa}")?;
+                }
+                write!(f, "]")
+            }
+            Iv {
+                bits,
+                signed,
+                inits,
+                steps,
+            } => {
+                write!(f, "iv{}{bits}(from ", sg(signed))?;
+                list(f, inits)?;
+                for s in steps {
+                    write!(f, "; += {} while {}", s.step, s.guard)?;
+                }
+                write!(f, ")")
+            }
+            Hull(es) => {
+                write!(f, "hull(")?;
+                list(f, es)?;
+                write!(f, ")")
+            }
+            Reached { e, when } => {
+                write!(f, "{e} where (")?;
+                list(f, when)?;
+                write!(f, ")")
+            }
+            Quot { a, b, min, .. } => write!(f, "quot({a}, {b}, >= {min})"),
+            Counted {
+                init,
+                step,
+                last,
+                no_wrap,
+                siblings,
+            } => {
+                write!(f, "counted({init} + j * {step}, j <= {last}")?;
+                if !no_wrap.is_empty() {
+                    write!(f, "; no wrap: ")?;
+                    list(f, no_wrap)?;
+                }
+                if !siblings.is_empty() {
+                    write!(f, "; {} siblings", siblings.len())?;
+                }
+                write!(f, ")")
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for HostFact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let op = match self.op {
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+            Cmp::Eq => "==",
+            Cmp::Ne => "!=",
+        };
+        let s = if self.signed { "s" } else { "u" };
+        write!(f, "r")?;
+        if self.offset != 0 {
+            write!(f, " + {}", self.offset)?;
+        }
+        write!(f, " {op}{s} {}", self.bound)?;
+        if let Some(e) = self.or_eq {
+            write!(f, " or == {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl HostExpr {
     /// How many low bits are zero in every value the expression takes for this launch (the
     /// power of two that divides them all), as far as it can tell: 0 when unknown, 64 for 0.
     fn twos(&self, v: &LaunchValues<'_>) -> u32 {
