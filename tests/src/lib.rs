@@ -12,6 +12,7 @@ use cudacheck::nvrtc::CudaSource;
 
 #[cfg(doctest)]
 pub mod docs;
+pub mod host_checks;
 pub mod matrix;
 pub mod ptx;
 

@@ -49,7 +49,8 @@
 //! - `Param { index, bytes, signed }`: scalar argument `index`, its `bytes` low bytes read
 //!   signed or not; fails unless the launch passes a scalar of exactly that size there.
 //! - `Tid(a)`, `Ctaid(a)`: `[0, block - 1]`, `[0, grid - 1]` along axis `a` (0, 1, 2: x, y,
-//!   z); `Ntid(a)`, `Nctaid(a)`: the block's and grid's extent along it, exactly.
+//!   z), the executing thread's own; `Ntid(a)`, `Nctaid(a)`: the block's and grid's extent
+//!   along it, exactly.
 //! - `Add`, `Sub`, `Mul`, `Shl(e, k)` (`e * 2^k`): exact interval arithmetic. These are ring
 //!   operations, so representatives of the operands give a representative of the result and
 //!   no wrap check is needed.
@@ -77,11 +78,22 @@
 //! - `Reached { e, when }`: `e`, or nothing (`Ok(None)`) where one of `when` (facts on other
 //!   registers at the statement that wrote `e`) is empty for the launch: that statement
 //!   does not run. A `when` that fails to evaluate says nothing.
-//! - `Quot { a, b, min, zero_unreached }`: `a / b` when both are fixed, `b` divides `a` and
-//!   the quotient is at least `min`; fails otherwise.
+//! - `Quot { a, b, min, zero_unreached }`: `a / b` when `b` is fixed and divides each
+//!   thread's `a`: `a` fixed and a multiple of `b`, or `b` of 1 or -1 (then `a`'s interval
+//!   divided by it). The quotients must be at least `min` (and not negative), but for 0 where
+//!   `zero_unreached` says a thread with 0 does not get here (left out, `Ok(None)` if every
+//!   thread has 0); fails otherwise.
 //! - `Counted { init, step, last, no_wrap }`: `init + j * step` for `j` in
 //!   `[0, max(0, last)]`, after each of `no_wrap` evaluates: every iteration of a counted
-//!   loop in one interval.
+//!   loop in one interval. Where a part of `init` is functional (`HostExpr::functional`:
+//!   one value per thread, the same wherever it occurs), occurs in `last` too and takes few
+//!   values, each value `c` is also tried alone: `init` and `last` evaluated with every
+//!   occurrence of the part at `c` (the threads with `c` there start where that gives and
+//!   run that many iterations), and the hull over the values, intersected with the first
+//!   interval, is the result (two parts may be tried together, every pair of their values).
+//!   A clamped window's loop (`for (h = max(s, 0); h < min(s + 3, H); ++h)`) then ends below
+//!   `H` from every start, where the largest start and the largest count never occur
+//!   together; so does a remainder loop of a thread's own first iterations.
 //!
 //! `size` counts an expression's nodes: `guard/` drops an expression past its `MAX_SIZE`.
 //!
@@ -324,6 +336,17 @@ pub struct LaunchValues<'a> {
     pub lens: &'a [u64],
 }
 
+/// What a launch's values say of an expression ([`HostExpr::interval`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// Every value it takes lies in `[lo, hi]`.
+    Within(i128, i128),
+    /// No execution of the launch reaches it.
+    Unreached,
+    /// The host cannot bound it: a host check on it fails.
+    Unbounded,
+}
+
 /// An interval of integers; `None` inside `Ok` is empty (unreachable).
 type Iv = Option<(i128, i128)>;
 
@@ -358,6 +381,129 @@ fn checked(lo: i128, hi: i128) -> Result<Iv, ()> {
         return Err(());
     }
     Ok(if lo > hi { None } else { Some((lo, hi)) })
+}
+
+/// How many expression nodes a [`HostExpr::Counted`] may evaluate when it tries each value
+/// of a part of its start (per split, at most four splits, none inside another): a launch
+/// evaluates its host checks on the host before it runs (once per set of values), and this
+/// keeps a split to well under a millisecond.
+const SPLIT_BUDGET: i128 = 1 << 16;
+
+fn hull(a: Iv, b: Iv) -> Iv {
+    match (a, b) {
+        (Some(x), Some(y)) => Some((x.0.min(y.0), x.1.max(y.1))),
+        (x, None) | (None, x) => x,
+    }
+}
+
+/// The values `init + j * step` of a counted loop's register for `j` in `[0, max(0, last)]`,
+/// less the iterations `siblings` exclude (see [`HostExpr::Counted`]).
+fn counted_values(
+    v: &LaunchValues<'_>,
+    init: (i128, i128),
+    st: (i128, i128),
+    last: (i128, i128),
+    siblings: &[Sibling],
+) -> Result<Iv, ()> {
+    let (mut j0, mut j1) = (0, last.1.max(0));
+    for sib in siblings {
+        match sib.narrow(v, j0, j1) {
+            Ok(Some((a, b))) => (j0, j1) = (a, b),
+            // No iteration reaches the access.
+            Ok(None) => return Ok(None),
+            Err(()) => {}
+        }
+    }
+    let p = [j0 * st.0, j0 * st.1, j1 * st.0, j1 * st.1];
+    let lo = *p.iter().min().expect("four");
+    let hi = *p.iter().max().expect("four");
+    checked(init.0 + lo, init.1 + hi)
+}
+
+/// Subexpressions with one value each: see [`HostExpr::eval_at`].
+type Pins<'a> = &'a [(&'a HostExpr, i128)];
+
+/// Ways to split a counted loop's values by its start (`init`) where its iteration count
+/// (`last`) reads the same values: the [`functional`](HostExpr::functional) parts of `init`
+/// that also occur in `last` and take more than one value, each alone (smallest first) and
+/// the two that take the fewest values together, each as the intervals of the values to try,
+/// within [`SPLIT_BUDGET`].
+fn split_pins<'e>(
+    v: &LaunchValues<'_>,
+    init: &'e HostExpr,
+    last: &HostExpr,
+) -> Vec<Vec<(&'e HostExpr, (i128, i128))>> {
+    /// Splits tried per loop.
+    const MAX_SPLITS: usize = 4;
+    let mut parts: Vec<(&HostExpr, (i128, i128))> = Vec::new();
+    let mut stack = vec![init];
+    while let Some(e) = stack.pop() {
+        stack.extend(e.operands());
+        if parts.iter().any(|(p, _)| *p == e) || !e.functional() {
+            continue;
+        }
+        let Ok(Some(x)) = e.eval(v) else { continue };
+        if x.0 < x.1 && last.contains(e) {
+            parts.push((e, x));
+        }
+    }
+    let n = |x: (i128, i128)| x.1 - x.0 + 1;
+    let cost = last.size() as i128 + init.size() as i128;
+    parts.retain(|(_, x)| n(*x).saturating_mul(cost) <= SPLIT_BUDGET);
+    parts.sort_by_key(|(e, _)| e.size());
+    let mut out: Vec<Vec<_>> = parts
+        .iter()
+        .take(MAX_SPLITS - 1)
+        .map(|p| vec![*p])
+        .collect();
+    // The pair: the part with the fewest values (the innermost of equals: it stands for
+    // every occurrence of those around it), and the next that is not inside or around it.
+    let mut fewest = parts.clone();
+    fewest.sort_by_key(|(e, x)| (n(*x), e.size()));
+    if let Some(&a) = fewest.first() {
+        let b = fewest[1..]
+            .iter()
+            .find(|b| !a.0.contains(b.0) && !b.0.contains(a.0));
+        if let Some(&b) = b {
+            if n(a.1).saturating_mul(n(b.1)).saturating_mul(cost) <= SPLIT_BUDGET {
+                out.push(vec![a, b]);
+            }
+        }
+    }
+    out
+}
+
+/// A counted loop's values (as [`counted_values`]) with `pins` tried at each combination of
+/// their values: the hull over all of them.
+fn counted_pinned(
+    v: &LaunchValues<'_>,
+    init: &HostExpr,
+    st: (i128, i128),
+    last: &HostExpr,
+    siblings: &[Sibling],
+    pins: &[(&HostExpr, (i128, i128))],
+) -> Result<Iv, ()> {
+    let mut at: Vec<(&HostExpr, i128)> = pins.iter().map(|(e, x)| (*e, x.0)).collect();
+    let mut out: Iv = None;
+    loop {
+        // `None`: no thread with these values reaches the loop.
+        if let (Some(x), Some(l)) = (init.eval_at(v, &at)?, last.eval_at(v, &at)?) {
+            out = hull(out, counted_values(v, x, st, l, siblings)?);
+        }
+        // The next combination, the first pin fastest.
+        let mut k = 0;
+        loop {
+            let Some(p) = at.get_mut(k) else {
+                return Ok(out);
+            };
+            if p.1 < pins[k].1 .1 {
+                p.1 += 1;
+                break;
+            }
+            p.1 = pins[k].1 .0;
+            k += 1;
+        }
+    }
 }
 
 /// The interval `x` of representatives as the `bits`-bit `signed` interpretation reads it:
@@ -424,6 +570,230 @@ impl HostCheck {
 }
 
 impl HostExpr {
+    /// Every value the expression takes in this launch, as the host check uses it (see the
+    /// module docs).
+    pub fn interval(&self, v: &LaunchValues<'_>) -> Bound {
+        match self.eval(v) {
+            Ok(Some((lo, hi))) => Bound::Within(lo, hi),
+            Ok(None) => Bound::Unreached,
+            Err(()) => Bound::Unbounded,
+        }
+    }
+
+    /// The innermost part of the expression the host cannot bound for this launch (its own
+    /// operands all bounded), where the whole cannot be: what a report of a failing host
+    /// check names as the reason.
+    pub fn first_failure(&self, v: &LaunchValues<'_>) -> Option<&HostExpr> {
+        if self.eval(v).is_ok() {
+            return None;
+        }
+        Some(
+            self.operands()
+                .into_iter()
+                .find_map(|e| e.first_failure(v))
+                .unwrap_or(self),
+        )
+    }
+
+    /// Whether the expression takes one value per thread of a launch, the same wherever it
+    /// occurs: built from the launch's values and the thread's own indices by exact
+    /// operations (a register known only by its facts, an induction variable, a hull or a
+    /// mask stand for values that may differ between occurrences).
+    fn functional(&self) -> bool {
+        use HostExpr::*;
+        match self {
+            Const(_) | Param { .. } | Tid(_) | Ntid(_) | Ctaid(_) | Nctaid(_) => true,
+            Add(a, b) | Sub(a, b) | Mul(a, b) | Div(a, b) | Rem(a, b) | Min(a, b) | Max(a, b) => {
+                a.functional() && b.functional()
+            }
+            Shl(a, _)
+            | In { e: a, .. }
+            | Wrap { e: a, .. }
+            | Shr { e: a, .. }
+            | And { e: a, .. } => a.functional(),
+            // The register holds what its definition computed; the facts only say which
+            // threads get here.
+            Facts { def: Some(d), .. } => d.functional(),
+            Facts { def: None, .. }
+            | Mask(_)
+            | Iv { .. }
+            | Hull(_)
+            | Reached { .. }
+            | Quot { .. }
+            | Counted { .. } => false,
+        }
+    }
+
+    /// Whether `e` occurs in this expression (itself included).
+    fn contains(&self, e: &HostExpr) -> bool {
+        self == e || self.operands().into_iter().any(|o| o.contains(e))
+    }
+
+    /// The expressions this one is computed from.
+    fn operands(&self) -> Vec<&HostExpr> {
+        use HostExpr::*;
+        match self {
+            Const(_) | Param { .. } | Tid(_) | Ntid(_) | Ctaid(_) | Nctaid(_) | Mask(_) => vec![],
+            Add(a, b) | Sub(a, b) | Mul(a, b) | Div(a, b) | Rem(a, b) | Min(a, b) | Max(a, b) => {
+                vec![a, b]
+            }
+            Quot { a, b, .. } => vec![a, b],
+            Shl(a, _)
+            | In { e: a, .. }
+            | Wrap { e: a, .. }
+            | Shr { e: a, .. }
+            | And { e: a, .. } => vec![a],
+            Facts { def, facts, .. } => def
+                .iter()
+                .map(|d| &**d)
+                .chain(facts.iter().map(|f| &f.bound))
+                .collect(),
+            Iv { inits, steps, .. } => inits
+                .iter()
+                .chain(steps.iter().flat_map(|s| [&s.step, &s.guard.bound]))
+                .collect(),
+            Hull(es) => es.iter().collect(),
+            Reached { e, when } => std::iter::once(&**e).chain(when).collect(),
+            Counted {
+                init,
+                step,
+                last,
+                no_wrap,
+                siblings,
+            } => [&**init, &**step, &**last]
+                .into_iter()
+                .chain(no_wrap)
+                .chain(siblings.iter().flat_map(|s| [&s.init, &s.step]))
+                .collect(),
+        }
+    }
+}
+
+/// A compact reading of an expression for a person (a failing host check's report): `p4`
+/// is scalar parameter 4 (`p4:u8` of 8 bytes unsigned), `tid.x`, `ntid.x`, `ctaid.x` and
+/// `nctaid.x` the launch's indices and extents.
+impl std::fmt::Display for HostExpr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use HostExpr::*;
+        let ax = |a: &u8| ["x", "y", "z"].get(usize::from(*a)).copied().unwrap_or("?");
+        let sg = |s: &bool| if *s { "s" } else { "u" };
+        let list = |f: &mut std::fmt::Formatter<'_>, es: &[HostExpr]| -> std::fmt::Result {
+            for (k, e) in es.iter().enumerate() {
+                write!(f, "{}{e}", if k == 0 { "" } else { ", " })?;
+            }
+            Ok(())
+        };
+        match self {
+            Const(c) => write!(f, "{c}"),
+            Param {
+                index,
+                bytes,
+                signed,
+            } => write!(f, "p{index}:{}{}", sg(signed), u32::from(*bytes) * 8),
+            Tid(a) => write!(f, "tid.{}", ax(a)),
+            Ntid(a) => write!(f, "ntid.{}", ax(a)),
+            Ctaid(a) => write!(f, "ctaid.{}", ax(a)),
+            Nctaid(a) => write!(f, "nctaid.{}", ax(a)),
+            Add(a, b) => write!(f, "({a} + {b})"),
+            Sub(a, b) => write!(f, "({a} - {b})"),
+            Mul(a, b) => write!(f, "{a} * {b}"),
+            Shl(a, k) => write!(f, "({a} << {k})"),
+            In { e, bits, signed } => write!(f, "in{}{bits}({e})", sg(signed)),
+            Wrap { e, bits, signed } => write!(f, "wrap{}{bits}({e})", sg(signed)),
+            Shr { e, bits, signed, k } => write!(f, "({e} >>{}{bits} {k})", sg(signed)),
+            Mask(m) => write!(f, "(? & {m})"),
+            And { e, mask } => write!(f, "({e} & {mask})"),
+            Div(a, b) => write!(f, "({a} / {b})"),
+            Rem(a, b) => write!(f, "({a} % {b})"),
+            Min(a, b) => write!(f, "min({a}, {b})"),
+            Max(a, b) => write!(f, "max({a}, {b})"),
+            Facts { def, bits, facts } => {
+                write!(f, "r{bits}[")?;
+                if let Some(d) = def {
+                    write!(f, "= {d}")?;
+                }
+                for fa in facts {
+                    write!(f, "; {fa}")?;
+                }
+                write!(f, "]")
+            }
+            Iv {
+                bits,
+                signed,
+                inits,
+                steps,
+            } => {
+                write!(f, "iv{}{bits}(from ", sg(signed))?;
+                list(f, inits)?;
+                for s in steps {
+                    write!(f, "; += {} while {}", s.step, s.guard)?;
+                }
+                write!(f, ")")
+            }
+            Hull(es) => {
+                write!(f, "hull(")?;
+                list(f, es)?;
+                write!(f, ")")
+            }
+            Reached { e, when } => {
+                write!(f, "{e} where (")?;
+                list(f, when)?;
+                write!(f, ")")
+            }
+            Quot {
+                a,
+                b,
+                min,
+                zero_unreached,
+            } => {
+                let z = if *zero_unreached { ", 0 unreached" } else { "" };
+                write!(f, "quot({a}, {b}, >= {min}{z})")
+            }
+            Counted {
+                init,
+                step,
+                last,
+                no_wrap,
+                siblings,
+            } => {
+                write!(f, "counted({init} + j * {step}, j <= {last}")?;
+                if !no_wrap.is_empty() {
+                    write!(f, "; no wrap: ")?;
+                    list(f, no_wrap)?;
+                }
+                if !siblings.is_empty() {
+                    write!(f, "; {} siblings", siblings.len())?;
+                }
+                write!(f, ")")
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for HostFact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let op = match self.op {
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+            Cmp::Eq => "==",
+            Cmp::Ne => "!=",
+        };
+        let s = if self.signed { "s" } else { "u" };
+        write!(f, "r")?;
+        if self.offset != 0 {
+            write!(f, " + {}", self.offset)?;
+        }
+        write!(f, " {op}{s} {}", self.bound)?;
+        if let Some(e) = self.or_eq {
+            write!(f, " or == {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl HostExpr {
     /// How many low bits are zero in every value the expression takes for this launch (the
     /// power of two that divides them all), as far as it can tell: 0 when unknown, 64 for 0.
     fn twos(&self, v: &LaunchValues<'_>) -> u32 {
@@ -467,7 +837,21 @@ impl HostExpr {
     }
 
     fn eval(&self, v: &LaunchValues<'_>) -> Result<Iv, ()> {
+        self.eval_at(v, &[])
+    }
+
+    /// [`eval`](Self::eval), where each of `pins` (a [`functional`](Self::functional)
+    /// subexpression and one of its values) is known to take that value: every occurrence of
+    /// it evaluates to it. Evaluating an occurrence as usual instead is never wrong (its
+    /// interval holds the value), so the pins need not reach every node (`Sibling::narrow`
+    /// does without them).
+    fn eval_at(&self, v: &LaunchValues<'_>, pin: Pins<'_>) -> Result<Iv, ()> {
         use HostExpr::*;
+        for &(e, c) in pin {
+            if std::ptr::eq(e, self) || e == self {
+                return Ok(Some((c, c)));
+            }
+        }
         let axis = |a: &u8, d: [u32; 3]| d.get(usize::from(*a)).copied().ok_or(());
         Ok(match self {
             Const(c) => Some((i128::from(*c), i128::from(*c))),
@@ -504,15 +888,15 @@ impl HostExpr {
                 let n = i128::from(axis(a, v.grid)?);
                 Some((n, n))
             }
-            Add(a, b) => match (a.eval(v)?, b.eval(v)?) {
+            Add(a, b) => match (a.eval_at(v, pin)?, b.eval_at(v, pin)?) {
                 (Some(x), Some(y)) => return checked(x.0 + y.0, x.1 + y.1),
                 _ => None,
             },
-            Sub(a, b) => match (a.eval(v)?, b.eval(v)?) {
+            Sub(a, b) => match (a.eval_at(v, pin)?, b.eval_at(v, pin)?) {
                 (Some(x), Some(y)) => return checked(x.0 - y.1, x.1 - y.0),
                 _ => None,
             },
-            Mul(a, b) => match (a.eval(v)?, b.eval(v)?) {
+            Mul(a, b) => match (a.eval_at(v, pin)?, b.eval_at(v, pin)?) {
                 (Some(x), Some(y)) => {
                     let p = [x.0 * y.0, x.0 * y.1, x.1 * y.0, x.1 * y.1];
                     let lo = *p.iter().min().expect("four");
@@ -525,28 +909,28 @@ impl HostExpr {
                 if *k > 64 {
                     return Err(());
                 }
-                match a.eval(v)? {
+                match a.eval_at(v, pin)? {
                     Some(x) => return checked(x.0 << k, x.1 << k),
                     None => None,
                 }
             }
-            In { e, bits, signed } => match e.eval(v)? {
+            In { e, bits, signed } => match e.eval_at(v, pin)? {
                 Some(x) if within(x, range_of(*bits, *signed)) => Some(x),
                 Some(_) => return Err(()),
                 None => None,
             },
-            Wrap { e, bits, signed } => match e.eval(v)? {
+            Wrap { e, bits, signed } => match e.eval_at(v, pin)? {
                 Some(x) => Some(interpret(x, *bits, *signed).ok_or(())?),
                 None => None,
             },
-            Shr { e, bits, signed, k } => match e.eval(v)? {
+            Shr { e, bits, signed, k } => match e.eval_at(v, pin)? {
                 Some(x) if within(x, range_of(*bits, *signed)) && *k < 127 => {
                     Some((x.0 >> k, x.1 >> k))
                 }
                 Some(_) => return Err(()),
                 None => None,
             },
-            Min(a, b) | Max(a, b) => match (a.eval(v)?, b.eval(v)?) {
+            Min(a, b) | Max(a, b) => match (a.eval_at(v, pin)?, b.eval_at(v, pin)?) {
                 (Some(x), Some(y)) => Some(if matches!(self, Min(..)) {
                     (x.0.min(y.0), x.1.min(y.1))
                 } else {
@@ -555,7 +939,7 @@ impl HostExpr {
                 // No execution reaches one side: none reaches the result either.
                 _ => None,
             },
-            Div(a, b) => match (a.eval(v)?, b.eval(v)?) {
+            Div(a, b) => match (a.eval_at(v, pin)?, b.eval_at(v, pin)?) {
                 (Some(x), Some(d)) => {
                     if d.0 <= 0 {
                         return Err(());
@@ -569,7 +953,7 @@ impl HostExpr {
                 }
                 _ => None,
             },
-            Rem(a, b) => match (a.eval(v)?, b.eval(v)?) {
+            Rem(a, b) => match (a.eval_at(v, pin)?, b.eval_at(v, pin)?) {
                 (Some(x), Some(d)) => {
                     if d.0 <= 0 {
                         return Err(());
@@ -591,7 +975,7 @@ impl HostExpr {
                 if *mask < 0 {
                     return Err(());
                 }
-                match e.eval(v) {
+                match e.eval_at(v, pin) {
                     Ok(None) => None,
                     Ok(Some(x)) => Some(and_mask(x, *mask)),
                     Err(()) => Some((0, i128::from(*mask))),
@@ -605,7 +989,7 @@ impl HostExpr {
             }
             Facts { def, bits, facts } => {
                 let def = match def {
-                    Some(d) => match d.eval(v) {
+                    Some(d) => match d.eval_at(v, pin) {
                         Ok(None) => return Ok(None),
                         Ok(Some(x)) => Some(x),
                         Err(()) => None,
@@ -622,7 +1006,7 @@ impl HostExpr {
                 // can then show that `r + k` of an offset fact does not wrap.
                 let direct = facts.iter().filter(|f| f.offset == 0);
                 for f in direct.chain(facts.iter().filter(|f| f.offset != 0)) {
-                    let Some(b) = f.bound.eval(v)? else {
+                    let Some(b) = f.bound.eval_at(v, pin)? else {
                         return Ok(None);
                     };
                     let range = range_of(*bits, f.signed);
@@ -685,7 +1069,7 @@ impl HostExpr {
                 let r = range_of(*bits, *signed);
                 let mut least: Option<i128> = None;
                 for i in inits {
-                    match i.eval(v)? {
+                    match i.eval_at(v, pin)? {
                         Some(x) if within(x, r) => least = Some(least.map_or(x.0, |l| l.min(x.0))),
                         Some(_) => return Err(()),
                         None => {}
@@ -695,11 +1079,13 @@ impl HostExpr {
                     return Err(());
                 };
                 for s in steps {
-                    let Some(st) = s.step.eval(v)? else { continue };
+                    let Some(st) = s.step.eval_at(v, pin)? else {
+                        continue;
+                    };
                     if st.0 < 0 || s.guard.signed != *signed {
                         return Err(());
                     }
-                    let Some(b) = s.guard.bound.eval(v)? else {
+                    let Some(b) = s.guard.bound.eval_at(v, pin)? else {
                         continue;
                     };
                     let mut top = match s.guard.op {
@@ -722,7 +1108,7 @@ impl HostExpr {
             Hull(es) => {
                 let mut out: Option<(i128, i128)> = None;
                 for e in es {
-                    if let Some(x) = e.eval(v)? {
+                    if let Some(x) = e.eval_at(v, pin)? {
                         out = Some(out.map_or(x, |o| (o.0.min(x.0), o.1.max(x.1))));
                     }
                 }
@@ -730,30 +1116,47 @@ impl HostExpr {
             }
             Reached { e, when } => {
                 for w in when {
-                    if let Ok(None) = w.eval(v) {
+                    if let Ok(None) = w.eval_at(v, pin) {
                         return Ok(None);
                     }
                 }
-                return e.eval(v);
+                return e.eval_at(v, pin);
             }
             Quot {
                 a,
                 b,
                 min,
                 zero_unreached,
-            } => match (a.eval(v)?, b.eval(v)?) {
+            } => match (a.eval_at(v, pin)?, b.eval_at(v, pin)?) {
                 (Some(x), Some(d)) => {
-                    if x.0 != x.1 || d.0 != d.1 || d.0 == 0 || x.0 % d.0 != 0 {
+                    if d.0 != d.1 || d.0 == 0 {
                         return Err(());
                     }
-                    let q = x.0 / d.0;
-                    if q == 0 && *zero_unreached {
-                        return Ok(None);
-                    }
-                    if q < i128::from(*min) {
+                    // Each thread's quotient is exact: one value that `d` divides, or any
+                    // value for a step of one (a remainder loop counting its own threads'
+                    // iterations down to zero, one per thread).
+                    let (q0, q1) = if x.0 == x.1 && x.0 % d.0 == 0 {
+                        (x.0 / d.0, x.0 / d.0)
+                    } else if d.0.abs() == 1 {
+                        let (a, b) = (x.0 * d.0, x.1 * d.0);
+                        (a.min(b), a.max(b))
+                    } else {
+                        return Err(());
+                    };
+                    // Threads whose quotient is 0 do not get here; every other one must
+                    // take at least `min` steps (or it would wrap around).
+                    let q0 = if *zero_unreached && q0 == 0 {
+                        if q1 == 0 {
+                            return Ok(None);
+                        }
+                        1
+                    } else {
+                        q0
+                    };
+                    if q0 < i128::from(*min) || q0 < 0 {
                         return Err(());
                     }
-                    Some((q, q))
+                    Some((q0, q1))
                 }
                 _ => None,
             },
@@ -765,26 +1168,38 @@ impl HostExpr {
                 siblings,
             } => {
                 for w in no_wrap {
-                    w.eval(v)?;
+                    w.eval_at(v, pin)?;
                 }
-                let (Some(x), Some(st), Some(l)) = (init.eval(v)?, step.eval(v)?, last.eval(v)?)
-                else {
+                let (Some(x), Some(st), Some(l)) = (
+                    init.eval_at(v, pin)?,
+                    step.eval_at(v, pin)?,
+                    last.eval_at(v, pin)?,
+                ) else {
                     // No execution reaches the loop.
                     return Ok(None);
                 };
-                let (mut j0, mut j1) = (0, l.1.max(0));
-                for sib in siblings {
-                    match sib.narrow(v, j0, j1) {
-                        Ok(Some((a, b))) => (j0, j1) = (a, b),
-                        // No iteration reaches the access.
-                        Ok(None) => return Ok(None),
-                        Err(()) => {}
-                    }
+                let whole = counted_values(v, x, st, l, siblings)?;
+                // A loop from a clamped start to a clamped end (`for (h = max(s, 0); h <
+                // min(s + 3, H); ++h)`), or a remainder loop of a thread's own iterations:
+                // its count depends on its start, and the bounds above treat the two as
+                // unrelated (the largest start with the most iterations). Where a part of the
+                // start that the count reads too takes few values, each is tried alone.
+                // Not again inside a split (its cost would multiply).
+                if x.0 == x.1 || !pin.is_empty() {
+                    return Ok(whole);
                 }
-                let p = [j0 * st.0, j0 * st.1, j1 * st.0, j1 * st.1];
-                let lo = *p.iter().min().expect("four");
-                let hi = *p.iter().max().expect("four");
-                return checked(x.0 + lo, x.1 + hi);
+                let mut out = whole;
+                for pins in split_pins(v, init, last) {
+                    let Ok(s) = counted_pinned(v, init, st, last, siblings, &pins) else {
+                        continue;
+                    };
+                    // Each holds every value: so does their intersection.
+                    out = match (out, s) {
+                        (Some(w), Some(s)) => checked(w.0.max(s.0), w.1.min(s.1))?,
+                        _ => None,
+                    };
+                }
+                out
             }
         })
     }
@@ -997,6 +1412,121 @@ mod tests {
         let div = |x, d| HostExpr::Div(x, d).eval(&v);
         assert_eq!(div(span(-9, 17), span(2, 4)), Ok(Some((-4, 8))));
         assert_eq!(div(span(0, 5), span(-1, 4)), Err(()));
+    }
+
+    /// A remainder loop counting each thread's own iterations (`(t + p) & 3`, 0 to 3) down
+    /// to zero by -1: every thread's count is exact, so the quotient is the interval itself;
+    /// a thread with 0 does not enter (where the loop says so), and other steps or counts
+    /// below `min` still fail.
+    #[test]
+    fn a_quotient_by_one_of_a_count_that_varies_by_thread() {
+        let scalars = [Some((1u64, 4))];
+        let v = LaunchValues {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            scalars: &scalars,
+            lens: &[UNKNOWN],
+        };
+        let b = Box::new;
+        let p = HostExpr::Param {
+            index: 0,
+            bytes: 4,
+            signed: false,
+        };
+        let count = |m| HostExpr::And {
+            e: b(HostExpr::Add(b(HostExpr::Tid(0)), b(p.clone()))),
+            mask: m,
+        };
+        let quot = |m, d, min, zero_unreached| HostExpr::Quot {
+            a: b(HostExpr::Sub(b(HostExpr::Const(0)), b(count(m)))),
+            b: b(HostExpr::Const(d)),
+            min,
+            zero_unreached,
+        };
+        assert_eq!(quot(3, -1, 1, true).eval(&v), Ok(Some((1, 3))));
+        assert_eq!(quot(3, -1, 0, false).eval(&v), Ok(Some((0, 3))));
+        // A count of 0 in a loop entered regardless would wrap around.
+        assert_eq!(quot(3, -1, 1, false).eval(&v), Err(()));
+        // A step of 2 need not divide every thread's distance.
+        assert_eq!(quot(3, -2, 1, true).eval(&v), Err(()));
+        // Counting up by 1 from a start above the bound: negative counts wrap around.
+        assert_eq!(quot(3, 1, 0, false).eval(&v), Err(()));
+        // Every thread with 0: none gets in.
+        assert_eq!(quot(0, -1, 1, true).eval(&v), Ok(None));
+    }
+
+    const UNKNOWN: u64 = super::super::UNKNOWN_LEN;
+
+    /// `for (i = max(2 t - 1, 0); i < min(2 t + 2, n); ++i) in[i]`: the window's start and
+    /// its count both follow the thread, so the last index is `n - 1` from every start (the
+    /// largest start never has the largest count). A window's end one past the input
+    /// (`min(2 t + 2, n + 1)`), a short input, and a window whose `t` is not one value per
+    /// thread (`x & 63` of an unknown `x`, which may differ between its occurrences) fail.
+    #[test]
+    fn a_window_clamped_at_both_ends_is_split_by_its_start() {
+        let n = 127i64;
+        let scalars = [None, Some((n as u64, 4))];
+        let lens = [4 * n as u64, UNKNOWN];
+        let v = LaunchValues {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            scalars: &scalars,
+            lens: &lens,
+        };
+        let b = Box::new;
+        let c = |k| b(HostExpr::Const(k));
+        let pn = HostExpr::Param {
+            index: 1,
+            bytes: 4,
+            signed: true,
+        };
+        let window = |past: i64, t: &HostExpr| {
+            let s = || HostExpr::Sub(b(HostExpr::Shl(b(t.clone()), 1)), c(1));
+            let start = || HostExpr::Max(b(s()), c(0));
+            let end = HostExpr::Min(
+                b(HostExpr::Add(b(s()), c(3))),
+                b(HostExpr::Add(b(pn.clone()), c(past))),
+            );
+            let count = HostExpr::Sub(b(end), b(start()));
+            HostCheck {
+                param: 0,
+                array_bytes: None,
+                bytes: 4,
+                kind: SiteKind::Read,
+                loc: None,
+                inlined_at: None,
+                offset: HostExpr::Shl(
+                    b(HostExpr::Counted {
+                        init: b(start()),
+                        step: c(1),
+                        last: b(HostExpr::Sub(b(count), c(1))),
+                        no_wrap: Vec::new(),
+                        siblings: Vec::new(),
+                    }),
+                    2,
+                ),
+            }
+        };
+        let tid = HostExpr::Tid(0);
+        let ok = window(0, &tid);
+        assert_eq!(
+            ok.offset.interval(&v),
+            Bound::Within(0, 4 * i128::from(n - 1))
+        );
+        assert!(ok.holds(&v));
+        // One element past the input.
+        let past = window(1, &tid);
+        assert_eq!(
+            past.offset.interval(&v),
+            Bound::Within(0, 4 * i128::from(n))
+        );
+        assert!(!past.holds(&v));
+        // The input one element short.
+        let short = [4 * n as u64 - 4, UNKNOWN];
+        assert!(!ok.holds(&LaunchValues { lens: &short, ..v }));
+        // Not one value per thread: the start and the count are not split.
+        let masked = window(0, &HostExpr::Mask(63));
+        assert!(!masked.holds(&v));
     }
 
     /// One host check with every node and every optional field set, one with none: the JSON

@@ -93,7 +93,7 @@ pub use coverage::{
 };
 pub(crate) use emit::{callee, source_loc};
 pub use emit::{demangle, demangle_var};
-pub use host_expr::{Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues, Sibling};
+pub use host_expr::{Bound, Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues, Sibling};
 
 pub use ptx::PtxError;
 pub use record::{decode, FaultKind, FaultRecord, MSG_BYTES, RECORD_BYTES};

@@ -1,0 +1,136 @@
+//! NVRTC tier: loop shapes whose host checks the launch evaluates (no GPU). For each, a
+//! launch that stays in bounds passes every host check, and the same launch with a buffer one
+//! element short, or the kernel's out-of-bounds twin (`OOB` defined), fails one.
+
+use std::sync::Arc;
+
+use cudacheck::nvrtc::CudaSource;
+use cudacheck::Kernel;
+use cudacheck_core::instrument::InstrumentedKernel;
+use cudacheck_core::Arch;
+use cudacheck_tests::host_checks::{failing, Arg};
+use cudacheck_tests::nvrtc_or_skip;
+
+const SRC: &str = r#"
+// A 64-bit grid-stride loop: NVVM unrolls it by four after a remainder loop that counts each
+// thread's own first iterations (0 to 3) down to zero.
+extern "C" __global__ void scale_stride64(const float* __restrict__ x, float* __restrict__ y,
+                                          float a, long long n)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x)
+        y[i] = a * x[i];
+}
+
+// A window of three with stride two and padding one, clamped at both edges: the loop's start
+// and its count both depend on the thread.
+extern "C" __global__ void window3_clamped(const float* __restrict__ in, float* __restrict__ out,
+                                           int n, int on)
+{
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= on) return;
+    int s = 2 * o - 1;
+#ifdef OOB
+    int e = min(s + 3, n + 1);
+#else
+    int e = min(s + 3, n);
+#endif
+    s = max(s, 0);
+    float m = -INFINITY;
+    for (int i = s; i < e; ++i) m = fmaxf(m, in[i]);
+    out[o] = m;
+}
+"#;
+
+fn arch() -> Arch {
+    "sm_90".parse().unwrap()
+}
+
+fn build(name: &str, block: [u32; 3], oob: bool) -> InstrumentedKernel {
+    let mut k = Kernel::new(CudaSource::from_str("shapes.cu", SRC), name).arch(arch());
+    if oob {
+        k = k.define("OOB", None);
+    }
+    let built = k
+        .build()
+        .check_offline_checked(arch(), (block[0], block[1], block[2]), 0)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let ik = Arc::unwrap_or_clone(built.checked.expect("a bounds-checked build"));
+    assert!(
+        !ik.host_checks.is_empty(),
+        "{name}: nothing checked on the host"
+    );
+    ik
+}
+
+#[test]
+fn nvrtc_host_checks_remainder_loop_of_a_64_bit_grid_stride_loop() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let (grid, block) = ([2, 1, 1], [64, 1, 1]);
+    let ik = build("scale_stride64", block, false);
+    // 300 elements over 128 threads: the remainder loop runs 2 or 3 iterations per thread.
+    for n in [300u64, 128, 5] {
+        let args = [
+            Arg::Buf(4 * n),
+            Arg::Buf(4 * n),
+            Arg::F32(2.0),
+            Arg::I64(n as i64),
+        ];
+        let f = failing(&ik, grid, block, &args);
+        assert!(f.is_empty(), "n = {n}: {f:#?}");
+    }
+    // The input one element short: the last thread's last remainder iteration reads past it.
+    let n = 300u64;
+    let short = [
+        Arg::Buf(4 * n - 4),
+        Arg::Buf(4 * n),
+        Arg::F32(2.0),
+        Arg::I64(n as i64),
+    ];
+    let f = failing(&ik, grid, block, &short);
+    assert!(
+        f.iter().any(|l| l.contains("param 0")),
+        "a short input passes: {f:#?}"
+    );
+}
+
+#[test]
+fn nvrtc_host_checks_window_clamped_at_both_edges() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let block = [64, 1, 1];
+    let ik = build("window3_clamped", block, false);
+    // An input of `n` floats, an output of one per window.
+    let args = |n: u64| {
+        let on = (n - 1) / 2 + 1;
+        [
+            Arg::Buf(4 * n),
+            Arg::Buf(4 * on),
+            Arg::I32(n as i32),
+            Arg::I32(on as i32),
+        ]
+    };
+    for (n, grid) in [(255u64, 2u32), (256, 2), (1001, 8)] {
+        let args = args(n);
+        let f = failing(&ik, [grid, 1, 1], block, &args);
+        assert!(f.is_empty(), "n = {n}: {f:#?}");
+        // The input one element short.
+        let mut short = args;
+        short[0] = Arg::Buf(4 * n - 4);
+        let f = failing(&ik, [grid, 1, 1], block, &short);
+        assert!(
+            f.iter().any(|l| l.contains("param 0")),
+            "n = {n}: a short input passes"
+        );
+    }
+    // The twin whose window ends one past the input.
+    let twin = build("window3_clamped", block, true);
+    let f = failing(&twin, [2, 1, 1], block, &args(255));
+    assert!(
+        f.iter().any(|l| l.contains("param 0")),
+        "the out-of-bounds twin passes"
+    );
+}
