@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# compute-sanitizer on the planted cases of checks cudacheck does not have yet
-# (tests/run/planned: barriers only part of a block reaches, uninitialized reads), for the
-# record those checks will be measured against: per case, what the plain run does (its exit
+# compute-sanitizer beside cudacheck on the planted cases written before the barrier and
+# uninitialized-read checks existed (tests/run/planned: barriers only part of a block reaches,
+# uninitialized reads): per case, what the plain run does (its exit
 # status, or that it hangs) and what synccheck (barriers.cu) or initcheck (uninit.cu) reports,
 # with its first error's line and whether that line is one the case marks.
 #
 #   scripts/sanitizer-planned.sh OUTDIR
 #
 # PLANNED_ONLY=uninit (or barriers): one of the two programs.
-# With CUDACHECK_BIN set, each case also runs under `$CUDACHECK_BIN run --races`, and the table
+# With CUDACHECK_BIN set, each case also runs under `$CUDACHECK_BIN run` (`--races` for the
+# barrier cases, `--init` for the uninitialized reads), and the table
 # says what cudacheck found today (the kinds of its findings and the first one's line).
 #
 # GPU machine (nvcc and compute-sanitizer at /usr/local/cuda, or $NVCC and
@@ -27,8 +28,8 @@ printf 'program\tcase\ttool\tmode\trc\tseconds\n' > "$tsv"
 for prog in ${PLANNED_ONLY:-barriers uninit}; do
   "$nvcc" -arch=sm_90 -lineinfo -O2 -o "$out/bin/$prog" "$root/tests/run/planned/$prog.cu" \
     || { echo "sanitizer-planned: $prog did not build" >&2; continue; }
-  tool=initcheck
-  [ "$prog" = barriers ] && tool=synccheck
+  tool=initcheck check=--init
+  [ "$prog" = barriers ] && tool=synccheck check=--races
   for c in $("$out/bin/$prog" --list); do
     modes="plain sanitizer"
     [ -n "${CUDACHECK_BIN:-}" ] && modes="$modes cudacheck"
@@ -39,7 +40,7 @@ for prog in ${PLANNED_ONLY:-barriers uninit}; do
         timeout -k 5 "$limit" "$out/bin/$prog" "$c" > "$f.out" 2> "$f.err"
       elif [ "$mode" = cudacheck ]; then
         rm -f "$f.jsonl"
-        timeout -k 5 "$limit" "$CUDACHECK_BIN" run --races --json "$f.jsonl" -- "$out/bin/$prog" "$c" \
+        timeout -k 5 "$limit" "$CUDACHECK_BIN" run "$check" --json "$f.jsonl" -- "$out/bin/$prog" "$c" \
           > "$f.out" 2> "$f.err"
       else
         timeout -k 5 "$((limit * 2))" "$san" --tool "$tool" "$out/bin/$prog" "$c" > "$f.out" 2> "$f.err"
@@ -63,8 +64,8 @@ by = {}
 for r in rows:
     by.setdefault((r["program"], r["case"]), {})[r["mode"]] = r
 lines = ["| program | case | plain | tool | errors | first error | at a marked line | tool s "
-         "| `cudacheck run --races` |",
-         "|---|---|---|---|---:|---|---|---:|---|"]
+         "| `cudacheck run` (`--races` for barriers, `--init` for uninit) | run s |",
+         "|---|---|---|---|---:|---|---|---:|---|---:|"]
 for (prog, case), m in by.items():
     marks = rc.markers(os.path.join(root, "tests/run/planned", prog + ".cu"))
     marked = {l for k, l in marks.items() if k == case or k.startswith(case + "/")}
@@ -98,7 +99,8 @@ for (prog, case), m in by.items():
             kinds = sorted({f.get("kind", "?") for f in found})
             ours = f"{len(found)}: {', '.join(kinds)} at line {found[0].get('line')}"
     lines.append(f"| {prog} | {case} | {plain} | {s.get('tool')} | {count if count is not None else '-'} "
-                 f"| {first or '-'} | {at} | {int(s.get('seconds', 0)) / 1000:.2f} | {ours} |")
+                 f"| {first or '-'} | {at} | {int(s.get('seconds', 0)) / 1000:.2f} | {ours} "
+                 f"| {int(cc.get('seconds', 0)) / 1000 if cc else 0:.2f} |")
 text = "\n".join(lines) + "\n"
 open(os.path.join(out, "sanitizer-planned.md"), "w").write(text)
 print(text)
