@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use super::cost::{self, RaceCost};
 use super::intervals;
 use super::record::{bits, RaceEventKind};
 use super::{RaceCoverage, RaceKernel, RaceOptions, RacePtx, RaceSite, RaceSiteKind};
@@ -12,7 +13,7 @@ use super::{RaceUnchecked, SourceLoc};
 use crate::instrument::{callee, demangle, demangle_var, SkipReason};
 use crate::ir::edit::Edits;
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
-use crate::ir::{effects, Address, Flow, MemKind, MemOp, Op, Sync};
+use crate::ir::{effects, Address, ArithOp, Flow, MemKind, MemOp, Op, Sync};
 
 /// The labels of `f` that start a `ret` or `exit`: a branch to one leaves the block.
 fn exit_labels(f: &Function) -> BTreeSet<&str> {
@@ -161,7 +162,17 @@ fn func_facts(m: &Module) -> FuncFacts {
 }
 
 pub(super) fn emit(text: &str, m: &Module, opts: &RaceOptions) -> RacePtx {
+    emit_costed(text, m, opts).0
+}
+
+/// [`emit`], with what each kernel's checks cost ([`RaceCost`]).
+pub(super) fn emit_costed(
+    text: &str,
+    m: &Module,
+    opts: &RaceOptions,
+) -> (RacePtx, Vec<RaceCost>) {
     let facts = func_facts(m);
+    let mut costs = Vec::new();
     let mut body = Edits::new();
     let mut kernels = Vec::new();
     let mut any = false;
@@ -169,7 +180,12 @@ pub(super) fn emit(text: &str, m: &Module, opts: &RaceOptions) -> RacePtx {
         let mut k = KernelRace::new(m, f, opts);
         k.plan(&facts);
         k.prune();
-        let changed = k.emit(&mut body);
+        let mut cost = RaceCost {
+            symbol: f.name.clone(),
+            ..RaceCost::default()
+        };
+        let changed = k.emit(&mut body, &mut cost);
+        costs.push(cost);
         any |= changed;
         kernels.push(k.finish(changed));
     }
@@ -178,10 +194,13 @@ pub(super) fn emit(text: &str, m: &Module, opts: &RaceOptions) -> RacePtx {
         edits.insert(m.header_end, RUNTIME);
     }
     edits.append(body);
-    RacePtx {
-        ptx: edits.apply(text),
-        kernels,
-    }
+    (
+        RacePtx {
+            ptx: edits.apply(text),
+            kernels,
+        },
+        costs,
+    )
 }
 
 struct KernelRace<'a> {
@@ -321,15 +340,21 @@ impl<'a> KernelRace<'a> {
             }
             best
         };
-        match i.op() {
-            "mov" | "cvt" => pick(&[1], seen),
-            "add" | "or" => pick(&[1, 2], seen),
-            "sub" => pick(&[1], seen),
-            "mad" => pick(&[3], seen),
-            "cvta" => {
+        match i.op {
+            Op::Mov(_) | Op::Convert(_) => pick(&[1], seen),
+            Op::Arith(a) if !a.carry_in => match a.op {
+                ArithOp::Add | ArithOp::Or => pick(&[1, 2], seen),
+                ArithOp::Sub => pick(&[1], seen),
+                ArithOp::Mad => pick(&[3], seen),
+                _ => Trace::Found {
+                    sym: None,
+                    cvta: false,
+                },
+            },
+            Op::Cvta { to_generic, space } => {
                 let t = pick(&[1], seen);
                 match t {
-                    Trace::Found { sym, .. } if i.has("shared") && !i.has("to") => {
+                    Trace::Found { sym, .. } if to_generic && space == Space::Shared => {
                         Trace::Found { sym, cvta: true }
                     }
                     t => t,
@@ -493,7 +518,7 @@ impl<'a> KernelRace<'a> {
                 ));
                 continue;
             }
-            if !e.known && i.opcode.contains("shared") {
+            if !e.known && matches!(i.space(), Space::Shared | Space::SharedCluster) {
                 self.refuse(format!(
                     "`{}` touches shared memory in a way the checker does not know",
                     i.opcode
@@ -708,7 +733,7 @@ impl<'a> KernelRace<'a> {
     }
 
     /// Adds this kernel's edits; whether it changed anything.
-    fn emit(&self, edits: &mut Edits) -> bool {
+    fn emit(&self, edits: &mut Edits, cost: &mut RaceCost) -> bool {
         if self.coverage.not_checked.is_some()
             || (!self.has_shadow() && self.coverage.warp_syncs == 0)
         {
@@ -735,7 +760,15 @@ impl<'a> KernelRace<'a> {
             .max()
             .unwrap_or(0);
         let first = first.max(last_shared);
-        edits.insert(first, self.prologue());
+        let prologue = self.prologue();
+        cost.static_shared_bytes = self.static_shared_bytes();
+        let clear = prologue
+            .split_once("$__ccr_clear:")
+            .and_then(|(_, rest)| rest.split_once("$__ccr_off:"))
+            .map_or(0, |(body, _)| cost::instructions(body));
+        cost.clear_loop = clear;
+        cost.prologue = cost::instructions(&prologue) - clear;
+        edits.insert(first, prologue);
         let mut label = 0u32;
         for (k, _, plan) in &self.plans {
             let s = &f.stmts[*k];
@@ -754,29 +787,74 @@ impl<'a> KernelRace<'a> {
                     if let Some(code) =
                         self.access(i, *id, *kind, *operand, *bytes, *generic, array, label)
                     {
+                        cost.accesses.push(cost::instructions(&code));
                         edits.insert(s.span.start, code);
                     }
                 }
                 Plan::Barrier { id, red } => {
-                    edits.replace(s.span.clone(), guarded(i, &barrier(i, *id, *red, label)));
+                    let code = guarded(i, &barrier(i, *id, *red, label));
+                    cost.barriers.push(cost::instructions(&code));
+                    cost.barrier_atomics.push(cost::shared_atomics(&code));
+                    edits.replace(s.span.clone(), code);
                 }
                 Plan::Exit { id, branch } => {
-                    edits.insert(s.span.start, guarded(i, &exit_record(*id, *branch, label)));
+                    let code = guarded(i, &exit_record(*id, *branch, label));
+                    cost.exits.push(cost::instructions(&code));
+                    edits.insert(s.span.start, code);
                 }
                 Plan::WarpSync { id } => {
                     let (before, replaced) = warp_sync(i, *id, label);
+                    let after = guarded(i, WARP_EPOCH);
+                    cost.warp.push(
+                        cost::instructions(&before)
+                            + cost::instructions(&replaced)
+                            + cost::instructions(&after),
+                    );
                     edits.insert(s.span.start, before);
                     edits.replace(s.span.clone(), replaced);
-                    edits.insert(s.span.end, guarded(i, WARP_EPOCH));
+                    edits.insert(s.span.end, after);
                 }
                 Plan::Collective => {
                     if self.has_shadow() {
-                        edits.insert(s.span.end, guarded(i, WARP_EPOCH));
+                        let after = guarded(i, WARP_EPOCH);
+                        cost.warp.push(cost::instructions(&after));
+                        edits.insert(s.span.end, after);
                     }
                 }
             }
         }
         true
+    }
+
+    /// The `__shared__` arrays of fixed size this function names (module-scope ones declared
+    /// after it cannot be).
+    fn named_shared_vars(&self) -> Vec<&'a crate::ir::read::Var> {
+        let named: BTreeSet<&str> = self
+            .f
+            .instrs()
+            .flat_map(|i| i.operands.iter())
+            .flat_map(|o| o.split(|c: char| !(c.is_ascii_alphanumeric() || "_$.".contains(c))))
+            .collect();
+        let mut vars: Vec<&crate::ir::read::Var> = self
+            .f
+            .vars
+            .iter()
+            .chain(&self.m.vars)
+            .filter(|v| v.space == Space::Shared && v.bytes.is_some())
+            .filter(|v| named.contains(v.name.as_str()))
+            .collect();
+        vars.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        vars.dedup_by(|a, b| a.name == b.name);
+        vars
+    }
+
+    /// Bytes of the fixed-size `__shared__` arrays the function names.
+    fn static_shared_bytes(&self) -> u32 {
+        self.named_shared_vars()
+            .iter()
+            .filter_map(|v| v.bytes)
+            .map(|b| b as u32)
+            .sum()
     }
 
     fn prologue(&self) -> String {
@@ -799,25 +877,7 @@ impl<'a> KernelRace<'a> {
         }
         // The lowest shared address in use: the static arrays come before the dynamic ones.
         s.push_str("\tmov.u32 %__ccr_lo, __ccr_dyn;\n");
-        // The arrays this function names (module-scope ones declared after it cannot be).
-        let named: BTreeSet<&str> = self
-            .f
-            .instrs()
-            .flat_map(|i| i.operands.iter())
-            .flat_map(|o| o.split(|c: char| !(c.is_ascii_alphanumeric() || "_$.".contains(c))))
-            .collect();
-        let mut vars: Vec<&str> = self
-            .f
-            .vars
-            .iter()
-            .chain(&self.m.vars)
-            .filter(|v| v.space == Space::Shared && v.bytes.is_some())
-            .map(|v| v.name.as_str())
-            .filter(|v| named.contains(v))
-            .collect();
-        vars.sort_unstable();
-        vars.dedup();
-        for v in vars {
+        for v in self.named_shared_vars().iter().map(|v| v.name.as_str()) {
             let _ = write!(
                 s,
                 "\tmov.u32 %__ccr_t7, {v};\n\tmin.u32 %__ccr_lo, %__ccr_lo, %__ccr_t7;\n"
@@ -1143,19 +1203,14 @@ fn barrier(i: &Instr, id: u32, red: bool, label: u32) -> String {
     s.push_str("\tbarrier.red.popc.u32 %__ccr_n, 0, 1;\n");
     s.push_str(&barrier_after(label));
     if red {
-        let _ = writeln!(s, "\t{} {};", non_aligned(&i.opcode), i.operands.join(", "));
+        let _ = writeln!(
+            s,
+            "\t{} {};",
+            i.non_aligned_barrier(),
+            i.operands.join(", ")
+        );
     }
     s
-}
-
-/// `bar.red.op.type` or `barrier.red{.aligned}.op.type` as `barrier.red.op.type`.
-fn non_aligned(opcode: &str) -> String {
-    let parts: Vec<&str> = opcode
-        .split('.')
-        .skip(1)
-        .filter(|p| !matches!(*p, "aligned" | "cta"))
-        .collect();
-    format!("barrier.{}", parts.join("."))
 }
 
 fn barrier_before(id: u32, label: u32) -> String {

@@ -88,6 +88,7 @@
 //! barrier statement in different loop iterations are taken to meet: barrier instances are
 //! matched by count and statement. Races through global memory are not looked for.
 
+mod cost;
 mod emit;
 mod intervals;
 mod record;
@@ -99,6 +100,8 @@ use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
 
+#[doc(hidden)]
+pub use cost::{cost_row, RaceCost, COST_HEADER};
 pub use record::{
     decode_race, AccessKind, AccessWord, RaceEventKind, RaceRecord, RACE_RECORD_BYTES,
     RACE_RECORD_OFFSET,
@@ -272,6 +275,17 @@ pub const fn shadow_bytes(static_shared_bytes: u32, dynamic_shared_bytes: u32) -
 pub fn race_ptx(ptx: &str, opts: &RaceOptions) -> Result<RacePtx, PtxError> {
     let m = read::parse(ptx)?;
     Ok(emit::emit(ptx, &m, opts))
+}
+
+/// [`race_ptx`], with the static cost of each kernel's checks: instructions per place, shared
+/// atomics, shadow bytes (a prediction for tools; see `cost.rs`).
+///
+/// # Errors
+/// [`PtxError`] when the text cannot be read as PTX.
+#[doc(hidden)]
+pub fn race_ptx_costed(ptx: &str, opts: &RaceOptions) -> Result<(RacePtx, Vec<RaceCost>), PtxError> {
+    let m = read::parse(ptx)?;
+    Ok(emit::emit_costed(ptx, &m, opts))
 }
 
 /// A report for a person: per kernel, what is race-checked and what is not, and why.
