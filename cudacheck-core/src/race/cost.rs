@@ -27,6 +27,8 @@ pub struct RaceCost {
     /// Per exit, and per warp synchronization or collective, its instructions.
     pub exits: Vec<u32>,
     pub warp: Vec<u32>,
+    /// 64-bit records per shadow word ([`super::RaceKernel::shadow_records`]).
+    pub records: u32,
 }
 
 impl RaceCost {
@@ -35,16 +37,31 @@ impl RaceCost {
         if self.prologue == 0 {
             return 0;
         }
-        super::shadow_bytes(self.static_shared_bytes, dynamic_shared_bytes)
+        super::shadow_bytes_with(self.records, self.static_shared_bytes, dynamic_shared_bytes)
     }
 }
 
-/// Instructions in a piece of PTX: statements ending in `;` that are not declarations.
+/// Instructions in a piece of PTX: statements ending in `;` that are not declarations, and
+/// not in a `{ }` scope (the calls of the report function: run only when something is
+/// reported).
 pub(super) fn instructions(code: &str) -> u32 {
-    code.lines()
-        .map(str::trim)
-        .filter(|l| l.ends_with(';') && !l.starts_with('.') && !l.starts_with("//"))
-        .count() as u32
+    let mut depth = 0usize;
+    let mut n = 0;
+    for l in code.lines().map(str::trim) {
+        match l {
+            "{" => depth += 1,
+            "}" => depth = depth.saturating_sub(1),
+            _ if depth == 0
+                && l.ends_with(';')
+                && !l.starts_with('.')
+                && !l.starts_with("//") =>
+            {
+                n += 1
+            }
+            _ => {}
+        }
+    }
+    n
 }
 
 /// Shared atomics in a piece of PTX.
@@ -90,4 +107,4 @@ pub fn cost_row(name: &str, c: &RaceCost, threads: u32, dynamic_shared_bytes: u3
 }
 
 /// The header of [`cost_row`]'s table.
-pub const COST_HEADER: &str = "| kernel | shared (B) | shadow (B/block) | shadow cleared (B/thread) | prologue instr./thread | instr./checked access (accesses) | instr./barrier (barriers) | shared atomics/barrier/warp |\n|---|---:|---:|---:|---:|---:|---:|---:|";
+pub const COST_HEADER: &str = "| kernel | shared (B) | shadow (B/block) | shadow cleared (B/thread) | prologue instr./thread | instr./checked access (accesses) | instr./barrier (barriers) | shared atomics/barrier/arriving group |\n|---|---:|---:|---:|---:|---:|---:|---:|";

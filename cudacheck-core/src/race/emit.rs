@@ -212,6 +212,9 @@ struct KernelRace<'a> {
     shared_calls: Vec<usize>,
     /// Accesses that cannot race (`intervals.rs`): no check.
     pruned: BTreeSet<usize>,
+    /// Every thread meets the kernel's barriers in one order (`intervals::fixed_order`): the
+    /// barriers need no divergence check.
+    fixed_order: bool,
     sites: Vec<RaceSite>,
     coverage: RaceCoverage,
     defs: BTreeMap<&'a str, Vec<usize>>,
@@ -252,6 +255,7 @@ impl<'a> KernelRace<'a> {
             plans: Vec::new(),
             shared_calls: Vec::new(),
             pruned: BTreeSet::new(),
+            fixed_order: false,
             sites: Vec::new(),
             coverage: RaceCoverage::default(),
             defs,
@@ -717,6 +721,7 @@ impl<'a> KernelRace<'a> {
         for t in &touches {
             *per_stmt.entry(t.stmt).or_default() += 1;
         }
+        self.fixed_order = intervals::fixed_order(self.f, &barriers);
         self.pruned = intervals::unneeded(self.f, &barriers, &touches)
             .into_iter()
             .filter(|k| per_stmt.get(k) == Some(&1))
@@ -726,6 +731,26 @@ impl<'a> KernelRace<'a> {
             .iter()
             .filter(|(k, _, p)| matches!(p, Plan::Access { .. }) && self.pruned.contains(k))
             .count() as u32;
+    }
+
+    /// Records per shadow word: the last write (`W`) and, when the kernel has a read that is
+    /// checked, its two readers (`R1`, `R2`). Only checked reads write reader records, so a
+    /// kernel without one would only ever find them empty.
+    fn records(&self) -> u32 {
+        let reads = self.plans.iter().any(|(k, _, p)| {
+            matches!(
+                p,
+                Plan::Access {
+                    kind: RaceSiteKind::Read,
+                    ..
+                }
+            ) && !self.pruned.contains(k)
+        });
+        if reads {
+            3
+        } else {
+            1
+        }
     }
 
     fn has_shadow(&self) -> bool {
@@ -767,6 +792,7 @@ impl<'a> KernelRace<'a> {
             .and_then(|(_, rest)| rest.split_once("$__ccr_off:"))
             .map_or(0, |(body, _)| cost::instructions(body));
         cost.clear_loop = clear;
+        cost.records = self.records();
         cost.prologue = cost::instructions(&prologue) - clear;
         edits.insert(first, prologue);
         let mut label = 0u32;
@@ -792,7 +818,11 @@ impl<'a> KernelRace<'a> {
                     }
                 }
                 Plan::Barrier { id, red } => {
-                    let code = guarded(i, &barrier(i, *id, *red, label));
+                    let code = if self.fixed_order {
+                        guarded(i, &barrier_fixed(i, *id, *red, label))
+                    } else {
+                        guarded(i, &barrier(i, *id, *red, label))
+                    };
                     cost.barriers.push(cost::instructions(&code));
                     cost.barrier_atomics.push(cost::shared_atomics(&code));
                     edits.replace(s.span.clone(), code);
@@ -893,7 +923,7 @@ impl<'a> KernelRace<'a> {
              \tshr.u32 %__ccr_nw, %__ccr_t0, 2;\n\
              \tshl.b32 %__ccr_nw8, %__ccr_nw, 3;\n\
              \tadd.u32 %__ccr_W, %__ccr_sh, 48;\n\
-             \tmad.lo.u32 %__ccr_t1, %__ccr_nw, 24, 63;\n\
+             \tmad.lo.u32 %__ccr_t1, %__ccr_nw, {}, 63;\n\
              \tand.b32 %__ccr_t1, %__ccr_t1, -16;\n\
              \tmov.u32 %__ccr_t2, %dynamic_smem_size;\n\
              \tsub.u32 %__ccr_t3, %__ccr_sh, %__ccr_t8;\n\
@@ -917,7 +947,8 @@ impl<'a> KernelRace<'a> {
              \t@%__ccr_q1 st.global.u32 [%__ccr_rec+64], %__ccr_t6;\n\
              $__ccr_cleared:\n\
              \tbarrier.sync 0;\n",
-            u64::from(udyn) + 15
+            u64::from(udyn) + 15,
+            8 * self.records()
         );
         s
     }
@@ -994,14 +1025,22 @@ impl<'a> KernelRace<'a> {
         }
         let words = (bytes / 4).max(1);
         for w in 0..words {
+            // The word's index (the access's first word needs no addition), in the shadow
+            // or out of it, then its `W` record.
+            let index = if w == 0 {
+                "%__ccr_w"
+            } else {
+                let _ = writeln!(s, "\tadd.u32 %__ccr_t3, %__ccr_w, {w};");
+                "%__ccr_t3"
+            };
             let _ = write!(
                 s,
-                "\tadd.u32 %__ccr_t3, %__ccr_w, {w};\n\tsetp.ge.u32 %__ccr_q0, %__ccr_t3, %__ccr_nw;\n\
-                 \t@%__ccr_q0 bra {skip};\n\tmad.lo.u32 %__ccr_t4, %__ccr_t3, 8, %__ccr_W;\n\
-                 \tadd.u32 %__ccr_t5, %__ccr_t4, %__ccr_nw8;\n"
+                "\tsetp.ge.u32 %__ccr_q0, {index}, %__ccr_nw;\n\
+                 \t@%__ccr_q0 bra {skip};\n\tmad.lo.u32 %__ccr_t4, {index}, 8, %__ccr_W;\n"
             );
             let report_label = format!("$__ccr_k{label}_{w}");
             if kind == RaceSiteKind::Read {
+                s.push_str("\tadd.u32 %__ccr_t5, %__ccr_t4, %__ccr_nw8;\n");
                 // Record this read first (in R1 when R1 is stale or this thread's, else in R2),
                 // then look at W: a writer swaps itself into W before it looks at R1 and R2, so
                 // of a read and a write of one epoch, the later one sees the earlier.
@@ -1020,29 +1059,21 @@ impl<'a> KernelRace<'a> {
                     bits::TID_MASK
                 );
                 s.push_str("\tld.shared.u64 %__ccr_x, [%__ccr_t4];\n");
-                s.push_str(&conflict(
-                    "%__ccr_x",
-                    false,
-                    "%__ccr_q1",
-                    &format!("$__ccr_w{label}_{w}"),
-                ));
-                s.push_str("\tmov.u64 %__ccr_y, %__ccr_x;\n");
-                s.push_str(&report(
-                    "%__ccr_q1",
-                    "%__ccr_y",
-                    RaceEventKind::Race,
-                    array,
-                    w,
-                    &report_label,
-                ));
             } else {
                 s.push_str("\tatom.shared.exch.b64 %__ccr_x, [%__ccr_t4], %__ccr_me;\n");
-                s.push_str(&conflict(
-                    "%__ccr_x",
-                    kind == RaceSiteKind::Atomic,
-                    "%__ccr_q1",
-                    &format!("$__ccr_w{label}_{w}"),
-                ));
+            }
+            s.push_str(&conflict(
+                "%__ccr_x",
+                kind == RaceSiteKind::Atomic,
+                "%__ccr_q1",
+                &format!("$__ccr_w{label}_{w}"),
+            ));
+            // A read, or a write in a kernel without read records (every read is proven
+            // unable to race), has only `W` to look at; other writes look at `R1` and `R2`.
+            let other = if kind == RaceSiteKind::Read || self.records() == 1 {
+                "%__ccr_x"
+            } else {
+                s.push_str("\tadd.u32 %__ccr_t5, %__ccr_t4, %__ccr_nw8;\n");
                 s.push_str("\tld.shared.u64 %__ccr_y, [%__ccr_t5];\n");
                 s.push_str(&conflict(
                     "%__ccr_y",
@@ -1065,21 +1096,23 @@ impl<'a> KernelRace<'a> {
                      \tor.pred %__ccr_q1, %__ccr_q1, %__ccr_q2;\n\
                      \tor.pred %__ccr_q1, %__ccr_q1, %__ccr_q3;\n",
                 );
-                s.push_str(&report(
-                    "%__ccr_q1",
-                    "%__ccr_y",
-                    RaceEventKind::Race,
-                    array,
-                    w,
-                    &report_label,
-                ));
-            }
+                "%__ccr_y"
+            };
+            s.push_str(&report(
+                "%__ccr_q1",
+                other,
+                RaceEventKind::Race,
+                array,
+                w,
+                &report_label,
+            ));
         }
         let _ = writeln!(s, "{skip}:");
         Some(s)
     }
 
     fn finish(self, changed: bool) -> RaceKernel {
+        let records = self.records();
         let mut coverage = self.coverage;
         if !changed && coverage.not_checked.is_none() && coverage.warp_syncs + coverage.checked > 0
         {
@@ -1090,6 +1123,7 @@ impl<'a> KernelRace<'a> {
             symbol: self.f.name.clone(),
             name: demangle(&self.f.name),
             shadow: changed && (coverage.checked > 0 || coverage.barriers > 0),
+            shadow_records: records,
             sites: self.sites,
             coverage,
         }
@@ -1203,12 +1237,7 @@ fn barrier(i: &Instr, id: u32, red: bool, label: u32) -> String {
     s.push_str("\tbarrier.red.popc.u32 %__ccr_n, 0, 1;\n");
     s.push_str(&barrier_after(label));
     if red {
-        let _ = writeln!(
-            s,
-            "\t{} {};",
-            i.non_aligned_barrier(),
-            i.operands.join(", ")
-        );
+        s.push_str(&user_reduction(i));
     }
     s
 }
@@ -1261,6 +1290,18 @@ fn barrier_after(label: u32) -> String {
          {divergent}\
          \tbra.uni $__ccr_e{label};\n\
          $__ccr_x{label}:\n\
+         {exited}",
+        divergent = call_report(RaceEventKind::DivergentBarrier, "%__ccr_me", "%__ccr_d", "0"),
+        exited = exited_and_next(label),
+    )
+}
+
+/// The end of a barrier's check: the report of threads that left (with the exit slot of
+/// this epoch as `other`, when there is one), `exit`, and, at `$__ccr_c`, where the block
+/// goes on when nothing was wrong, the next epoch.
+fn exited_and_next(label: u32) -> String {
+    format!(
+        "\tcvt.u64.u32 %__ccr_u0, %__ccr_B;\n\
          \tld.shared.u64 %__ccr_z, [%__ccr_sh+32];\n\
          \tshr.u64 %__ccr_u1, %__ccr_z, 40;\n\tsetp.eq.u64 %__ccr_q6, %__ccr_u1, %__ccr_u0;\n\
          \tand.b64 %__ccr_d, %__ccr_z, 1099511627775;\n\
@@ -1269,12 +1310,55 @@ fn barrier_after(label: u32) -> String {
          $__ccr_e{label}:\n\
          \texit;\n\
          $__ccr_c{label}:\n\
-         \tadd.u32 %__ccr_B, %__ccr_B, 1;\n\tand.b32 %__ccr_B, %__ccr_B, 16777215;\n\
-         \tcvt.u64.u32 %__ccr_E, %__ccr_B;\n\tshl.b64 %__ccr_E, %__ccr_E, 38;\n\
-         \tcvt.u64.u32 %__ccr_u0, %__ccr_T;\n\tor.b64 %__ccr_E, %__ccr_E, %__ccr_u0;\n",
-        divergent = call_report(RaceEventKind::DivergentBarrier, "%__ccr_me", "%__ccr_d", "0"),
+         {next}",
+        next = next_epoch(),
         exited = call_report(RaceEventKind::ExitedBarrier, "%__ccr_me", "%__ccr_d", "%__ccr_n"),
     )
+}
+
+/// A user's `bar.red` after the counting barrier, non-aligned.
+fn user_reduction(i: &Instr) -> String {
+    format!("\t{} {};\n", i.non_aligned_barrier(), i.operands.join(", "))
+}
+
+/// The block epoch moves on (modulo 2^24) and the warp epoch starts again: `B` and the
+/// epoch bits of `E` (which holds only the thread and the two epochs) together.
+fn next_epoch() -> String {
+    let keep = ((1u64 << bits::KIND_SHIFT) - 1) & !bits::WEPOCH_MASK;
+    format!(
+        "\tadd.u32 %__ccr_B, %__ccr_B, 1;\n\tand.b32 %__ccr_B, %__ccr_B, 16777215;\n\
+         \tadd.u64 %__ccr_E, %__ccr_E, {};\n\tand.b64 %__ccr_E, %__ccr_E, {keep};\n",
+        1u64 << bits::BEPOCH_SHIFT
+    )
+}
+
+/// A block barrier of a kernel whose threads all meet its barriers in one order
+/// ([`intervals::fixed_order`]): two threads of one epoch are at the same barrier statement,
+/// so there is nothing to fold into the slots before it or to compare after it; the count
+/// the barrier returns alone says whether threads left the block. When some did, the first
+/// thread to claim the report word (zero since the shadow was cleared; the block ends after
+/// this, so it is claimed once) reports, with the exit slot of this epoch as `other`. Cost
+/// per barrier when nothing is wrong: the barrier, a comparison and a branch, and the epoch's
+/// four instructions; no shared atomic and no shared load.
+fn barrier_fixed(i: &Instr, id: u32, red: bool, label: u32) -> String {
+    let mut s = format!(
+        "\tbarrier.red.popc.u32 %__ccr_n, 0, 1;\n\
+         \t@!%__ccr_on bra $__ccr_c{label};\n\
+         \tsetp.lt.u32 %__ccr_q4, %__ccr_n, %__ccr_N;\n\
+         \t@!%__ccr_q4 bra $__ccr_c{label};\n\
+         \tatom.shared.exch.b32 %__ccr_t1, [%__ccr_sh+40], 1;\n\
+         \tsetp.ne.u32 %__ccr_q2, %__ccr_t1, 0;\n\
+         \t@%__ccr_q2 bra $__ccr_e{label};\n\
+         \tcvt.u64.u32 %__ccr_u3, %__ccr_T;\n\
+         \tor.b64 %__ccr_me, %__ccr_u3, {site};\n\
+         {exited}",
+        site = u64::from(id) << bits::SITE_SHIFT,
+        exited = exited_and_next(label),
+    );
+    if red {
+        s.push_str(&user_reduction(i));
+    }
+    s
 }
 
 /// Where a thread leaves the block: `(epoch, exit site, thread)` into the exit slot, by the

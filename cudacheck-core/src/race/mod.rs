@@ -225,11 +225,26 @@ pub struct RaceKernel {
     pub sites: Vec<RaceSite>,
     /// What is checked and what is not.
     pub coverage: RaceCoverage,
-    /// The kernel has a shadow: its launches need [`shadow_bytes`] more dynamic shared memory.
+    /// The kernel has a shadow: its launches need [`RaceKernel::shadow_bytes`] more dynamic
+    /// shared memory.
     pub shadow: bool,
+    /// 64-bit records per shadow word: 3, or 1 when the kernel checks no read (no reader
+    /// records).
+    #[serde(default = "all_records")]
+    pub shadow_records: u32,
+}
+
+const fn all_records() -> u32 {
+    3
 }
 
 impl RaceKernel {
+    /// Bytes of shadow a launch of this kernel needs after `dynamic_shared_bytes` of its own
+    /// ([`shadow_bytes_with`] of its records per word).
+    pub fn shadow_bytes(&self, static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
+        shadow_bytes_with(self.shadow_records, static_shared_bytes, dynamic_shared_bytes)
+    }
+
     /// The site with this id.
     pub fn site(&self, id: u32) -> Option<&RaceSite> {
         self.sites.iter().find(|s| s.id == id)
@@ -253,13 +268,23 @@ impl RacePtx {
 }
 
 /// Bytes of shadow a launch needs after `dynamic_shared_bytes` of its own, for a kernel with
-/// `static_shared_bytes` of `__shared__` arrays: alignment, two barrier slots and an exit slot,
-/// and three 8-byte records per 4-byte word (six times the block's shared memory, plus a margin
-/// for the alignment of the arrays, which the kernel measures itself and checks against what it
-/// got).
+/// `static_shared_bytes` of `__shared__` arrays and all three records per word (the most any
+/// kernel needs; [`RaceKernel::shadow_bytes`] gives a kernel's own).
 pub const fn shadow_bytes(static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
+    shadow_bytes_with(3, static_shared_bytes, dynamic_shared_bytes)
+}
+
+/// Bytes of shadow with `records` 8-byte records per 4-byte word: alignment, two barrier
+/// slots and an exit slot, and the records (`8 * records` times the block's shared memory,
+/// plus a margin for the alignment of the arrays, which the kernel measures itself and checks
+/// against what it got).
+pub const fn shadow_bytes_with(
+    records: u32,
+    static_shared_bytes: u32,
+    dynamic_shared_bytes: u32,
+) -> u32 {
     let words = (static_shared_bytes as u64 + dynamic_shared_bytes as u64 + 256).div_ceil(4);
-    let bytes = 16 + 48 + 24 * words;
+    let bytes = 16 + 48 + 8 * records as u64 * words;
     if bytes > u32::MAX as u64 {
         u32::MAX
     } else {

@@ -429,10 +429,10 @@ fn stack_of(s: &State, built: &Built) -> Option<Arc<Stack>> {
 /// build is race-checked and the device has room (0 otherwise: the kernel then checks no races
 /// and its record says so).
 fn race_shadow(built: &Built, user: u32, d: &Device) -> u32 {
-    if !built.sites.races.as_ref().is_some_and(|r| r.shadow) {
+    let Some(races) = built.sites.races.as_ref().filter(|r| r.shadow) else {
         return 0;
-    }
-    let extra = cudacheck_core::race::shadow_bytes(built.static_shared, user);
+    };
+    let extra = races.shadow_bytes(built.static_shared, user);
     let total = u64::from(built.static_shared) + u64::from(user) + u64::from(extra);
     if total <= u64::from(d.limits.shared_per_block_opt_in) {
         extra
