@@ -1,13 +1,17 @@
 //! NVRTC tier: what race checking adds to the benchmark set's 15 kernels with shared
 //! accesses, counted statically from the race-checked PTX of each launch shape (shadow bytes
 //! per block and per thread, PTX instructions of the prologue, per checked access and per
-//! barrier, shared atomics per barrier). A prediction, not a measurement: run with
-//! `--nocapture` to print the table `results/races.md` quotes. Needs NVRTC, no GPU.
+//! barrier, shared atomics per barrier), and the registers and resident blocks per SM of the
+//! plain and race-checked builds on sm_90 (ptxas through nvJitLink, the occupancy calculator).
+//! A prediction, not a measurement: run with `--nocapture` to print the table
+//! `results/races.md` quotes. Needs NVRTC and nvJitLink, no GPU.
 
 use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
 use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
 use cudacheck_core::race::{cost_row, race_ptx_costed, RaceCost, RaceOptions, COST_HEADER};
-use cudacheck_core::Arch;
+use cudacheck_core::cubin::read_cubin;
+use cudacheck_core::validate::occupancy;
+use cudacheck_core::{Arch, ArchLimits, KernelResources};
 use cudacheck_tests::{nvrtc_or_skip, repo_root};
 
 /// The benchmark set's kernels with shared accesses (`examples/bench_set.rs`): name, file,
@@ -30,9 +34,36 @@ const KERNELS: &[(&str, &str, [u32; 3], u32)] = &[
     ("softmax_rows_3pass", "bench/kernels/loops2.cu", [512, 1, 1], 0),
 ];
 
-/// The race-checked build of `name` for its launch shape, as a launch builds it, with its cost.
-fn cost_of(name: &str, file: &str, block: [u32; 3], dynamic: u32) -> RaceCost {
+/// What one build of a kernel takes from an SM.
+struct Fit {
+    registers: u32,
+    blocks_per_sm: u32,
+}
+
+fn fit(ptx: &str, symbol: &str, arch: Arch, threads: u32, dynamic: u32, what: &str) -> (Fit, KernelResources) {
+    let cubin = cudacheck::nvrtc::assemble_ptx(ptx, arch, what)
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .cubin;
+    let res = read_cubin(&cubin)
+        .unwrap()
+        .kernel(symbol)
+        .unwrap_or_else(|| panic!("{what}: no `{symbol}` in the CUBIN"))
+        .clone();
+    let occ = occupancy(&res, threads, dynamic, &ArchLimits::for_arch(arch));
+    (
+        Fit {
+            registers: res.registers,
+            blocks_per_sm: occ.blocks_per_sm,
+        },
+        res,
+    )
+}
+
+/// The race-checked build of `name` for its launch shape, as a launch builds it, with its cost,
+/// and the plain, bounds-checked and race-checked builds' fit on an sm_90 SM.
+fn cost_of(name: &str, file: &str, block: [u32; 3], dynamic: u32) -> (RaceCost, [Fit; 3]) {
     let arch: Arch = "sm_90".parse().unwrap();
+    let threads = block.iter().product::<u32>();
     let src = CudaSource::from_file(repo_root().join(file)).unwrap();
     let opts = CompileOptions {
         ptx: true,
@@ -48,14 +79,18 @@ fn cost_of(name: &str, file: &str, block: [u32; 3], dynamic: u32) -> RaceCost {
     )
     .unwrap();
     let (r, costs) = race_ptx_costed(&inst.ptx, &RaceOptions::new(dynamic)).unwrap();
-    cudacheck::nvrtc::assemble_ptx(&r.ptx, arch, file).unwrap();
     let k = r
         .kernels
         .iter()
         .find(|k| k.name == name || k.symbol == name)
         .unwrap_or_else(|| panic!("{file}: no kernel `{name}`"));
     assert!(k.coverage.is_complete(), "{name}: {:?}", k.coverage);
-    costs.into_iter().find(|c| c.symbol == k.symbol).unwrap()
+    let (plain, res) = fit(&ptx, &k.symbol, arch, threads, dynamic, name);
+    let (bounds, _) = fit(&inst.ptx, &k.symbol, arch, threads, dynamic, name);
+    let shadow = k.shadow_bytes(res.static_shared_bytes, dynamic);
+    let (race, _) = fit(&r.ptx, &k.symbol, arch, threads, dynamic + shadow, name);
+    let cost = costs.into_iter().find(|c| c.symbol == k.symbol).unwrap();
+    (cost, [plain, bounds, race])
 }
 
 #[test]
@@ -63,9 +98,13 @@ fn nvrtc_race_cost_of_the_benchmark_sets_shared_kernels() {
     if !nvrtc_or_skip() {
         return;
     }
-    let mut table = format!("{COST_HEADER}\n");
+    let mut table = format!(
+        "{} registers plain / bounds / race-checked | blocks per SM plain / bounds / race-checked |\n{}---:|---:|\n",
+        COST_HEADER.lines().next().unwrap(),
+        COST_HEADER.lines().nth(1).unwrap()
+    );
     for &(name, file, block, dynamic) in KERNELS {
-        let c = cost_of(name, file, block, dynamic);
+        let (c, [plain, bounds, race]) = cost_of(name, file, block, dynamic);
         let threads = block.iter().product::<u32>();
         assert!(c.prologue > 0, "{name}: no shadow");
         assert!(
@@ -79,8 +118,19 @@ fn nvrtc_race_cost_of_the_benchmark_sets_shared_kernels() {
             c.shadow_bytes(dynamic),
             c.static_shared_bytes + dynamic
         );
+        // A launch that fits plain fits race-checked too (or it would run unchecked).
+        assert!(race.blocks_per_sm >= 1, "{name}: the race-checked build does not fit");
+        assert!(race.blocks_per_sm <= plain.blocks_per_sm, "{name}");
         table.push_str(&cost_row(name, &c, threads, dynamic));
-        table.push('\n');
+        table.push_str(&format!(
+            " {} / {} / {} | {} / {} / {} |\n",
+            plain.registers,
+            bounds.registers,
+            race.registers,
+            plain.blocks_per_sm,
+            bounds.blocks_per_sm,
+            race.blocks_per_sm
+        ));
     }
     println!("{table}");
 }

@@ -42,8 +42,7 @@ impl RaceCost {
 }
 
 /// Instructions in a piece of PTX: statements ending in `;` that are not declarations, and
-/// not in a `{ }` scope (the calls of the report function: run only when something is
-/// reported).
+/// not in a `{ }` scope (the reports: run only when something is reported).
 pub(super) fn instructions(code: &str) -> u32 {
     let mut depth = 0usize;
     let mut n = 0;

@@ -37,49 +37,17 @@ fn exit_labels(f: &Function) -> BTreeSet<&str> {
     out
 }
 
-/// The reporting function every race-checked module gets, and the dynamic shared array the
-/// shadow is addressed from.
-const RUNTIME: &str = r#"
+/// What every race-checked module gets: the dynamic shared array the shadow is addressed
+/// from. (The report is written inline where it is made, see [`call_report`]: a call of a
+/// function would make `ptxas` keep the calling convention's registers in every kernel, 36 at
+/// least, where the kernels of the benchmark set need 12 to 29.)
+const RUNTIME: &str = "
 // ---- cudacheck race checking (see cudacheck_core::race) ----
 .extern .shared .align 16 .b8 __ccr_dyn[];
-.func __ccr_report(.param .b64 __ccr_p0, .param .b32 __ccr_p1, .param .b64 __ccr_p2, .param .b64 __ccr_p3, .param .b32 __ccr_p4)
-{
-	.reg .b64 %a<4>;
-	.reg .b32 %b<8>;
-	.reg .pred %q<2>;
-	ld.param.u64 %a0, [__ccr_p0];
-	atom.global.add.u32 %b0, [%a0+4], 1;
-	atom.global.cas.b32 %b1, [%a0], 0, 1;
-	setp.ne.u32 %q0, %b1, 0;
-	ld.param.u32 %b2, [__ccr_p1];
-	@!%q0 bra $__ccr_rwrite;
-	// A barrier misuse replaces a race reported first: the race is often its consequence.
-	setp.lt.u32 %q1, %b2, 2;
-	@%q1 bra $__ccr_rdone;
-	atom.global.cas.b32 %b7, [%a0+8], 1, %b2;
-	setp.ne.u32 %q1, %b7, 1;
-	@%q1 bra $__ccr_rdone;
-$__ccr_rwrite:
-	st.global.u32 [%a0+8], %b2;
-	ld.param.u32 %b3, [__ccr_p4];
-	st.global.u32 [%a0+12], %b3;
-	ld.param.u64 %a1, [__ccr_p2];
-	st.global.u64 [%a0+16], %a1;
-	ld.param.u64 %a2, [__ccr_p3];
-	st.global.u64 [%a0+24], %a2;
-	mov.u32 %b4, %ctaid.x;
-	st.global.u32 [%a0+32], %b4;
-	mov.u32 %b5, %ctaid.y;
-	st.global.u32 [%a0+36], %b5;
-	mov.u32 %b6, %ctaid.z;
-	st.global.u32 [%a0+40], %b6;
-$__ccr_rdone:
-	ret;
-}
-"#;
+";
 
 /// The registers a race-checked kernel declares (`%__ccr_*`).
-const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N, %__ccr_n;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_left, %__ccr_q<8>;\n";
+const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N, %__ccr_n;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_left, %__ccr_q<8>, %__ccr_rp;\n\t.reg .b32 %__ccr_r;\n";
 
 /// What one statement gets.
 enum Plan {
@@ -895,8 +863,6 @@ impl<'a> KernelRace<'a> {
              \tmad.lo.u32 %__ccr_t6, %__ccr_t2, %__ccr_t4, %__ccr_t1;\n\
              \tmad.lo.u32 %__ccr_T, %__ccr_t6, %__ccr_t3, %__ccr_t0;\n\
              \tmul.lo.u32 %__ccr_t6, %__ccr_t3, %__ccr_t4;\n\tmul.lo.u32 %__ccr_N, %__ccr_t6, %__ccr_t5;\n\
-             \tld.param.u64 %__ccr_rec, [__cc_rec];\n\tcvta.to.global.u64 %__ccr_rec, %__ccr_rec;\n\
-             \tadd.s64 %__ccr_rec, %__ccr_rec, 128;\n\
              \tmov.u32 %__ccr_B, 1;\n\tcvt.u64.u32 %__ccr_E, %__ccr_T;\n\
              \tsetp.ne.u32 %__ccr_left, 0, 0;\n\
              \tor.b64 %__ccr_E, %__ccr_E, 274877906944;\n",
@@ -943,12 +909,14 @@ impl<'a> KernelRace<'a> {
              \tadd.u32 %__ccr_t4, %__ccr_t4, %__ccr_N;\n\
              \tbra.uni $__ccr_clear;\n\
              $__ccr_off:\n\
+             \tld.param.u64 %__ccr_rec, [__cc_rec];\n\tcvta.to.global.u64 %__ccr_rec, %__ccr_rec;\n\
              \tmov.u32 %__ccr_t6, 1;\n\
-             \t@%__ccr_q1 st.global.u32 [%__ccr_rec+64], %__ccr_t6;\n\
+             \t@%__ccr_q1 st.global.u32 [%__ccr_rec+{}], %__ccr_t6;\n\
              $__ccr_cleared:\n\
              \tbarrier.sync 0;\n",
             u64::from(udyn) + 15,
-            8 * self.records()
+            8 * self.records(),
+            super::RACE_RECORD_OFFSET + 64,
         );
         s
     }
@@ -1162,7 +1130,7 @@ fn conflict(x: &str, write_only: bool, p: &str, done: &str) -> String {
     s
 }
 
-/// A call of `__ccr_report` when `p` holds: this access (`%__ccr_me`) against `other`, at the
+/// The report ([`call_report`]) when `p` holds: this access (`%__ccr_me`) against `other`, at the
 /// raced word's byte offset in `array` (its shared address when the array is unknown).
 fn report(
     p: &str,
@@ -1191,17 +1159,43 @@ fn report(
     s
 }
 
-/// The call of `__ccr_report`: event `kind`, the access or barrier word `me`, the `other` one,
-/// and `off` (the byte offset, or the mask).
+/// The report, written inline: event `kind`, the access or barrier word `me`, the `other`
+/// one, and `off` (the byte offset, or the mask), into the race record (layout in
+/// `record.rs`). Every report counts; the first one writes the record, and a barrier misuse
+/// replaces a race reported first (the race is often its consequence). The record's address
+/// is read from the parameter here, on this path only, so that it holds no register for the
+/// rest of the kernel.
 fn call_report(kind: RaceEventKind, me: &str, other: &str, off: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let code = kind.code();
+    let replace = if kind == RaceEventKind::Race {
+        String::new()
+    } else {
+        format!(
+            "\tatom.global.cas.b32 %__ccr_r, [%__ccr_rec+8], {race}, {code};\n\
+             \tsetp.eq.u32 %__ccr_rp, %__ccr_r, {race};\n\t@%__ccr_rp bra $__ccr_rw{n};\n",
+            race = RaceEventKind::Race.code()
+        )
+    };
     format!(
-        "\t{{\n\t.param .b64 __ccr_a0;\n\tst.param.b64 [__ccr_a0], %__ccr_rec;\n\
-         \t.param .b32 __ccr_a1;\n\tst.param.b32 [__ccr_a1], {};\n\
-         \t.param .b64 __ccr_a2;\n\tst.param.b64 [__ccr_a2], {me};\n\
-         \t.param .b64 __ccr_a3;\n\tst.param.b64 [__ccr_a3], {other};\n\
-         \t.param .b32 __ccr_a4;\n\tst.param.b32 [__ccr_a4], {off};\n\
-         \tcall __ccr_report, (__ccr_a0, __ccr_a1, __ccr_a2, __ccr_a3, __ccr_a4);\n\t}}\n",
-        kind.code()
+        "\t{{\n\tld.param.u64 %__ccr_rec, [__cc_rec];\n\tcvta.to.global.u64 %__ccr_rec, %__ccr_rec;\n\
+         \tadd.s64 %__ccr_rec, %__ccr_rec, {base};\n\
+         \tatom.global.add.u32 %__ccr_r, [%__ccr_rec+4], 1;\n\
+         \tatom.global.cas.b32 %__ccr_r, [%__ccr_rec], 0, 1;\n\
+         \tsetp.eq.u32 %__ccr_rp, %__ccr_r, 0;\n\t@%__ccr_rp bra $__ccr_rw{n};\n\
+         {replace}\
+         \tbra.uni $__ccr_rd{n};\n\
+         $__ccr_rw{n}:\n\
+         \tmov.u32 %__ccr_r, {code};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;\n\
+         \tmov.u32 %__ccr_r, {off};\n\tst.global.u32 [%__ccr_rec+12], %__ccr_r;\n\
+         \tst.global.u64 [%__ccr_rec+16], {me};\n\
+         \tst.global.u64 [%__ccr_rec+24], {other};\n\
+         \tmov.u32 %__ccr_r, %ctaid.x;\n\tst.global.u32 [%__ccr_rec+32], %__ccr_r;\n\
+         \tmov.u32 %__ccr_r, %ctaid.y;\n\tst.global.u32 [%__ccr_rec+36], %__ccr_r;\n\
+         \tmov.u32 %__ccr_r, %ctaid.z;\n\tst.global.u32 [%__ccr_rec+40], %__ccr_r;\n\
+         $__ccr_rd{n}:\n\t}}\n",
+        base = super::RACE_RECORD_OFFSET,
     )
 }
 

@@ -51,7 +51,7 @@ fn shared_accesses_and_barriers_are_checked_and_the_user_code_kept() {
         assert!(r.ptx.contains(line.trim()), "lost `{line}`");
     }
     assert!(r.ptx.contains(".extern .shared .align 16 .b8 __ccr_dyn[];"));
-    assert!(r.ptx.contains("call __ccr_report"));
+    assert!(r.ptx.contains("atom.global.cas.b32 %__ccr_r, [%__ccr_rec], 0, 1;"));
     // Writes swap themselves into W; reads load it.
     assert!(r.ptx.contains("atom.shared.exch.b64"));
     assert!(r.ptx.contains("red.shared.max.u64"));
@@ -262,7 +262,7 @@ fn block_barriers_become_counting_non_aligned_barriers() {
     // ends; the count is compared with the block's size.
     assert!(r.ptx.contains("setp.lt.u32 %__ccr_q4, %__ccr_n, %__ccr_N;"));
     assert!(r.ptx.contains(&format!(
-        "st.param.b32 [__ccr_a1], {};",
+        "mov.u32 %__ccr_r, {};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;",
         RaceEventKind::ExitedBarrier.code()
     )));
 }
@@ -354,21 +354,31 @@ fn exits_are_recorded_only_in_kernels_with_barriers() {
 /// A barrier misuse replaces a race already in the record (the race is often its effect);
 /// a race never replaces anything.
 #[test]
-fn the_report_function_lets_a_barrier_misuse_replace_a_race() {
-    let r = race(&kernel("", "\tst.shared.f32 [tile], %f1;\n\tbar.sync 0;"));
-    let f = &r.ptx[r.ptx.find(".func __ccr_report").unwrap()..];
-    let f = &f[..f.find("ret;").unwrap()];
-    assert!(
-        f.contains("atom.global.cas.b32 %b7, [%a0+8], 1, %b2;"),
-        "{f}"
-    );
-    assert!(
-        f.contains(&format!(
-            "setp.lt.u32 %q1, %b2, {};",
-            RaceEventKind::DivergentBarrier.code()
-        )),
-        "{f}"
-    );
+fn the_report_lets_a_barrier_misuse_replace_a_race() {
+    let r = race(&kernel(
+        "",
+        "\tmov.u32 %r1, %tid.x;\n\tsetp.lt.u32 %p1, %r1, 32;\n\t@%p1 bra $L_a;\n\
+         \tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\tbra.uni $L_end;\n\
+         $L_a:\n\tst.shared.f32 [tile+4], %f1;\n\tbar.sync 0;\n$L_end:",
+    ));
+    // No function to call: the report is inline (a call keeps the calling convention's
+    // registers in every kernel).
+    assert!(!r.ptx.contains("call "), "{}", r.ptx);
+    let lines = kernel_lines(&r);
+    let race = RaceEventKind::Race.code();
+    let divergent = RaceEventKind::DivergentBarrier.code();
+    // A barrier misuse takes the record over from a race; a race never replaces anything.
+    let takeover = format!("atom.global.cas.b32 %__ccr_r, [%__ccr_rec+8], {race}, {divergent};");
+    assert!(lines.contains(&takeover), "{}", r.ptx);
+    assert!(!lines
+        .iter()
+        .any(|l| l.starts_with("atom.global.cas.b32 %__ccr_r, [%__ccr_rec+8]")
+            && l.ends_with(&format!(", {race};"))));
+    // Every report counts, the first claims the record; the record is after the bounds one.
+    assert!(lines.contains(&"atom.global.add.u32 %__ccr_r, [%__ccr_rec+4], 1;".to_string()));
+    assert!(lines.contains(&"atom.global.cas.b32 %__ccr_r, [%__ccr_rec], 0, 1;".to_string()));
+    assert!(lines.contains(&format!("add.s64 %__ccr_rec, %__ccr_rec, {RACE_RECORD_OFFSET};")));
+    assert!(lines.contains(&"st.global.u64 [%__ccr_rec+16], %__ccr_me;".to_string()));
 }
 
 /// `if (i >= n) return;` is a branch to the kernel's one `ret`: the branch records the exit
@@ -441,11 +451,11 @@ fn barriers_met_in_one_order_need_no_divergence_slots() {
         .iter()
         .any(|l| l == "atom.shared.exch.b32 %__ccr_t1, [%__ccr_sh+40], 1;"));
     assert!(r.ptx.contains(&format!(
-        "st.param.b32 [__ccr_a1], {};",
+        "mov.u32 %__ccr_r, {};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;",
         RaceEventKind::ExitedBarrier.code()
     )));
     assert!(!r.ptx.contains(&format!(
-        "st.param.b32 [__ccr_a1], {};",
+        "mov.u32 %__ccr_r, {};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;",
         RaceEventKind::DivergentBarrier.code()
     )));
     // The early return is still recorded for the report.
@@ -472,7 +482,7 @@ fn barriers_in_branches_or_loops_keep_the_divergence_check() {
         assert!(folds_into_slots(&r), "{what}: no divergence check:\n{}", r.ptx);
         assert!(
             r.ptx.contains(&format!(
-                "st.param.b32 [__ccr_a1], {};",
+                "mov.u32 %__ccr_r, {};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;",
                 RaceEventKind::DivergentBarrier.code()
             )),
             "{what}"
