@@ -106,4 +106,4 @@ pub fn cost_row(name: &str, c: &RaceCost, threads: u32, dynamic_shared_bytes: u3
 }
 
 /// The header of [`cost_row`]'s table.
-pub const COST_HEADER: &str = "| kernel | shared (B) | shadow (B/block) | shadow cleared (B/thread) | prologue instr./thread | instr./checked access (accesses) | instr./barrier (barriers) | shared atomics/barrier/arriving group |\n|---|---:|---:|---:|---:|---:|---:|---:|";
+pub const COST_HEADER: &str = "| kernel | shared (B) | shadow (B/block) | shadow cleared (B/thread) | prologue instr./thread | instr./checked access (accesses) | instr./barrier (barriers) | shared atomics/barrier/arriving group (report path included) |\n|---|---:|---:|---:|---:|---:|---:|---:|";

@@ -23,7 +23,7 @@
 //! two lanes touching one word in the same warp epoch race.
 //!
 //! # The shadow
-//! The launch gets extra dynamic shared memory after the user's ([`shadow_bytes`]): two
+//! The launch gets extra dynamic shared memory after the user's ([`RaceKernel::shadow_bytes`]): two
 //! barrier slots and an exit slot, then per 4-byte word of the block's shared memory three
 //! 64-bit records, the last write or atomic (`W`), the first reader of the current epoch (`R1`) and the latest
 //! reader other than that one (`R2`). An [`AccessWord`] packs thread, site, the bytes of the
@@ -37,7 +37,10 @@
 //! two accesses in the same few cycles may miss each other, and a race in user code repeats
 //! over elements and iterations). Of two readers of one word, a writer finds
 //! at least one other than itself (`R1` and `R2` hold different threads), so the in-place
-//! update `s[t] = s[t - 1] + s[t]` is found whichever reader came last.
+//! update `s[t] = s[t - 1] + s[t]` is found whichever reader came last. Only checked reads
+//! write `R1` and `R2`: a kernel whose reads are all proven unable to race (below) keeps `W`
+//! alone ([`RaceKernel::shadow_records`]), a third of the shadow, and its writes look at `W`
+//! only, which is all the other records could ever hold.
 //!
 //! A report is a sound statement about the program, never a guess: it names two accesses of
 //! different threads that touched the same bytes with the same barrier count and, in one
@@ -51,7 +54,12 @@
 //! are left unchanged ([`RaceCoverage::proven`]; the argument is in `intervals.rs`).
 //!
 //! # Barriers
-//! Before a block barrier each thread folds `(epoch, site, thread)` into two per-epoch slots
+//! Where the control flow alone fixes the order in which every thread meets the barriers
+//! (from the entry and from each barrier, every path meets the same next barrier or leaves
+//! the block: straight-line barriers, one barrier per round of a loop), two threads with the
+//! same barrier count are at the same statement, and the slots below are left out: the
+//! count the barrier returns is all that is checked (`intervals.rs`, `fixed_order`).
+//! Otherwise, before a block barrier each thread folds `(epoch, site, thread)` into two per-epoch slots
 //! with `atom.max` (one keyed by the site, one by its complement); after it, every thread reads
 //! both back: two different sites in one epoch mean threads met at different barriers
 //! (`if (t < 32) __syncthreads(); else __syncthreads();`), reported as
