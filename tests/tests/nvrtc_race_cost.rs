@@ -7,9 +7,9 @@
 //! `results/races.md` quotes. Needs NVRTC and nvJitLink, no GPU.
 
 use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
+use cudacheck_core::cubin::read_cubin;
 use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
 use cudacheck_core::race::{cost_row, race_ptx_costed, RaceCost, RaceOptions, COST_HEADER};
-use cudacheck_core::cubin::read_cubin;
 use cudacheck_core::validate::occupancy;
 use cudacheck_core::{Arch, ArchLimits, KernelResources};
 use cudacheck_tests::{nvrtc_or_skip, repo_root};
@@ -19,19 +19,69 @@ use cudacheck_tests::{nvrtc_or_skip, repo_root};
 const KERNELS: &[(&str, &str, [u32; 3], u32)] = &[
     ("blur5x5_tiled", "bench/kernels/stencil.cu", [32, 8, 1], 0),
     ("layernorm_rows", "bench/kernels/norm.cu", [256, 1, 1], 0),
-    ("softmax_smem_row", "bench/kernels/norm.cu", [256, 1, 1], 4096 * 4),
-    ("block_reduce_sum<256>", "bench/kernels/reduce.cu", [256, 1, 1], 0),
+    (
+        "softmax_smem_row",
+        "bench/kernels/norm.cu",
+        [256, 1, 1],
+        4096 * 4,
+    ),
+    (
+        "block_reduce_sum<256>",
+        "bench/kernels/reduce.cu",
+        [256, 1, 1],
+        0,
+    ),
     ("absmax_warp", "bench/kernels/reduce.cu", [256, 1, 1], 0),
-    ("scan_block_inclusive", "bench/kernels/reduce.cu", [1024, 1, 1], 0),
-    ("row_dot_dynsmem", "bench/kernels/reduce.cu", [256, 1, 1], 256 * 4),
-    ("histogram256_shared", "bench/kernels/reduce.cu", [256, 1, 1], 0),
+    (
+        "scan_block_inclusive",
+        "bench/kernels/reduce.cu",
+        [1024, 1, 1],
+        0,
+    ),
+    (
+        "row_dot_dynsmem",
+        "bench/kernels/reduce.cu",
+        [256, 1, 1],
+        256 * 4,
+    ),
+    (
+        "histogram256_shared",
+        "bench/kernels/reduce.cu",
+        [256, 1, 1],
+        0,
+    ),
     ("sgemm_tiled_4x4", "bench/kernels/linalg.cu", [16, 16, 1], 0),
     ("transpose_padded", "bench/kernels/linalg.cu", [32, 8, 1], 0),
-    ("attention_small_tiles", "bench/kernels/linalg.cu", [64, 1, 1], 0),
-    ("row_mean_pitched", "bench/kernels/loops2.cu", [256, 1, 1], 0),
-    ("histogram_range", "bench/kernels/loops2.cu", [256, 1, 1], 1000 * 4),
-    ("rmsnorm_block_f16", "bench/kernels/loops2.cu", [1024, 1, 1], 0),
-    ("softmax_rows_3pass", "bench/kernels/loops2.cu", [512, 1, 1], 0),
+    (
+        "attention_small_tiles",
+        "bench/kernels/linalg.cu",
+        [64, 1, 1],
+        0,
+    ),
+    (
+        "row_mean_pitched",
+        "bench/kernels/loops2.cu",
+        [256, 1, 1],
+        0,
+    ),
+    (
+        "histogram_range",
+        "bench/kernels/loops2.cu",
+        [256, 1, 1],
+        1000 * 4,
+    ),
+    (
+        "rmsnorm_block_f16",
+        "bench/kernels/loops2.cu",
+        [1024, 1, 1],
+        0,
+    ),
+    (
+        "softmax_rows_3pass",
+        "bench/kernels/loops2.cu",
+        [512, 1, 1],
+        0,
+    ),
 ];
 
 /// What one build of a kernel takes from an SM.
@@ -40,7 +90,14 @@ struct Fit {
     blocks_per_sm: u32,
 }
 
-fn fit(ptx: &str, symbol: &str, arch: Arch, threads: u32, dynamic: u32, what: &str) -> (Fit, KernelResources) {
+fn fit(
+    ptx: &str,
+    symbol: &str,
+    arch: Arch,
+    threads: u32,
+    dynamic: u32,
+    what: &str,
+) -> (Fit, KernelResources) {
     let cubin = cudacheck::nvrtc::assemble_ptx(ptx, arch, what)
         .unwrap_or_else(|e| panic!("{what}: {e}"))
         .cubin;
@@ -119,7 +176,10 @@ fn nvrtc_race_cost_of_the_benchmark_sets_shared_kernels() {
             c.static_shared_bytes + dynamic
         );
         // A launch that fits plain fits race-checked too (or it would run unchecked).
-        assert!(race.blocks_per_sm >= 1, "{name}: the race-checked build does not fit");
+        assert!(
+            race.blocks_per_sm >= 1,
+            "{name}: the race-checked build does not fit"
+        );
         assert!(race.blocks_per_sm <= plain.blocks_per_sm, "{name}");
         table.push_str(&cost_row(name, &c, threads, dynamic));
         table.push_str(&format!(

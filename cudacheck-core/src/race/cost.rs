@@ -50,11 +50,7 @@ pub(super) fn instructions(code: &str) -> u32 {
         match l {
             "{" => depth += 1,
             "}" => depth = depth.saturating_sub(1),
-            _ if depth == 0
-                && l.ends_with(';')
-                && !l.starts_with('.')
-                && !l.starts_with("//") =>
-            {
+            _ if depth == 0 && l.ends_with(';') && !l.starts_with('.') && !l.starts_with("//") => {
                 n += 1
             }
             _ => {}
@@ -68,7 +64,9 @@ pub(super) fn shared_atomics(code: &str) -> u32 {
     code.lines()
         .map(str::trim)
         .map(|l| match l.strip_prefix('@') {
-            Some(g) => g.split_once(char::is_whitespace).map_or("", |(_, i)| i.trim_start()),
+            Some(g) => g
+                .split_once(char::is_whitespace)
+                .map_or("", |(_, i)| i.trim_start()),
             None => l,
         })
         .filter(|i| i.starts_with("atom.shared") || i.starts_with("red.shared"))

@@ -134,11 +134,7 @@ pub(super) fn emit(text: &str, m: &Module, opts: &RaceOptions) -> RacePtx {
 }
 
 /// [`emit`], with what each kernel's checks cost ([`RaceCost`]).
-pub(super) fn emit_costed(
-    text: &str,
-    m: &Module,
-    opts: &RaceOptions,
-) -> (RacePtx, Vec<RaceCost>) {
+pub(super) fn emit_costed(text: &str, m: &Module, opts: &RaceOptions) -> (RacePtx, Vec<RaceCost>) {
     let facts = func_facts(m);
     let mut costs = Vec::new();
     let mut body = Edits::new();
@@ -1306,7 +1302,12 @@ fn exited_and_next(label: u32) -> String {
          $__ccr_c{label}:\n\
          {next}",
         next = next_epoch(),
-        exited = call_report(RaceEventKind::ExitedBarrier, "%__ccr_me", "%__ccr_d", "%__ccr_n"),
+        exited = call_report(
+            RaceEventKind::ExitedBarrier,
+            "%__ccr_me",
+            "%__ccr_d",
+            "%__ccr_n"
+        ),
     )
 }
 

@@ -133,9 +133,15 @@ pub(super) fn fixed_order(f: &Function, barriers: &[(usize, bool)]) -> bool {
     let stops: BTreeSet<usize> = barriers.iter().map(|&(b, _)| b).collect();
     starts(barriers).all(|start| {
         let mut next = BTreeSet::new();
-        walk(&cfg, start, &stops, |_| {}, |b| {
-            next.insert(b);
-        });
+        walk(
+            &cfg,
+            start,
+            &stops,
+            |_| {},
+            |b| {
+                next.insert(b);
+            },
+        );
         next.len() <= 1
     })
 }

@@ -250,7 +250,11 @@ impl RaceKernel {
     /// Bytes of shadow a launch of this kernel needs after `dynamic_shared_bytes` of its own
     /// ([`shadow_bytes_with`] of its records per word).
     pub fn shadow_bytes(&self, static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
-        shadow_bytes_with(self.shadow_records, static_shared_bytes, dynamic_shared_bytes)
+        shadow_bytes_with(
+            self.shadow_records,
+            static_shared_bytes,
+            dynamic_shared_bytes,
+        )
     }
 
     /// The site with this id.
@@ -316,7 +320,10 @@ pub fn race_ptx(ptx: &str, opts: &RaceOptions) -> Result<RacePtx, PtxError> {
 /// # Errors
 /// [`PtxError`] when the text cannot be read as PTX.
 #[doc(hidden)]
-pub fn race_ptx_costed(ptx: &str, opts: &RaceOptions) -> Result<(RacePtx, Vec<RaceCost>), PtxError> {
+pub fn race_ptx_costed(
+    ptx: &str,
+    opts: &RaceOptions,
+) -> Result<(RacePtx, Vec<RaceCost>), PtxError> {
     let m = read::parse(ptx)?;
     Ok(emit::emit_costed(ptx, &m, opts))
 }

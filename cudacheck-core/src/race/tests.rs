@@ -51,7 +51,9 @@ fn shared_accesses_and_barriers_are_checked_and_the_user_code_kept() {
         assert!(r.ptx.contains(line.trim()), "lost `{line}`");
     }
     assert!(r.ptx.contains(".extern .shared .align 16 .b8 __ccr_dyn[];"));
-    assert!(r.ptx.contains("atom.global.cas.b32 %__ccr_r, [%__ccr_rec], 0, 1;"));
+    assert!(r
+        .ptx
+        .contains("atom.global.cas.b32 %__ccr_r, [%__ccr_rec], 0, 1;"));
     // Writes swap themselves into W; reads load it.
     assert!(r.ptx.contains("atom.shared.exch.b64"));
     assert!(r.ptx.contains("red.shared.max.u64"));
@@ -190,7 +192,10 @@ fn shadow_sizes_cover_every_word_with_a_margin() {
     assert_eq!(shadow_bytes(u32::MAX, u32::MAX), u32::MAX);
     // One record per word: 8 bytes each.
     let one = shadow_bytes_with(1, 1024, 512);
-    assert!(one >= 48 + 8 * 384 && one < 48 + 8 * 384 + 8 * 100, "{one}");
+    assert!(
+        (48 + 8 * 384..48 + 8 * 384 + 8 * 100).contains(&one),
+        "{one}"
+    );
     assert_eq!(shadow_bytes_with(3, 1024, 512), b);
 }
 
@@ -370,14 +375,16 @@ fn the_report_lets_a_barrier_misuse_replace_a_race() {
     // A barrier misuse takes the record over from a race; a race never replaces anything.
     let takeover = format!("atom.global.cas.b32 %__ccr_r, [%__ccr_rec+8], {race}, {divergent};");
     assert!(lines.contains(&takeover), "{}", r.ptx);
-    assert!(!lines
-        .iter()
-        .any(|l| l.starts_with("atom.global.cas.b32 %__ccr_r, [%__ccr_rec+8]")
-            && l.ends_with(&format!(", {race};"))));
+    assert!(!lines.iter().any(
+        |l| l.starts_with("atom.global.cas.b32 %__ccr_r, [%__ccr_rec+8]")
+            && l.ends_with(&format!(", {race};"))
+    ));
     // Every report counts, the first claims the record; the record is after the bounds one.
     assert!(lines.contains(&"atom.global.add.u32 %__ccr_r, [%__ccr_rec+4], 1;".to_string()));
     assert!(lines.contains(&"atom.global.cas.b32 %__ccr_r, [%__ccr_rec], 0, 1;".to_string()));
-    assert!(lines.contains(&format!("add.s64 %__ccr_rec, %__ccr_rec, {RACE_RECORD_OFFSET};")));
+    assert!(lines.contains(&format!(
+        "add.s64 %__ccr_rec, %__ccr_rec, {RACE_RECORD_OFFSET};"
+    )));
     assert!(lines.contains(&"st.global.u64 [%__ccr_rec+16], %__ccr_me;".to_string()));
 }
 
@@ -479,7 +486,11 @@ fn barriers_in_branches_or_loops_keep_the_divergence_check() {
                    \tld.shared.f32 %f2, [tile+4];";
     for (what, body) in [("branches", branches), ("loop", looped), ("guard", guarded)] {
         let r = race(&kernel("", body));
-        assert!(folds_into_slots(&r), "{what}: no divergence check:\n{}", r.ptx);
+        assert!(
+            folds_into_slots(&r),
+            "{what}: no divergence check:\n{}",
+            r.ptx
+        );
         assert!(
             r.ptx.contains(&format!(
                 "mov.u32 %__ccr_r, {};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;",
