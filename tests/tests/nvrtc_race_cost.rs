@@ -14,74 +14,30 @@ use cudacheck_core::validate::occupancy;
 use cudacheck_core::{Arch, ArchLimits, KernelResources};
 use cudacheck_tests::{nvrtc_or_skip, repo_root};
 
+const STENCIL: &str = "bench/kernels/stencil.cu";
+const NORM: &str = "bench/kernels/norm.cu";
+const REDUCE: &str = "bench/kernels/reduce.cu";
+const LINALG: &str = "bench/kernels/linalg.cu";
+const LOOPS2: &str = "bench/kernels/loops2.cu";
+
 /// The benchmark set's kernels with shared accesses (`examples/bench_set.rs`): name, file,
 /// block, dynamic shared bytes of the timed launch.
 const KERNELS: &[(&str, &str, [u32; 3], u32)] = &[
-    ("blur5x5_tiled", "bench/kernels/stencil.cu", [32, 8, 1], 0),
-    ("layernorm_rows", "bench/kernels/norm.cu", [256, 1, 1], 0),
-    (
-        "softmax_smem_row",
-        "bench/kernels/norm.cu",
-        [256, 1, 1],
-        4096 * 4,
-    ),
-    (
-        "block_reduce_sum<256>",
-        "bench/kernels/reduce.cu",
-        [256, 1, 1],
-        0,
-    ),
-    ("absmax_warp", "bench/kernels/reduce.cu", [256, 1, 1], 0),
-    (
-        "scan_block_inclusive",
-        "bench/kernels/reduce.cu",
-        [1024, 1, 1],
-        0,
-    ),
-    (
-        "row_dot_dynsmem",
-        "bench/kernels/reduce.cu",
-        [256, 1, 1],
-        256 * 4,
-    ),
-    (
-        "histogram256_shared",
-        "bench/kernels/reduce.cu",
-        [256, 1, 1],
-        0,
-    ),
-    ("sgemm_tiled_4x4", "bench/kernels/linalg.cu", [16, 16, 1], 0),
-    ("transpose_padded", "bench/kernels/linalg.cu", [32, 8, 1], 0),
-    (
-        "attention_small_tiles",
-        "bench/kernels/linalg.cu",
-        [64, 1, 1],
-        0,
-    ),
-    (
-        "row_mean_pitched",
-        "bench/kernels/loops2.cu",
-        [256, 1, 1],
-        0,
-    ),
-    (
-        "histogram_range",
-        "bench/kernels/loops2.cu",
-        [256, 1, 1],
-        1000 * 4,
-    ),
-    (
-        "rmsnorm_block_f16",
-        "bench/kernels/loops2.cu",
-        [1024, 1, 1],
-        0,
-    ),
-    (
-        "softmax_rows_3pass",
-        "bench/kernels/loops2.cu",
-        [512, 1, 1],
-        0,
-    ),
+    ("blur5x5_tiled", STENCIL, [32, 8, 1], 0),
+    ("layernorm_rows", NORM, [256, 1, 1], 0),
+    ("softmax_smem_row", NORM, [256, 1, 1], 4096 * 4),
+    ("block_reduce_sum<256>", REDUCE, [256, 1, 1], 0),
+    ("absmax_warp", REDUCE, [256, 1, 1], 0),
+    ("scan_block_inclusive", REDUCE, [1024, 1, 1], 0),
+    ("row_dot_dynsmem", REDUCE, [256, 1, 1], 256 * 4),
+    ("histogram256_shared", REDUCE, [256, 1, 1], 0),
+    ("sgemm_tiled_4x4", LINALG, [16, 16, 1], 0),
+    ("transpose_padded", LINALG, [32, 8, 1], 0),
+    ("attention_small_tiles", LINALG, [64, 1, 1], 0),
+    ("row_mean_pitched", LOOPS2, [256, 1, 1], 0),
+    ("histogram_range", LOOPS2, [256, 1, 1], 1000 * 4),
+    ("rmsnorm_block_f16", LOOPS2, [1024, 1, 1], 0),
+    ("softmax_rows_3pass", LOOPS2, [512, 1, 1], 0),
 ];
 
 /// What one build of a kernel takes from an SM.
