@@ -962,7 +962,9 @@ impl<'a> KernelRace<'a> {
             } else {
                 let _ = writeln!(s, "\tmov.u32 %__ccr_a, {};", addr.base);
             }
-            let _ = writeln!(s, "\tadd.u32 %__ccr_a, %__ccr_a, {};", off as i32);
+            if off != 0 {
+                let _ = writeln!(s, "\tadd.u32 %__ccr_a, %__ccr_a, {};", off as i32);
+            }
         }
         let code: u64 = match kind {
             RaceSiteKind::Read => 1,
