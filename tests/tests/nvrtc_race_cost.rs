@@ -131,6 +131,13 @@ fn nvrtc_race_cost_of_the_benchmark_sets_shared_kernels() {
             c.shadow_bytes(dynamic),
             c.static_shared_bytes + dynamic
         );
+        // Every barrier of these kernels is met in one order (straight-line code, one barrier
+        // per loop round): none folds itself into the divergence slots.
+        assert!(
+            c.barriers.iter().all(|&n| n < 30),
+            "{name}: a barrier with the divergence check: {:?}",
+            c.barriers
+        );
         // A launch that fits plain fits race-checked too (or it would run unchecked).
         assert!(
             race.blocks_per_sm >= 1,
