@@ -18,7 +18,6 @@ const NOT_YET_PORTED: &[(&str, usize)] = &[
     // The reference interpreter the allocation-bases tests run the rewrite's output on: it
     // reads PTX on its own, so that it checks the rewrite without trusting the model.
     ("cudacheck-core/tests/instrument_alloc.rs", 2),
-    ("cudacheck-core/src/race/emit.rs", 4),
 ];
 
 /// Where the text of an opcode may be decoded: the typed model.

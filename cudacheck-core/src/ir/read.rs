@@ -153,6 +153,18 @@ impl Instr {
             .unwrap_or(Space::Generic)
     }
 
+    /// A block barrier's opcode in its non-aligned form: `bar.red.popc.u32` and
+    /// `barrier.cta.red.aligned.popc.u32` as `barrier.red.popc.u32`, `bar.sync` as
+    /// `barrier.sync` (lanes of one warp may then arrive at it separately).
+    pub fn non_aligned_barrier(&self) -> String {
+        let rest: Vec<&str> = self
+            .parts()
+            .skip(1)
+            .filter(|p| !matches!(*p, "aligned" | "cta"))
+            .collect();
+        format!("barrier.{}", rest.join("."))
+    }
+
     /// Whether the opcode has the part `p` (`has(".nc")` is written `has("nc")`).
     pub fn has(&self, p: &str) -> bool {
         self.parts().skip(1).any(|x| x == p)

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use super::cost::{self, RaceCost};
 use super::intervals;
 use super::record::{bits, RaceEventKind};
 use super::{RaceCoverage, RaceKernel, RaceOptions, RacePtx, RaceSite, RaceSiteKind};
@@ -12,7 +13,7 @@ use super::{RaceUnchecked, SourceLoc};
 use crate::instrument::{callee, demangle, demangle_var, SkipReason};
 use crate::ir::edit::Edits;
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
-use crate::ir::{effects, Address, Flow, MemKind, MemOp, Op, Sync};
+use crate::ir::{effects, Address, ArithOp, Flow, MemKind, MemOp, Op, Sync};
 
 /// The labels of `f` that start a `ret` or `exit`: a branch to one leaves the block.
 fn exit_labels(f: &Function) -> BTreeSet<&str> {
@@ -36,49 +37,17 @@ fn exit_labels(f: &Function) -> BTreeSet<&str> {
     out
 }
 
-/// The reporting function every race-checked module gets, and the dynamic shared array the
-/// shadow is addressed from.
-const RUNTIME: &str = r#"
+/// What every race-checked module gets: the dynamic shared array the shadow is addressed
+/// from. (The report is written inline where it is made, see [`call_report`]: a call of a
+/// function would make `ptxas` keep the calling convention's registers in every kernel, 36 at
+/// least, where the kernels of the benchmark set need 12 to 29.)
+const RUNTIME: &str = "
 // ---- cudacheck race checking (see cudacheck_core::race) ----
 .extern .shared .align 16 .b8 __ccr_dyn[];
-.func __ccr_report(.param .b64 __ccr_p0, .param .b32 __ccr_p1, .param .b64 __ccr_p2, .param .b64 __ccr_p3, .param .b32 __ccr_p4)
-{
-	.reg .b64 %a<4>;
-	.reg .b32 %b<8>;
-	.reg .pred %q<2>;
-	ld.param.u64 %a0, [__ccr_p0];
-	atom.global.add.u32 %b0, [%a0+4], 1;
-	atom.global.cas.b32 %b1, [%a0], 0, 1;
-	setp.ne.u32 %q0, %b1, 0;
-	ld.param.u32 %b2, [__ccr_p1];
-	@!%q0 bra $__ccr_rwrite;
-	// A barrier misuse replaces a race reported first: the race is often its consequence.
-	setp.lt.u32 %q1, %b2, 2;
-	@%q1 bra $__ccr_rdone;
-	atom.global.cas.b32 %b7, [%a0+8], 1, %b2;
-	setp.ne.u32 %q1, %b7, 1;
-	@%q1 bra $__ccr_rdone;
-$__ccr_rwrite:
-	st.global.u32 [%a0+8], %b2;
-	ld.param.u32 %b3, [__ccr_p4];
-	st.global.u32 [%a0+12], %b3;
-	ld.param.u64 %a1, [__ccr_p2];
-	st.global.u64 [%a0+16], %a1;
-	ld.param.u64 %a2, [__ccr_p3];
-	st.global.u64 [%a0+24], %a2;
-	mov.u32 %b4, %ctaid.x;
-	st.global.u32 [%a0+32], %b4;
-	mov.u32 %b5, %ctaid.y;
-	st.global.u32 [%a0+36], %b5;
-	mov.u32 %b6, %ctaid.z;
-	st.global.u32 [%a0+40], %b6;
-$__ccr_rdone:
-	ret;
-}
-"#;
+";
 
 /// The registers a race-checked kernel declares (`%__ccr_*`).
-const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N, %__ccr_n;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_left, %__ccr_q<8>;\n";
+const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N, %__ccr_n;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_left, %__ccr_q<8>, %__ccr_rp;\n\t.reg .b32 %__ccr_r;\n";
 
 /// What one statement gets.
 enum Plan {
@@ -161,7 +130,13 @@ fn func_facts(m: &Module) -> FuncFacts {
 }
 
 pub(super) fn emit(text: &str, m: &Module, opts: &RaceOptions) -> RacePtx {
+    emit_costed(text, m, opts).0
+}
+
+/// [`emit`], with what each kernel's checks cost ([`RaceCost`]).
+pub(super) fn emit_costed(text: &str, m: &Module, opts: &RaceOptions) -> (RacePtx, Vec<RaceCost>) {
     let facts = func_facts(m);
+    let mut costs = Vec::new();
     let mut body = Edits::new();
     let mut kernels = Vec::new();
     let mut any = false;
@@ -169,7 +144,12 @@ pub(super) fn emit(text: &str, m: &Module, opts: &RaceOptions) -> RacePtx {
         let mut k = KernelRace::new(m, f, opts);
         k.plan(&facts);
         k.prune();
-        let changed = k.emit(&mut body);
+        let mut cost = RaceCost {
+            symbol: f.name.clone(),
+            ..RaceCost::default()
+        };
+        let changed = k.emit(&mut body, &mut cost);
+        costs.push(cost);
         any |= changed;
         kernels.push(k.finish(changed));
     }
@@ -178,10 +158,13 @@ pub(super) fn emit(text: &str, m: &Module, opts: &RaceOptions) -> RacePtx {
         edits.insert(m.header_end, RUNTIME);
     }
     edits.append(body);
-    RacePtx {
-        ptx: edits.apply(text),
-        kernels,
-    }
+    (
+        RacePtx {
+            ptx: edits.apply(text),
+            kernels,
+        },
+        costs,
+    )
 }
 
 struct KernelRace<'a> {
@@ -193,6 +176,9 @@ struct KernelRace<'a> {
     shared_calls: Vec<usize>,
     /// Accesses that cannot race (`intervals.rs`): no check.
     pruned: BTreeSet<usize>,
+    /// Every thread meets the kernel's barriers in one order (`intervals::fixed_order`): the
+    /// barriers need no divergence check.
+    fixed_order: bool,
     sites: Vec<RaceSite>,
     /// The site of each barrier statement by its place in the source: the compiler's copies of
     /// one `__syncthreads()` (a loop unrolled with a remainder, a peeled first round) are one
@@ -239,6 +225,7 @@ impl<'a> KernelRace<'a> {
             plans: Vec::new(),
             shared_calls: Vec::new(),
             pruned: BTreeSet::new(),
+            fixed_order: false,
             sites: Vec::new(),
             barrier_sites: BTreeMap::new(),
             coverage: RaceCoverage::default(),
@@ -328,15 +315,21 @@ impl<'a> KernelRace<'a> {
             }
             best
         };
-        match i.op() {
-            "mov" | "cvt" => pick(&[1], seen),
-            "add" | "or" => pick(&[1, 2], seen),
-            "sub" => pick(&[1], seen),
-            "mad" => pick(&[3], seen),
-            "cvta" => {
+        match i.op {
+            Op::Mov(_) | Op::Convert(_) => pick(&[1], seen),
+            Op::Arith(a) if !a.carry_in => match a.op {
+                ArithOp::Add | ArithOp::Or => pick(&[1, 2], seen),
+                ArithOp::Sub => pick(&[1], seen),
+                ArithOp::Mad => pick(&[3], seen),
+                _ => Trace::Found {
+                    sym: None,
+                    cvta: false,
+                },
+            },
+            Op::Cvta { to_generic, space } => {
                 let t = pick(&[1], seen);
                 match t {
-                    Trace::Found { sym, .. } if i.has("shared") && !i.has("to") => {
+                    Trace::Found { sym, .. } if to_generic && space == Space::Shared => {
                         Trace::Found { sym, cvta: true }
                     }
                     t => t,
@@ -500,7 +493,7 @@ impl<'a> KernelRace<'a> {
                 ));
                 continue;
             }
-            if !e.known && i.opcode.contains("shared") {
+            if !e.known && matches!(i.space(), Space::Shared | Space::SharedCluster) {
                 self.refuse(format!(
                     "`{}` touches shared memory in a way the checker does not know",
                     i.opcode
@@ -710,6 +703,7 @@ impl<'a> KernelRace<'a> {
         for t in &touches {
             *per_stmt.entry(t.stmt).or_default() += 1;
         }
+        self.fixed_order = intervals::fixed_order(self.f, &barriers);
         self.pruned = intervals::unneeded(self.f, &barriers, &touches)
             .into_iter()
             .filter(|k| per_stmt.get(k) == Some(&1))
@@ -721,12 +715,32 @@ impl<'a> KernelRace<'a> {
             .count() as u32;
     }
 
+    /// Records per shadow word: the last write (`W`) and, when the kernel has a read that is
+    /// checked, its two readers (`R1`, `R2`). Only checked reads write reader records, so a
+    /// kernel without one would only ever find them empty.
+    fn records(&self) -> u32 {
+        let reads = self.plans.iter().any(|(k, _, p)| {
+            matches!(
+                p,
+                Plan::Access {
+                    kind: RaceSiteKind::Read,
+                    ..
+                }
+            ) && !self.pruned.contains(k)
+        });
+        if reads {
+            3
+        } else {
+            1
+        }
+    }
+
     fn has_shadow(&self) -> bool {
         self.coverage.checked > 0 || self.coverage.barriers > 0
     }
 
     /// Adds this kernel's edits; whether it changed anything.
-    fn emit(&self, edits: &mut Edits) -> bool {
+    fn emit(&self, edits: &mut Edits, cost: &mut RaceCost) -> bool {
         if self.coverage.not_checked.is_some()
             || (!self.has_shadow() && self.coverage.warp_syncs == 0)
         {
@@ -753,7 +767,16 @@ impl<'a> KernelRace<'a> {
             .max()
             .unwrap_or(0);
         let first = first.max(last_shared);
-        edits.insert(first, self.prologue());
+        let prologue = self.prologue();
+        cost.static_shared_bytes = self.static_shared_bytes();
+        let clear = prologue
+            .split_once("$__ccr_clear:")
+            .and_then(|(_, rest)| rest.split_once("$__ccr_off:"))
+            .map_or(0, |(body, _)| cost::instructions(body));
+        cost.clear_loop = clear;
+        cost.records = self.records();
+        cost.prologue = cost::instructions(&prologue) - clear;
+        edits.insert(first, prologue);
         let mut label = 0u32;
         for (k, _, plan) in &self.plans {
             let s = &f.stmts[*k];
@@ -772,29 +795,78 @@ impl<'a> KernelRace<'a> {
                     if let Some(code) =
                         self.access(i, *id, *kind, *operand, *bytes, *generic, array, label)
                     {
+                        cost.accesses.push(cost::instructions(&code));
                         edits.insert(s.span.start, code);
                     }
                 }
                 Plan::Barrier { id, red } => {
-                    edits.replace(s.span.clone(), guarded(i, &barrier(i, *id, *red, label)));
+                    let code = if self.fixed_order {
+                        guarded(i, &barrier_fixed(i, *id, *red, label))
+                    } else {
+                        guarded(i, &barrier(i, *id, *red, label))
+                    };
+                    cost.barriers.push(cost::instructions(&code));
+                    cost.barrier_atomics.push(cost::shared_atomics(&code));
+                    edits.replace(s.span.clone(), code);
                 }
                 Plan::Exit { id, branch } => {
-                    edits.insert(s.span.start, guarded(i, &exit_record(*id, *branch, label)));
+                    let code = guarded(i, &exit_record(*id, *branch, label));
+                    cost.exits.push(cost::instructions(&code));
+                    edits.insert(s.span.start, code);
                 }
                 Plan::WarpSync { id } => {
                     let (before, replaced) = warp_sync(i, *id, label);
+                    let after = guarded(i, WARP_EPOCH);
+                    cost.warp.push(
+                        cost::instructions(&before)
+                            + cost::instructions(&replaced)
+                            + cost::instructions(&after),
+                    );
                     edits.insert(s.span.start, before);
                     edits.replace(s.span.clone(), replaced);
-                    edits.insert(s.span.end, guarded(i, WARP_EPOCH));
+                    edits.insert(s.span.end, after);
                 }
                 Plan::Collective => {
                     if self.has_shadow() {
-                        edits.insert(s.span.end, guarded(i, WARP_EPOCH));
+                        let after = guarded(i, WARP_EPOCH);
+                        cost.warp.push(cost::instructions(&after));
+                        edits.insert(s.span.end, after);
                     }
                 }
             }
         }
         true
+    }
+
+    /// The `__shared__` arrays of fixed size this function names (module-scope ones declared
+    /// after it cannot be).
+    fn named_shared_vars(&self) -> Vec<&'a crate::ir::read::Var> {
+        let named: BTreeSet<&str> = self
+            .f
+            .instrs()
+            .flat_map(|i| i.operands.iter())
+            .flat_map(|o| o.split(|c: char| !(c.is_ascii_alphanumeric() || "_$.".contains(c))))
+            .collect();
+        let mut vars: Vec<&crate::ir::read::Var> = self
+            .f
+            .vars
+            .iter()
+            .chain(&self.m.vars)
+            .filter(|v| v.space == Space::Shared && v.bytes.is_some())
+            .filter(|v| named.contains(v.name.as_str()))
+            .collect();
+        vars.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        vars.dedup_by(|a, b| a.name == b.name);
+        vars
+    }
+
+    /// Bytes of the fixed-size `__shared__` arrays the function names.
+    fn static_shared_bytes(&self) -> u32 {
+        self.named_shared_vars()
+            .iter()
+            .filter_map(|v| v.bytes)
+            .map(|b| b as u32)
+            .sum()
     }
 
     fn prologue(&self) -> String {
@@ -805,8 +877,6 @@ impl<'a> KernelRace<'a> {
              \tmad.lo.u32 %__ccr_t6, %__ccr_t2, %__ccr_t4, %__ccr_t1;\n\
              \tmad.lo.u32 %__ccr_T, %__ccr_t6, %__ccr_t3, %__ccr_t0;\n\
              \tmul.lo.u32 %__ccr_t6, %__ccr_t3, %__ccr_t4;\n\tmul.lo.u32 %__ccr_N, %__ccr_t6, %__ccr_t5;\n\
-             \tld.param.u64 %__ccr_rec, [__cc_rec];\n\tcvta.to.global.u64 %__ccr_rec, %__ccr_rec;\n\
-             \tadd.s64 %__ccr_rec, %__ccr_rec, 128;\n\
              \tmov.u32 %__ccr_B, 1;\n\tcvt.u64.u32 %__ccr_E, %__ccr_T;\n\
              \tsetp.ne.u32 %__ccr_left, 0, 0;\n\
              \tor.b64 %__ccr_E, %__ccr_E, 274877906944;\n",
@@ -817,25 +887,7 @@ impl<'a> KernelRace<'a> {
         }
         // The lowest shared address in use: the static arrays come before the dynamic ones.
         s.push_str("\tmov.u32 %__ccr_lo, __ccr_dyn;\n");
-        // The arrays this function names (module-scope ones declared after it cannot be).
-        let named: BTreeSet<&str> = self
-            .f
-            .instrs()
-            .flat_map(|i| i.operands.iter())
-            .flat_map(|o| o.split(|c: char| !(c.is_ascii_alphanumeric() || "_$.".contains(c))))
-            .collect();
-        let mut vars: Vec<&str> = self
-            .f
-            .vars
-            .iter()
-            .chain(&self.m.vars)
-            .filter(|v| v.space == Space::Shared && v.bytes.is_some())
-            .map(|v| v.name.as_str())
-            .filter(|v| named.contains(v))
-            .collect();
-        vars.sort_unstable();
-        vars.dedup();
-        for v in vars {
+        for v in self.named_shared_vars().iter().map(|v| v.name.as_str()) {
             let _ = write!(
                 s,
                 "\tmov.u32 %__ccr_t7, {v};\n\tmin.u32 %__ccr_lo, %__ccr_lo, %__ccr_t7;\n"
@@ -851,7 +903,7 @@ impl<'a> KernelRace<'a> {
              \tshr.u32 %__ccr_nw, %__ccr_t0, 2;\n\
              \tshl.b32 %__ccr_nw8, %__ccr_nw, 3;\n\
              \tadd.u32 %__ccr_W, %__ccr_sh, 48;\n\
-             \tmad.lo.u32 %__ccr_t1, %__ccr_nw, 24, 63;\n\
+             \tmad.lo.u32 %__ccr_t1, %__ccr_nw, {}, 63;\n\
              \tand.b32 %__ccr_t1, %__ccr_t1, -16;\n\
              \tmov.u32 %__ccr_t2, %dynamic_smem_size;\n\
              \tsub.u32 %__ccr_t3, %__ccr_sh, %__ccr_t8;\n\
@@ -871,11 +923,14 @@ impl<'a> KernelRace<'a> {
              \tadd.u32 %__ccr_t4, %__ccr_t4, %__ccr_N;\n\
              \tbra.uni $__ccr_clear;\n\
              $__ccr_off:\n\
+             \tld.param.u64 %__ccr_rec, [__cc_rec];\n\tcvta.to.global.u64 %__ccr_rec, %__ccr_rec;\n\
              \tmov.u32 %__ccr_t6, 1;\n\
-             \t@%__ccr_q1 st.global.u32 [%__ccr_rec+64], %__ccr_t6;\n\
+             \t@%__ccr_q1 st.global.u32 [%__ccr_rec+{}], %__ccr_t6;\n\
              $__ccr_cleared:\n\
              \tbarrier.sync 0;\n",
-            u64::from(udyn) + 15
+            u64::from(udyn) + 15,
+            8 * self.records(),
+            super::RACE_RECORD_OFFSET + 64,
         );
         s
     }
@@ -925,7 +980,9 @@ impl<'a> KernelRace<'a> {
             } else {
                 let _ = writeln!(s, "\tmov.u32 %__ccr_a, {};", addr.base);
             }
-            let _ = writeln!(s, "\tadd.u32 %__ccr_a, %__ccr_a, {};", off as i32);
+            if off != 0 {
+                let _ = writeln!(s, "\tadd.u32 %__ccr_a, %__ccr_a, {};", off as i32);
+            }
         }
         let code: u64 = match kind {
             RaceSiteKind::Read => 1,
@@ -952,14 +1009,22 @@ impl<'a> KernelRace<'a> {
         }
         let words = (bytes / 4).max(1);
         for w in 0..words {
+            // The word's index (the access's first word needs no addition), in the shadow
+            // or out of it, then its `W` record.
+            let index = if w == 0 {
+                "%__ccr_w"
+            } else {
+                let _ = writeln!(s, "\tadd.u32 %__ccr_t3, %__ccr_w, {w};");
+                "%__ccr_t3"
+            };
             let _ = write!(
                 s,
-                "\tadd.u32 %__ccr_t3, %__ccr_w, {w};\n\tsetp.ge.u32 %__ccr_q0, %__ccr_t3, %__ccr_nw;\n\
-                 \t@%__ccr_q0 bra {skip};\n\tmad.lo.u32 %__ccr_t4, %__ccr_t3, 8, %__ccr_W;\n\
-                 \tadd.u32 %__ccr_t5, %__ccr_t4, %__ccr_nw8;\n"
+                "\tsetp.ge.u32 %__ccr_q0, {index}, %__ccr_nw;\n\
+                 \t@%__ccr_q0 bra {skip};\n\tmad.lo.u32 %__ccr_t4, {index}, 8, %__ccr_W;\n"
             );
             let report_label = format!("$__ccr_k{label}_{w}");
             if kind == RaceSiteKind::Read {
+                s.push_str("\tadd.u32 %__ccr_t5, %__ccr_t4, %__ccr_nw8;\n");
                 // Record this read first (in R1 when R1 is stale or this thread's, else in R2),
                 // then look at W: a writer swaps itself into W before it looks at R1 and R2, so
                 // of a read and a write of one epoch, the later one sees the earlier.
@@ -978,29 +1043,21 @@ impl<'a> KernelRace<'a> {
                     bits::TID_MASK
                 );
                 s.push_str("\tld.shared.u64 %__ccr_x, [%__ccr_t4];\n");
-                s.push_str(&conflict(
-                    "%__ccr_x",
-                    false,
-                    "%__ccr_q1",
-                    &format!("$__ccr_w{label}_{w}"),
-                ));
-                s.push_str("\tmov.u64 %__ccr_y, %__ccr_x;\n");
-                s.push_str(&report(
-                    "%__ccr_q1",
-                    "%__ccr_y",
-                    RaceEventKind::Race,
-                    array,
-                    w,
-                    &report_label,
-                ));
             } else {
                 s.push_str("\tatom.shared.exch.b64 %__ccr_x, [%__ccr_t4], %__ccr_me;\n");
-                s.push_str(&conflict(
-                    "%__ccr_x",
-                    kind == RaceSiteKind::Atomic,
-                    "%__ccr_q1",
-                    &format!("$__ccr_w{label}_{w}"),
-                ));
+            }
+            s.push_str(&conflict(
+                "%__ccr_x",
+                kind == RaceSiteKind::Atomic,
+                "%__ccr_q1",
+                &format!("$__ccr_w{label}_{w}"),
+            ));
+            // A read, or a write in a kernel without read records (every read is proven
+            // unable to race), has only `W` to look at; other writes look at `R1` and `R2`.
+            let other = if kind == RaceSiteKind::Read || self.records() == 1 {
+                "%__ccr_x"
+            } else {
+                s.push_str("\tadd.u32 %__ccr_t5, %__ccr_t4, %__ccr_nw8;\n");
                 s.push_str("\tld.shared.u64 %__ccr_y, [%__ccr_t5];\n");
                 s.push_str(&conflict(
                     "%__ccr_y",
@@ -1023,21 +1080,23 @@ impl<'a> KernelRace<'a> {
                      \tor.pred %__ccr_q1, %__ccr_q1, %__ccr_q2;\n\
                      \tor.pred %__ccr_q1, %__ccr_q1, %__ccr_q3;\n",
                 );
-                s.push_str(&report(
-                    "%__ccr_q1",
-                    "%__ccr_y",
-                    RaceEventKind::Race,
-                    array,
-                    w,
-                    &report_label,
-                ));
-            }
+                "%__ccr_y"
+            };
+            s.push_str(&report(
+                "%__ccr_q1",
+                other,
+                RaceEventKind::Race,
+                array,
+                w,
+                &report_label,
+            ));
         }
         let _ = writeln!(s, "{skip}:");
         Some(s)
     }
 
     fn finish(self, changed: bool) -> RaceKernel {
+        let records = self.records();
         let mut coverage = self.coverage;
         if !changed && coverage.not_checked.is_none() && coverage.warp_syncs + coverage.checked > 0
         {
@@ -1048,6 +1107,7 @@ impl<'a> KernelRace<'a> {
             symbol: self.f.name.clone(),
             name: demangle(&self.f.name),
             shadow: changed && (coverage.checked > 0 || coverage.barriers > 0),
+            shadow_records: records,
             sites: self.sites,
             coverage,
         }
@@ -1086,7 +1146,7 @@ fn conflict(x: &str, write_only: bool, p: &str, done: &str) -> String {
     s
 }
 
-/// A call of `__ccr_report` when `p` holds: this access (`%__ccr_me`) against `other`, at the
+/// The report ([`call_report`]) when `p` holds: this access (`%__ccr_me`) against `other`, at the
 /// raced word's byte offset in `array` (its shared address when the array is unknown).
 fn report(
     p: &str,
@@ -1115,17 +1175,43 @@ fn report(
     s
 }
 
-/// The call of `__ccr_report`: event `kind`, the access or barrier word `me`, the `other` one,
-/// and `off` (the byte offset, or the mask).
+/// The report, written inline: event `kind`, the access or barrier word `me`, the `other`
+/// one, and `off` (the byte offset, or the mask), into the race record (layout in
+/// `record.rs`). Every report counts; the first one writes the record, and a barrier misuse
+/// replaces a race reported first (the race is often its consequence). The record's address
+/// is read from the parameter here, on this path only, so that it holds no register for the
+/// rest of the kernel.
 fn call_report(kind: RaceEventKind, me: &str, other: &str, off: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let code = kind.code();
+    let replace = if kind == RaceEventKind::Race {
+        String::new()
+    } else {
+        format!(
+            "\tatom.global.cas.b32 %__ccr_r, [%__ccr_rec+8], {race}, {code};\n\
+             \tsetp.eq.u32 %__ccr_rp, %__ccr_r, {race};\n\t@%__ccr_rp bra $__ccr_rw{n};\n",
+            race = RaceEventKind::Race.code()
+        )
+    };
     format!(
-        "\t{{\n\t.param .b64 __ccr_a0;\n\tst.param.b64 [__ccr_a0], %__ccr_rec;\n\
-         \t.param .b32 __ccr_a1;\n\tst.param.b32 [__ccr_a1], {};\n\
-         \t.param .b64 __ccr_a2;\n\tst.param.b64 [__ccr_a2], {me};\n\
-         \t.param .b64 __ccr_a3;\n\tst.param.b64 [__ccr_a3], {other};\n\
-         \t.param .b32 __ccr_a4;\n\tst.param.b32 [__ccr_a4], {off};\n\
-         \tcall __ccr_report, (__ccr_a0, __ccr_a1, __ccr_a2, __ccr_a3, __ccr_a4);\n\t}}\n",
-        kind.code()
+        "\t{{\n\tld.param.u64 %__ccr_rec, [__cc_rec];\n\tcvta.to.global.u64 %__ccr_rec, %__ccr_rec;\n\
+         \tadd.s64 %__ccr_rec, %__ccr_rec, {base};\n\
+         \tatom.global.add.u32 %__ccr_r, [%__ccr_rec+4], 1;\n\
+         \tatom.global.cas.b32 %__ccr_r, [%__ccr_rec], 0, 1;\n\
+         \tsetp.eq.u32 %__ccr_rp, %__ccr_r, 0;\n\t@%__ccr_rp bra $__ccr_rw{n};\n\
+         {replace}\
+         \tbra.uni $__ccr_rd{n};\n\
+         $__ccr_rw{n}:\n\
+         \tmov.u32 %__ccr_r, {code};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;\n\
+         \tmov.u32 %__ccr_r, {off};\n\tst.global.u32 [%__ccr_rec+12], %__ccr_r;\n\
+         \tst.global.u64 [%__ccr_rec+16], {me};\n\
+         \tst.global.u64 [%__ccr_rec+24], {other};\n\
+         \tmov.u32 %__ccr_r, %ctaid.x;\n\tst.global.u32 [%__ccr_rec+32], %__ccr_r;\n\
+         \tmov.u32 %__ccr_r, %ctaid.y;\n\tst.global.u32 [%__ccr_rec+36], %__ccr_r;\n\
+         \tmov.u32 %__ccr_r, %ctaid.z;\n\tst.global.u32 [%__ccr_rec+40], %__ccr_r;\n\
+         $__ccr_rd{n}:\n\t}}\n",
+        base = super::RACE_RECORD_OFFSET,
     )
 }
 
@@ -1161,19 +1247,9 @@ fn barrier(i: &Instr, id: u32, red: bool, label: u32) -> String {
     s.push_str("\tbarrier.red.popc.u32 %__ccr_n, 0, 1;\n");
     s.push_str(&barrier_after(label));
     if red {
-        let _ = writeln!(s, "\t{} {};", non_aligned(&i.opcode), i.operands.join(", "));
+        s.push_str(&user_reduction(i));
     }
     s
-}
-
-/// `bar.red.op.type` or `barrier.red{.aligned}.op.type` as `barrier.red.op.type`.
-fn non_aligned(opcode: &str) -> String {
-    let parts: Vec<&str> = opcode
-        .split('.')
-        .skip(1)
-        .filter(|p| !matches!(*p, "aligned" | "cta"))
-        .collect();
-    format!("barrier.{}", parts.join("."))
 }
 
 fn barrier_before(id: u32, label: u32) -> String {
@@ -1224,6 +1300,18 @@ fn barrier_after(label: u32) -> String {
          {divergent}\
          \tbra.uni $__ccr_e{label};\n\
          $__ccr_x{label}:\n\
+         {exited}",
+        divergent = call_report(RaceEventKind::DivergentBarrier, "%__ccr_me", "%__ccr_d", "0"),
+        exited = exited_and_next(label),
+    )
+}
+
+/// The end of a barrier's check: the report of threads that left (with the exit slot of
+/// this epoch as `other`, when there is one), `exit`, and, at `$__ccr_c`, where the block
+/// goes on when nothing was wrong, the next epoch.
+fn exited_and_next(label: u32) -> String {
+    format!(
+        "\tcvt.u64.u32 %__ccr_u0, %__ccr_B;\n\
          \tld.shared.u64 %__ccr_z, [%__ccr_sh+32];\n\
          \tshr.u64 %__ccr_u1, %__ccr_z, 40;\n\tsetp.eq.u64 %__ccr_q6, %__ccr_u1, %__ccr_u0;\n\
          \tand.b64 %__ccr_d, %__ccr_z, 1099511627775;\n\
@@ -1232,12 +1320,60 @@ fn barrier_after(label: u32) -> String {
          $__ccr_e{label}:\n\
          \texit;\n\
          $__ccr_c{label}:\n\
-         \tadd.u32 %__ccr_B, %__ccr_B, 1;\n\tand.b32 %__ccr_B, %__ccr_B, 16777215;\n\
-         \tcvt.u64.u32 %__ccr_E, %__ccr_B;\n\tshl.b64 %__ccr_E, %__ccr_E, 38;\n\
-         \tcvt.u64.u32 %__ccr_u0, %__ccr_T;\n\tor.b64 %__ccr_E, %__ccr_E, %__ccr_u0;\n",
-        divergent = call_report(RaceEventKind::DivergentBarrier, "%__ccr_me", "%__ccr_d", "0"),
-        exited = call_report(RaceEventKind::ExitedBarrier, "%__ccr_me", "%__ccr_d", "%__ccr_n"),
+         {next}",
+        next = next_epoch(),
+        exited = call_report(
+            RaceEventKind::ExitedBarrier,
+            "%__ccr_me",
+            "%__ccr_d",
+            "%__ccr_n"
+        ),
     )
+}
+
+/// A user's `bar.red` after the counting barrier, non-aligned.
+fn user_reduction(i: &Instr) -> String {
+    format!("\t{} {};\n", i.non_aligned_barrier(), i.operands.join(", "))
+}
+
+/// The block epoch moves on (modulo 2^24) and the warp epoch starts again: `B` and the
+/// epoch bits of `E` (which holds only the thread and the two epochs) together.
+fn next_epoch() -> String {
+    let keep = ((1u64 << bits::KIND_SHIFT) - 1) & !bits::WEPOCH_MASK;
+    format!(
+        "\tadd.u32 %__ccr_B, %__ccr_B, 1;\n\tand.b32 %__ccr_B, %__ccr_B, 16777215;\n\
+         \tadd.u64 %__ccr_E, %__ccr_E, {};\n\tand.b64 %__ccr_E, %__ccr_E, {keep};\n",
+        1u64 << bits::BEPOCH_SHIFT
+    )
+}
+
+/// A block barrier of a kernel whose threads all meet its barriers in one order
+/// ([`intervals::fixed_order`]): two threads of one epoch are at the same barrier statement,
+/// so there is nothing to fold into the slots before it or to compare after it; the count
+/// the barrier returns alone says whether threads left the block. When some did, the first
+/// thread to claim the report word (zero since the shadow was cleared; the block ends after
+/// this, so it is claimed once) reports, with the exit slot of this epoch as `other`. Cost
+/// per barrier when nothing is wrong: the barrier, a comparison and a branch, and the epoch's
+/// four instructions; no shared atomic and no shared load.
+fn barrier_fixed(i: &Instr, id: u32, red: bool, label: u32) -> String {
+    let mut s = format!(
+        "\tbarrier.red.popc.u32 %__ccr_n, 0, 1;\n\
+         \t@!%__ccr_on bra $__ccr_c{label};\n\
+         \tsetp.lt.u32 %__ccr_q4, %__ccr_n, %__ccr_N;\n\
+         \t@!%__ccr_q4 bra $__ccr_c{label};\n\
+         \tatom.shared.exch.b32 %__ccr_t1, [%__ccr_sh+40], 1;\n\
+         \tsetp.ne.u32 %__ccr_q2, %__ccr_t1, 0;\n\
+         \t@%__ccr_q2 bra $__ccr_e{label};\n\
+         \tcvt.u64.u32 %__ccr_u3, %__ccr_T;\n\
+         \tor.b64 %__ccr_me, %__ccr_u3, {site};\n\
+         {exited}",
+        site = u64::from(id) << bits::SITE_SHIFT,
+        exited = exited_and_next(label),
+    );
+    if red {
+        s.push_str(&user_reduction(i));
+    }
+    s
 }
 
 /// Where a thread leaves the block: `(epoch, exit site, thread)` into the exit slot, by the

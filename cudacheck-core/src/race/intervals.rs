@@ -37,6 +37,56 @@ pub(super) struct Touch {
     pub used: Use,
 }
 
+/// Walks every statement reachable from `start` without crossing a statement of `stops`:
+/// `reached` gets each statement passed, `stopped` each stop a path ends at.
+fn walk(
+    cfg: &Cfg,
+    start: usize,
+    stops: &BTreeSet<usize>,
+    mut reached: impl FnMut(usize),
+    mut stopped: impl FnMut(usize),
+) {
+    let mut seen_blocks = BTreeSet::new();
+    let mut work: Vec<(usize, usize)> = Vec::new();
+    match cfg.block_of(start) {
+        Some(b) => work.push((b, start)),
+        None => {
+            // The barrier ends its block: go on at the successors.
+            if let Some(b) = start.checked_sub(1).and_then(|s| cfg.block_of(s)) {
+                for &s in &cfg.blocks[b].succs {
+                    work.push((s, cfg.blocks[s].stmts.start));
+                }
+            }
+        }
+    }
+    while let Some((b, from)) = work.pop() {
+        let blk = &cfg.blocks[b];
+        let whole = from == blk.stmts.start;
+        if whole && !seen_blocks.insert(b) {
+            continue;
+        }
+        let mut ended = false;
+        for k in from..blk.stmts.end {
+            if stops.contains(&k) {
+                stopped(k);
+                ended = true;
+                break;
+            }
+            reached(k);
+        }
+        if !ended {
+            for &s in &blk.succs {
+                work.push((s, cfg.blocks[s].stmts.start));
+            }
+        }
+    }
+}
+
+/// Where each interval starts: the entry (interval 0), then after each barrier.
+fn starts(barriers: &[(usize, bool)]) -> impl Iterator<Item = usize> + '_ {
+    std::iter::once(0usize).chain(barriers.iter().map(|&(b, _)| b + 1))
+}
+
 /// The intervals statement by statement: for each statement of `wanted`, the intervals (0: the
 /// entry's; k: the barrier at `barriers[k - 1]`'s) it may run in.
 fn intervals_of(
@@ -52,46 +102,48 @@ fn intervals_of(
         .map(|&(b, _)| b)
         .collect();
     let mut out: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
-    let starts = std::iter::once(0usize).chain(barriers.iter().map(|&(b, _)| b + 1));
-    for (interval, start) in starts.enumerate() {
-        // Walk from `start` until barriers end every path.
-        let mut seen_blocks = BTreeSet::new();
-        let mut work: Vec<(usize, usize)> = Vec::new();
-        match cfg.block_of(start) {
-            Some(b) => work.push((b, start)),
-            None => {
-                // The barrier ends its block: go on at the successors.
-                if let Some(b) = start.checked_sub(1).and_then(|s| cfg.block_of(s)) {
-                    for &s in &cfg.blocks[b].succs {
-                        work.push((s, cfg.blocks[s].stmts.start));
-                    }
-                }
-            }
-        }
-        while let Some((b, from)) = work.pop() {
-            let blk = &cfg.blocks[b];
-            let whole = from == blk.stmts.start;
-            if whole && !seen_blocks.insert(b) {
-                continue;
-            }
-            let mut stopped = false;
-            for k in from..blk.stmts.end {
-                if is_barrier.contains(&k) {
-                    stopped = true;
-                    break;
-                }
+    for (interval, start) in starts(barriers).enumerate() {
+        walk(
+            cfg,
+            start,
+            &is_barrier,
+            |k| {
                 if wanted.contains(&k) {
                     out.entry(k).or_default().insert(interval);
                 }
-            }
-            if !stopped {
-                for &s in &blk.succs {
-                    work.push((s, cfg.blocks[s].stmts.start));
-                }
-            }
-        }
+            },
+            |_| {},
+        );
     }
     out
+}
+
+/// Whether every thread of a block meets the block barriers (their statements, none guarded)
+/// in one order: from the entry and from each barrier, every path meets the same next barrier
+/// or none (it leaves the block first). Then each thread's sequence of barrier statements is
+/// a prefix of one sequence, and two threads with the same barrier count are at the same
+/// statement: the divergence check has nothing to find (a thread that left is still found,
+/// by the barrier's count). A barrier in a loop whose exit leads to another barrier, or in
+/// one branch of a conditional, has two possible next barriers: the order is not fixed.
+pub(super) fn fixed_order(f: &Function, barriers: &[(usize, bool)]) -> bool {
+    if barriers.iter().any(|&(_, guarded)| guarded) {
+        return false;
+    }
+    let cfg = Cfg::new(f);
+    let stops: BTreeSet<usize> = barriers.iter().map(|&(b, _)| b).collect();
+    starts(barriers).all(|start| {
+        let mut next = BTreeSet::new();
+        walk(
+            &cfg,
+            start,
+            &stops,
+            |_| {},
+            |b| {
+                next.insert(b);
+            },
+        );
+        next.len() <= 1
+    })
 }
 
 fn alias(a: &Option<String>, b: &Option<String>) -> bool {

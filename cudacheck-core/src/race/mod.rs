@@ -23,7 +23,7 @@
 //! two lanes touching one word in the same warp epoch race.
 //!
 //! # The shadow
-//! The launch gets extra dynamic shared memory after the user's ([`shadow_bytes`]): two
+//! The launch gets extra dynamic shared memory after the user's ([`RaceKernel::shadow_bytes`]): two
 //! barrier slots and an exit slot, then per 4-byte word of the block's shared memory three
 //! 64-bit records, the last write or atomic (`W`), the first reader of the current epoch (`R1`) and the latest
 //! reader other than that one (`R2`). An [`AccessWord`] packs thread, site, the bytes of the
@@ -37,7 +37,10 @@
 //! two accesses in the same few cycles may miss each other, and a race in user code repeats
 //! over elements and iterations). Of two readers of one word, a writer finds
 //! at least one other than itself (`R1` and `R2` hold different threads), so the in-place
-//! update `s[t] = s[t - 1] + s[t]` is found whichever reader came last.
+//! update `s[t] = s[t - 1] + s[t]` is found whichever reader came last. Only checked reads
+//! write `R1` and `R2`: a kernel whose reads are all proven unable to race (below) keeps `W`
+//! alone ([`RaceKernel::shadow_records`]), a third of the shadow, and its writes look at `W`
+//! only, which is all the other records could ever hold.
 //!
 //! A report is a sound statement about the program, never a guess: it names two accesses of
 //! different threads that touched the same bytes with the same barrier count and, in one
@@ -51,7 +54,12 @@
 //! are left unchanged ([`RaceCoverage::proven`]; the argument is in `intervals.rs`).
 //!
 //! # Barriers
-//! Before a block barrier each thread folds `(epoch, site, thread)` into two per-epoch slots
+//! Where the control flow alone fixes the order in which every thread meets the barriers
+//! (from the entry and from each barrier, every path meets the same next barrier or leaves
+//! the block: straight-line barriers, one barrier per round of a loop), two threads with the
+//! same barrier count are at the same statement, and the slots below are left out: the
+//! count the barrier returns is all that is checked (`intervals.rs`, `fixed_order`).
+//! Otherwise, before a block barrier each thread folds `(epoch, site, thread)` into two per-epoch slots
 //! with `atom.max` (one keyed by the site, one by its complement); after it, every thread reads
 //! both back: two different sites in one epoch mean threads met at different barriers
 //! (`if (t < 32) __syncthreads(); else __syncthreads();`), reported as
@@ -88,6 +96,7 @@
 //! barrier statement in different loop iterations are taken to meet: barrier instances are
 //! matched by count and statement. Races through global memory are not looked for.
 
+mod cost;
 mod emit;
 mod intervals;
 mod record;
@@ -99,6 +108,8 @@ use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
 
+#[doc(hidden)]
+pub use cost::{cost_row, RaceCost, COST_HEADER};
 pub use record::{
     decode_race, AccessKind, AccessWord, RaceEventKind, RaceRecord, RACE_RECORD_BYTES,
     RACE_RECORD_OFFSET,
@@ -222,11 +233,30 @@ pub struct RaceKernel {
     pub sites: Vec<RaceSite>,
     /// What is checked and what is not.
     pub coverage: RaceCoverage,
-    /// The kernel has a shadow: its launches need [`shadow_bytes`] more dynamic shared memory.
+    /// The kernel has a shadow: its launches need [`RaceKernel::shadow_bytes`] more dynamic
+    /// shared memory.
     pub shadow: bool,
+    /// 64-bit records per shadow word: 3, or 1 when the kernel checks no read (no reader
+    /// records).
+    #[serde(default = "all_records")]
+    pub shadow_records: u32,
+}
+
+const fn all_records() -> u32 {
+    3
 }
 
 impl RaceKernel {
+    /// Bytes of shadow a launch of this kernel needs after `dynamic_shared_bytes` of its own
+    /// ([`shadow_bytes_with`] of its records per word).
+    pub fn shadow_bytes(&self, static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
+        shadow_bytes_with(
+            self.shadow_records,
+            static_shared_bytes,
+            dynamic_shared_bytes,
+        )
+    }
+
     /// The site with this id.
     pub fn site(&self, id: u32) -> Option<&RaceSite> {
         self.sites.iter().find(|s| s.id == id)
@@ -250,13 +280,23 @@ impl RacePtx {
 }
 
 /// Bytes of shadow a launch needs after `dynamic_shared_bytes` of its own, for a kernel with
-/// `static_shared_bytes` of `__shared__` arrays: alignment, two barrier slots and an exit slot,
-/// and three 8-byte records per 4-byte word (six times the block's shared memory, plus a margin
-/// for the alignment of the arrays, which the kernel measures itself and checks against what it
-/// got).
+/// `static_shared_bytes` of `__shared__` arrays and all three records per word (the most any
+/// kernel needs; [`RaceKernel::shadow_bytes`] gives a kernel's own).
 pub const fn shadow_bytes(static_shared_bytes: u32, dynamic_shared_bytes: u32) -> u32 {
+    shadow_bytes_with(3, static_shared_bytes, dynamic_shared_bytes)
+}
+
+/// Bytes of shadow with `records` 8-byte records per 4-byte word: alignment, two barrier
+/// slots and an exit slot, and the records (`8 * records` times the block's shared memory,
+/// plus a margin for the alignment of the arrays, which the kernel measures itself and checks
+/// against what it got).
+pub const fn shadow_bytes_with(
+    records: u32,
+    static_shared_bytes: u32,
+    dynamic_shared_bytes: u32,
+) -> u32 {
     let words = (static_shared_bytes as u64 + dynamic_shared_bytes as u64 + 256).div_ceil(4);
-    let bytes = 16 + 48 + 24 * words;
+    let bytes = 16 + 48 + 8 * records as u64 * words;
     if bytes > u32::MAX as u64 {
         u32::MAX
     } else {
@@ -272,6 +312,20 @@ pub const fn shadow_bytes(static_shared_bytes: u32, dynamic_shared_bytes: u32) -
 pub fn race_ptx(ptx: &str, opts: &RaceOptions) -> Result<RacePtx, PtxError> {
     let m = read::parse(ptx)?;
     Ok(emit::emit(ptx, &m, opts))
+}
+
+/// [`race_ptx`], with the static cost of each kernel's checks: instructions per place, shared
+/// atomics, shadow bytes (a prediction for tools; see `cost.rs`).
+///
+/// # Errors
+/// [`PtxError`] when the text cannot be read as PTX.
+#[doc(hidden)]
+pub fn race_ptx_costed(
+    ptx: &str,
+    opts: &RaceOptions,
+) -> Result<(RacePtx, Vec<RaceCost>), PtxError> {
+    let m = read::parse(ptx)?;
+    Ok(emit::emit_costed(ptx, &m, opts))
 }
 
 /// A report for a person: per kernel, what is race-checked and what is not, and why.

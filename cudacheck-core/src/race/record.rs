@@ -9,7 +9,7 @@
 //! threads that arrived for barrier events), `current` u64 and
 //! `other` u64 (two [`AccessWord`]s), `block` 3 x u32, then at byte 64 `disabled` u32 (the
 //! launch gave too little shared memory for the shadow, so nothing was checked). The offsets
-//! are written twice, here and in `emit.rs`'s `__ccr_report`; the round-trip test and the GPU
+//! are written twice, here and in `emit.rs`'s `call_report`; the round-trip test and the GPU
 //! tests pin them together.
 
 use std::fmt;

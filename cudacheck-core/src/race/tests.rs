@@ -51,7 +51,9 @@ fn shared_accesses_and_barriers_are_checked_and_the_user_code_kept() {
         assert!(r.ptx.contains(line.trim()), "lost `{line}`");
     }
     assert!(r.ptx.contains(".extern .shared .align 16 .b8 __ccr_dyn[];"));
-    assert!(r.ptx.contains("call __ccr_report"));
+    assert!(r
+        .ptx
+        .contains("atom.global.cas.b32 %__ccr_r, [%__ccr_rec], 0, 1;"));
     // Writes swap themselves into W; reads load it.
     assert!(r.ptx.contains("atom.shared.exch.b64"));
     assert!(r.ptx.contains("red.shared.max.u64"));
@@ -188,6 +190,13 @@ fn shadow_sizes_cover_every_word_with_a_margin() {
     assert!(b >= 48 + 24 * 384, "{b}");
     assert!(b < 48 + 24 * 384 + 24 * 100, "{b}");
     assert_eq!(shadow_bytes(u32::MAX, u32::MAX), u32::MAX);
+    // One record per word: 8 bytes each.
+    let one = shadow_bytes_with(1, 1024, 512);
+    assert!(
+        (48 + 8 * 384..48 + 8 * 384 + 8 * 100).contains(&one),
+        "{one}"
+    );
+    assert_eq!(shadow_bytes_with(3, 1024, 512), b);
 }
 
 #[test]
@@ -203,12 +212,22 @@ fn reads_with_no_write_in_their_barrier_interval_get_no_check() {
     // The write keeps its check; the read has none.
     assert_eq!(r.ptx.matches("atom.shared.exch.b64").count(), 1);
     assert!(!r.ptx.contains("ld.shared.u64 %__ccr_x, [%__ccr_t5]"));
+    // No checked read, so no reader records: one record per word, which the write alone
+    // looks at, and a shadow a third the size.
+    let k = &r.kernels[0];
+    assert_eq!(k.shadow_records, 1);
+    assert!(!r.ptx.contains("ld.shared.u64 %__ccr_y"), "{}", r.ptx);
+    assert!(r.ptx.contains("mad.lo.u32 %__ccr_t1, %__ccr_nw, 8, 63;"));
+    assert_eq!(k.shadow_bytes(1024, 0), shadow_bytes_with(1, 1024, 0));
+    assert!(3 * k.shadow_bytes(1024, 0) <= shadow_bytes(1024, 0) + 128);
 
     // Without the barrier between them, the read may race with the next round's write.
     let racy = body.replacen("\tbar.sync 0;\n\tsetp.lt.s32 %p2", "\tsetp.lt.s32 %p2", 1);
     let r = race(&kernel("", &racy));
     let c = &r.kernels[0].coverage;
     assert_eq!((c.checked, c.proven), (2, 0), "{c:?}");
+    assert_eq!(r.kernels[0].shadow_records, 3);
+    assert!(r.ptx.contains("ld.shared.u64 %__ccr_x, [%__ccr_t5]"));
 
     // Atomics alone in their interval cannot race with each other.
     let hist = "\tst.shared.u32 [tile], 0;\n\tbar.sync 0;\n\tatom.shared.add.u32 %r3, [tile], 1;\n\
@@ -248,7 +267,7 @@ fn block_barriers_become_counting_non_aligned_barriers() {
     // ends; the count is compared with the block's size.
     assert!(r.ptx.contains("setp.lt.u32 %__ccr_q4, %__ccr_n, %__ccr_N;"));
     assert!(r.ptx.contains(&format!(
-        "st.param.b32 [__ccr_a1], {};",
+        "mov.u32 %__ccr_r, {};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;",
         RaceEventKind::ExitedBarrier.code()
     )));
 }
@@ -340,21 +359,33 @@ fn exits_are_recorded_only_in_kernels_with_barriers() {
 /// A barrier misuse replaces a race already in the record (the race is often its effect);
 /// a race never replaces anything.
 #[test]
-fn the_report_function_lets_a_barrier_misuse_replace_a_race() {
-    let r = race(&kernel("", "\tst.shared.f32 [tile], %f1;\n\tbar.sync 0;"));
-    let f = &r.ptx[r.ptx.find(".func __ccr_report").unwrap()..];
-    let f = &f[..f.find("ret;").unwrap()];
-    assert!(
-        f.contains("atom.global.cas.b32 %b7, [%a0+8], 1, %b2;"),
-        "{f}"
-    );
-    assert!(
-        f.contains(&format!(
-            "setp.lt.u32 %q1, %b2, {};",
-            RaceEventKind::DivergentBarrier.code()
-        )),
-        "{f}"
-    );
+fn the_report_lets_a_barrier_misuse_replace_a_race() {
+    let r = race(&kernel(
+        "",
+        "\tmov.u32 %r1, %tid.x;\n\tsetp.lt.u32 %p1, %r1, 32;\n\t@%p1 bra $L_a;\n\
+         \tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\tbra.uni $L_end;\n\
+         $L_a:\n\tst.shared.f32 [tile+4], %f1;\n\tbar.sync 0;\n$L_end:",
+    ));
+    // No function to call: the report is inline (a call keeps the calling convention's
+    // registers in every kernel).
+    assert!(!r.ptx.contains("call "), "{}", r.ptx);
+    let lines = kernel_lines(&r);
+    let race = RaceEventKind::Race.code();
+    let divergent = RaceEventKind::DivergentBarrier.code();
+    // A barrier misuse takes the record over from a race; a race never replaces anything.
+    let takeover = format!("atom.global.cas.b32 %__ccr_r, [%__ccr_rec+8], {race}, {divergent};");
+    assert!(lines.contains(&takeover), "{}", r.ptx);
+    assert!(!lines.iter().any(
+        |l| l.starts_with("atom.global.cas.b32 %__ccr_r, [%__ccr_rec+8]")
+            && l.ends_with(&format!(", {race};"))
+    ));
+    // Every report counts, the first claims the record; the record is after the bounds one.
+    assert!(lines.contains(&"atom.global.add.u32 %__ccr_r, [%__ccr_rec+4], 1;".to_string()));
+    assert!(lines.contains(&"atom.global.cas.b32 %__ccr_r, [%__ccr_rec], 0, 1;".to_string()));
+    assert!(lines.contains(&format!(
+        "add.s64 %__ccr_rec, %__ccr_rec, {RACE_RECORD_OFFSET};"
+    )));
+    assert!(lines.contains(&"st.global.u64 [%__ccr_rec+16], %__ccr_me;".to_string()));
 }
 
 /// `if (i >= n) return;` is a branch to the kernel's one `ret`: the branch records the exit
@@ -412,4 +443,85 @@ fn copies_of_one_barrier_statement_share_its_site() {
         .map(|s| s.loc.as_ref().map_or(0, |l| l.line))
         .collect();
     assert_eq!(barriers, [7, 9], "{:?}", k.sites);
+}
+
+/// Whether the race-checked kernel folds its barriers into the divergence slots.
+fn folds_into_slots(r: &RacePtx) -> bool {
+    kernel_lines(r)
+        .iter()
+        .any(|l| l.starts_with("red.shared.max.u64 [%__ccr_t9"))
+}
+
+#[test]
+fn barriers_met_in_one_order_need_no_divergence_slots() {
+    // Straight-line barriers, an early return before them: every thread that stays meets
+    // them in one order; only the count is checked.
+    let body = "\tmov.u32 %r1, %tid.x;\n\tsetp.gt.u32 %p1, %r1, 100;\n\t@%p1 bra $L_end;\n\
+                \tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\
+                \tsetp.lt.u32 %p2, %r1, 32;\n\t@%p2 bra $L_skip;\n\
+                \tld.shared.f32 %f2, [tile+4];\n\
+                $L_skip:\n\tbar.sync 0;\n\tst.shared.f32 [tile+8], %f2;\n$L_end:";
+    let r = race(&kernel("", body));
+    let k = &r.kernels[0];
+    assert_eq!(k.coverage.barriers, 2);
+    assert!(!folds_into_slots(&r), "{}", r.ptx);
+    let lines = kernel_lines(&r);
+    let counting = lines
+        .iter()
+        .filter(|l| *l == "barrier.red.popc.u32 %__ccr_n, 0, 1;")
+        .count();
+    assert_eq!(counting, 2);
+    // Threads that left are still found, by the count, and reported once per block.
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| *l == "setp.lt.u32 %__ccr_q4, %__ccr_n, %__ccr_N;")
+            .count(),
+        2
+    );
+    assert!(lines
+        .iter()
+        .any(|l| l == "atom.shared.exch.b32 %__ccr_t1, [%__ccr_sh+40], 1;"));
+    assert!(r.ptx.contains(&format!(
+        "mov.u32 %__ccr_r, {};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;",
+        RaceEventKind::ExitedBarrier.code()
+    )));
+    assert!(!r.ptx.contains(&format!(
+        "mov.u32 %__ccr_r, {};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;",
+        RaceEventKind::DivergentBarrier.code()
+    )));
+    // The early return is still recorded for the report.
+    assert!(k.sites.iter().any(|s| s.kind == RaceSiteKind::Exit));
+}
+
+#[test]
+fn barriers_in_branches_or_loops_keep_the_divergence_check() {
+    // One barrier in each branch of a conditional.
+    let branches = "\tmov.u32 %r1, %tid.x;\n\tsetp.lt.u32 %p1, %r1, 32;\n\t@%p1 bra $L_a;\n\
+                    \tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\tbra.uni $L_end;\n\
+                    $L_a:\n\tst.shared.f32 [tile+4], %f1;\n\tbar.sync 0;\n$L_end:";
+    // A barrier in a loop, then one after it: a thread that leaves the loop early meets
+    // the second while others are at the first.
+    let looped = "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, 0;\n$L_loop:\n\
+                  \tst.shared.f32 [tile], %f1;\n\tbar.sync 0;\n\tadd.s32 %r2, %r2, 1;\n\
+                  \tsetp.lt.u32 %p1, %r2, %r1;\n\t@%p1 bra $L_loop;\n\
+                  \tbar.sync 0;\n\tld.shared.f32 %f2, [tile+4];";
+    // A guarded barrier.
+    let guarded = "\tsetp.lt.u32 %p1, %r1, 64;\n\tst.shared.f32 [tile], %f1;\n\t@%p1 bar.sync 0;\n\
+                   \tld.shared.f32 %f2, [tile+4];";
+    for (what, body) in [("branches", branches), ("loop", looped), ("guard", guarded)] {
+        let r = race(&kernel("", body));
+        assert!(
+            folds_into_slots(&r),
+            "{what}: no divergence check:\n{}",
+            r.ptx
+        );
+        assert!(
+            r.ptx.contains(&format!(
+                "mov.u32 %__ccr_r, {};\n\tst.global.u32 [%__ccr_rec+8], %__ccr_r;",
+                RaceEventKind::DivergentBarrier.code()
+            )),
+            "{what}"
+        );
+    }
 }

@@ -470,13 +470,13 @@ fn stack_of(s: &State, built: &Built) -> Option<Arc<Stack>> {
 /// build is race-checked and the device has room (0 otherwise: the kernel then checks no races
 /// and its record says so).
 fn race_shadow(built: &Built, user: u32, d: &Device) -> u32 {
-    if !built.sites.races.as_ref().is_some_and(|r| r.shadow) {
+    let Some(races) = built.sites.races.as_ref().filter(|r| r.shadow) else {
         return 0;
-    }
+    };
     fits(
         built,
         user,
-        cudacheck_core::race::shadow_bytes(built.static_shared, user),
+        races.shadow_bytes(built.static_shared, user),
         d,
     )
 }

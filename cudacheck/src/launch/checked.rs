@@ -11,7 +11,7 @@ use std::sync::{Arc, MutexGuard};
 use cudacheck_core::instrument::{
     HostCheckSet, InstrumentedKernel, LaunchValues, RECORD_BYTES, UNKNOWN_LEN,
 };
-use cudacheck_core::race::{shadow_bytes, RACE_RECORD_BYTES, RACE_RECORD_OFFSET};
+use cudacheck_core::race::{RACE_RECORD_BYTES, RACE_RECORD_OFFSET};
 use cudacheck_core::validate::LaunchConfig;
 use cudarc::driver::CudaContext;
 
@@ -153,11 +153,11 @@ impl Checked<'_> {
 /// launch of a race-checked build, when the device and the kernel's opt-in allow them (0
 /// otherwise: the kernel then runs without race checks and records that it did).
 fn shadow_for(step: &Step<'_, '_>, sites: &InstrumentedKernel) -> u32 {
-    if !sites.races.as_ref().is_some_and(|r| r.shadow) {
+    let Some(races) = sites.races.as_ref().filter(|r| r.shadow) else {
         return 0;
-    }
+    };
     let user = step.cfg.dynamic_shared_bytes;
-    let extra = shadow_bytes(step.loaded.resources.static_shared_bytes, user);
+    let extra = races.shadow_bytes(step.loaded.resources.static_shared_bytes, user);
     let mut cfg = *step.cfg;
     cfg.dynamic_shared_bytes = user.saturating_add(extra);
     // Validated and opted in as a launch asking for that much would be.
