@@ -16,7 +16,7 @@ use super::{
 };
 use crate::instrument::{callee, demangle, source_loc, SourceLoc};
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
-use crate::ir::{effects, Address, Flow, MemKind, MemOp};
+use crate::ir::{effects, Address, AtomOp, Flow, MemKind, MemOp};
 
 /// The registers an init-checked function declares (`%__cci_*`).
 const DECLS: &str = "\n\t.reg .b64 %__cci_a, %__cci_t, %__cci_u, %__cci_dir, %__cci_rec;\n\t.reg .b32 %__cci_b, %__cci_m, %__cci_w, %__cci_x, %__cci_sa, %__cci_sw, %__cci_lo, %__cci_sb, %__cci_lim, %__cci_i, %__cci_n, %__cci_N;\n\t.reg .pred %__cci_p, %__cci_off, %__cci_soff;\n";
@@ -257,7 +257,7 @@ fn plan(m: &Module, f: &Function, defined: &BTreeSet<&str>, next_site: &mut u32)
                 MemKind::Read => (true, false),
                 MemKind::Write => (false, true),
                 // An exchange reads nothing the program computed with.
-                MemKind::Atomic if i.has("exch") => (false, true),
+                MemKind::Atomic if exchange(i) => (false, true),
                 MemKind::Atomic | MemKind::Reduce => (true, true),
             };
             let addr = i.operands.get(a.operand).and_then(|o| Address::parse(o));
@@ -319,7 +319,7 @@ fn plan(m: &Module, f: &Function, defined: &BTreeSet<&str>, next_site: &mut u32)
                     if mark {
                         p.coverage.marked += 1;
                     }
-                    if check != (a.kind != MemKind::Write && !(mark && i.has("exch"))) {
+                    if check != (a.kind != MemKind::Write && !(mark && exchange(i))) {
                         skip(
                             &mut p,
                             "a read in a function that is not a kernel: not checked",
@@ -512,4 +512,9 @@ fn cold_block(n: u32, site: u32, bytes: u64, shared: bool) -> String {
          mov.u32 %__cci_x, %ctaid.z;\n\tst.global.u32 [%__cci_rec+52], %__cci_x;\n\t\
          bra.uni $__cci_b{n};\n"
     )
+}
+
+/// An atomic exchange (`atom.exch`): it reads nothing the program computes with.
+fn exchange(i: &Instr) -> bool {
+    i.op.mem().is_some_and(|m| m.atomic == Some(AtomOp::Exch))
 }
