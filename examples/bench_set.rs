@@ -1660,7 +1660,7 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
     let mut md = format!(
         "Benchmark set on {device}, {date}: bounds checking's cost on {} kernels written in \
          the styles real code uses (bench/{dir}/). Kernel times are CUDA events around the \
-         kernel alone, medians of {RUNS} runs after {WARMUP} warm-up runs. Coverage is \
+         kernel alone, medians of {runs} runs after {WARMUP} warm-up runs. Coverage is \
          `Kernel::coverage` of the bounds-checked build: accesses checked on the device (of \
          them, hoisted: checked once per thread before their loop, which then runs without \
          their checks) / once on the host / proven in bounds, and left unchecked; \"host failed\" is how many of the \
@@ -1670,7 +1670,8 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
          before each launch).\n\n\
          | kernel | style | size | plain (ms) | checked (ms) | slowdown | checked / host / proven | host failed | unchecked | bit-identical |\n\
          |---|---|---|---:|---:|---:|---:|---:|---:|---|\n",
-        rows.len()
+        rows.len(),
+        runs = runs(),
     );
     for r in &rows {
         let (cells, unchecked) = cov_cell(r.coverage.as_ref());
@@ -1762,7 +1763,7 @@ fn gpu_run(specs: &[Spec], outputs: &[&String]) -> Result<bool, BoxError> {
     let json = serde_json::json!({
         "device": device,
         "date_utc": date,
-        "runs": RUNS,
+        "runs": runs(),
         "warmup": WARMUP,
         "geomean_slowdown": geomean,
         "worst": worst.map(|(n, x)| serde_json::json!({"kernel": n, "slowdown": x})),
