@@ -40,6 +40,47 @@ extern "C" __global__ void window3_clamped(const float* __restrict__ in, float* 
     for (int i = s; i < e; ++i) m = fmaxf(m, in[i]);
     out[o] = m;
 }
+
+// A grid-stride loop over `int`s: NVVM widens the counter for the addresses, narrows it back
+// and steps it (`mad.lo` of `ntid.x` and a copy of `nctaid.x` made in the loop).
+struct Rec { float a, b, c, d, e, f, w; int live; };
+extern "C" __global__ void scale_live_records(const Rec* __restrict__ in, Rec* __restrict__ out,
+                                              float s, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifdef OOB
+         i <= n;
+#else
+         i < n;
+#endif
+         i += blockDim.x * gridDim.x) {
+        Rec r = in[i];
+        if (r.live) {
+            float k = r.w * rsqrtf(r.a * r.a + r.b * r.b + 1.0f);
+            r.d += s * k * r.a;
+            r.e += s * k * r.b;
+            r.a += s * r.d;
+            r.b += s * r.e;
+        }
+        out[i] = r;
+    }
+}
+// The same counter stepped by a plain `add`, past a `continue`.
+extern "C" __global__ void gather_skip(const int* __restrict__ idx, const float* __restrict__ v,
+                                       float* __restrict__ y, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifdef OOB
+         i <= n;
+#else
+         i < n;
+#endif
+         i += blockDim.x * gridDim.x) {
+        int r = idx[i];
+        if (r < 0) continue;
+        y[i] = v[i] * 2.0f;
+    }
+}
 "#;
 
 fn arch() -> Arch {
@@ -133,4 +174,53 @@ fn nvrtc_host_checks_window_clamped_at_both_edges() {
         f.iter().any(|l| l.contains("param 0")),
         "the out-of-bounds twin passes"
     );
+}
+
+#[test]
+fn nvrtc_host_checks_int_grid_stride_loop_narrowed_back_from_its_widening() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let (grid, block) = ([4u32, 1, 1], [64u32, 1, 1]);
+    // (kernel, bytes per element of each buffer; `gather_skip` takes three, the other two
+    // and a float).
+    let kernels: [(&str, [u64; 3]); 2] = [
+        ("scale_live_records", [32, 32, 0]),
+        ("gather_skip", [4, 4, 4]),
+    ];
+    for (name, widths) in kernels {
+        let args = |n: u64, short: Option<usize>| -> Vec<Arg> {
+            let len = |p: usize| widths[p] * n - if short == Some(p) { widths[p] } else { 0 };
+            let mut a = vec![Arg::Buf(len(0)), Arg::Buf(len(1))];
+            if name == "gather_skip" {
+                a.push(Arg::Buf(len(2)));
+            } else {
+                a.push(Arg::F32(0.5));
+            }
+            a.push(Arg::I32(n as i32));
+            a
+        };
+        let ik = build(name, block, false);
+        // Fewer elements than threads, several per thread, and not a multiple of the grid.
+        for n in [100u64, 256, 1000, 4099] {
+            let f = failing(&ik, grid, block, &args(n, None));
+            assert!(f.is_empty(), "{name}, n = {n}: {f:#?}");
+            // Each buffer one element short.
+            let bufs = if name == "gather_skip" { 3 } else { 2 };
+            for p in 0..bufs {
+                let f = failing(&ik, grid, block, &args(n, Some(p)));
+                assert!(
+                    f.iter().any(|l| l.contains(&format!("param {p} "))),
+                    "{name}, n = {n}: buffer {p} one element short passes: {f:#?}"
+                );
+            }
+        }
+        // The twin that runs one index past the end.
+        let twin = build(name, block, true);
+        let f = failing(&twin, grid, block, &args(1000, None));
+        assert!(
+            f.iter().any(|l| l.contains("param 0 ")),
+            "{name}: the out-of-bounds twin passes"
+        );
+    }
 }

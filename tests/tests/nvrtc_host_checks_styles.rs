@@ -153,10 +153,10 @@ fn launches() -> Vec<Launch> {
     }
     {
         let (n, nnz) = (4u64 << 20, 32u64 << 20);
-        // All 4 remain: the grid-stride counter is stepped through a sign extension and a
-        // truncation (`cvt.s64.s32`, then `cvt.u32.u64`), which the induction-variable
-        // analysis does not see through; its previous value is then known only as `< nnz`,
-        // unbounded below (the atomic's `y[r]` is data-dependent: `r` from `row[]`).
+        // 3 of 4 fixed (the grid-stride counter stepped through a sign extension and a
+        // truncation, `cvt.s64.s32` then `cvt.u32.u64`, is a counter all the same). 1
+        // remains, and rightly: the atomic's `y[r]` is data-dependent (`r` from `row[]`,
+        // known only as `>= 0`).
         v.push(Launch {
             file: "sparse.cu",
             kernel: "spmv_coo_atomic",
@@ -171,7 +171,7 @@ fn launches() -> Vec<Launch> {
                 I32(nnz as i32),
             ],
             planted: 0,
-            remaining: 4,
+            remaining: 1,
         });
     }
     {
@@ -199,8 +199,8 @@ fn launches() -> Vec<Launch> {
     }
     {
         let n = 8u64 << 20;
-        // All 16 remain: as `spmv_coo_atomic`, the counter stepped through a sign extension
-        // and a truncation.
+        // All 16 fixed: as `spmv_coo_atomic`, the counter stepped through a sign extension
+        // and a truncation, by `mad.lo` of `ntid.x` and a copy of `nctaid.x` made in the loop.
         v.push(Launch {
             file: "rows.cu",
             kernel: "particles_step_aos",
@@ -208,7 +208,7 @@ fn launches() -> Vec<Launch> {
             block: b256,
             args: vec![Buf(32 * n), Buf(32 * n), F32(0.01), I32(n as i32)],
             planted: 0,
-            remaining: 16,
+            remaining: 0,
         });
     }
     v

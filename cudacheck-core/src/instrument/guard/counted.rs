@@ -252,6 +252,10 @@ impl<'a> Guards<'a> {
             for term in &v.steps {
                 let e = match term {
                     Step::Imm(k) => Const(i64::try_from(*k).ok()?),
+                    Step::Mul(x, y) => Mul(
+                        b(self.value(x, v.update, depth + 1, None)?),
+                        b(self.value(y, v.update, depth + 1, None)?),
+                    ),
                     Step::Reg { reg: s, negated } => {
                         let e = self.value(s, v.update, depth + 1, None)?;
                         if *negated {
