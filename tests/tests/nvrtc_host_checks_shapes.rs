@@ -81,6 +81,23 @@ extern "C" __global__ void gather_skip(const int* __restrict__ idx, const float*
         y[i] = v[i] * 2.0f;
     }
 }
+
+// A short loop of a launch's length: NVVM unrolls it by four, entered only after a test
+// `K - 1 <u 3` fails, then runs the remainder; for `K < 4` the unrolled part counts 0.
+extern "C" __global__ void row_taps(const float* __restrict__ in, float* __restrict__ out, int n, int K)
+{
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= n) return;
+    float s = 0.0f;
+    for (int j = 0; j < K; ++j) {
+#ifdef OOB
+        s += in[o * K + j + 1] * (float)(j + 1);
+#else
+        s += in[o * K + j] * (float)(j + 1);
+#endif
+    }
+    out[o] = s;
+}
 "#;
 
 fn arch() -> Arch {
@@ -221,6 +238,46 @@ fn nvrtc_host_checks_int_grid_stride_loop_narrowed_back_from_its_widening() {
         assert!(
             f.iter().any(|l| l.contains("param 0 ")),
             "{name}: the out-of-bounds twin passes"
+        );
+    }
+}
+
+#[test]
+fn nvrtc_host_checks_loop_unrolled_by_four_skipped_for_short_rows() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let (grid, block) = ([4u32, 1, 1], [64u32, 1, 1]);
+    let args = |n: u64, k: u64, short: Option<usize>| {
+        let less = |p: usize| if short == Some(p) { 4 } else { 0 };
+        [
+            Arg::Buf(4 * n * k - less(0)),
+            Arg::Buf(4 * n - less(1)),
+            Arg::I32(n as i32),
+            Arg::I32(k as i32),
+        ]
+    };
+    let ik = build("row_taps", block, false);
+    // Rows shorter than four skip the unrolled part (its count is 0); longer ones run it.
+    for k in [1u64, 2, 3, 4, 7, 9] {
+        let n = 200;
+        let f = failing(&ik, grid, block, &args(n, k, None));
+        assert!(f.is_empty(), "K = {k}: {f:#?}");
+        for p in [0, 1] {
+            let f = failing(&ik, grid, block, &args(n, k, Some(p)));
+            assert!(
+                f.iter().any(|l| l.contains(&format!("param {p} "))),
+                "K = {k}: buffer {p} one element short passes: {f:#?}"
+            );
+        }
+    }
+    // The twin that reads one element further in every row.
+    let twin = build("row_taps", block, true);
+    for k in [3u64, 9] {
+        let f = failing(&twin, grid, block, &args(200, k, None));
+        assert!(
+            f.iter().any(|l| l.contains("param 0 ")),
+            "K = {k}: the out-of-bounds twin passes"
         );
     }
 }
