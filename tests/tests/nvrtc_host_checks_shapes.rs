@@ -98,6 +98,23 @@ extern "C" __global__ void row_taps(const float* __restrict__ in, float* __restr
     }
     out[o] = s;
 }
+
+// A block's rows stepping by eight over a stripe of 32: NVVM runs a remainder loop of each
+// thread's `(31 - y) / 8 + 1` iterations modulo 4 first, which is 0 for a block of 8 rows,
+// then the loop unrolled by four from where the remainder loop left the row.
+extern "C" __global__ void stripe_rows(const float* __restrict__ in, float* __restrict__ out, int w)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= w) return;
+    for (int r = threadIdx.y; r < 32; r += 8) {
+        int row = blockIdx.y * 32 + r;
+#ifdef OOB
+        out[(size_t)row * w + x] = 2.0f * in[(size_t)(row + 1) * w + x];
+#else
+        out[(size_t)row * w + x] = 2.0f * in[(size_t)row * w + x];
+#endif
+    }
+}
 "#;
 
 fn arch() -> Arch {
@@ -280,4 +297,38 @@ fn nvrtc_host_checks_loop_unrolled_by_four_skipped_for_short_rows() {
             "K = {k}: the out-of-bounds twin passes"
         );
     }
+}
+
+#[test]
+fn nvrtc_host_checks_remainder_loop_that_no_thread_enters() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let (w, stripes) = (200u64, 3u64);
+    let args = |short: Option<usize>| {
+        let len = |p: usize| 4 * 32 * stripes * w - if short == Some(p) { 4 } else { 0 };
+        [Arg::Buf(len(0)), Arg::Buf(len(1)), Arg::I32(w as i32)]
+    };
+    // 8 rows: every thread's remainder count is 0 (the main loop starts from the row
+    // itself). With 16 rows, 0 for some threads and 3 for others, the main loop's start and
+    // count are bounded apart, too loosely to pass.
+    let rows = 8u32;
+    let (grid, block) = ([w.div_ceil(32) as u32, stripes as u32, 1], [32, rows, 1]);
+    let ik = build("stripe_rows", block, false);
+    let f = failing(&ik, grid, block, &args(None));
+    assert!(f.is_empty(), "{rows} rows: {f:#?}");
+    for p in [0, 1] {
+        let f = failing(&ik, grid, block, &args(Some(p)));
+        assert!(
+            f.iter().any(|l| l.contains(&format!("param {p} "))),
+            "{rows} rows: buffer {p} one element short passes: {f:#?}"
+        );
+    }
+    // The twin that reads the next row: the last stripe's last row reads past the input.
+    let twin = build("stripe_rows", block, true);
+    let f = failing(&twin, grid, block, &args(None));
+    assert!(
+        f.iter().any(|l| l.contains("param 0 ")),
+        "{rows} rows: the out-of-bounds twin passes"
+    );
 }

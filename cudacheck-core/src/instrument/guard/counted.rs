@@ -403,6 +403,9 @@ impl<'a> Guards<'a> {
                     min: a,
                     // Only inside the loop: after it, the start's value still flows on.
                     zero_unreached: inside && t.entered_if_unequal,
+                    // After it, 0 steps: it was not entered (`a` would count one step more,
+                    // which the hull of the counts still holds).
+                    zero_skips: !inside && t.entered_if_unequal,
                 },
                 Vec::new(),
             ),
