@@ -51,10 +51,12 @@ fn launches() -> Vec<Launch> {
         let d = [c, h, w, k, pad, 1, oh, ow].map(|x| I32(x as i32));
         let mut args = vec![Buf(4 * c * h * w), Buf(4 * c * k * k * oh * ow)];
         args.extend(d);
-        // All 7 remain: the inner loop over `j` (K = 3) is unrolled by four after a test
-        // `K - 1 < 3` (unsigned) that skips the unrolled part; the count of that part, `(K -
-        // K % 4) / 4`, is 0, and the expression does not record that the test keeps a count
-        // of 0 out (`zero_unreached`), so the quotient fails.
+        // 4 of 7 fixed (the inner loop over `j`, K = 3, is unrolled by four after a test
+        // `K - 1 <u 3` that skips the unrolled part, whose count `(K - K % 4) / 4` is 0: the
+        // expression carries the test, which fails for K = 3, so the part is not entered).
+        // 3 remain: the remainder part's reads are guarded by `w >= 0 && w < W` of `w = w0 +
+        // j`, a sum the address splits otherwise (`(base + w0) + (i * W + j)`), so the guard
+        // does not bound it and padding's `w0 = -1` seems to read before the plane.
         v.push(Launch {
             file: "conv.cu",
             kernel: "im2col_bump",
@@ -62,16 +64,18 @@ fn launches() -> Vec<Launch> {
             block: b256,
             args,
             planted: 0,
-            remaining: 7,
+            remaining: 3,
         });
     }
     {
         let (n, hw, c) = (32u64, 223 * 223u64, 96u64);
-        // All 16 remain: the remainder loop before the unrolled `k` loop (`for k = ty; k <
-        // 32; k += 8`) runs `((31 - ty) / 8 + 1) & 3` = 0 times for every thread of an 8-row
-        // block; the value the main loop starts from is the counter after the remainder loop,
-        // whose count of 0 fails the quotient (`min` 1): the entry test `!= 0` that skips the
-        // remainder loop is recorded only for uses inside it.
+        // 12 of 16 fixed (the remainder loop before the unrolled `k` loop, `for k = ty; k <
+        // 32; k += 8`, runs `((31 - ty) / 8 + 1) & 3` = 0 times for every thread of an 8-row
+        // block; after it, a count of 0 stands for the loop not entered, `Quot`'s
+        // `zero_skips`). 4 remain: the unrolled loop's reads of `in` are guarded by `hw <
+        // HW` of a sibling counter (`hw + 24`, narrowed from 64 bits) that the expression
+        // does not relate to the address's counter, so the last tile seems to read past the
+        // input.
         v.push(Launch {
             file: "conv.cu",
             kernel: "nhwc_to_nchw_u8",
@@ -84,7 +88,7 @@ fn launches() -> Vec<Launch> {
                 I32(c as i32),
             ],
             planted: 0,
-            remaining: 16,
+            remaining: 4,
         });
     }
     {
@@ -153,10 +157,10 @@ fn launches() -> Vec<Launch> {
     }
     {
         let (n, nnz) = (4u64 << 20, 32u64 << 20);
-        // All 4 remain: the grid-stride counter is stepped through a sign extension and a
-        // truncation (`cvt.s64.s32`, then `cvt.u32.u64`), which the induction-variable
-        // analysis does not see through; its previous value is then known only as `< nnz`,
-        // unbounded below (the atomic's `y[r]` is data-dependent: `r` from `row[]`).
+        // 3 of 4 fixed (the grid-stride counter stepped through a sign extension and a
+        // truncation, `cvt.s64.s32` then `cvt.u32.u64`, is a counter all the same). 1
+        // remains, and rightly: the atomic's `y[r]` is data-dependent (`r` from `row[]`,
+        // known only as `>= 0`).
         v.push(Launch {
             file: "sparse.cu",
             kernel: "spmv_coo_atomic",
@@ -171,7 +175,7 @@ fn launches() -> Vec<Launch> {
                 I32(nnz as i32),
             ],
             planted: 0,
-            remaining: 4,
+            remaining: 1,
         });
     }
     {
@@ -199,8 +203,8 @@ fn launches() -> Vec<Launch> {
     }
     {
         let n = 8u64 << 20;
-        // All 16 remain: as `spmv_coo_atomic`, the counter stepped through a sign extension
-        // and a truncation.
+        // All 16 fixed: as `spmv_coo_atomic`, the counter stepped through a sign extension
+        // and a truncation, by `mad.lo` of `ntid.x` and a copy of `nctaid.x` made in the loop.
         v.push(Launch {
             file: "rows.cu",
             kernel: "particles_step_aos",
@@ -208,7 +212,7 @@ fn launches() -> Vec<Launch> {
             block: b256,
             args: vec![Buf(32 * n), Buf(32 * n), F32(0.01), I32(n as i32)],
             planted: 0,
-            remaining: 16,
+            remaining: 0,
         });
     }
     v

@@ -78,11 +78,12 @@
 //! - `Reached { e, when }`: `e`, or nothing (`Ok(None)`) where one of `when` (facts on other
 //!   registers at the statement that wrote `e`) is empty for the launch: that statement
 //!   does not run. A `when` that fails to evaluate says nothing.
-//! - `Quot { a, b, min, zero_unreached }`: `a / b` when `b` is fixed and divides each
-//!   thread's `a`: `a` fixed and a multiple of `b`, or `b` of 1 or -1 (then `a`'s interval
-//!   divided by it). The quotients must be at least `min` (and not negative), but for 0 where
-//!   `zero_unreached` says a thread with 0 does not get here (left out, `Ok(None)` if every
-//!   thread has 0); fails otherwise.
+//! - `Quot { a, b, min, zero_unreached, zero_skips }`: `a / b` when `b` is fixed and divides
+//!   each thread's `a`: `a` fixed and a multiple of `b`, or `b` of 1 or -1 (then `a`'s
+//!   interval divided by it). The quotients must be at least `min` (and not negative), but for
+//!   0 where `zero_unreached` says a thread with 0 does not get here (left out, `Ok(None)` if
+//!   every thread has 0), or `zero_skips` says 0 is a count of its own (kept); fails
+//!   otherwise.
 //! - `Counted { init, step, last, no_wrap }`: `init + j * step` for `j` in
 //!   `[0, max(0, last)]`, after each of `no_wrap` evaluates: every iteration of a counted
 //!   loop in one interval. Where a part of `init` is functional (`HostExpr::functional`:
@@ -131,6 +132,10 @@ pub struct HostFact {
 
 fn is_zero(v: &i64) -> bool {
     *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 /// One step of an induction variable: `r += step`, where `guard` holds of the old `r`.
@@ -232,6 +237,11 @@ pub enum HostExpr {
         /// A quotient of 0 means no execution gets here (the loop is entered only when its
         /// counter starts away from the bound): empty rather than a failed check.
         zero_unreached: bool,
+        /// A quotient of 0 is a count of its own, exempt from `min`: after a loop entered
+        /// only when its counter starts away from the bound, 0 means it was not entered and
+        /// a register it steps holds its start.
+        #[serde(default, skip_serializing_if = "is_false")]
+        zero_skips: bool,
     },
     /// An induction variable of a counted loop where it is used: `init + j * step` for an
     /// iteration count `j` in `[0, max(0, last)]` (`last` from the loop's exit test, see
@@ -745,9 +755,11 @@ impl std::fmt::Display for HostExpr {
                 b,
                 min,
                 zero_unreached,
+                zero_skips,
             } => {
                 let z = if *zero_unreached { ", 0 unreached" } else { "" };
-                write!(f, "quot({a}, {b}, >= {min}{z})")
+                let s = if *zero_skips { ", or 0" } else { "" };
+                write!(f, "quot({a}, {b}, >= {min}{z}{s})")
             }
             Counted {
                 init,
@@ -1127,6 +1139,7 @@ impl HostExpr {
                 b,
                 min,
                 zero_unreached,
+                zero_skips,
             } => match (a.eval_at(v, pin)?, b.eval_at(v, pin)?) {
                 (Some(x), Some(d)) => {
                     if d.0 != d.1 || d.0 == 0 {
@@ -1153,7 +1166,13 @@ impl HostExpr {
                     } else {
                         q0
                     };
-                    if q0 < i128::from(*min) || q0 < 0 {
+                    // A quotient of 0 that stands: the least other one must reach `min`.
+                    let least = match (*zero_skips, q0, q1) {
+                        (true, 0, 0) => None,
+                        (true, 0, _) => Some(1),
+                        _ => Some(q0),
+                    };
+                    if least.is_some_and(|q| q < i128::from(*min) || q < 0) {
                         return Err(());
                     }
                     Some((q0, q1))
@@ -1442,11 +1461,27 @@ mod tests {
             b: b(HostExpr::Const(d)),
             min,
             zero_unreached,
+            zero_skips: false,
         };
         assert_eq!(quot(3, -1, 1, true).eval(&v), Ok(Some((1, 3))));
         assert_eq!(quot(3, -1, 0, false).eval(&v), Ok(Some((0, 3))));
         // A count of 0 in a loop entered regardless would wrap around.
         assert_eq!(quot(3, -1, 1, false).eval(&v), Err(()));
+        // After a loop entered only away from its bound, 0 is a count of its own (the loop
+        // was skipped); every other count must still reach `min`.
+        let skips = |m, min| match quot(m, -1, min, false) {
+            HostExpr::Quot { a, b, min, .. } => HostExpr::Quot {
+                a,
+                b,
+                min,
+                zero_unreached: false,
+                zero_skips: true,
+            },
+            _ => unreachable!(),
+        };
+        assert_eq!(skips(3, 1).eval(&v), Ok(Some((0, 3))));
+        assert_eq!(skips(0, 1).eval(&v), Ok(Some((0, 0))));
+        assert_eq!(skips(3, 2).eval(&v), Err(()));
         // A step of 2 need not divide every thread's distance.
         assert_eq!(quot(3, -2, 1, true).eval(&v), Err(()));
         // Counting up by 1 from a start above the bound: negative counts wrap around.
@@ -1600,6 +1635,14 @@ mod tests {
                 b: b(E::Const(2)),
                 min: 1,
                 zero_unreached: true,
+                zero_skips: false,
+            },
+            E::Quot {
+                a: b(E::Const(0)),
+                b: b(E::Const(-1)),
+                min: 1,
+                zero_unreached: false,
+                zero_skips: true,
             },
             E::Counted {
                 init: b(E::Const(0)),
@@ -1656,7 +1699,8 @@ mod tests {
             r#""steps":[{"step":{"ntid":0},"guard":{"op":"lt","signed":true,"#,
             r#""bound":{"param":{"index":1,"bytes":4,"signed":true}}}}]}},"#,
             r#"{"quot":{"a":{"const":8},"b":{"const":2},"min":1,"zero_unreached":true}},"#,
-            r#"{"counted":{"init":{"const":0},"step":{"const":4},"last":{"const":3},"#,
+            r#"{"quot":{"a":{"const":0},"b":{"const":-1},"min":1,"zero_unreached":false,"#,
+            r#""zero_skips":true}},{"counted":{"init":{"const":0},"step":{"const":4},"last":{"const":3},"#,
             r#""no_wrap":[{"const":0}]}},{"reached":{"e":{"const":5},"when":[{"tid":1}]}}]}},"#,
             r#"{"param":0,"bytes":4,"kind":"read","loc":null,"#,
             r#""inlined_at":null,"offset":{"tid":0}}]"#,

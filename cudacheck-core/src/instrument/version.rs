@@ -568,6 +568,9 @@ impl Analysis<'_> {
         for t in steps {
             s = match t {
                 Step::Imm(k) => add(s, Val::Imm(i64::try_from(*k).ok()?)),
+                // A factor may be set in the loop (a copy of `%nctaid.x`), which a value on
+                // the edge into the loop does not describe.
+                Step::Mul(..) => return None,
                 Step::Reg { reg, negated } => {
                     if self.bits(reg)? != bits {
                         return None;

@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::cfg::{BlockId, Cfg};
-use super::op::{Arith, ArithOp, CmpOp, Compare, Convert, MemOp, Op, Ty};
+use super::op::{Arith, ArithOp, CmpOp, Compare, Convert, Half, MemOp, Op, Ty};
 use super::opcode::{effects, Flow};
 use super::operand::Operand;
 use super::read::{Function, Guard, Instr, Space, StmtKind};
@@ -92,6 +92,11 @@ pub enum Step {
         reg: String,
         negated: bool,
     },
+    /// The product of two operands (`mad.lo r, a, b, x`, as NVVM steps a grid-stride counter
+    /// by `blockDim.x * gridDim.x`): each an immediate, a register the loop does not define,
+    /// or one it sets only by copying a special register fixed for the launch (`mov.u32 %r9,
+    /// %nctaid.x;`, which NVVM sinks into the loop).
+    Mul(String, String),
 }
 
 /// A basic induction variable.
@@ -356,7 +361,7 @@ fn inductions(
                     carry_in: false,
                     ..
                 })
-        );
+        ) || mad_lo(&i.op);
         if i.guard.is_some() || !update {
             continue;
         }
@@ -382,7 +387,9 @@ fn inductions(
 /// `x - s`, or a copy `reg = x` of a register of its type), where `x` is `reg` itself or a
 /// register set once in the loop, unguarded, before `k` in every iteration (its block
 /// dominates `k`'s, or it comes earlier in the same block), by such an update of another `x`:
-/// a chain back to `reg` that adds at least one term. Each `s` is an immediate or invariant.
+/// a chain back to `reg` that adds at least one term. Each `s` is an immediate or invariant,
+/// or a product `a * b` (`reg = mad.lo a, b, x`; [`Step::Mul`]). A link may also be a
+/// widening and the narrowing back (`cvt.s64.s32` then `cvt.u32.u64`), a copy ([`round_trip`]).
 fn chain(f: &Function, cfg: &Cfg, l: &Loop, defs: &Defs, reg: &str, k: usize) -> Option<Vec<Step>> {
     let mut steps = Vec::new();
     let mut at = k;
@@ -400,11 +407,31 @@ fn chain(f: &Function, cfg: &Cfg, l: &Loop, defs: &Defs, reg: &str, k: usize) ->
             {
                 Some(*x)
             }
+            // The widening's statement is where `x` is read: the next link comes before it.
+            (Op::Convert(_), [Operand::Reg(_), Operand::Reg(e)]) => {
+                round_trip(f, cfg, l, defs, i, e, at).map(|(x, d)| {
+                    at = d;
+                    x
+                })
+            }
             _ => None,
         };
-        let x = match copied {
-            Some(x) => x,
-            None => {
+        let x = match (copied, &ops[..]) {
+            (Some(x), _) => x,
+            // `reg = a * b + x`.
+            (None, [_, a, b, Operand::Reg(x)]) if mad_lo(&i.op) => {
+                if *x != reg && invariant(cfg, l, defs, x) {
+                    return None;
+                }
+                let factor = |o: &Operand<'_>| match o {
+                    Operand::Imm(v) => Some(v.to_string()),
+                    Operand::Reg(r) if fixed(f, cfg, l, defs, r) => Some(r.to_string()),
+                    _ => None,
+                };
+                steps.push(Step::Mul(factor(a)?, factor(b)?));
+                *x
+            }
+            (None, _) => {
                 // Plain `add` or `sub`: no carry in or out, no saturation.
                 let Op::Arith(Arith {
                     op: op @ (ArithOp::Add | ArithOp::Sub),
@@ -447,26 +474,101 @@ fn chain(f: &Function, cfg: &Cfg, l: &Loop, defs: &Defs, reg: &str, k: usize) ->
         if x == reg {
             return (!steps.is_empty()).then_some(steps);
         }
-        // `x`: one definition in the loop, earlier in every iteration.
-        let inside: Vec<usize> = defs
-            .get(x)?
-            .iter()
-            .copied()
-            .filter(|&d| l.contains_stmt(cfg, d))
-            .collect();
-        let [d] = inside[..] else { return None };
-        let (bd, ba) = (cfg.block_of(d)?, cfg.block_of(at)?);
-        let earlier = if bd == ba {
-            d < at
-        } else {
-            cfg.dominates(bd, ba)
-        };
-        if !earlier {
-            return None;
-        }
-        at = d;
+        at = earlier_def(cfg, l, defs, x, at)?;
     }
     None
+}
+
+/// The one definition of `x` in `l`, unguarded or not, that runs before statement `at` in
+/// every iteration (its block dominates `at`'s, or it comes earlier in the same block).
+fn earlier_def(cfg: &Cfg, l: &Loop, defs: &Defs, x: &str, at: usize) -> Option<usize> {
+    let inside: Vec<usize> = defs
+        .get(x)?
+        .iter()
+        .copied()
+        .filter(|&d| l.contains_stmt(cfg, d))
+        .collect();
+    let [d] = inside[..] else { return None };
+    let (bd, ba) = (cfg.block_of(d)?, cfg.block_of(at)?);
+    let earlier = if bd == ba {
+        d < at
+    } else {
+        cfg.dominates(bd, ba)
+    };
+    earlier.then_some(d)
+}
+
+/// `mad.lo` of integers, no carry: `a * b + c` modulo the width.
+fn mad_lo(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Arith(Arith {
+            op: ArithOp::Mad,
+            half: Some(Half::Lo),
+            carry_in: false,
+            carry_out: false,
+            sat: false,
+            ty: Some(ty),
+            ..
+        }) if !ty.float()
+    )
+}
+
+/// Whether register `r` holds one value in every iteration of `l`: the loop does not define
+/// it, or defines it only by unguarded copies of a special register fixed for the launch and
+/// the thread (`%ntid`, `%nctaid`, `%ctaid`, `%tid`).
+fn fixed(f: &Function, cfg: &Cfg, l: &Loop, defs: &Defs, r: &str) -> bool {
+    let special = |k: usize| {
+        instr(f, k).is_some_and(|i| {
+            i.guard.is_none()
+                && matches!(i.op, Op::Mov(_))
+                && i.operands.get(1).is_some_and(|o| {
+                    ["%ntid.", "%nctaid.", "%ctaid.", "%tid."]
+                        .iter()
+                        .any(|p| o.starts_with(p))
+                })
+        })
+    };
+    defs.get(r)
+        .is_some_and(|ds| ds.iter().all(|&k| !l.contains_stmt(cfg, k) || special(k)))
+}
+
+/// The register `x` when `i` (at statement `at`) narrows to `N` bits a register `e` that the
+/// loop sets once, unguarded and earlier in every iteration, by widening the `N`-bit register
+/// `x` (`cvt.s64.s32 %rd6, %r13; cvt.u32.u64 %r12, %rd6;`, as NVVM steps an `int` grid-stride
+/// counter): the low `N` bits of an extension, signed or not, are the value extended, so the
+/// pair is a copy of `x` as read at the widening (returned with `x`).
+fn round_trip<'f>(
+    f: &'f Function,
+    cfg: &Cfg,
+    l: &Loop,
+    defs: &Defs,
+    i: &Instr,
+    e: &str,
+    at: usize,
+) -> Option<(&'f str, usize)> {
+    let int = |op: &Op| match op {
+        Op::Convert(c) => c
+            .int()
+            .and_then(|(to, from)| Some((to.int_bits()?, from.int_bits()?))),
+        _ => None,
+    };
+    let (n, wide) = int(&i.op)?;
+    let bits = |r: &str| Ty::from_part(f.reg_type(r)?)?.int_bits();
+    if n >= wide || bits(e)? != wide {
+        return None;
+    }
+    let d = earlier_def(cfg, l, defs, e, at)?;
+    let w = instr(f, d)?;
+    let ops: Vec<Operand<'_>> = w.operands.iter().map(|o| Operand::parse(o)).collect();
+    match (int(&w.op)?, &ops[..]) {
+        ((to, from), [Operand::Reg(_), Operand::Reg(x)])
+            if w.guard.is_none() && to == wide && from == n && bits(x)? == n =>
+        {
+            Some((*x, d))
+        }
+        _ => None,
+    }
 }
 
 fn exit_test(
@@ -1082,6 +1184,52 @@ mod tests {
         assert_eq!((t.cmp, t.continue_if), (Cmp::Ne, true));
         // %rd13 and %rd14 are set from the old pointer each iteration: no induction.
         assert_eq!(ls[0].ivs.len(), 2);
+    }
+
+    /// An `int` grid-stride loop as NVVM writes it: the counter widened for the addresses,
+    /// narrowed back, and stepped by `ntid.x * nctaid.x` with `%nctaid.x` copied in the loop.
+    const GRID_STRIDE: &str = ".reg .b32 %r<13>;\n\
+         .reg .b64 %rd<4>;\n\
+         mov.u32 %r7, %ntid.x;\n\
+         mov.u32 %r12, %tid.x;\n\
+         $L_loop:\n\
+         cvt.s64.s32 %rd1, %r12;\n\
+         shl.b64 %rd2, %rd1, 5;\n\
+         mov.u32 %r9, %nctaid.x;\n\
+         cvt.u32.u64 %r11, %rd1;\n\
+         mad.lo.s32 %r12, %r7, %r9, %r11;\n\
+         setp.lt.s32 %p3, %r12, %r5;\n\
+         @%p3 bra $L_loop;\n\
+         ret;";
+
+    #[test]
+    fn a_counter_narrowed_back_from_its_widening_steps_by_a_product() {
+        let f = function(GRID_STRIDE);
+        let g = Cfg::new(&f);
+        let ls = loops(&f, &g, &definitions(&f));
+        let c = ls[0].ivs.iter().find(|v| v.reg == "%r12").unwrap();
+        assert_eq!(c.steps, [Step::Mul("%r7".into(), "%r9".into())]);
+        assert_eq!(ls[0].exit_test.as_ref().unwrap().iv, 0);
+    }
+
+    #[test]
+    fn a_narrowing_of_another_width_or_a_varying_factor_is_no_step() {
+        // The widening reads 16 bits: narrowing to 32 does not give the counter back.
+        let f = function(&GRID_STRIDE.replace("cvt.s64.s32", "cvt.s64.s16"));
+        let g = Cfg::new(&f);
+        assert!(loops(&f, &g, &definitions(&f))[0].ivs.is_empty());
+        // A factor the loop computes from the counter.
+        let f = function(&GRID_STRIDE.replace("mov.u32 %r9, %nctaid.x;", "add.s32 %r9, %r12, 1;"));
+        let g = Cfg::new(&f);
+        assert!(loops(&f, &g, &definitions(&f))[0].ivs.is_empty());
+        // The widening after the narrowing's read would be a later value: not a copy.
+        let f = function(
+            &GRID_STRIDE
+                .replace("cvt.s64.s32 %rd1, %r12;\n", "")
+                .replace("mad.lo.s32", "cvt.s64.s32 %rd1, %r12;\nmad.lo.s32"),
+        );
+        let g = Cfg::new(&f);
+        assert!(loops(&f, &g, &definitions(&f))[0].ivs.is_empty());
     }
 
     #[test]

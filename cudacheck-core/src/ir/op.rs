@@ -334,6 +334,25 @@ pub struct Convert {
     pub float: FloatMode,
 }
 
+impl Convert {
+    /// `(to, from)` of a conversion between integer types with no rounding, saturation or
+    /// packing (`cvt.u64.u32`); `None` for any other.
+    pub fn int(&self) -> Option<(Ty, Ty)> {
+        match *self {
+            Convert {
+                to: Some(to),
+                from: Some(from),
+                sat: false,
+                pack: false,
+                float,
+            } if float == FloatMode::default() && to.int_bits().is_some() => {
+                from.int_bits().map(|_| (to, from))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Which instruction family touches memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemOp {

@@ -172,6 +172,57 @@ impl<'a> Guards<'a> {
         })
     }
 
+    /// What the branch into loop `l`'s preheader says: the preheader's one predecessor ends
+    /// in a branch on `setp` of a register `x` with one definition and an immediate, and the
+    /// edge into the preheader is taken on one outcome; `x`'s value with that outcome's fact
+    /// ([`HostExpr::Facts`]), empty for a launch where the preheader does not run.
+    fn entry_test(&self, l: &Loop, depth: u32) -> Option<HostExpr> {
+        let p = l.preheader?;
+        let [g] = self.cfg.blocks[p].preds[..] else {
+            return None;
+        };
+        let (pred, holds) = self.cfg.condition(g, p)?;
+        let k = self.facts.single_def(pred)?;
+        if self.cfg.block_of(k) != Some(g) {
+            return None;
+        }
+        let i = self.instr(k)?;
+        let (op, signed, bits) = super::facts::int_setp(i)?;
+        let (x, op, c) = match (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str()) {
+            (x, c) if is_reg(x) && imm(c).is_some() => (x, op, imm(c)?),
+            (c, x) if is_reg(x) && imm(c).is_some() => (x, op.flip(), imm(c)?),
+            _ => return None,
+        };
+        if self.single_def(x).is_none() || self.reg_bits(x)? != bits || i.operands.len() != 3 {
+            return None;
+        }
+        let a = Atom {
+            reg: x.to_string(),
+            op,
+            signed,
+            bits,
+            bound: Bound::Const(c),
+            or_eq: None,
+        };
+        let a = if holds { a } else { a.negate() };
+        let fact = self.host_fact(&a, 0);
+        Some(match self.value(x, k, depth + 1, None)? {
+            HostExpr::Facts {
+                def,
+                bits,
+                mut facts,
+            } => {
+                facts.push(fact);
+                HostExpr::Facts { def, bits, facts }
+            }
+            def => HostExpr::Facts {
+                def: Some(Box::new(def)),
+                bits,
+                facts: vec![fact],
+            },
+        })
+    }
+
     /// `reg` as statement `at` reads it, where `reg` steps once per iteration of a loop with
     /// a recognized exit test, but for its value on entry (the statements that set it).
     ///
@@ -252,6 +303,10 @@ impl<'a> Guards<'a> {
             for term in &v.steps {
                 let e = match term {
                     Step::Imm(k) => Const(i64::try_from(*k).ok()?),
+                    Step::Mul(x, y) => Mul(
+                        b(self.value(x, v.update, depth + 1, None)?),
+                        b(self.value(y, v.update, depth + 1, None)?),
+                    ),
                     Step::Reg { reg: s, negated } => {
                         let e = self.value(s, v.update, depth + 1, None)?;
                         if *negated {
@@ -348,20 +403,42 @@ impl<'a> Guards<'a> {
                     min: a,
                     // Only inside the loop: after it, the start's value still flows on.
                     zero_unreached: inside && t.entered_if_unequal,
+                    // After it, 0 steps: it was not entered (`a` would count one step more,
+                    // which the hull of the counts still holds).
+                    zero_skips: !inside && t.entered_if_unequal,
                 },
                 Vec::new(),
             ),
             _ => return None,
         };
         let last = minus(count, a + i64::from(after_test));
+        // A loop counting to its bound exactly: a launch for which the test that leads into
+        // its preheader fails does not enter it. NVVM enters a loop unrolled by four only
+        // after `K - 1 <u 3` fails; its count `K / 4` is 0 for `K = 3`, as it is for `K = 0`,
+        // which that test lets in (the count alone cannot say which). Inside, no iteration
+        // runs then; after it, the register holds its value on entry (no step).
+        let entry = matches!(t.cmp, C::Ne | C::Eq)
+            .then(|| self.entry_test(l, depth))
+            .flatten();
+        let entered = |e: HostExpr| match &entry {
+            Some(w) => Reached {
+                e: b(e),
+                when: vec![w.clone()],
+            },
+            None => e,
+        };
         let steps_before = if !inside {
             // After the loop: every iteration's update may have run.
-            Add(b(last), b(one()))
+            let after = Add(b(last), b(one()));
+            match entry {
+                Some(_) => Hull(vec![Const(0), entered(after)]),
+                None => after,
+            }
         } else if l.may_follow_in_iteration(self.cfg, iv.update, at) {
             // The update may have run before `at` in this iteration: one more step.
-            Add(b(last), b(one()))
+            Add(b(entered(last)), b(one()))
         } else {
-            last
+            entered(last)
         };
         // Whether each counter's update has run by `at` in every iteration (1), in none (0),
         // or it depends on the path (no sibling is described then).

@@ -134,21 +134,7 @@ impl<'a> Guards<'a> {
     }
 
     pub(super) fn setp_atoms(&self, i: &Instr) -> Option<Atom> {
-        let Op::Compare(Compare {
-            value: false,
-            cmp: Some(cmp),
-            ty: Some(ty),
-            combine: None,
-        }) = i.op
-        else {
-            return None;
-        };
-        let (bits, ty_signed) = int_ty(ty)?;
-        if bits < 32 || matches!(ty, Ty::B8 | Ty::B16 | Ty::B32 | Ty::B64) {
-            return None;
-        }
-        let op = Cmp::of_cmp_op(cmp)?;
-        let signed = ty_signed && !cmp.unsigned();
+        let (op, signed, bits) = int_setp(i)?;
         let (a, b) = (i.operands.get(1)?.as_str(), i.operands.get(2)?.as_str());
         let (reg, op, bound) = if is_reg(a) && self.bound(a).is_none() {
             (a, op, self.bound(b)?)
@@ -553,4 +539,23 @@ impl<'a> Guards<'a> {
     pub(super) fn reg_bits(&self, reg: &str) -> Option<u8> {
         int_ty(self.facts.reg_ty(reg)?).map(|(b, _)| b)
     }
+}
+
+/// `(comparison, signed, bits)` of a `setp` of 32- or 64-bit integers of a signed or unsigned
+/// type (a `.b32` compare says nothing of the sign), with no predicate to combine.
+pub(super) fn int_setp(i: &Instr) -> Option<(Cmp, bool, u8)> {
+    let Op::Compare(Compare {
+        value: false,
+        cmp: Some(cmp),
+        ty: Some(ty),
+        combine: None,
+    }) = i.op
+    else {
+        return None;
+    };
+    let (bits, ty_signed) = int_ty(ty)?;
+    if bits < 32 || matches!(ty, Ty::B8 | Ty::B16 | Ty::B32 | Ty::B64) {
+        return None;
+    }
+    Some((Cmp::of_cmp_op(cmp)?, ty_signed && !cmp.unsigned(), bits))
 }

@@ -126,8 +126,8 @@ use super::host_expr::{const_as_read, range_of, Cmp, HostExpr, HostFact, IvStep,
 use super::ptx::{Function, Instr, StmtKind};
 use crate::ir::read::Space;
 use crate::ir::{
-    effects, immediate, is_reg, Address, Arith, ArithOp, Cfg, CmpOp, Compare, Convert, Defs, Facts,
-    FloatMode, Half, Loop, Mem, MemOp, Op, Step, Ty,
+    effects, immediate, is_reg, Address, Arith, ArithOp, Cfg, CmpOp, Compare, Defs, Facts, Half,
+    Loop, Mem, MemOp, Op, Step, Ty,
 };
 
 mod counted;
@@ -370,14 +370,11 @@ fn arith_of(i: &Instr, op: ArithOp) -> Option<Arith> {
 /// `(destination, source)` of a conversion between integer types with no rounding,
 /// saturation or packing (`cvt.u64.u32`).
 fn int_convert(op: &Op) -> Option<((u8, bool), (u8, bool))> {
-    match *op {
-        Op::Convert(Convert {
-            to: Some(to),
-            from: Some(from),
-            sat: false,
-            pack: false,
-            float,
-        }) if float == FloatMode::default() => Some((int_ty(to)?, int_ty(from)?)),
+    match op {
+        Op::Convert(c) => {
+            let (to, from) = c.int()?;
+            Some((int_ty(to)?, int_ty(from)?))
+        }
         _ => None,
     }
 }
