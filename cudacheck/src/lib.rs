@@ -133,13 +133,13 @@ pub use error::{CaptureError, Error, LaunchError, LaunchErrorKind, PeerAccessErr
 // What checked launches report and what their checks cover: the bounds checker's
 // `Coverage`, `OutOfBounds`, `Misaligned` and `DeviceAssert`, and the race checker's
 // `RaceCoverage`, `SharedRace` (two `RaceAccess`es of an `AccessKind`) and `BarrierMisuse`
-// (one or two `BarrierCall`s, a `BarrierMisuseKind`), so that no field's type needs a path
+// (one or two `BarrierCall`s, a `BarrierMisuseKind`), and the init checker's `Uninitialized`, so that no field's type needs a path
 // into `cudacheck::core`.
 #[allow(deprecated)]
 pub use instrument::BarrierErrorKind;
 pub use instrument::{
     AccessKind, BarrierCall, BarrierMisuse, BarrierMisuseKind, Coverage, DeviceAssert, Misaligned,
-    OutOfBounds, RaceAccess, RaceCoverage, SharedRace,
+    OutOfBounds, RaceAccess, RaceCoverage, SharedRace, Uninitialized,
 };
 pub use kernel::{Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
 pub use launch::{Grid, Launch, LaunchDims};

@@ -15,6 +15,7 @@
 
 mod fault;
 mod race;
+mod uninit;
 
 use cudacheck_core::instrument::{HostCheckSet, InstrumentError, InstrumentedPtx};
 use cudacheck_core::Dim3;
@@ -26,6 +27,8 @@ pub(crate) use fault::{error_of, misaligned_argument, param_names, ArgView, Faul
 pub use fault::{DeviceAssert, Misaligned, OutOfBounds};
 #[allow(deprecated)]
 pub use race::BarrierErrorKind;
+pub(crate) use uninit::{uninitialized_of, InitContext};
+pub use uninit::Uninitialized;
 pub use race::{BarrierCall, BarrierMisuse, BarrierMisuseKind, RaceAccess, SharedRace};
 
 use crate::nvrtc::AssembleError;
