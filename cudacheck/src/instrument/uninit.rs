@@ -8,12 +8,14 @@ use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
 
-use cudacheck_core::init::{InitKernel, InitRecord, InitSiteKind};
+use cudacheck_core::init::{decode_init, InitKernel, InitRecord, InitSiteKind, INIT_RECORD_OFFSET};
 use cudacheck_core::instrument::SourceLoc;
 use cudacheck_core::validate::LaunchConfig;
 use cudacheck_core::Dim3;
 
-use super::fault::{dim3, element_type, launched, line_text, plural, snippet, ArgView};
+use super::fault::{
+    dim3, element_type, launched, line_text, param_names, plural, snippet, ArgView, FaultContext,
+};
 use crate::nvrtc::CudaSource;
 
 /// The first read of memory nothing wrote in an init-checked launch
@@ -64,7 +66,7 @@ pub struct Uninitialized {
 }
 
 /// What an init-checked launch knew, for building the error.
-pub(crate) struct InitContext<'a> {
+struct InitContext<'a> {
     pub kernel: &'a Arc<str>,
     pub site: &'static Location<'static>,
     pub config: LaunchConfig,
@@ -96,7 +98,7 @@ fn holder(args: &[ArgView], arg_bytes: &[u64], addr: u64) -> Option<(usize, u64)
 }
 
 /// The error for an init record, or `None` when nothing was recorded.
-pub(crate) fn uninitialized_of(rec: &InitRecord, cx: &InitContext<'_>) -> Option<Uninitialized> {
+fn uninitialized_of(rec: &InitRecord, cx: &InitContext<'_>) -> Option<Uninitialized> {
     if rec.faulted == 0 {
         return None;
     }
@@ -148,6 +150,34 @@ pub(crate) fn uninitialized_of(rec: &InitRecord, cx: &InitContext<'_>) -> Option
         inlined_at: site.and_then(|s| s.inlined_at.clone()),
         count: rec.count,
     })
+}
+
+/// An init-checked launch's outcome from its record block (the init record at
+/// [`INIT_RECORD_OFFSET`]), read back after the kernel; `arg_bytes` is each argument's buffer
+/// length in bytes (0 for scalars).
+pub(crate) fn report_init(
+    record: &[u8],
+    cx: &FaultContext<'_>,
+    arg_bytes: &[u64],
+) -> Result<(), Box<Uninitialized>> {
+    let Some(rec) = record.get(INIT_RECORD_OFFSET..).and_then(decode_init) else {
+        return Ok(());
+    };
+    let Some(build) = cx.build.init.as_ref() else {
+        return Ok(());
+    };
+    let names = cx.param_names.unwrap_or(param_names)(cx.source, cx.name);
+    let icx = InitContext {
+        kernel: cx.kernel,
+        site: cx.site,
+        config: cx.config,
+        build,
+        source: cx.source,
+        names: &names,
+        args: cx.args,
+        arg_bytes,
+    };
+    uninitialized_of(&rec, &icx).map_or(Ok(()), |u| Err(Box::new(u)))
 }
 
 impl fmt::Display for Uninitialized {
@@ -318,7 +348,10 @@ mod tests {
             text.contains(": read of `x` nothing wrote: index 9 (in `f32` elements, byte 38)"),
             "{text}"
         );
-        assert!(text.contains("first by thread (5, 0, 0) of block (2, 0, 0)"), "{text}");
+        assert!(
+            text.contains("first by thread (5, 0, 0) of block (2, 0, 0)"),
+            "{text}"
+        );
         assert!(text.contains("--> sum.cu:4:25"), "{text}");
         assert!(text.contains("if (i < n) out[i] = x[i] + 1.0f;"), "{text}");
         assert!(text.contains("3 reads of unwritten memory"), "{text}");
@@ -344,7 +377,10 @@ mod tests {
         rec.site = 1;
         let u = report(&rec, &[256, 256, 0]).unwrap();
         assert!(u.shared && u.atomic);
-        assert_eq!((u.buffer.as_str(), u.index, u.byte_offset), ("shared memory", 12, 48));
+        assert_eq!(
+            (u.buffer.as_str(), u.index, u.byte_offset),
+            ("shared memory", 12, 48)
+        );
         let text = u.to_string();
         assert!(
             text.contains(": atomic on shared memory nothing wrote: byte 48 of the block's"),
