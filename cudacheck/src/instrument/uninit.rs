@@ -34,7 +34,7 @@ pub struct Uninitialized {
     pub buffer: String,
     /// The first unwritten element read, counted in elements of
     /// [`elem_bytes`](Self::elem_bytes) bytes from the start of the buffer (for shared memory,
-    /// from the start of the block's shared window).
+    /// from shared address 0: `byte_offset / elem_bytes`).
     pub index: u64,
     /// Bytes of one element `index` counts in: `size_of` the Rust element type for a buffer
     /// argument, the access's width otherwise.
@@ -42,7 +42,10 @@ pub struct Uninitialized {
     /// The Rust element type `index` counts in (`f32` for a `CudaSlice<f32>`), for a buffer
     /// argument.
     pub elem_type: Option<String>,
-    /// The byte offset of the first unwritten byte from the start of the buffer.
+    /// The byte offset of the first unwritten byte from the start of the buffer; for shared
+    /// memory, its shared address (what `__cvta_generic_to_shared` gives: the kernel's arrays
+    /// are at addresses the device chooses, so an array's own index is this less the array's
+    /// address, over its element size).
     pub byte_offset: u64,
     /// Bytes the access read.
     pub access_bytes: u32,
@@ -192,9 +195,9 @@ impl fmt::Display for Uninitialized {
         if self.shared {
             write!(
                 f,
-                ": {what} {b} nothing wrote: byte {} of the block's shared memory (index {} in \
-                 {unit})",
-                self.byte_offset, self.index
+                ": {what} {b} no thread of the block wrote since the block began: shared address \
+                 {:#x} (a {}-byte access)",
+                self.byte_offset, self.access_bytes
             )?;
         } else {
             write!(
@@ -372,7 +375,7 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_read_counts_from_the_shared_window() {
+    fn a_shared_read_gives_its_shared_address() {
         let mut rec = record(48, 1, 1);
         rec.site = 1;
         let u = report(&rec, &[256, 256, 0]).unwrap();
@@ -383,7 +386,10 @@ mod tests {
         );
         let text = u.to_string();
         assert!(
-            text.contains(": atomic on shared memory nothing wrote: byte 48 of the block's"),
+            text.contains(
+                ": atomic on shared memory no thread of the block wrote since the block began: \
+                 shared address 0x30 (a 4-byte access)"
+            ),
             "{text}"
         );
         assert!(text.contains("no line information"), "{text}");
