@@ -190,6 +190,27 @@ fn nvrtc_library_init_checked_builds_assemble_and_check_shared_memory() {
         );
         assert!(c.checked >= 2 && c.marked >= 2, "{name}: {c:?}");
     }
+    // Each planted read has a check on its line (in the module build the GPU test's reports
+    // are read against), and every kernel's shared memory has a shadow.
+    let r = init_build(&src, "sm_90".parse().unwrap());
+    let lines: Vec<&str> = src.text.lines().collect();
+    for k in &r.kernels {
+        assert!(k.shared_shadow, "{}: {:?}", k.name, k.coverage);
+        if !k.name.starts_with("init_") {
+            continue;
+        }
+        let reads: BTreeSet<u32> = k
+            .sites
+            .iter()
+            .filter(|s| s.kind == InitSiteKind::Read)
+            .filter_map(|s| s.loc.as_ref().map(|l| l.line))
+            .collect();
+        let planted = reads
+            .iter()
+            .filter(|&&l| lines[l as usize - 1].contains("// UNINIT"))
+            .count();
+        assert_eq!(planted, 1, "{}: read checks on lines {reads:?}", k.name);
+    }
     // A block no GPU runs has no build.
     let k = Kernel::new(src, "init_reduce_tail").build();
     assert_eq!(k.init_coverage_for((2048, 1, 1), 0).unwrap(), None);

@@ -303,10 +303,10 @@ impl<'a> Launch<'a> {
     /// synchronizes, and gets extra dynamic shared memory for the shadow of the block's
     /// `__shared__` memory, which counts as unwritten when the block starts.
     ///
-    /// Global memory: a buffer counts as unwritten only where the library saw its whole
-    /// history, and counts as written everywhere else (no false report from memory whose
-    /// history was never seen). See docs/limits.md; `cudacheck run --init` follows every
-    /// allocation, copy and kernel of the process.
+    /// Global memory counts as written: the library does not see every write to a buffer
+    /// (cudarc's copies and memsets, unchecked kernels), and reports nothing rather than a
+    /// read of memory it did not see written. See docs/limits.md; `cudacheck run --init`
+    /// follows every allocation, copy and kernel of the process.
     #[inline(always)]
     pub fn init(&mut self, on: bool) -> &mut Self {
         self.init = Some(on);
