@@ -13,7 +13,9 @@ use thiserror::Error;
 
 pub use crate::driver::DriverError;
 use crate::driver::{CudaVersion, DriverMissing, MissingEntryPoint};
-use crate::instrument::{BarrierMisuse, DeviceAssert, Fault, Misaligned, OutOfBounds, SharedRace};
+use crate::instrument::{
+    BarrierMisuse, DeviceAssert, Fault, Misaligned, OutOfBounds, SharedRace, Uninitialized,
+};
 use crate::nvrtc::{CompileError, NvrtcNotFound};
 use crate::ring::LaunchRecord;
 
@@ -226,6 +228,12 @@ pub enum Error {
     /// the struct it holds.
     #[error(transparent)]
     BarrierMisuse(Box<BarrierMisuse>),
+
+    /// An init-checked launch read memory nothing wrote: a buffer element no launch and no
+    /// copy the library saw had written, or a `__shared__` byte the block had not written yet
+    /// ([`Uninitialized`]). The read went ahead; the context stays usable.
+    #[error(transparent)]
+    Uninitialized(Box<Uninitialized>),
 
     /// The kernel's bounds-checked build could not be made (its PTX unreadable, nvJitLink
     /// missing, or ptxas refusing the checked code).

@@ -21,7 +21,7 @@ use crate::cache::{self, CheckedBuild};
 use crate::context::{bind, ContextState};
 use crate::driver::{self, FunctionAttributes};
 use crate::error::Error;
-use crate::instrument::{self, ArgView, BuildError, Coverage, RaceCoverage, Spec};
+use crate::instrument::{self, ArgView, BuildError, Coverage, InitCoverage, RaceCoverage, Spec};
 use crate::nvrtc::{self, CompileError, CompileOptions, CudaSource};
 use crate::ring::{intern, KernelName};
 use cudacheck_core::instrument::HostCheckSet;
@@ -96,10 +96,11 @@ pub struct KernelBuilder {
     arch: Option<Arch>,
     params: Option<&'static [ParamSpec]>,
     /// The kernel's switches ([`sync`](Self::sync), [`instrument`](Self::instrument),
-    /// [`races`](Self::races)): `None` until set, which leaves them to the environment and the
-    /// build profile.
+    /// [`races`](Self::races), [`init`](Self::init)): `None` until set, which leaves them to the
+    /// environment and the build profile.
     instrument: Option<bool>,
     races: Option<bool>,
+    init: Option<bool>,
     sync: Option<bool>,
     shared_opt_in: bool,
     origin: Origin,
@@ -184,6 +185,20 @@ impl KernelBuilder {
         self
     }
 
+    /// Check this kernel's launches for reads of memory nothing wrote (`true`) or not
+    /// (`false`), unless a launch says otherwise ([`Launch::init`](crate::Launch::init)): the
+    /// first such read is reported as [`Error::Uninitialized`] (see
+    /// [`cudacheck_core::init`]). The block's `__shared__` memory is checked from the block's
+    /// start; global memory counts as written (see [`Launch::init`](crate::Launch::init)). An
+    /// init-checked launch is also bounds-checked,
+    /// unless bounds checking is turned off by name (and then it is not init-checked either).
+    /// Overrides `CUDACHECK_INIT`; without either, off in every build profile. See
+    /// [the switches](crate#switches).
+    pub fn init(mut self, on: bool) -> Self {
+        self.init = Some(on);
+        self
+    }
+
     /// Synchronize after each launch of this kernel and check for faults (`true`), or return
     /// at once (`false`), unless a launch says otherwise
     /// ([`Launch::sync`](crate::Launch::sync)). Overrides `CUDACHECK_SYNC`; without either,
@@ -209,6 +224,7 @@ impl KernelBuilder {
                 name,
                 instrument_default: crate::policy::instrument_default(self.instrument),
                 races_default: crate::policy::races_default(self.races),
+                init_default: crate::policy::init_default(self.init),
                 races_noted: std::sync::atomic::AtomicBool::new(false),
                 builder: self,
                 builds: Builds::default(),
@@ -239,6 +255,9 @@ struct KernelInner {
     /// Whether launches are race-checked when the launch does not say: the kernel's setting,
     /// else `CUDACHECK_RACES`, else no.
     races_default: bool,
+    /// Whether launches are init-checked when the launch does not say: the kernel's setting,
+    /// else `CUDACHECK_INIT`, else no.
+    init_default: bool,
     /// Whether a launch already said that the kernel's races went unchecked.
     races_noted: std::sync::atomic::AtomicBool,
     /// The sets of failing host checks a build was made for (`launch/checked.rs`), at most
@@ -292,6 +311,7 @@ impl Kernel {
             params: None,
             instrument: None,
             races: None,
+            init: None,
             sync: None,
             shared_opt_in: true,
             origin: Origin::Source,
@@ -413,6 +433,12 @@ impl Kernel {
     #[inline]
     pub(crate) fn races_default(&self) -> bool {
         self.inner.races_default
+    }
+
+    /// See `KernelInner::init_default`.
+    #[inline]
+    pub(crate) fn init_default(&self) -> bool {
+        self.inner.init_default
     }
 
     pub(crate) fn source(&self) -> &CudaSource {
@@ -612,6 +638,29 @@ impl Kernel {
             .kernel(&symbol)
             .and_then(|k| k.races.as_ref())
             .map(|r| r.coverage.clone()))
+    }
+
+    /// What init checking covers in init-checked launches of one shape ([`KernelBuilder::init`]):
+    /// global reads checked and writes marked, accesses left unchecked and why, whether the
+    /// block's shared memory is checked (and why not), or why the kernel is not init-checked
+    /// at all; from the build those launches run (the bounds-checked build for `block` and
+    /// `dynamic_shared_bytes`, rewritten by [`cudacheck_core::init`], assembled by nvJitLink).
+    /// `Ok(None)` when the compiled source has no such kernel, or for a block no GPU runs.
+    /// Needs NVRTC and nvJitLink, no GPU.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kernel::coverage`], and [`Error::Instrument`] when nvJitLink refuses the build.
+    pub fn init_coverage_for(
+        &self,
+        block: impl Into<Dim3>,
+        dynamic_shared_bytes: u32,
+    ) -> Result<Option<InitCoverage>, Error> {
+        let Some(shape) = Spec::of(block.into(), dynamic_shared_bytes) else {
+            return Ok(None);
+        };
+        let built = self.checked_build(self.coverage_arch(), Some(shape.init(true)))?;
+        Ok(built.sites.init.map(|k| k.coverage))
     }
 
     /// The architecture coverage reports build for: the kernel's, else sm_90.
@@ -893,18 +942,19 @@ fn builder_code() -> &'static [u8; 32] {
     DIGEST.get_or_init(|| cache::code_digest(&[include_str!("instrument/mod.rs")]))
 }
 
-/// A launch shape as a checked build's cache key holds it.
-/// What makes a race-checked build's key differ: a marker and a hash of the race checker.
-fn race_key() -> Vec<u8> {
+/// What makes a race- or init-checked build's key differ: a marker and a hash of the checker's
+/// sources (`cudacheck_core::race::RACE_SOURCES`, `cudacheck_core::init::INIT_SOURCES`).
+fn checker_key(marker: &[u8], sources: &[&str]) -> Vec<u8> {
     let mut h = blake3::Hasher::new();
-    for src in cudacheck_core::race::RACE_SOURCES {
+    for src in sources {
         h.update(src.as_bytes());
     }
-    let mut v = b"races".to_vec();
+    let mut v = marker.to_vec();
     v.extend(&h.finalize().as_bytes()[..16]);
     v
 }
 
+/// A launch shape as a checked build's cache key holds it.
 fn shape_bytes(shape: Option<Spec>) -> Vec<u8> {
     match shape {
         None => vec![0],
@@ -922,7 +972,19 @@ fn shape_bytes(shape: Option<Spec>) -> Vec<u8> {
             )
             // Race-checked builds say so, with the race checker's source (the key of every
             // other build stays as it was).
-            .chain(s.races.then(race_key).into_iter().flatten())
+            .chain(
+                s.races
+                    .then(|| checker_key(b"races", cudacheck_core::race::RACE_SOURCES))
+                    .into_iter()
+                    .flatten(),
+            )
+            // Likewise init-checked builds.
+            .chain(
+                s.init
+                    .then(|| checker_key(b"init", cudacheck_core::init::INIT_SOURCES))
+                    .into_iter()
+                    .flatten(),
+            )
             // Builds without loop versioning say so (`CUDACHECK_KEEP_LOOP_CHECKS`).
             .chain(
                 s.keep_loop_checks

@@ -36,7 +36,7 @@
 //!
 //! # Switches
 //!
-//! Three switches say what a launch does besides launching. Each is a `bool`, set the same way
+//! Four switches say what a launch does besides launching. Each is a `bool`, set the same way
 //! on a kernel (a default for its launches) and on one launch (an override); a switch never set
 //! leaves the choice to the next source in its row, left to right:
 //!
@@ -45,10 +45,12 @@
 //! | wait and check for faults | [`Launch::sync`] | [`KernelBuilder::sync`] | `CUDACHECK_SYNC` | debug: on |
 //! | bounds-check | [`Launch::instrument`] | [`KernelBuilder::instrument`] (`instrument`) | `CUDACHECK_INSTRUMENT` | debug: on |
 //! | race-check | [`Launch::races`] | [`KernelBuilder::races`] (`races`) | `CUDACHECK_RACES` | off |
+//! | init-check | [`Launch::init`] | [`KernelBuilder::init`] | `CUDACHECK_INIT` | off |
 //!
 //! ("debug: on": on in debug builds, off in release builds.) Bounds checking reports
 //! [`Error::OutOfBounds`], [`Error::Misaligned`] and [`Error::DeviceAssert`]; race checking
-//! [`Error::SharedRace`] and [`Error::BarrierMisuse`].
+//! [`Error::SharedRace`] and [`Error::BarrierMisuse`]; init checking (reads of memory nothing
+//! wrote) [`Error::Uninitialized`].
 //!
 //! The variables take `1`/`0` (also `true`/`false`, `yes`/`no`, `on`/`off`) and are read once
 //! per process. The build profile is that of the crate that declares the kernel with
@@ -60,7 +62,7 @@
 //! too. A launch's `races(true)` gives way only to that launch's `instrument(false)`; races
 //! asked for by the kernel or `CUDACHECK_RACES` give way to bounds checking turned off by the
 //! launch, the kernel or `CUDACHECK_INSTRUMENT`. A launch that is not bounds-checked is not
-//! race-checked.
+//! race-checked. Init checking follows the same rules as race checking.
 //!
 //! ```no_run
 //! # use cudacheck::{nvrtc::CudaSource, Kernel};
@@ -133,13 +135,13 @@ pub use error::{CaptureError, Error, LaunchError, LaunchErrorKind, PeerAccessErr
 // What checked launches report and what their checks cover: the bounds checker's
 // `Coverage`, `OutOfBounds`, `Misaligned` and `DeviceAssert`, and the race checker's
 // `RaceCoverage`, `SharedRace` (two `RaceAccess`es of an `AccessKind`) and `BarrierMisuse`
-// (one or two `BarrierCall`s, a `BarrierMisuseKind`), so that no field's type needs a path
+// (one or two `BarrierCall`s, a `BarrierMisuseKind`), and the init checker's `Uninitialized` and `InitCoverage`, so that no field's type needs a path
 // into `cudacheck::core`.
 #[allow(deprecated)]
 pub use instrument::BarrierErrorKind;
 pub use instrument::{
-    AccessKind, BarrierCall, BarrierMisuse, BarrierMisuseKind, Coverage, DeviceAssert, Misaligned,
-    OutOfBounds, RaceAccess, RaceCoverage, SharedRace,
+    AccessKind, BarrierCall, BarrierMisuse, BarrierMisuseKind, Coverage, DeviceAssert,
+    InitCoverage, Misaligned, OutOfBounds, RaceAccess, RaceCoverage, SharedRace, Uninitialized,
 };
 pub use kernel::{Kernel, KernelBuilder, LoadedKernelInfo, ParamKind, ParamSpec};
 pub use launch::{Grid, Launch, LaunchDims};

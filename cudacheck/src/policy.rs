@@ -29,6 +29,16 @@ pub(crate) fn races_default(kernel: Option<bool>) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether a kernel's launches are init-checked (reads of memory nothing wrote) when a launch
+/// does not say: its own setting, else `CUDACHECK_INIT` (`1`/`0`, read once per process), else
+/// off. Like race checking, a debugging mode no build profile turns on.
+pub(crate) fn init_default(kernel: Option<bool>) -> bool {
+    kernel
+        .or_else(|| env_flag("CUDACHECK_INIT", &ENV_INIT))
+        .unwrap_or(false)
+}
+
+static ENV_INIT: OnceLock<Option<bool>> = OnceLock::new();
 static ENV_RACES: OnceLock<Option<bool>> = OnceLock::new();
 static ENV_SYNC: OnceLock<Option<bool>> = OnceLock::new();
 static ENV_INSTRUMENT: OnceLock<Option<bool>> = OnceLock::new();

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 
 use cudacheck::nvrtc::{assemble_ptx, compile, CompileOptions, CudaSource};
+use cudacheck::Kernel;
 use cudacheck_core::init::{init_ptx, InitPtx, InitSiteKind};
 use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
 use cudacheck_core::Arch;
@@ -152,4 +153,65 @@ fn nvrtc_reads_writes_and_atomics_are_checked_on_their_lines() {
     let soa = r.kernel("soa_norm").unwrap();
     assert!(soa.coverage.checked >= 2, "{:?}", soa.coverage);
     assert!(r.ptx.contains("red.global.or.b32"));
+}
+
+/// The library's init-checked builds (`Launch::init`): each kernel of the shared-memory cases
+/// (`tests/cuda/init/shared.cu`) is built as its launches run it (NVRTC, the bounds rewrite for
+/// the launch shape, the init rewrite, nvJitLink), with its shared memory checked.
+#[test]
+fn nvrtc_library_init_checked_builds_assemble_and_check_shared_memory() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = CudaSource::from_file(repo_root().join("tests/cuda/init/shared.cu")).unwrap();
+    let names: Vec<&str> = src
+        .text
+        .lines()
+        .filter_map(|l| l.strip_prefix("extern \"C\" __global__ void "))
+        .map(|r| r.split('(').next().unwrap().trim())
+        .collect();
+    assert_eq!(names.len(), 6, "{names:?}");
+    for name in names {
+        let block = if name.ends_with("padding_column") {
+            (32, 8, 1)
+        } else {
+            (128, 1, 1)
+        };
+        let k = Kernel::new(src.clone(), name).build();
+        let c = k
+            .init_coverage_for(block, 0)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .unwrap_or_else(|| panic!("{name}: no init-checked build"));
+        assert!(c.not_checked.is_none(), "{name}: {:?}", c.not_checked);
+        assert!(
+            c.shared_not_checked.is_none(),
+            "{name}: {:?}",
+            c.shared_not_checked
+        );
+        assert!(c.checked >= 2 && c.marked >= 2, "{name}: {c:?}");
+    }
+    // Each planted read has a check on its line (in the module build the GPU test's reports
+    // are read against), and every kernel's shared memory has a shadow.
+    let r = init_build(&src, "sm_90".parse().unwrap());
+    let lines: Vec<&str> = src.text.lines().collect();
+    for k in &r.kernels {
+        assert!(k.shared_shadow, "{}: {:?}", k.name, k.coverage);
+        if !k.name.starts_with("init_") {
+            continue;
+        }
+        let reads: BTreeSet<u32> = k
+            .sites
+            .iter()
+            .filter(|s| s.kind == InitSiteKind::Read)
+            .filter_map(|s| s.loc.as_ref().map(|l| l.line))
+            .collect();
+        let planted = reads
+            .iter()
+            .filter(|&&l| lines[l as usize - 1].contains("// UNINIT"))
+            .count();
+        assert_eq!(planted, 1, "{}: read checks on lines {reads:?}", k.name);
+    }
+    // A block no GPU runs has no build.
+    let k = Kernel::new(src, "init_reduce_tail").build();
+    assert_eq!(k.init_coverage_for((2048, 1, 1), 0).unwrap(), None);
 }

@@ -578,7 +578,7 @@ pub(crate) fn element_type(arg_type: &str) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
+pub(super) fn plural(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {

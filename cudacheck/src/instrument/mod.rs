@@ -15,11 +15,13 @@
 
 mod fault;
 mod race;
+mod uninit;
 
 use cudacheck_core::instrument::{HostCheckSet, InstrumentError, InstrumentedPtx};
 use cudacheck_core::Dim3;
 use thiserror::Error;
 
+pub use cudacheck_core::init::InitCoverage;
 pub use cudacheck_core::instrument::Coverage;
 pub use cudacheck_core::race::{AccessKind, RaceCoverage};
 pub(crate) use fault::{error_of, misaligned_argument, param_names, ArgView, Fault, FaultContext};
@@ -27,6 +29,8 @@ pub use fault::{DeviceAssert, Misaligned, OutOfBounds};
 #[allow(deprecated)]
 pub use race::BarrierErrorKind;
 pub use race::{BarrierCall, BarrierMisuse, BarrierMisuseKind, RaceAccess, SharedRace};
+pub(crate) use uninit::report_init;
+pub use uninit::Uninitialized;
 
 use crate::nvrtc::AssembleError;
 
@@ -62,6 +66,8 @@ pub(crate) struct Spec {
     pub(crate) on_device: HostCheckSet,
     /// Shared-memory races and barriers are checked too (`cudacheck_core::race`).
     pub(crate) races: bool,
+    /// Reads of memory nothing wrote are checked too (`cudacheck_core::init`).
+    pub(crate) init: bool,
     /// Every check inside loops stays (`CUDACHECK_KEEP_LOOP_CHECKS`: no loop versioning).
     pub(crate) keep_loop_checks: bool,
     /// Each pointer parameter is checked against a hidden base and length (the allocation it
@@ -82,6 +88,7 @@ impl Spec {
             host_checks: true,
             on_device: HostCheckSet::new(),
             races: false,
+            init: false,
             keep_loop_checks: crate::policy::keep_loop_checks(),
             alloc_bases: false,
         })
@@ -90,6 +97,11 @@ impl Spec {
     /// The same shape, race-checked or not.
     pub(crate) fn races(self, races: bool) -> Spec {
         Spec { races, ..self }
+    }
+
+    /// The same shape, init-checked or not.
+    pub(crate) fn init(self, init: bool) -> Spec {
+        Spec { init, ..self }
     }
 
     /// The same shape checking these host checks on the device: for launches whose arguments
@@ -143,6 +155,19 @@ pub(crate) fn instrument(
         .map_err(|e| BuildError::Ptx(e.into()))?;
         for k in &mut inst.kernels {
             k.races = r.kernel(&k.symbol).cloned();
+        }
+        inst.ptx = r.ptx;
+    }
+    if let Some(s) = shape.filter(|s| s.init) {
+        // After the race rewrite: the init record follows the race record, and a
+        // race-checked kernel's shared memory is left to the race checker.
+        let r = cudacheck_core::init::init_ptx_with(
+            &inst.ptx,
+            &cudacheck_core::init::InitOptions::new(s.dynamic_shared_bytes),
+        )
+        .map_err(|e| BuildError::Ptx(e.into()))?;
+        for k in &mut inst.kernels {
+            k.init = r.kernel(&k.symbol).cloned();
         }
         inst.ptx = r.ptx;
     }

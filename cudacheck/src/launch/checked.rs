@@ -8,6 +8,7 @@
 
 use std::sync::{Arc, MutexGuard};
 
+use cudacheck_core::init::{INIT_RECORD_BYTES, INIT_RECORD_OFFSET};
 use cudacheck_core::instrument::{
     HostCheckSet, InstrumentedKernel, LaunchValues, RECORD_BYTES, UNKNOWN_LEN,
 };
@@ -126,22 +127,34 @@ pub(super) struct Checked<'k> {
     /// memory beyond the user's.
     races: bool,
     shadow: u32,
+    /// The launch is init-checked: its build has the init checks, its record block has the
+    /// init record after the race record, and it gets `init_shadow` bytes of dynamic shared
+    /// memory beyond the user's for the shadow of the block's shared memory (the race
+    /// checker's shadow and this one never both: a race-checked kernel's shared memory is not
+    /// init-checked). Global memory counts as written: the module's `__cc_init_dir` stays 0.
+    init: bool,
+    init_shadow: u32,
 }
 
 impl Checked<'_> {
-    pub(super) fn new(races: bool) -> Self {
+    pub(super) fn new(races: bool, init: bool) -> Self {
         Checked {
             scratch: None,
             collector: None,
             record: 0,
             races,
             shadow: 0,
+            init,
+            init_shadow: 0,
         }
     }
 
-    /// Bytes of the record block: the fault record, and the race record after it.
+    /// Bytes of the record block: the fault record, the race record after it, then the init
+    /// record.
     fn record_bytes(&self) -> usize {
-        if self.races {
+        if self.init {
+            INIT_RECORD_OFFSET + INIT_RECORD_BYTES
+        } else if self.races {
             RACE_RECORD_OFFSET + RACE_RECORD_BYTES
         } else {
             RECORD_BYTES
@@ -158,6 +171,27 @@ fn shadow_for(step: &Step<'_, '_>, sites: &InstrumentedKernel) -> u32 {
     };
     let user = step.cfg.dynamic_shared_bytes;
     let extra = races.shadow_bytes(step.loaded.resources.static_shared_bytes, user);
+    room_for(step, extra)
+}
+
+/// Bytes the init checker's shadow of the block's shared memory needs beside the user's
+/// dynamic shared memory for this launch of an init-checked build, when the device and the
+/// kernel's opt-in allow them (0 otherwise: the kernel then checks no shared memory).
+fn init_shadow_for(step: &Step<'_, '_>, sites: &InstrumentedKernel) -> u32 {
+    if !sites.init.as_ref().is_some_and(|k| k.shared_shadow) {
+        return 0;
+    }
+    let extra = cudacheck_core::init::shared_shadow_bytes(
+        step.loaded.resources.static_shared_bytes,
+        step.cfg.dynamic_shared_bytes,
+    );
+    room_for(step, extra)
+}
+
+/// `extra` when the launch may have that many bytes of dynamic shared memory beyond its own,
+/// else 0.
+fn room_for(step: &Step<'_, '_>, extra: u32) -> u32 {
+    let user = step.cfg.dynamic_shared_bytes;
     let mut cfg = *step.cfg;
     cfg.dynamic_shared_bytes = user.saturating_add(extra);
     // Validated and opted in as a launch asking for that much would be.
@@ -186,6 +220,7 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
 
     fn shared_bytes(&self, user: u32) -> u32 {
         user.saturating_add(self.shadow)
+            .saturating_add(self.init_shadow)
     }
 
     fn build(
@@ -200,7 +235,8 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         // same shape checking the others on the device (one per distinct set, made on first
         // use: a call site's arguments usually fail the same ones every time; past
         // `MAX_DEVICE_CHECK_SETS` per kernel, the fully checked build).
-        let shape = Spec::of(cfg.block, cfg.dynamic_shared_bytes).map(|s| s.races(self.races));
+        let shape = Spec::of(cfg.block, cfg.dynamic_shared_bytes)
+            .map(|s| s.races(self.races).init(self.init));
         let first = kernel.loaded_checked(ctx, shape)?;
         match (
             failing_host_checks(first, &sites_of(first), args, cfg),
@@ -234,6 +270,9 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         }
         if self.races {
             self.shadow = shadow_for(step, &sites);
+        }
+        if self.init {
+            self.init_shadow = init_shadow_for(step, &sites);
         }
         let bytes = self.record_bytes();
         let stream = step.stream.cu_stream();
@@ -299,7 +338,7 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         }
         step.synchronize(seq)?;
         let stream = step.stream.cu_stream();
-        let mut buf = [0u8; RACE_RECORD_OFFSET + RACE_RECORD_BYTES];
+        let mut buf = [0u8; INIT_RECORD_OFFSET + INIT_RECORD_BYTES];
         let rec = &mut buf[..self.record_bytes()];
         // SAFETY: the records are the first `record_bytes()` of the block; the kernel has
         // finished.
@@ -314,13 +353,20 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         if self.races {
             warn_unchecked_races(step, rec);
         }
-        instrument::report(
-            rec,
-            &step
-                .kernel
-                .fault_context(&sites, &args[..n], step.site, step.cfg),
-        )
-        .map_err(Error::from)
+        let cx = step
+            .kernel
+            .fault_context(&sites, &args[..n], step.site, step.cfg);
+        instrument::report(rec, &cx)?;
+        if self.init {
+            let mut lens = [0u64; MAX_ARGS];
+            for (l, slot) in lens.iter_mut().zip(step.args) {
+                if let (Some(len), Some(e)) = (slot.buffer_len(), slot.buffer_elem_size()) {
+                    *l = len.saturating_mul(u64::from(e));
+                }
+            }
+            instrument::report_init(rec, &cx, &lens[..n]).map_err(Error::Uninitialized)?;
+        }
+        Ok(())
     }
 }
 
@@ -359,8 +405,10 @@ mod tests {
     #[test]
     fn plans_split_user_and_hidden_parameters() {
         assert_eq!(Checked::user_params(7), 3);
-        assert_eq!(Checked::new(true).record_bytes(), 256);
-        assert_eq!(Checked::new(false).record_bytes(), RECORD_BYTES);
+        assert_eq!(Checked::new(true, false).record_bytes(), 256);
+        assert_eq!(Checked::new(false, false).record_bytes(), RECORD_BYTES);
+        assert_eq!(Checked::new(false, true).record_bytes(), 320);
+        assert_eq!(Checked::new(true, true).record_bytes(), 320);
         assert_eq!(Checked::user_params(1), 0);
     }
 }

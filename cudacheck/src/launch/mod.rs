@@ -124,6 +124,8 @@ pub struct Launch<'a> {
     instrument: Option<bool>,
     /// [`Launch::races`]: `None` leaves it to the kernel and the environment.
     races: Option<bool>,
+    /// [`Launch::init`]: `None` leaves it to the kernel and the environment.
+    init: Option<bool>,
     /// [`Launch::kernel_events`].
     pub(crate) events: Option<(&'a CudaEvent, &'a CudaEvent)>,
     pub(crate) shared_opt_in: Option<bool>,
@@ -193,6 +195,7 @@ impl<'a> Launch<'a> {
             profile_debug: cfg!(debug_assertions),
             instrument: None,
             races: None,
+            init: None,
             events: None,
             shared_opt_in: None,
             failed_requirement: None,
@@ -289,6 +292,24 @@ impl<'a> Launch<'a> {
     #[inline(always)]
     pub fn races(&mut self, on: bool) -> &mut Self {
         self.races = Some(on);
+        self
+    }
+
+    /// Check this launch for reads of memory nothing wrote (`true`) or not (`false`), whatever
+    /// the kernel's [`init`](crate::KernelBuilder::init) and `CUDACHECK_INIT` say (see
+    /// [the switches](crate#switches)): the first such read is reported as
+    /// [`Error::Uninitialized`] (the read itself goes ahead). The launch is bounds-checked too
+    /// (unless this launch says `instrument(false)`, and then it is not init-checked either),
+    /// synchronizes, and gets extra dynamic shared memory for the shadow of the block's
+    /// `__shared__` memory, which counts as unwritten when the block starts.
+    ///
+    /// Global memory counts as written: the library does not see every write to a buffer
+    /// (cudarc's copies and memsets, unchecked kernels), and reports nothing rather than a
+    /// read of memory it did not see written. See docs/limits.md; `cudacheck run --init`
+    /// follows every allocation, copy and kernel of the process.
+    #[inline(always)]
+    pub fn init(&mut self, on: bool) -> &mut Self {
+        self.init = Some(on);
         self
     }
 
@@ -456,19 +477,27 @@ impl<'a> Launch<'a> {
     /// Whether this launch is bounds-checked (see [the switches](crate#switches)).
     #[inline]
     fn instrumented(&self) -> bool {
-        // Race checking asks for bounds checking, unless the launch or the kernel turned
-        // bounds checking off by name.
-        let races = self.races.unwrap_or_else(|| self.kernel.races_default());
+        // Race and init checking ask for bounds checking, unless the launch or the kernel
+        // turned bounds checking off by name.
+        let races = self.races.unwrap_or_else(|| self.kernel.races_default())
+            || self.init.unwrap_or_else(|| self.kernel.init_default());
         let kernel = match self.kernel.instrument_default() {
             None if races => Some(true),
             k => k,
         };
         instrumented(
             self.instrument
-                .or((self.races == Some(true)).then_some(true)),
+                .or((self.races == Some(true) || self.init == Some(true)).then_some(true)),
             kernel,
             self.profile_debug,
         )
+    }
+
+    /// Whether this launch is init-checked (see [`Launch::init`]): asked for, and
+    /// bounds-checked.
+    #[inline]
+    fn init_checked(&self) -> bool {
+        self.init.unwrap_or_else(|| self.kernel.init_default()) && self.instrumented()
     }
 
     /// Whether this launch is race-checked (see [`Launch::races`]): asked for, and
@@ -488,8 +517,9 @@ impl<'a> Launch<'a> {
     #[cold]
     unsafe fn run_slow(&mut self, site: &'static Location<'static>) -> Result<(), Error> {
         if self.instrumented() {
+            let (races, init) = (self.race_checked(), self.init_checked());
             // SAFETY: this function's contract, forwarded.
-            return unsafe { self.launch_with(site, Checked::new(self.race_checked())) };
+            return unsafe { self.launch_with(site, Checked::new(races, init)) };
         }
         // SAFETY: this function's contract, forwarded.
         unsafe { self.launch_with(site, Plain) }
