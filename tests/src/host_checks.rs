@@ -77,3 +77,9 @@ fn describe(c: &HostCheck, v: &LaunchValues<'_>) -> String {
         c.offset.interval(v)
     )
 }
+
+/// Whether one of [`failing`]'s lines is a check of parameter `p`'s buffer.
+pub fn fails_on(lines: &[String], p: usize) -> bool {
+    let at = format!("param {p} ");
+    lines.iter().any(|l| l.contains(&at))
+}

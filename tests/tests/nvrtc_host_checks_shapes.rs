@@ -8,7 +8,7 @@ use cudacheck::nvrtc::CudaSource;
 use cudacheck::Kernel;
 use cudacheck_core::instrument::InstrumentedKernel;
 use cudacheck_core::Arch;
-use cudacheck_tests::host_checks::{failing, Arg};
+use cudacheck_tests::host_checks::{failing, fails_on, Arg};
 use cudacheck_tests::nvrtc_or_skip;
 
 const SRC: &str = r#"
@@ -165,10 +165,7 @@ fn nvrtc_host_checks_remainder_loop_of_a_64_bit_grid_stride_loop() {
         Arg::I64(n as i64),
     ];
     let f = failing(&ik, grid, block, &short);
-    assert!(
-        f.iter().any(|l| l.contains("param 0")),
-        "a short input passes: {f:#?}"
-    );
+    assert!(fails_on(&f, 0), "a short input passes: {f:#?}");
 }
 
 #[test]
@@ -196,18 +193,12 @@ fn nvrtc_host_checks_window_clamped_at_both_edges() {
         let mut short = args;
         short[0] = Arg::Buf(4 * n - 4);
         let f = failing(&ik, [grid, 1, 1], block, &short);
-        assert!(
-            f.iter().any(|l| l.contains("param 0")),
-            "n = {n}: a short input passes"
-        );
+        assert!(fails_on(&f, 0), "n = {n}: a short input passes");
     }
     // The twin whose window ends one past the input.
     let twin = build("window3_clamped", block, true);
     let f = failing(&twin, [2, 1, 1], block, &args(255));
-    assert!(
-        f.iter().any(|l| l.contains("param 0")),
-        "the out-of-bounds twin passes"
-    );
+    assert!(fails_on(&f, 0), "the out-of-bounds twin passes");
 }
 
 #[test]
@@ -244,7 +235,7 @@ fn nvrtc_host_checks_int_grid_stride_loop_narrowed_back_from_its_widening() {
             for p in 0..bufs {
                 let f = failing(&ik, grid, block, &args(n, Some(p)));
                 assert!(
-                    f.iter().any(|l| l.contains(&format!("param {p} "))),
+                    fails_on(&f, p),
                     "{name}, n = {n}: buffer {p} one element short passes: {f:#?}"
                 );
             }
@@ -252,10 +243,7 @@ fn nvrtc_host_checks_int_grid_stride_loop_narrowed_back_from_its_widening() {
         // The twin that runs one index past the end.
         let twin = build(name, block, true);
         let f = failing(&twin, grid, block, &args(1000, None));
-        assert!(
-            f.iter().any(|l| l.contains("param 0 ")),
-            "{name}: the out-of-bounds twin passes"
-        );
+        assert!(fails_on(&f, 0), "{name}: the out-of-bounds twin passes");
     }
 }
 
@@ -283,7 +271,7 @@ fn nvrtc_host_checks_loop_unrolled_by_four_skipped_for_short_rows() {
         for p in [0, 1] {
             let f = failing(&ik, grid, block, &args(n, k, Some(p)));
             assert!(
-                f.iter().any(|l| l.contains(&format!("param {p} "))),
+                fails_on(&f, p),
                 "K = {k}: buffer {p} one element short passes: {f:#?}"
             );
         }
@@ -292,10 +280,7 @@ fn nvrtc_host_checks_loop_unrolled_by_four_skipped_for_short_rows() {
     let twin = build("row_taps", block, true);
     for k in [3u64, 9] {
         let f = failing(&twin, grid, block, &args(200, k, None));
-        assert!(
-            f.iter().any(|l| l.contains("param 0 ")),
-            "K = {k}: the out-of-bounds twin passes"
-        );
+        assert!(fails_on(&f, 0), "K = {k}: the out-of-bounds twin passes");
     }
 }
 
@@ -320,7 +305,7 @@ fn nvrtc_host_checks_remainder_loop_that_no_thread_enters() {
     for p in [0, 1] {
         let f = failing(&ik, grid, block, &args(Some(p)));
         assert!(
-            f.iter().any(|l| l.contains(&format!("param {p} "))),
+            fails_on(&f, p),
             "{rows} rows: buffer {p} one element short passes: {f:#?}"
         );
     }
@@ -328,7 +313,7 @@ fn nvrtc_host_checks_remainder_loop_that_no_thread_enters() {
     let twin = build("stripe_rows", block, true);
     let f = failing(&twin, grid, block, &args(None));
     assert!(
-        f.iter().any(|l| l.contains("param 0 ")),
+        fails_on(&f, 0),
         "{rows} rows: the out-of-bounds twin passes"
     );
 }

@@ -374,21 +374,7 @@ fn emit_function(
     label: &mut u32,
 ) {
     edits.insert(f.body_open, DECLS);
-    let first = f
-        .stmts
-        .iter()
-        .find(|s| !matches!(s.kind, StmtKind::Directive(_)))
-        .map_or(f.body_close, |s| s.span.start);
-    // After the last shared array's declaration, which the shared prologue names (the bounds
-    // checks' own prologue may come before it).
-    let last_shared = f
-        .stmts
-        .iter()
-        .filter(|s| matches!(&s.kind, StmtKind::Directive(d) if d.contains(".shared")))
-        .map(|s| s.span.end)
-        .max()
-        .unwrap_or(0);
-    let first = first.max(last_shared);
+    let first = f.prologue_at();
     let mut pro = format!(
         "\n\t// cudacheck init checking: the shadow directory and the record\n\tld.global.u64 %__cci_dir, [{DIR_SYMBOL}];\n\tsetp.eq.u64 %__cci_off, %__cci_dir, 0;\n"
     );

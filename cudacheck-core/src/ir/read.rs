@@ -222,6 +222,25 @@ pub struct Function {
 }
 
 impl Function {
+    /// Where code that runs before the body goes (a checker's prologue): before the first
+    /// statement that is no declaration, and after the last declaration of a shared array in
+    /// the body, which such a prologue may name (another checker's prologue may come first).
+    pub fn prologue_at(&self) -> usize {
+        let first = self
+            .stmts
+            .iter()
+            .find(|s| !matches!(s.kind, StmtKind::Directive(_)))
+            .map_or(self.body_close, |s| s.span.start);
+        let last_shared = self
+            .stmts
+            .iter()
+            .filter(|s| matches!(&s.kind, StmtKind::Directive(d) if d.contains(".shared")))
+            .map(|s| s.span.end)
+            .max()
+            .unwrap_or(0);
+        first.max(last_shared)
+    }
+
     /// Statement `k`, when it is an instruction.
     pub fn instr(&self, k: usize) -> Option<&Instr> {
         match &self.stmts.get(k)?.kind {

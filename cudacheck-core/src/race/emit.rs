@@ -751,22 +751,7 @@ impl<'a> KernelRace<'a> {
             return false;
         }
         edits.insert(f.body_open, DECLS);
-        // Before the first statement that is no declaration, or after the last declaration of
-        // a shared array (which the prologue names), when the bounds checks' own prologue
-        // comes before it.
-        let first = f
-            .stmts
-            .iter()
-            .find(|s| !matches!(s.kind, StmtKind::Directive(_)))
-            .map_or(f.body_close, |s| s.span.start);
-        let last_shared = f
-            .stmts
-            .iter()
-            .filter(|s| matches!(&s.kind, StmtKind::Directive(d) if d.contains(".shared")))
-            .map(|s| s.span.end)
-            .max()
-            .unwrap_or(0);
-        let first = first.max(last_shared);
+        let first = f.prologue_at();
         let prologue = self.prologue();
         cost.static_shared_bytes = self.static_shared_bytes();
         let clear = prologue
