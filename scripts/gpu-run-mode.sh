@@ -17,6 +17,8 @@
 #         benchset    the benchmark set's kernels (examples/bench_set) bounds-checked by the
 #                     library and by `cudacheck run`, GPU time of each beside plain
 #                     (scripts/run-benchset-compare.py)
+#         benchset-init  the benchmark set's plain launches alone and under `cudacheck run
+#                     --init` (uninitialized reads, bounds too), GPU time of each
 #         styles      the styles set (bench/styles/, examples/bench_set --set styles): both
 #                     halves timed plain and bounds-checked, with per-half geometric means
 #         styles-planted  the styles set's planted twins, each bounds-checked: the buffer named,
@@ -93,6 +95,19 @@ case "${1:-}" in
           python3 scripts/run-benchset-compare.py "$b/library.json" "$b/plain.json" \
             "$b/interposed.json" | tee "$out/run-benchset.md"
           tail -25 "$b/interposed.out"
+          ;;
+        benchset-init)
+          b="$work/benchset-init"
+          mkdir -p "$b"
+          bs="$root/target/gpu-carry/bench_set"
+          CUDACHECK_PLAIN_JIT=1 CUDACHECK_REPO="$root" "$bs" --plain-timed "$b/plain.json" \
+            > "$b/plain.out" 2>&1
+          CUDACHECK_PLAIN_JIT=1 CUDACHECK_REPO="$root" "$bin" run --init -- "$bs" --plain-timed \
+            "$b/init.json" > "$b/init.out" 2>&1
+          echo "run --init: exit $?"
+          python3 scripts/run-benchset-compare.py --pair '`cudacheck run --init`' "$b/plain.json" \
+            "$b/init.json" | tee "$out/run-benchset-init.md"
+          tail -25 "$b/init.out"
           ;;
         styles | styles-planted | styles-races)
           # One process each; its table and JSON come back beside the logs.

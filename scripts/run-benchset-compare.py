@@ -9,6 +9,11 @@ benchmark set (examples/bench_set, bench/kernels/), from three runs of one devic
                       by its allocation, both sides), timed by the same events
 
     run-benchset-compare.py library.json plain.json interposed.json > run-benchset.md
+    run-benchset-compare.py --pair LABEL plain.json checked.json > OUT.md
+
+`--pair`: two `--plain-timed` runs only, the second under a checking mode (LABEL, e.g.
+"`cudacheck run --init`"): per kernel both times and their ratio, the geometric mean and the
+worst.
 
 Per kernel: the plain time of each run, the library's slowdown and the interposer's (its time
 over the plain-timed run's). Geometric means and the worst of each. Prints markdown.
@@ -29,7 +34,38 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def pair(label, plain_path, checked_path):
+    plain_data, plain = rows(plain_path)
+    _, checked = rows(checked_path)
+    out = [
+        f"date: {plain_data.get('date_utc')}, device: {plain_data.get('device')}",
+        "",
+        f"| kernel | plain-timed ms | under {label} ms | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    ratios, missing = [], []
+    for name, p in plain.items():
+        c = checked.get(name)
+        if not (c and p.get("plain_kernel_ms") and c.get("plain_kernel_ms")):
+            missing.append(name)
+            continue
+        r = c["plain_kernel_ms"] / p["plain_kernel_ms"]
+        ratios.append((r, name))
+        out.append(f"| {name} | {p['plain_kernel_ms']:.4f} | {c['plain_kernel_ms']:.4f} | {r:.3f}x |")
+    out.append("")
+    if ratios:
+        worst = max(ratios)
+        out.append(f"{label}: geometric mean {geomean([x for x, _ in ratios]):.3f}x over "
+                   f"{len(ratios)} kernels, worst {worst[0]:.3f}x ({worst[1]})")
+    if missing:
+        out.append(f"not in both runs: {', '.join(missing)}")
+    print("\n".join(out))
+    return 0 if ratios else 1
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--pair":
+        return pair(*sys.argv[2:])
     if len(sys.argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2

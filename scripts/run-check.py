@@ -30,6 +30,7 @@ import re
 import shutil
 import sys
 import tempfile
+from typing import Optional
 from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -105,6 +106,9 @@ class Case:
     # compute-sanitizer's tool to compare with (planted cases), and `cudacheck run` options.
     sanitizer: str = "memcheck"
     flags: list = field(default_factory=list)
+    # With `--init`: how many checked launches look up global memory's shadow (the summary's
+    # `init:` line), when the case says.
+    init_global_launches: Optional[int] = None
 
     @property
     def planted(self):
@@ -195,7 +199,8 @@ def load_manifest(path, root=ROOT):
                                 same_stdout=bool(c.get("same_stdout")),
                                 stdout_as_correct=bool(c.get("stdout_as_correct")),
                                 sanitizer=c.get("sanitizer", p.get("sanitizer", "memcheck")),
-                                flags=flags)
+                                flags=flags,
+                                init_global_launches=c.get("init_global_launches"))
         if "correct" not in cases:
             raise ManifestError(f"{p['name']}: no `correct` case")
         used = {a.marker for c in cases.values() for f in c.faults for a in f.accesses}
@@ -554,6 +559,13 @@ def evaluate_case(program, case, outdir):
         for fault in case.faults:
             if fault.kernel not in run.stderr:
                 row.problems.append(f"stderr does not name {fault.kernel!r} (reports go to stderr)")
+    if case.init_global_launches is not None:
+        m = re.search(r"init: (\d+) of (\d+) checked launch", run.stderr)
+        if not m:
+            row.problems.append("the summary has no `init:` line (was --init on?)")
+        elif int(m.group(1)) != case.init_global_launches:
+            row.problems.append(f"{m.group(1)} of {m.group(2)} checked launches looked up global "
+                                f"memory's shadow, expected {case.init_global_launches}")
     row.verdict = "ok" if not row.problems else "FAIL"
     return row
 
@@ -736,6 +748,9 @@ def synthesize(programs, probe, outdir, per_launch=False):
                         "count": len(fault.accesses) if per_launch else 1, "pid": 1,
                         "message": f"out of bounds in {a.kernel}"})
             write_run(os.path.join(d, f"{c.name}.plain"), 0, plain_out, "", 100)
+            if c.init_global_launches is not None:
+                stderr += (f"  init: {c.init_global_launches} of 9 checked launch(es) looked up "
+                           "global memory's shadow\n")
             write_run(os.path.join(d, f"{c.name}.run"), 0, run_out, stderr, 300)
             with open(os.path.join(d, f"{c.name}.jsonl"), "w") as f:
                 f.write("".join(json.dumps(x) + "\n" for x in findings))
@@ -811,6 +826,15 @@ def self_test(manifest_path):
         finally:
             shutil.rmtree(tmp)
 
+    def edit_stderr(program, case, fn):
+        def mutate(tmp):
+            path = os.path.join(tmp, program, f"{case}.run.stderr")
+            with open(path) as f:
+                text = f.read()
+            with open(path, "w") as f:
+                f.write(fn(text))
+        return mutate
+
     def edit_jsonl(program, case, fn):
         def mutate(tmp):
             path = os.path.join(tmp, program, f"{case}.jsonl")
@@ -829,6 +853,14 @@ def self_test(manifest_path):
 
     print("checker on made-up runs:")
     rows = run_scenario("a perfect run passes (one finding per access)")
+    run_scenario("a wrong count of launches that looked up global memory fails",
+                 edit_stderr("init_written", "correct",
+                             lambda t: t.replace("init: 1 of", "init: 9 of")),
+                 want_fail=[("init_written", "correct")], want_text="expected 1")
+    run_scenario("a summary without its init line fails (--init expected)",
+                 edit_stderr("init_written", "bug_fill_short",
+                             lambda t: t.replace("init:", "nit:")),
+                 want_fail=[("init_written", "bug_fill_short")], want_text="no `init:` line")
     memrow = next(r for r in rows if r.program == "elementwise" and r.case == "bug_one_past")
     expect("memcheck's count and first error are read", memrow.memcheck_errors == 1 and
            memrow.memcheck_first.endswith("@ elementwise.cu:11") and memrow.memcheck_line_ok,

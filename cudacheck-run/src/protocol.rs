@@ -155,6 +155,10 @@ pub struct ProcessSummary {
     pub launches: u64,
     pub checked_launches: u64,
     pub findings: u64,
+    /// With `--init`: the checked launches that looked up the shadow of global memory; the
+    /// others could reach only memory known written, and checked shared memory alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_global_launches: Option<u64>,
     /// Allocations seen (every family), for the record.
     pub allocations: u64,
     /// Seconds spent making checked builds (instrumenting and assembling, or reading them from
@@ -207,6 +211,14 @@ impl ProcessSummary {
                 } else {
                     String::new()
                 }
+            );
+        }
+        if let Some(n) = self.init_global_launches {
+            let _ = writeln!(
+                s,
+                "  init: {n} of {} checked launch(es) looked up global memory's shadow; the \
+                 others reached only memory known written",
+                self.checked_launches
             );
         }
         if self.checked_launches > 0 {
@@ -262,6 +274,7 @@ mod tests {
             launches: 3,
             checked_launches: 3,
             findings: 1,
+            init_global_launches: Some(1),
             allocations: 2,
             seconds_building: 0.5,
             seconds_loading: 0.25,
@@ -278,6 +291,16 @@ mod tests {
         let text = s.render();
         assert!(text.starts_with("cudacheck run: prog (pid 42): 1 kernel(s), 3 launch(es)"));
         assert!(text.contains("saxpy: 3 launch(es), bounds-checked, 1 finding(s)"));
+        assert!(text.contains("init: 1 of 3 checked launch(es) looked up global memory's shadow"));
+        // Without `--init` the field is left out, and a summary without it reads back.
+        let off = ProcessSummary {
+            init_global_launches: None,
+            ..s
+        };
+        let json = serde_json::to_string(&off).unwrap();
+        assert!(!json.contains("init_global"));
+        assert_eq!(serde_json::from_str::<ProcessSummary>(&json).unwrap(), off);
+        assert!(!off.render().contains("init:"));
     }
 
     #[test]

@@ -116,6 +116,10 @@ pub(crate) fn emit(text: &str, m: &Module, opts: &InitOptions) -> InitPtx {
         if let Some(why) = &shared_off {
             drop_shared(p, why);
         }
+        if !opts.global {
+            // Launches of this build reach only written global memory (the caller's promise).
+            p.accesses.retain(|a| a.shared);
+        }
         let shared = p.accesses.iter().any(|a| a.shared);
         if not_checked.is_none() && !p.accesses.is_empty() {
             any = true;

@@ -159,18 +159,38 @@ impl InitPtx {
 }
 
 /// What an init-checked build is made for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct InitOptions {
     /// The dynamic shared memory the program's launches give: the shared shadow goes after it.
     pub dynamic_shared_bytes: u32,
+    /// Global (and generic) accesses are checked and marked (the default). Off, only shared
+    /// memory is: the build for launches that can reach no global memory with unwritten
+    /// bytes, where a global check could never fail and a mark never set a new bit.
+    pub global: bool,
+}
+
+impl Default for InitOptions {
+    fn default() -> Self {
+        InitOptions::new(0)
+    }
 }
 
 impl InitOptions {
-    /// For launches that give `dynamic_shared_bytes` of dynamic shared memory.
+    /// For launches that give `dynamic_shared_bytes` of dynamic shared memory; global and
+    /// shared memory checked.
     pub const fn new(dynamic_shared_bytes: u32) -> Self {
         InitOptions {
             dynamic_shared_bytes,
+            global: true,
+        }
+    }
+
+    /// Shared memory only (see [`InitOptions::global`]).
+    pub const fn shared_only(self) -> Self {
+        InitOptions {
+            global: false,
+            ..self
         }
     }
 }

@@ -191,3 +191,22 @@ fn reports_name_what_is_checked() {
         "{r}"
     );
 }
+
+#[test]
+fn a_shared_only_build_leaves_global_memory_alone() {
+    // Global reads and writes: nothing left to check, the build is the bounds-checked one.
+    let body = "ld.global.f32 %f1, [%rd8];\nadd.f32 %f2, %f1, 0f3F800000;\nst.global.f32 [%rd9+4], %f2;";
+    let bounds = instrument_ptx(&kernel(body)).unwrap();
+    let out = init_ptx_with(&bounds.ptx, &InitOptions::default().shared_only()).unwrap();
+    assert_eq!(out.ptx, bounds.ptx);
+    assert!(!out.kernels[0].shared_shadow);
+    // A shared tile keeps its checks; the global store beside it gets none.
+    let inst = instrument_ptx(&shared_kernel("ld.param.u64 %rd1, [k_param_0];\ncvta.to.global.u64 %rd2, %rd1;\nst.global.u32 [%rd2], %r2;")).unwrap();
+    let full = init_ptx_with(&inst.ptx, &InitOptions::new(64)).unwrap();
+    let shared = init_ptx_with(&inst.ptx, &InitOptions::new(64).shared_only()).unwrap();
+    assert!(shared.kernels[0].shared_shadow);
+    assert!(shared.ptx.contains("red.shared.or.b32"));
+    assert!(!shared.ptx.contains("red.global.or.b32"));
+    assert!(full.ptx.contains("red.global.or.b32"));
+    assert!(!shared.ptx.contains("ld.volatile.global.u32 %__cci_w"));
+}

@@ -19,15 +19,17 @@ use super::stack::Stack;
 use super::state::{state, Device};
 
 /// The shape a checked build serves, as a key.
-pub type ShapeKey = ([u32; 3], u32, bool, HostCheckSet, bool);
+pub type ShapeKey = ([u32; 3], u32, bool, HostCheckSet, bool, bool);
 
-pub fn key_of(s: &Shape) -> ShapeKey {
+/// The key of `s`'s build, with global memory init-checked (`global`) or not.
+pub fn key_of(s: &Shape, global: bool) -> ShapeKey {
     (
         s.block.to_array(),
         s.dynamic_shared_bytes,
         s.host_checks,
         s.on_device,
         s.races,
+        global,
     )
 }
 
@@ -123,9 +125,12 @@ pub struct Mirror {
 const MIRROR_LIMIT: usize = 64 << 20;
 
 /// The checked build of `func` for `shape`, made through the library's engine (and its module
-/// cache) once per process; a failure is remembered and not tried again.
-pub fn made(func: &Func, d: &Device, shape: Shape) -> Result<Arc<Made>, String> {
-    let key = key_of(&shape);
+/// cache) once per process; a failure is remembered and not tried again. With `--init`,
+/// `global` says whether global memory is init-checked too (else shared memory only: for
+/// launches that can reach no unwritten global memory, `shadow::needs_global`).
+pub fn made(func: &Func, d: &Device, shape: Shape, global: bool) -> Result<Arc<Made>, String> {
+    let global = global || !state().opts.init;
+    let key = key_of(&shape, global);
     {
         let inner = func.lock();
         if let Some(m) = inner.made.get(&key) {
@@ -133,7 +138,7 @@ pub fn made(func: &Func, d: &Device, shape: Shape) -> Result<Arc<Made>, String> 
         }
     }
     let started = Instant::now();
-    let result = make(func, d, &shape).map(Arc::new);
+    let result = make(func, d, &shape, global).map(Arc::new);
     state().time_building.add(started.elapsed());
     let mut inner = func.lock();
     match inner.made.entry(key) {
@@ -142,7 +147,7 @@ pub fn made(func: &Func, d: &Device, shape: Shape) -> Result<Arc<Made>, String> 
     }
 }
 
-fn make(func: &Func, d: &Device, shape: &Shape) -> Result<Made, String> {
+fn make(func: &Func, d: &Device, shape: &Shape, global: bool) -> Result<Made, String> {
     let module = func.module.as_ref().ok_or("its module is unknown")?;
     let ptx = module.ptx.as_deref().ok_or("no PTX")?;
     let kernel = {
@@ -167,7 +172,10 @@ fn make(func: &Func, d: &Device, shape: &Shape) -> Result<Made, String> {
     if state().opts.init {
         // Reads of memory nothing wrote: the bounds-checked build rewritten once more. A
         // kernel it leaves unchanged is run as it is, and counts as writing what it can reach.
-        let opts = cudacheck_core::init::InitOptions::new(shape.dynamic_shared_bytes);
+        let mut opts = cudacheck_core::init::InitOptions::new(shape.dynamic_shared_bytes);
+        if !global {
+            opts = opts.shared_only();
+        }
         if let Ok(init) = cudacheck_core::init::init_ptx_with(&ptx, &opts) {
             sites.init = init.kernel(&b.symbol).cloned();
             ptx = init.ptx;

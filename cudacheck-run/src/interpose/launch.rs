@@ -191,11 +191,7 @@ unsafe fn unseen(s: &State, l: &Launch, func: &Func, r: CUresult) -> CUresult {
     let words: Option<Vec<u64>> = entry_of(func)
         .ok()
         .and_then(|e| unsafe { read_params(l, &e) }.ok())
-        .map(|args| {
-            args.iter()
-                .flat_map(|a| (0..a.size / 8).filter_map(move |k| pointer_at(a, 8 * k)))
-                .collect()
-        });
+        .map(|args| arg_words(&args));
     super::shadow::all_written(stream, |base, bytes| match &words {
         Some(w) => w
             .iter()
@@ -357,9 +353,26 @@ unsafe fn checked(
         on_device: HostCheckSet::new(),
         races: s.opts.races,
     };
-    let host_checked = builds::made(func, d, first)?;
+    let host_checked = builds::made(func, d, first, true)?;
+    // With `--init`: global memory is init-checked only when the launch can reach an
+    // allocation with unwritten bytes. Reachable: what the arguments point into, when every
+    // global access of the kernel goes through them (the bounds checker placed each one).
+    let stream = super::shadow::stream_of(l.stream, l.per_thread);
+    let words = s.opts.init.then(|| {
+        host_checked
+            .sites
+            .coverage
+            .unchecked
+            .is_empty()
+            .then(|| arg_words(&args))
+    });
+    let global = match &words {
+        Some(w) => super::shadow::needs_global(w.as_deref(), stream),
+        None => true,
+    };
     let made = match failing_host_checks(s, &host_checked, &args, &ptrs, l) {
-        Some(set) if set.is_empty() => host_checked,
+        Some(set) if set.is_empty() && global => host_checked,
+        Some(set) if set.is_empty() => builds::made(func, d, first, false)?,
         Some(set) if device_check_sets(func) < MAX_DEVICE_CHECK_SETS => builds::made(
             func,
             d,
@@ -367,6 +380,7 @@ unsafe fn checked(
                 on_device: set,
                 ..first
             },
+            global,
         )?,
         _ => builds::made(
             func,
@@ -375,6 +389,7 @@ unsafe fn checked(
                 host_checks: false,
                 ..first
             },
+            global,
         )?,
     };
     let built = builds::loaded(func, ctx, &made)?;
@@ -431,6 +446,12 @@ unsafe fn checked(
     {
         // SAFETY: the program's launch.
         unsafe { unseen(s, l, func, r) };
+    }
+    if global {
+        if let Some(w) = &words {
+            super::shadow::launched_global(w.as_deref());
+            s.init_global_launches.fetch_add(1, Ordering::Relaxed);
+        }
     }
     s.checked_launches.fetch_add(1, Ordering::Relaxed);
     func.count_checked();
@@ -507,7 +528,13 @@ fn init_shadow(built: &Built, user: u32, d: &Device) -> u32 {
 }
 
 fn device_check_sets(func: &Func) -> usize {
-    func.lock().made.keys().filter(|k| !k.3.is_empty()).count()
+    func.lock()
+        .made
+        .keys()
+        .filter(|k| !k.3.is_empty())
+        .map(|k| (k.0, k.1, k.3, k.4))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
 }
 
 /// Whether `stream` is being captured into a graph. Asked of the driver only while some
@@ -642,6 +669,14 @@ pub struct Bound {
 const ANY: u64 = UNKNOWN_LEN;
 
 /// Reads the 8 bytes at `offset` of an argument.
+/// Every 8 bytes of the arguments (at 8-byte offsets of each): the pointers among them, and
+/// pointers inside structs passed by value.
+fn arg_words(args: &[Arg]) -> Vec<u64> {
+    args.iter()
+        .flat_map(|a| (0..a.size / 8).filter_map(move |k| pointer_at(a, 8 * k)))
+        .collect()
+}
+
 fn pointer_at(a: &Arg, offset: u32) -> Option<u64> {
     if a.ptr.is_null() || offset.checked_add(8)? > a.size {
         return None;

@@ -104,6 +104,9 @@ pub struct State {
     pub records: Mutex<HashMap<usize, Arc<Records>>>,
     pub launches: AtomicU64,
     pub checked_launches: AtomicU64,
+    /// With `--init`: checked launches that looked up global memory's shadow (the others
+    /// could reach only written memory).
+    pub init_global_launches: AtomicU64,
     /// Stream captures under way: launches are asked about capture only while one is.
     pub captures: AtomicUsize,
     pub findings: AtomicU64,
@@ -134,6 +137,7 @@ pub fn state() -> &'static State {
             records: Mutex::default(),
             launches: AtomicU64::new(0),
             checked_launches: AtomicU64::new(0),
+            init_global_launches: AtomicU64::new(0),
             captures: AtomicUsize::new(0),
             findings: AtomicU64::new(0),
             time_building: Timer::default(),
@@ -265,6 +269,10 @@ impl State {
             launches: self.launches.load(Ordering::Relaxed),
             checked_launches: self.checked_launches.load(Ordering::Relaxed),
             findings: self.findings.load(Ordering::Relaxed),
+            init_global_launches: self
+                .opts
+                .init
+                .then(|| self.init_global_launches.load(Ordering::Relaxed)),
             allocations: self.allocs.made(),
             seconds_building: self.time_building.seconds(),
             seconds_loading: self.time_loading.seconds(),
