@@ -372,6 +372,17 @@ def missing_fields(f):
         if not f.get("message"):
             gaps.append("message")
         return gaps
+    if kind == "uninitialized":
+        gaps = [k for k in ("kernel", "message", "thread", "block", "line") if f.get(k) is None]
+        # A read of global memory names the allocation it is in (every planted one is in an
+        # allocation the program made), the byte offset, and so the index.
+        if "global memory" in str(f.get("message", "")):
+            alloc = f.get("allocation")
+            if not isinstance(alloc, dict) or alloc.get("base") is None:
+                gaps.append("allocation")
+            if f.get("byte_offset") is None:
+                gaps.append("byte_offset")
+        return gaps
     return [k for k in ("kernel", "message") if not f.get(k)]
 
 
@@ -731,6 +742,7 @@ def synthesize(programs, probe, outdir, per_launch=False):
                 if fault.kind in LINE_KINDS:
                     findings.append({"kind": fault.kind, "kernel": fault.kernel, "pid": 1,
                                      "line": next(iter(fault.lines.values())),
+                                     "thread": [0, 0, 0], "block": [0, 0, 0],
                                      "message": f"kernel `{fault.kernel}`: {fault.kind}"})
                     continue
                 chosen = fault.accesses[:1] if per_launch else fault.accesses
@@ -853,6 +865,14 @@ def self_test(manifest_path):
 
     print("checker on made-up runs:")
     rows = run_scenario("a perfect run passes (one finding per access)")
+    run_scenario("an uninitialized global read that names no allocation fails",
+                 edit_jsonl("init_written", "bug_fill_short",
+                            set_field("message", "read of uninitialized global memory at 0x7f00")),
+                 want_fail=[("init_written", "bug_fill_short")], want_text="does not name allocation")
+    run_scenario("an uninitialized global read that names its allocation and offset passes",
+                 edit_jsonl("init_written", "bug_fill_short", lambda ls: [dict(
+                     ls[0], message="read of uninitialized global memory through `a`",
+                     allocation={"base": "0x7f00", "bytes": 20000}, byte_offset=19996)]))
     run_scenario("a wrong count of launches that looked up global memory fails",
                  edit_stderr("init_written", "correct",
                              lambda t: t.replace("init: 1 of", "init: 9 of")),

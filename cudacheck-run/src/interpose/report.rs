@@ -375,10 +375,17 @@ fn uninitialized(info: &LaunchInfo, rec: &InitRecord) {
     let access_bytes = rec.bytes.max(1);
     let addr = rec.address + u64::from(rec.first_missing());
     let shared = rec.space == 1;
+    // The allocation as the launch saw it (the program may have freed it since, before this
+    // record was read), else as the interposer knows it now.
     let alloc = if shared {
         None
     } else {
-        state().allocs.find(addr)
+        info.bounds
+            .iter()
+            .filter_map(|b| b.alloc.as_ref())
+            .find(|a| addr >= a.base && addr < a.base.saturating_add(a.bytes))
+            .cloned()
+            .or_else(|| state().allocs.find(addr))
     };
     let what = match site.map(|s| s.kind) {
         Some(cudacheck_core::init::InitSiteKind::Atomic) => "atomic update of",
