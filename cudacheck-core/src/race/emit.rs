@@ -8,12 +8,13 @@ use std::fmt::Write as _;
 use super::cost::{self, RaceCost};
 use super::intervals;
 use super::record::{bits, RaceEventKind};
-use super::{RaceCoverage, RaceKernel, RaceOptions, RacePtx, RaceSite, RaceSiteKind};
-use super::{RaceUnchecked, SourceLoc};
-use crate::instrument::{callee, demangle, demangle_var, SkipReason};
+use super::{
+    RaceCoverage, RaceKernel, RaceOptions, RacePtx, RaceSite, RaceSiteKind, RaceUnchecked,
+};
 use crate::ir::edit::Edits;
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
 use crate::ir::{effects, Address, ArithOp, Flow, MemKind, MemOp, Op, Sync};
+use crate::site::{callee, demangle, demangle_var, source_loc, SkipReason, SourceLoc};
 
 /// The labels of `f` that start a `ret` or `exit`: a branch to one leaves the block.
 fn exit_labels(f: &Function) -> BTreeSet<&str> {
@@ -389,11 +390,8 @@ impl<'a> KernelRace<'a> {
     fn site_loc(&self, loc: Option<Loc>) -> (Option<SourceLoc>, Option<SourceLoc>) {
         match loc {
             Some(l) if l.line > 0 => (
-                Some(crate::instrument::source_loc(
-                    self.m, l.file, l.line, l.column,
-                )),
-                l.inlined_at
-                    .map(|(f, li, c)| crate::instrument::source_loc(self.m, f, li, c)),
+                Some(source_loc(self.m, l.file, l.line, l.column)),
+                l.inlined_at.map(|(f, li, c)| source_loc(self.m, f, li, c)),
             ),
             _ => (None, None),
         }
