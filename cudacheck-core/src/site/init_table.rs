@@ -10,7 +10,7 @@ use super::SourceLoc;
 /// One init-checked read (or atomic).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InitSite {
-    /// Unique within its module; what [`InitRecord::site`] holds.
+    /// Unique within its module; what [`InitRecord::site`](crate::init::InitRecord::site) holds.
     pub id: u32,
     pub kind: InitSiteKind,
     /// Where it is, from the PTX's line information.
@@ -73,8 +73,9 @@ pub struct InitKernel {
     pub name: String,
     pub sites: Vec<InitSite>,
     pub coverage: InitCoverage,
-    /// Its shared memory is checked: its launches need [`shared_shadow_bytes`] more dynamic
-    /// shared memory (without them it checks no shared memory).
+    /// Its shared memory is checked: its launches need
+    /// [`shared_shadow_bytes`](crate::init::shared_shadow_bytes) more dynamic shared memory
+    /// (without them it checks no shared memory).
     #[serde(default)]
     pub shared_shadow: bool,
 }

@@ -10,7 +10,7 @@ use super::SourceLoc;
 /// One race-checked place: a shared access or a barrier.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RaceSite {
-    /// Unique within its kernel; what [`AccessWord::site`] holds.
+    /// Unique within its kernel; what [`AccessWord::site`](crate::race::AccessWord::site) holds.
     pub id: u32,
     pub kind: RaceSiteKind,
     /// Where it is, from the PTX's line information.
