@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// (list, directories under `src/` whose every `.rs` file it holds, at any depth, single files
 /// it adds).
 const LISTS: &[(&str, &[&str], &[&str])] = &[
-    ("INSTRUMENT", &["instrument"], &[]),
+    ("INSTRUMENT", &["instrument", "site"], &[]),
     ("RACE", &["race"], &[]),
     ("INIT", &["init"], &[]),
     ("IR", &["ir"], &[]),

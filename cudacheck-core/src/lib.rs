@@ -6,7 +6,8 @@
 //! - [`mod@validate`]: the pure launch validator and occupancy calculator;
 //! - [`cubin`]: reading a kernel's resources out of a CUBIN's `.nv.info` records;
 //! - [`source`]: the CUDA source model (kernels, parameters, types), from a real parser;
-//! - [`instrument`]: the bounds-checking source-to-source rewriter.
+//! - [`instrument`]: the bounds-checking rewriter of PTX; [`race`] and [`mod@init`], the race- and
+//!   init-checking rewrites beside it (none of the three names another).
 //!
 //! Nothing here needs a GPU, NVRTC or the CUDA driver.
 
@@ -21,6 +22,7 @@ pub mod limits;
 pub mod ptx_entry;
 pub mod race;
 pub mod resources;
+mod site;
 mod sources;
 pub mod source;
 pub mod text;

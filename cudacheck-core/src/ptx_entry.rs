@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use crate::instrument::ptx::{self, Function, PtxError, StmtKind};
+use crate::ir::read::{self as ptx, Function, PtxError, StmtKind};
 use crate::ir::{Address, Arith, ArithOp, MemOp, Op};
 
 /// How a kernel uses a parameter.
@@ -77,7 +77,7 @@ pub fn ptx_entries(text: &str) -> Result<Vec<PtxEntry>, PtxError> {
         .filter(|f| f.entry)
         .map(|f| PtxEntry {
             symbol: f.name.clone(),
-            name: crate::instrument::demangle(&f.name),
+            name: crate::site::demangle(&f.name),
             params: params_of(f),
             span: f.start..f.body_close + 1,
         })

@@ -2,7 +2,8 @@
 //! directories): a cache key holds a digest of the code that made the entry, so a build stored
 //! by one version of that code never answers for another.
 //!
-//! - `INSTRUMENT`: every file of `instrument/` (the bounds-checking rewrite).
+//! - `INSTRUMENT`: every file of `instrument/` (the bounds-checking rewrite) and of `site/` (what
+//!   the three rewrites share: source places, names, the record block's layout, the tables).
 //! - `RACE`: every file of `race/` (the race-checking rewrite and its interval analysis).
 //! - `INIT`: every file of `init/` (the init-checking rewrite and its shadow layout).
 //! - `IR`: every file of `ir/` (the PTX reader and editor both rewrites stand on).
@@ -47,7 +48,9 @@ mod tests {
         assert!(INSTRUMENT.contains(&include_str!("instrument/guard/facts.rs")));
         assert!(!INSTRUMENT.contains(&include_str!("instrument/guard/tests.rs")));
         assert_eq!(RACE.len(), count("race"));
-        assert_eq!(INSTRUMENT.len(), count("instrument"));
+        // The shared layer under the three rewrites keys every checked build with them.
+        assert!(INSTRUMENT.contains(&include_str!("site/names.rs")));
+        assert_eq!(INSTRUMENT.len(), count("instrument") + count("site"));
         assert_eq!(INIT.len(), count("init"));
         assert_eq!(IR.len(), count("ir"));
         assert_eq!(TEXT.len(), count("text"));

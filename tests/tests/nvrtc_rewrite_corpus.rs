@@ -8,9 +8,11 @@
 //! `sm_90` of every `.cu` file under `kernels/`, `bench/kernels/` and `tests/cuda/`, and the
 //! `.ptx` files named by `CUDACHECK_REWRITE_CORPUS_EXTRA` (`:`-separated; third-party PTX,
 //! which stays outside the repository). For each, the bounds rewrite under three option sets
-//! (the default; block `[256, 1, 1]` with host checks; allocation bases) and the race rewrite
+//! (the default; block `[256, 1, 1]` with host checks; allocation bases), the race rewrite
 //! (of the plain PTX, and of the bounds rewrite with host checks, as a race-checked build
-//! makes it), each written as the rewritten PTX followed by its kernel table.
+//! makes it) and the init rewrite (of the bounds rewrite with host checks, and of its race
+//! rewrite, as init-checked builds make them), each written as the rewritten PTX followed by
+//! its kernel table.
 //!
 //! - `CUDACHECK_REWRITE_CORPUS_OUT=DIR`: write the outputs there (one file per input and
 //!   rewrite).
@@ -29,6 +31,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cudacheck::nvrtc::{compile, CompileOptions, CudaSource};
+use cudacheck_core::init::{init_ptx_with, InitOptions};
 use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
 use cudacheck_core::race::{race_ptx, RaceOptions};
 use cudacheck_core::Arch;
@@ -122,12 +125,28 @@ fn rewrites(ptx: &str) -> Vec<(&'static str, String)> {
         Err(e) => format!("error: {e}\n"),
     };
     out.push(("race-plain", race(ptx)));
-    let host = InstrumentOptions::new().host_checks(true);
-    let text = match instrument_ptx_with(ptx, &host) {
-        Ok(r) => race(&r.ptx),
+    let init = |ptx: &str| match init_ptx_with(ptx, &InitOptions::new(0)) {
+        Ok(r) => format!("{}\n// kernels\n{:#?}\n", r.ptx, r.kernels),
         Err(e) => format!("error: {e}\n"),
     };
-    out.push(("race-bounds", text));
+    let host = InstrumentOptions::new().host_checks(true);
+    let (raced, inited, both) = match instrument_ptx_with(ptx, &host) {
+        Ok(r) => {
+            let both = match race_ptx(&r.ptx, &RaceOptions::new(0)) {
+                Ok(raced) => init(&raced.ptx),
+                Err(e) => format!("error: {e}\n"),
+            };
+            (race(&r.ptx), init(&r.ptx), both)
+        }
+        Err(e) => (
+            format!("error: {e}\n"),
+            format!("error: {e}\n"),
+            format!("error: {e}\n"),
+        ),
+    };
+    out.push(("race-bounds", raced));
+    out.push(("init-bounds", inited));
+    out.push(("init-race-bounds", both));
     out
 }
 

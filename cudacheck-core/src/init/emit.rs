@@ -14,9 +14,9 @@ use super::{
     InitCoverage, InitKernel, InitOptions, InitPtx, InitSite, InitSiteKind, InitUnchecked,
     DIR_SYMBOL,
 };
-use crate::instrument::{callee, demangle, source_loc, SourceLoc};
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
 use crate::ir::{effects, Address, AtomOp, Flow, MemKind, MemOp};
+use crate::site::{callee, demangle, source_loc, SourceLoc};
 
 /// The registers an init-checked function declares (`%__cci_*`).
 const DECLS: &str = "\n\t.reg .b64 %__cci_a, %__cci_t, %__cci_u, %__cci_dir, %__cci_rec;\n\t.reg .b32 %__cci_b, %__cci_m, %__cci_w, %__cci_x, %__cci_sa, %__cci_sw, %__cci_lo, %__cci_sb, %__cci_lim, %__cci_i, %__cci_n, %__cci_N;\n\t.reg .pred %__cci_p, %__cci_off, %__cci_soff;\n";

@@ -9,11 +9,7 @@
 //! global, 1 shared), `thread` 3 x u32 at byte 32, `block` 3 x u32 at byte 44. The offsets are written twice, here and in `emit.rs`'s cold blocks; the
 //! round-trip test and the GPU tests pin them together.
 
-/// Where the init record starts in the fault block: after the bounds and race records.
-pub const INIT_RECORD_OFFSET: usize =
-    crate::race::RACE_RECORD_OFFSET + crate::race::RACE_RECORD_BYTES;
-/// Bytes of the init record.
-pub const INIT_RECORD_BYTES: usize = 64;
+pub use crate::site::{INIT_RECORD_BYTES, INIT_RECORD_OFFSET};
 
 /// The first read of unwritten memory in a launch, as the device wrote it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -106,7 +106,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::coverage::{SiteKind, SourceLoc};
+use super::coverage::SiteKind;
+use crate::site::SourceLoc;
 
 /// A comparison, as it holds of a register's value: the typed model's own
 /// ([`crate::ir::Cmp`], one meaning of `setp`'s comparisons for both).

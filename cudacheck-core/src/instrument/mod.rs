@@ -88,11 +88,10 @@ use std::fmt::Write as _;
 
 use thiserror::Error;
 
-pub use coverage::{
-    BufferSlot, Coverage, Site, SiteKind, SkipReason, SourceLoc, Target, UncheckedAccess,
-};
-pub(crate) use emit::{callee, source_loc};
-pub use emit::{demangle, demangle_var};
+use crate::site::{unchecked_line, InitKernel, RaceKernel};
+
+pub use crate::site::{demangle, demangle_var, SkipReason, SourceLoc};
+pub use coverage::{BufferSlot, Coverage, Site, SiteKind, Target, UncheckedAccess};
 pub use host_expr::{Bound, Cmp, HostCheck, HostExpr, HostFact, IvStep, LaunchValues, Sibling};
 
 pub use ptx::PtxError;
@@ -156,10 +155,10 @@ pub struct InstrumentedKernel {
     pub widest: Vec<WidestAccess>,
     /// The race-checked build's table ([`crate::race`]), when the build is one.
     #[serde(default)]
-    pub races: Option<crate::race::RaceKernel>,
+    pub races: Option<RaceKernel>,
     /// The init-checked build's table ([`crate::init`]), when the build is one.
     #[serde(default)]
-    pub init: Option<crate::init::InitKernel>,
+    pub init: Option<InitKernel>,
     /// Whether the build checks against allocations ([`InstrumentOptions::alloc_bases`]): its
     /// hidden parameters are then a length and a base per [`slots`](Self::slots), not a length
     /// per parameter ([`Self::hidden_params`]).
@@ -488,15 +487,4 @@ pub fn render_report(file_name: &str, kernels: &[InstrumentedKernel]) -> String 
         }
     }
     out
-}
-
-/// One line of a report's unchecked list: `    file:line:col: `instr`: reason`.
-pub(crate) fn unchecked_line(
-    out: &mut String,
-    loc: Option<&SourceLoc>,
-    instruction: &str,
-    reason: &dyn std::fmt::Display,
-) {
-    let at = loc.map_or_else(|| "(no line information)".to_string(), |l| l.to_string());
-    let _ = writeln!(out, "    {at}: `{instruction}`: {reason}");
 }

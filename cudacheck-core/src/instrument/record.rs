@@ -102,11 +102,11 @@ pub struct FaultRecord {
     pub msg: [u8; MSG_BYTES],
 }
 
-/// The size of [`FaultRecord`] in bytes, which the prelude's `static_assert` checks.
-pub const RECORD_BYTES: usize = std::mem::size_of::<FaultRecord>();
+pub use crate::site::RECORD_BYTES;
 
-// The layout has no padding: every field is at its natural alignment.
-const _: () = assert!(RECORD_BYTES == 128);
+// The layout has no padding: every field is at its natural alignment, and the block's layout
+// (`crate::site`) gives the record its size.
+const _: () = assert!(std::mem::size_of::<FaultRecord>() == RECORD_BYTES);
 
 impl FaultRecord {
     /// A record with nothing recorded: what the runtime uploads before a launch.

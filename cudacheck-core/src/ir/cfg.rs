@@ -50,9 +50,17 @@ pub struct Cfg {
     pub rpo: Vec<BlockId>,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How many graphs this thread has built: a test counts them (one per function).
+    pub(crate) static CFGS_BUILT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 impl Cfg {
     /// Builds the graph of `f`.
     pub fn new(f: &Function) -> Cfg {
+        #[cfg(test)]
+        CFGS_BUILT.with(|n| n.set(n.get() + 1));
         let mut blocks = split(f);
         let by_label: HashMap<String, BlockId> = blocks
             .iter()

@@ -8,12 +8,13 @@ use std::fmt::Write as _;
 use super::cost::{self, RaceCost};
 use super::intervals;
 use super::record::{bits, RaceEventKind};
-use super::{RaceCoverage, RaceKernel, RaceOptions, RacePtx, RaceSite, RaceSiteKind};
-use super::{RaceUnchecked, SourceLoc};
-use crate::instrument::{callee, demangle, demangle_var, SkipReason};
+use super::{
+    RaceCoverage, RaceKernel, RaceOptions, RacePtx, RaceSite, RaceSiteKind, RaceUnchecked,
+};
 use crate::ir::edit::Edits;
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
-use crate::ir::{effects, Address, ArithOp, Flow, MemKind, MemOp, Op, Sync};
+use crate::ir::{effects, Address, ArithOp, Facts, Flow, MemKind, MemOp, Op, Sync};
+use crate::site::{callee, demangle, demangle_var, source_loc, SkipReason, SourceLoc};
 
 /// The labels of `f` that start a `ret` or `exit`: a branch to one leaves the block.
 fn exit_labels(f: &Function) -> BTreeSet<&str> {
@@ -187,7 +188,9 @@ struct KernelRace<'a> {
     /// threads leaving while others wait.
     barrier_sites: BTreeMap<(u32, u32, u32), u32>,
     coverage: RaceCoverage,
-    defs: BTreeMap<&'a str, Vec<usize>>,
+    /// The function's facts: its one graph and definitions map, which the address tracer and
+    /// the barrier intervals (`intervals.rs`) read.
+    facts: Facts<'a>,
     /// The file of the kernel's own first `.loc`, and each location seen with the call site
     /// it was inlined at: a barrier inside inlined library code (cooperative groups'
     /// `sync()`) is reported at the user's call.
@@ -210,14 +213,6 @@ enum Trace {
 
 impl<'a> KernelRace<'a> {
     fn new(m: &'a Module, f: &'a Function, opts: &'a RaceOptions) -> Self {
-        let mut defs: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (k, s) in f.stmts.iter().enumerate() {
-            if let StmtKind::Instr(i) = &s.kind {
-                for d in effects(i).defs {
-                    defs.entry(d).or_default().push(k);
-                }
-            }
-        }
         KernelRace {
             m,
             f,
@@ -229,7 +224,7 @@ impl<'a> KernelRace<'a> {
             sites: Vec::new(),
             barrier_sites: BTreeMap::new(),
             coverage: RaceCoverage::default(),
-            defs,
+            facts: Facts::new(f),
             home: None,
             calls: BTreeMap::new(),
         }
@@ -250,7 +245,7 @@ impl<'a> KernelRace<'a> {
         if !seen.insert(reg.to_string()) {
             return Trace::Neutral;
         }
-        let Some(ds) = self.defs.get(reg) else {
+        let Some(ds) = self.facts.defs.get(reg) else {
             return Trace::Unknown;
         };
         let mut all = Trace::Neutral;
@@ -389,11 +384,8 @@ impl<'a> KernelRace<'a> {
     fn site_loc(&self, loc: Option<Loc>) -> (Option<SourceLoc>, Option<SourceLoc>) {
         match loc {
             Some(l) if l.line > 0 => (
-                Some(crate::instrument::source_loc(
-                    self.m, l.file, l.line, l.column,
-                )),
-                l.inlined_at
-                    .map(|(f, li, c)| crate::instrument::source_loc(self.m, f, li, c)),
+                Some(source_loc(self.m, l.file, l.line, l.column)),
+                l.inlined_at.map(|(f, li, c)| source_loc(self.m, f, li, c)),
             ),
             _ => (None, None),
         }
@@ -703,8 +695,8 @@ impl<'a> KernelRace<'a> {
         for t in &touches {
             *per_stmt.entry(t.stmt).or_default() += 1;
         }
-        self.fixed_order = intervals::fixed_order(self.f, &barriers);
-        self.pruned = intervals::unneeded(self.f, &barriers, &touches)
+        self.fixed_order = intervals::fixed_order(&self.facts.cfg, &barriers);
+        self.pruned = intervals::unneeded(&self.facts.cfg, &barriers, &touches)
             .into_iter()
             .filter(|k| per_stmt.get(k) == Some(&1))
             .collect();

@@ -16,7 +16,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::ir::read::Function;
 use crate::ir::Cfg;
 
 /// How an access touches its array, for the pruning.
@@ -125,16 +124,15 @@ fn intervals_of(
 /// statement: the divergence check has nothing to find (a thread that left is still found,
 /// by the barrier's count). A barrier in a loop whose exit leads to another barrier, or in
 /// one branch of a conditional, has two possible next barriers: the order is not fixed.
-pub(super) fn fixed_order(f: &Function, barriers: &[(usize, bool)]) -> bool {
+pub(super) fn fixed_order(cfg: &Cfg, barriers: &[(usize, bool)]) -> bool {
     if barriers.iter().any(|&(_, guarded)| guarded) {
         return false;
     }
-    let cfg = Cfg::new(f);
     let stops: BTreeSet<usize> = barriers.iter().map(|&(b, _)| b).collect();
     starts(barriers).all(|start| {
         let mut next = BTreeSet::new();
         walk(
-            &cfg,
+            cfg,
             start,
             &stops,
             |_| {},
@@ -153,13 +151,12 @@ fn alias(a: &Option<String>, b: &Option<String>) -> bool {
 /// The statements of `touches` whose race check can be left out (see the module docs);
 /// `barriers` are the block barriers' statements, each with whether it is guarded.
 pub(super) fn unneeded(
-    f: &Function,
+    cfg: &Cfg,
     barriers: &[(usize, bool)],
     touches: &[Touch],
 ) -> BTreeSet<usize> {
-    let cfg = Cfg::new(f);
     let wanted: BTreeSet<usize> = touches.iter().map(|t| t.stmt).collect();
-    let ivs = intervals_of(&cfg, barriers, &wanted);
+    let ivs = intervals_of(cfg, barriers, &wanted);
     // Per interval, what touches it.
     let mut by_interval: BTreeMap<usize, Vec<&Touch>> = BTreeMap::new();
     for t in touches {

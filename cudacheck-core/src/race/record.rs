@@ -14,10 +14,7 @@
 
 use std::fmt;
 
-/// Where the race record starts in the fault block: after the bounds record.
-pub const RACE_RECORD_OFFSET: usize = crate::instrument::RECORD_BYTES;
-/// Bytes of the race record.
-pub const RACE_RECORD_BYTES: usize = 128;
+pub use crate::site::{RACE_RECORD_BYTES, RACE_RECORD_OFFSET};
 
 /// What a race record reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

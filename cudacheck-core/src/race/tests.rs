@@ -525,3 +525,32 @@ fn barriers_in_branches_or_loops_keep_the_divergence_check() {
         );
     }
 }
+
+/// The race rewrite reads each kernel's facts (`ir::Facts`): one graph and one definitions map
+/// per kernel, which the address tracer and the barrier intervals share, built by nobody else.
+#[test]
+fn each_kernel_builds_one_graph_and_one_definitions_map() {
+    let body = "\tmov.u32 %r1, %tid.x;\n\tshl.b32 %r2, %r1, 2;\n\tmov.u32 %r3, tile;\n\
+                \tadd.s32 %r4, %r3, %r2;\n\tst.shared.f32 [%r4], %f1;\n\tbar.sync 0;\n\
+                \tld.shared.f32 %f2, [%r4+4];\n\tbar.sync 0;\n\tst.shared.f32 [%r4], %f2;";
+    let one = kernel("", body);
+    // The same kernel twice, under two names.
+    let entry = one.find(".visible .entry").unwrap();
+    let two = format!("{one}{}", one[entry..].replace(".entry k(", ".entry k2("));
+    let defs = || crate::ir::loops::DEFINITIONS_BUILT.with(std::cell::Cell::get);
+    let cfgs = || crate::ir::cfg::CFGS_BUILT.with(std::cell::Cell::get);
+    let (d0, c0) = (defs(), cfgs());
+    let r = race(&two);
+    assert_eq!(r.kernels.len(), 2);
+    // Both kernels are planned through the tracer (the array is found) and the intervals.
+    assert!(r
+        .kernels
+        .iter()
+        .all(|k| k.coverage.checked == 3 && k.coverage.barriers == 2));
+    assert!(r
+        .kernels
+        .iter()
+        .all(|k| k.sites.iter().any(|s| s.array.as_deref() == Some("tile"))));
+    assert_eq!(defs() - d0, 2, "one definitions map per kernel");
+    assert_eq!(cfgs() - c0, 2, "one graph per kernel");
+}
