@@ -90,10 +90,12 @@ mod policy; //    sync / instrument resolution
 mod ptx; //       kernels shipped as PTX (`PtxSource`)
 mod instrument; // bounds-checked builds' PTX and fault reports (`Fault`)
 mod error; //     `Error`: wraps the above
+mod shadow; //    the global init shadow of tracked buffers, per context
 mod context; //   per-context state
 mod args; //      argument slots
 mod block; //     `Block`, `block!`
 mod alloc; //     allocation helpers
+mod tracked; //   `TrackedSlice`: buffers init checking follows
 mod build; //     compiled and loaded builds, keyed by variant
 mod kernel; //    `Kernel`
 pub mod capture; // checked launches under stream capture
@@ -123,6 +125,7 @@ pub mod nvrtc {
 pub mod __private;
 
 pub use alloc::{alloc_copy, alloc_zeros};
+pub use tracked::{alloc_uninit, TrackedSlice};
 pub use args::{ByValue, KernelArg, KernelArgMut, MAX_ARGS};
 pub use block::Block;
 pub use context::{

@@ -646,6 +646,9 @@ impl<'a> Launch<'a> {
         if let Some((_, end)) = self.events {
             record_event(end, self.stream)?;
         }
+        if state.init_shadow.any() && !loaded.marks_init() {
+            self.count_written(state);
+        }
         // A captured kernel did not run: the ring names launches that did.
         let seq = match capture {
             Capture::None => {
@@ -654,6 +657,40 @@ impl<'a> Launch<'a> {
             _ => None,
         };
         plan.after(&step, after_launch(sync, capture != Capture::None), seq)
+    }
+
+    /// A launch whose kernel does not mark what it writes in the init shadow, while the
+    /// context tracks buffers (`alloc_uninit`): every tracked buffer an argument points into
+    /// (a buffer's address, an 8-byte scalar's value) counts as written, ordered after the
+    /// kernel on its stream. A pointer the kernel loads from memory is not seen
+    /// (`TrackedSlice::mark_written` says so).
+    #[cold]
+    #[inline(never)]
+    fn count_written(&self, state: &crate::context::ContextState) {
+        let mut words = [0u64; MAX_ARGS];
+        for (w, slot) in words.iter_mut().zip(self.slots()) {
+            *w = match slot.kind {
+                SlotKind::Scalar if slot.size_or_len == 8 => {
+                    let mut b = [0u8; 8];
+                    // SAFETY: a scalar slot's word is the address of a live value of
+                    // `size_or_len` (8) bytes, valid for the launch; read bytewise.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            slot.word as usize as *const u8,
+                            b.as_mut_ptr(),
+                            8,
+                        )
+                    };
+                    u64::from_le_bytes(b)
+                }
+                SlotKind::Scalar => 0,
+                _ => slot.word,
+            };
+        }
+        // The context is current: `launch_bound` made the launch in it.
+        state
+            .init_shadow
+            .launched_unmarked(&words[..self.nargs], self.stream.cu_stream());
     }
 
     /// Argument count and sizes against the CUBIN's parameter table, and buffers against the
