@@ -125,7 +125,6 @@ pub mod nvrtc {
 pub mod __private;
 
 pub use alloc::{alloc_copy, alloc_zeros};
-pub use tracked::{alloc_uninit, TrackedSlice};
 pub use args::{ByValue, KernelArg, KernelArgMut, MAX_ARGS};
 pub use block::Block;
 pub use context::{
@@ -135,6 +134,7 @@ pub use context::{
 pub use driver::codes;
 pub use driver::{CudaVersion, DriverError, EntryPoint, FunctionAttributes, MissingEntryPoint};
 pub use error::{CaptureError, Error, LaunchError, LaunchErrorKind, PeerAccessError, PeerSupport};
+pub use tracked::{alloc_uninit, TrackedSlice};
 // What checked launches report and what their checks cover: the bounds checker's
 // `Coverage`, `OutOfBounds`, `Misaligned` and `DeviceAssert`, and the race checker's
 // `RaceCoverage`, `SharedRace` (two `RaceAccess`es of an `AccessKind`) and `BarrierMisuse`

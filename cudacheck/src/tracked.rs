@@ -5,9 +5,7 @@ use std::mem::size_of;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-use cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtr, DeviceRepr, SyncOnDrop, ValidAsZeroBits,
-};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, SyncOnDrop, ValidAsZeroBits};
 
 use crate::alloc::alloc_zeros;
 use crate::args::{ArgSlot, KernelArg, KernelArgMut};
@@ -165,7 +163,9 @@ impl<T: DeviceRepr> TrackedSlice<T> {
     /// [`Error::Driver`] for a range past the buffer's end (`CUDA_ERROR_INVALID_VALUE`) or the
     /// driver's error.
     pub fn copy_from(&mut self, offset: usize, data: &[T]) -> Result<(), Error> {
-        let end = offset.checked_add(data.len()).filter(|&e| e <= self.slice.len());
+        let end = offset
+            .checked_add(data.len())
+            .filter(|&e| e <= self.slice.len());
         let Some(end) = end else {
             return Err(Error::Driver(DriverError::new("cuMemcpyHtoDAsync", 1)));
         };
@@ -187,7 +187,10 @@ impl<T: DeviceRepr + ValidAsZeroBits> TrackedSlice<T> {
     /// The driver's error.
     pub fn memset_zeros(&mut self, range: Range<usize>) -> Result<(), Error> {
         let len = self.slice.len();
-        let (lo, hi) = (range.start.min(len), range.end.min(len).max(range.start.min(len)));
+        let (lo, hi) = (
+            range.start.min(len),
+            range.end.min(len).max(range.start.min(len)),
+        );
         let stream = self.slice.stream().clone();
         let mut view = self.slice.slice_mut(lo..hi);
         stream

@@ -261,7 +261,13 @@ impl ShadowMap {
     }
 
     /// `[addr, addr + len)` was written; ordered on `stream`.
-    pub fn written<D: ShadowDevice>(&mut self, dev: &mut D, addr: u64, len: u64, stream: D::Stream) {
+    pub fn written<D: ShadowDevice>(
+        &mut self,
+        dev: &mut D,
+        addr: u64,
+        len: u64,
+        stream: D::Stream,
+    ) {
         if len > 0 {
             self.update(dev, addr, len, true, stream);
         }
@@ -304,7 +310,8 @@ impl ShadowMap {
     /// granules' shadows.
     pub fn device_bytes(&self) -> u64 {
         let dir = if self.dir == 0 { 0 } else { DIR_ENTRIES * 8 };
-        dir + self.tables.len() as u64 * TABLE_ENTRIES * 8 + self.granules.len() as u64 * SHADOW_BYTES
+        dir + self.tables.len() as u64 * TABLE_ENTRIES * 8
+            + self.granules.len() as u64 * SHADOW_BYTES
     }
 }
 
@@ -399,7 +406,13 @@ mod tests {
         let dir = map.directory_made();
         assert!((G + 4096..G + 4196).all(|a| !dev.written(dir, a)));
         // Untracked memory of the same granule, before and after, and of another granule.
-        for a in [G, G + 4095, G + 4196, G + GRANULE_BYTES - 1, G + GRANULE_BYTES] {
+        for a in [
+            G,
+            G + 4095,
+            G + 4196,
+            G + GRANULE_BYTES - 1,
+            G + GRANULE_BYTES,
+        ] {
             assert!(dev.written(dir, a), "{a:#x}");
         }
     }
@@ -426,13 +439,19 @@ mod tests {
         );
         assert!(map.freed(&mut dev, G + 64, (), || true));
         assert!(dev.written(dir, G + 64), "freed memory reused untracked");
-        assert!(!dev.written(dir, G + 8192), "the other buffer keeps its state");
+        assert!(
+            !dev.written(dir, G + 8192),
+            "the other buffer keeps its state"
+        );
         assert!(dev.released.is_empty());
         assert!(map.freed(&mut dev, G + 8192, (), || true));
         assert_eq!(dev.released.len(), 1);
         assert!(dev.written(dir, G + 8192));
         assert_eq!(map.device_bytes(), DIR_ENTRIES * 8 + TABLE_ENTRIES * 8);
-        assert!(!map.freed(&mut dev, G + 8192, (), || true), "not tracked any more");
+        assert!(
+            !map.freed(&mut dev, G + 8192, (), || true),
+            "not tracked any more"
+        );
     }
 
     #[test]
