@@ -45,12 +45,14 @@
 //! | wait and check for faults | [`Launch::sync`] | [`KernelBuilder::sync`] | `CUDACHECK_SYNC` | debug: on |
 //! | bounds-check | [`Launch::instrument`] | [`KernelBuilder::instrument`] (`instrument`) | `CUDACHECK_INSTRUMENT` | debug: on |
 //! | race-check | [`Launch::races`] | [`KernelBuilder::races`] (`races`) | `CUDACHECK_RACES` | off |
-//! | init-check | [`Launch::init`] | [`KernelBuilder::init`] | `CUDACHECK_INIT` | off |
+//! | init-check | [`Launch::init`] | [`KernelBuilder::init`] (`init`) | `CUDACHECK_INIT` | off |
 //!
 //! ("debug: on": on in debug builds, off in release builds.) Bounds checking reports
 //! [`Error::OutOfBounds`], [`Error::Misaligned`] and [`Error::DeviceAssert`]; race checking
 //! [`Error::SharedRace`] and [`Error::BarrierMisuse`]; init checking (reads of memory nothing
-//! wrote) [`Error::Uninitialized`].
+//! wrote) [`Error::Uninitialized`], for the block's shared memory and for the global memory of
+//! buffers made by [`alloc_uninit`] ([`TrackedSlice`]), which start unwritten; other buffers
+//! count as written.
 //!
 //! The variables take `1`/`0` (also `true`/`false`, `yes`/`no`, `on`/`off`) and are read once
 //! per process. The build profile is that of the crate that declares the kernel with

@@ -303,10 +303,14 @@ impl<'a> Launch<'a> {
     /// synchronizes, and gets extra dynamic shared memory for the shadow of the block's
     /// `__shared__` memory, which counts as unwritten when the block starts.
     ///
-    /// Global memory counts as written: the library does not see every write to a buffer
-    /// (cudarc's copies and memsets, unchecked kernels), and reports nothing rather than a
-    /// read of memory it did not see written. See docs/limits.md; `cudacheck run --init`
-    /// follows every allocation, copy and kernel of the process.
+    /// Global memory is checked in the buffers [`alloc_uninit`](crate::alloc_uninit) made
+    /// ([`TrackedSlice`](crate::TrackedSlice)), which start unwritten; the kernel's stores mark
+    /// what they write there. All other global memory counts as written: the library does not
+    /// see every write to a buffer (cudarc's copies and memsets, kernels launched elsewhere),
+    /// and reports nothing rather than a read of memory it did not see written. A launch that
+    /// is not init-checked counts every tracked buffer it is given as written. See
+    /// docs/limits.md; `cudacheck run --init` follows every allocation, copy and kernel of the
+    /// process.
     #[inline(always)]
     pub fn init(&mut self, on: bool) -> &mut Self {
         self.init = Some(on);
