@@ -229,3 +229,17 @@ impl<T> KernelArgMut for TrackedSlice<T> {
         (slot, guard)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn element_ranges_become_byte_ranges_clipped_to_the_buffer() {
+        assert_eq!(bytes_of::<f32>(0..10, 100), 0..40);
+        assert_eq!(bytes_of::<f32>(98..200, 100), 392..400);
+        assert_eq!(bytes_of::<u64>(150..200, 100), 800..800);
+        // A reversed range is empty, not a wrap-around.
+        assert_eq!(bytes_of::<u8>(10..5, 100), 10..10);
+    }
+}
