@@ -241,6 +241,18 @@ impl ContextShadow {
     }
 }
 
+impl Drop for ContextShadow {
+    fn drop(&mut self) {
+        // A context's state goes once the context was reset or destroyed (the registry keeps
+        // it while the context lives), and the module went with the context: unloading its
+        // stale handle could hit a module of a newer context.
+        let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some((m, _)) = &inner.bits {
+            m.forget();
+        }
+    }
+}
+
 impl Inner {
     /// A driver call failed: zero the directory (every byte counts as written for every
     /// module that points at it) and track nothing more.
