@@ -213,9 +213,30 @@ impl<T> Drop for TrackedSlice<T> {
     }
 }
 
+impl<T> TrackedSlice<T> {
+    /// A launch in another context (peer access) looks the buffer up in that context's shadow,
+    /// where it is not tracked, and its stores mark nothing here: the whole buffer counts as
+    /// written before it is passed.
+    #[cold]
+    #[inline(never)]
+    fn passed_to_another_context(&self) {
+        // A failure to mark is a failure to bind the buffer's context, which the launch will
+        // meet and report itself.
+        let _ = self.mark(0..self.slice.len(), self.slice.stream());
+    }
+
+    #[inline(always)]
+    fn check_context(&self, stream: &CudaStream) {
+        if self.tracked && stream.context().cu_ctx() != self.slice.stream().context().cu_ctx() {
+            self.passed_to_another_context();
+        }
+    }
+}
+
 impl<T> KernelArg for TrackedSlice<T> {
     #[inline(always)]
     fn slot<'a>(&'a self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
+        self.check_context(stream);
         let (mut slot, guard) = self.slice.slot(stream);
         slot.ty = std::any::type_name::<TrackedSlice<T>>;
         (slot, guard)
@@ -225,6 +246,7 @@ impl<T> KernelArg for TrackedSlice<T> {
 impl<T> KernelArgMut for TrackedSlice<T> {
     #[inline(always)]
     fn slot_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (ArgSlot, Option<SyncOnDrop<'a>>) {
+        self.check_context(stream);
         let (mut slot, guard) = self.slice.slot_mut(stream);
         slot.ty = std::any::type_name::<TrackedSlice<T>>;
         (slot, guard)
