@@ -258,6 +258,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tracked_buffers_move_between_threads_as_slices_do() {
+        fn send_sync<X: Send + Sync>() {}
+        send_sync::<TrackedSlice<f32>>();
+    }
+
+    #[test]
     fn element_ranges_become_byte_ranges_clipped_to_the_buffer() {
         assert_eq!(bytes_of::<f32>(0..10, 100), 0..40);
         assert_eq!(bytes_of::<f32>(98..200, 100), 392..400);
