@@ -471,3 +471,53 @@ fn gpu_untracked_buffers_beside_tracked_ones_are_never_reported() {
     report_of(&s, &keep, "the kept buffer");
     healthy_global(&s, "untracked buffers");
 }
+
+/// `gather` declared with `#[checked_kernel]`, init-checked by its `init` key, taking tracked
+/// buffers as the library's launch does.
+#[cudacheck::checked_kernel(file = "cuda/init/global.cu", name = "gather", block = 128, init)]
+fn gather_macro(
+    out: &mut cudacheck::TrackedSlice<f32>,
+    input: &cudacheck::TrackedSlice<f32>,
+    n: i32,
+);
+
+#[test]
+fn gpu_the_macro_s_init_key_checks_tracked_buffers() {
+    let Some(s) = gpu_or_skip() else { return };
+    let mut out = cudacheck::alloc_uninit::<f32>(&s, G).unwrap();
+    let mut input = cudacheck::alloc_uninit::<f32>(&s, G).unwrap();
+    let data: Vec<f32> = (0..G).map(filled).collect();
+    input.copy_from(0, &data[..G - 1]).unwrap();
+    let grid = (G as u32).div_ceil(128);
+    // SAFETY: gather reads in[i] and writes out[i] for i < G; both hold G elements.
+    let r = unsafe { gather_macro(&s, grid, &mut out, &input, G as i32) };
+    match r {
+        Err(Error::Uninitialized(u)) => {
+            assert_eq!(
+                (u.buffer.as_str(), u.index, u.count),
+                ("in", G as u64 - 1, 1),
+                "{u}"
+            );
+            assert_eq!(u.line, read_line(), "{u}");
+        }
+        Err(other) => panic!("expected a report, got: {}", chain(&other)),
+        Ok(()) => panic!("nothing reported"),
+    }
+    // The kernel's stores marked `out` written: reading it back through the same kernel, with
+    // `input` written whole, reports nothing, and gives the reference.
+    input.copy_from(G - 1, &data[G - 1..]).unwrap();
+    // SAFETY: as above.
+    unsafe { gather_macro(&s, grid, &mut out, &input, G as i32) }
+        .unwrap_or_else(|e| panic!("after the fix: {}", chain(&e)));
+    let got: Vec<u32> = s
+        .clone_dtoh(&*out)
+        .unwrap()
+        .iter()
+        .map(|f| f.to_bits())
+        .collect();
+    assert_eq!(got, reference(&data));
+    let mut again = cudacheck::alloc_uninit::<f32>(&s, G).unwrap();
+    // SAFETY: as above, with `out` as the input: every element was written by the launch before.
+    unsafe { gather_macro(&s, grid, &mut again, &out, G as i32) }
+        .unwrap_or_else(|e| panic!("reading what a checked kernel wrote: {}", chain(&e)));
+}
