@@ -268,6 +268,9 @@ fn kernel_builder(m: &Model, checked: &Checked) -> TokenStream {
     if let Some(on) = m.races {
         options.push(quote!(.races(#on)));
     }
+    if let Some(on) = m.init {
+        options.push(quote!(.init(#on)));
+    }
     let params = m.params.iter().enumerate().map(|(i, p)| {
         let pname = p.ident.to_string();
         let c_type = checked.c_types.get(i).cloned().flatten();

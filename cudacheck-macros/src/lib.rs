@@ -53,6 +53,7 @@
 //! | `requires` | `requires(expr, ..)`: conditions over the parameters, checked before every launch |
 //! | `instrument` | bounds checking, `true`/`false` |
 //! | `races` | race checking (shared-memory races, misused barriers; implies bounds checking), `true`/`false` |
+//! | `init` | init checking (reads of memory nothing wrote: shared memory, and global memory of `cudacheck::alloc_uninit` buffers; implies bounds checking), `true`/`false` |
 //!
 //! The stages each live in one module and only look forward: `attr` (syntax) -> `model`
 //! (typed values) -> `check` (rules) -> `expand` (`quote!` only); `typemap` maps Rust

@@ -36,11 +36,12 @@ pub enum Key {
     Requires,
     Instrument,
     Races,
+    Init,
 }
 
 impl Key {
     /// Every key, in the order the docs list them.
-    pub const ALL: [Key; 17] = [
+    pub const ALL: [Key; 18] = [
         Key::File,
         Key::Source,
         Key::PtxFile,
@@ -58,6 +59,7 @@ impl Key {
         Key::Requires,
         Key::Instrument,
         Key::Races,
+        Key::Init,
     ];
 
     /// As written in the attribute.
@@ -80,6 +82,7 @@ impl Key {
             Key::Requires => "requires",
             Key::Instrument => "instrument",
             Key::Races => "races",
+            Key::Init => "init",
         }
     }
 
@@ -121,6 +124,9 @@ const HINTS: &[(&str, &str)] = &[
     ("bounds_check", "instrument"),
     ("race_check", "races"),
     ("racecheck", "races"),
+    ("init_check", "init"),
+    ("initcheck", "init"),
+    ("uninit", "init"),
 ];
 
 /// Accumulates errors so that every mistake is reported at once.
@@ -229,6 +235,8 @@ pub struct Model {
     pub instrument: Option<bool>,
     /// `races = true`: launches are race-checked (`KernelBuilder::races`).
     pub races: Option<bool>,
+    /// `init = true`: launches are init-checked (`KernelBuilder::init`).
+    pub init: Option<bool>,
     /// Whether `block`/`grid` were given at all, even malformed: the wrapper's signature depends
     /// on it, and the stub emitted on error must have the signature the user expects.
     pub block_given: bool,
@@ -292,6 +300,7 @@ pub fn build(args: RawArgs, item: KernelItem, errors: &mut Errors) -> Model {
         requires: Vec::new(),
         instrument: None,
         races: None,
+        init: None,
         block_given: false,
         grid_given: false,
     };
@@ -432,6 +441,7 @@ fn apply(m: &mut Model, arg: RawArg, errors: &mut Errors) {
         }
         Key::Instrument => m.instrument = flag(&arg, errors),
         Key::Races => m.races = flag(&arg, errors),
+        Key::Init => m.init = flag(&arg, errors),
     }
 }
 

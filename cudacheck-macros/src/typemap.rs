@@ -147,7 +147,9 @@ fn buffer_of(ty: &Type) -> Option<(Buffer, Type)> {
     let Type::Path(p) = ty else { return None };
     let last = p.path.segments.last()?;
     let buffer = match last.ident.to_string().as_str() {
-        "CudaSlice" => Buffer::Slice,
+        // `cudacheck::TrackedSlice` (a buffer whose unwritten memory init checking follows)
+        // is passed as a `CudaSlice` is.
+        "CudaSlice" | "TrackedSlice" => Buffer::Slice,
         "CudaView" => Buffer::View,
         "CudaViewMut" => Buffer::ViewMut,
         _ => return None,

@@ -69,6 +69,12 @@ pub(crate) struct Loaded {
     /// (`launch::checked`): launches from one call site repeat their arguments, and a
     /// verdict costs up to tens of microseconds to evaluate.
     pub(crate) host_check_memo: Mutex<Option<HostCheckMemo>>,
+    /// An init-checked build whose kernel marks what it writes: the device address of its
+    /// module's `__cc_init_dir` (`cudacheck_core::init::DIR_SYMBOL`).
+    init_dir: Option<u64>,
+    /// The directory address last written there (0, as loaded: every byte counts as written,
+    /// and the kernel's stores mark nothing).
+    init_dir_value: AtomicU64,
 }
 
 impl Drop for Loaded {
@@ -218,6 +224,16 @@ impl Loaded {
         };
         let function = module.function(&compiled.symbol)?;
         let attrs = driver::function_attributes(&function)?;
+        let marks = compiled
+            .sites
+            .as_ref()
+            .and_then(|s| s.init.as_ref())
+            .is_some_and(|k| k.coverage.not_checked.is_none());
+        let init_dir = marks
+            .then(|| module.global(cudacheck_core::init::DIR_SYMBOL).ok())
+            .flatten()
+            .filter(|&(_, bytes)| bytes == 8)
+            .map(|(ptr, _)| ptr);
         let mut resources = compiled.resources.clone();
         resources.registers = attrs.num_regs;
         resources.static_shared_bytes = attrs.shared_size_bytes;
@@ -233,7 +249,35 @@ impl Loaded {
             memo: Memo::default(),
             validate_lock: Mutex::new(()),
             host_check_memo: Mutex::new(None),
+            init_dir,
+            init_dir_value: AtomicU64::new(0),
         })
+    }
+
+    /// Points an init-checked build's `__cc_init_dir` at `dir`, its context's shadow
+    /// directory, unless it already does (once per build: the directory lives as long as the
+    /// context). The context must be current and no kernel of this build running: the copy
+    /// is synchronous.
+    pub(crate) fn point_init_dir(&self, dir: u64) -> Result<(), DriverError> {
+        let Some(at) = self.init_dir else {
+            return Ok(());
+        };
+        if dir == 0 || self.init_dir_value.load(Ordering::Acquire) == dir {
+            return Ok(());
+        }
+        // SAFETY: the module variable is 8 bytes (checked at load) of this build's module in
+        // the current context; kernels only read it.
+        unsafe { driver::memcpy_htod(at, &dir.to_le_bytes()) }?;
+        self.init_dir_value.store(dir, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether this build's kernel marks the global memory it writes in its context's shadow
+    /// (an init-checked build pointed at the directory): a launch of any other build may
+    /// write tracked buffers behind the shadow's back.
+    #[inline]
+    pub(crate) fn marks_init(&self) -> bool {
+        self.init_dir_value.load(Ordering::Acquire) != 0
     }
 }
 
@@ -275,6 +319,8 @@ impl Loaded {
             memo: Memo::default(),
             validate_lock: Mutex::new(()),
             host_check_memo: Mutex::new(None),
+            init_dir: None,
+            init_dir_value: AtomicU64::new(0),
         }
     }
 }

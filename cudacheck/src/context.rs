@@ -43,6 +43,9 @@ pub(crate) struct ContextState {
     reset: AtomicBool,
     /// The device memory bounds-checked launches pass their fault record in.
     pub(crate) scratch: Mutex<Scratch>,
+    /// The shadow of global memory for init-checked launches: the context's tracked buffers
+    /// (`alloc_uninit`).
+    pub(crate) init_shadow: crate::shadow::ContextShadow,
 }
 
 /// A per-context block of device memory eager bounds-checked launches write their fault
@@ -104,6 +107,7 @@ pub(crate) fn state_of(ctx: &Arc<CudaContext>) -> Result<Arc<ContextState>, Erro
         ring: LaunchRing::default(),
         reset: AtomicBool::new(false),
         scratch: Mutex::new(Scratch::default()),
+        init_shadow: crate::shadow::ContextShadow::new(),
     });
     reg.push(Arc::clone(&state));
     Ok(state)

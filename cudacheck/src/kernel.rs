@@ -189,7 +189,8 @@ impl KernelBuilder {
     /// (`false`), unless a launch says otherwise ([`Launch::init`](crate::Launch::init)): the
     /// first such read is reported as [`Error::Uninitialized`] (see
     /// [`cudacheck_core::init`]). The block's `__shared__` memory is checked from the block's
-    /// start; global memory counts as written (see [`Launch::init`](crate::Launch::init)). An
+    /// start; global memory is checked in the buffers [`alloc_uninit`](crate::alloc_uninit)
+    /// made, and counts as written elsewhere (see [`Launch::init`](crate::Launch::init)). An
     /// init-checked launch is also bounds-checked,
     /// unless bounds checking is turned off by name (and then it is not init-checked either).
     /// Overrides `CUDACHECK_INIT`; without either, off in every build profile. See

@@ -45,12 +45,14 @@
 //! | wait and check for faults | [`Launch::sync`] | [`KernelBuilder::sync`] | `CUDACHECK_SYNC` | debug: on |
 //! | bounds-check | [`Launch::instrument`] | [`KernelBuilder::instrument`] (`instrument`) | `CUDACHECK_INSTRUMENT` | debug: on |
 //! | race-check | [`Launch::races`] | [`KernelBuilder::races`] (`races`) | `CUDACHECK_RACES` | off |
-//! | init-check | [`Launch::init`] | [`KernelBuilder::init`] | `CUDACHECK_INIT` | off |
+//! | init-check | [`Launch::init`] | [`KernelBuilder::init`] (`init`) | `CUDACHECK_INIT` | off |
 //!
 //! ("debug: on": on in debug builds, off in release builds.) Bounds checking reports
 //! [`Error::OutOfBounds`], [`Error::Misaligned`] and [`Error::DeviceAssert`]; race checking
 //! [`Error::SharedRace`] and [`Error::BarrierMisuse`]; init checking (reads of memory nothing
-//! wrote) [`Error::Uninitialized`].
+//! wrote) [`Error::Uninitialized`], for the block's shared memory and for the global memory of
+//! buffers made by [`alloc_uninit`] ([`TrackedSlice`]), which start unwritten; other buffers
+//! count as written.
 //!
 //! The variables take `1`/`0` (also `true`/`false`, `yes`/`no`, `on`/`off`) and are read once
 //! per process. The build profile is that of the crate that declares the kernel with
@@ -90,10 +92,12 @@ mod policy; //    sync / instrument resolution
 mod ptx; //       kernels shipped as PTX (`PtxSource`)
 mod instrument; // bounds-checked builds' PTX and fault reports (`Fault`)
 mod error; //     `Error`: wraps the above
+mod shadow; //    the global init shadow of tracked buffers, per context
 mod context; //   per-context state
 mod args; //      argument slots
 mod block; //     `Block`, `block!`
 mod alloc; //     allocation helpers
+mod tracked; //   `TrackedSlice`: buffers init checking follows
 mod build; //     compiled and loaded builds, keyed by variant
 mod kernel; //    `Kernel`
 pub mod capture; // checked launches under stream capture
@@ -132,6 +136,7 @@ pub use context::{
 pub use driver::codes;
 pub use driver::{CudaVersion, DriverError, EntryPoint, FunctionAttributes, MissingEntryPoint};
 pub use error::{CaptureError, Error, LaunchError, LaunchErrorKind, PeerAccessError, PeerSupport};
+pub use tracked::{alloc_uninit, TrackedSlice};
 // What checked launches report and what their checks cover: the bounds checker's
 // `Coverage`, `OutOfBounds`, `Misaligned` and `DeviceAssert`, and the race checker's
 // `RaceCoverage`, `SharedRace` (two `RaceAccess`es of an `AccessKind`) and `BarrierMisuse`

@@ -215,3 +215,42 @@ fn nvrtc_library_init_checked_builds_assemble_and_check_shared_memory() {
     let k = Kernel::new(src, "init_reduce_tail").build();
     assert_eq!(k.init_coverage_for((2048, 1, 1), 0).unwrap(), None);
 }
+
+/// The library's init-checked builds of the global-memory cases (`tests/cuda/init/global.cu`,
+/// the GPU tier's tracked buffers): `gather`'s read is checked on its line and its store
+/// marked, `fill`'s store marked, and both modules hold the directory variable the library
+/// points at the context's shadow (`__cc_init_dir`, 8 bytes).
+#[test]
+fn nvrtc_library_init_checked_builds_check_global_reads() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = CudaSource::from_file(repo_root().join("tests/cuda/init/global.cu")).unwrap();
+    for (name, checked, marked) in [("gather", 1, 1), ("fill", 0, 1)] {
+        let k = Kernel::new(src.clone(), name).build();
+        let c = k
+            .init_coverage_for(128, 0)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .unwrap_or_else(|| panic!("{name}: no init-checked build"));
+        assert!(c.not_checked.is_none(), "{name}: {:?}", c.not_checked);
+        assert_eq!((c.checked, c.marked), (checked, marked), "{name}: {c:?}");
+        assert!(c.unchecked.is_empty(), "{name}: {:?}", c.unchecked);
+    }
+    let r = init_build(&src, "sm_90".parse().unwrap());
+    let directory = format!(".u64 {}", cudacheck_core::init::DIR_SYMBOL);
+    assert!(r.ptx.contains(&directory), "no {directory} in the module");
+    let line = src
+        .text
+        .lines()
+        .position(|l| l.contains("// READ"))
+        .map(|k| k as u32 + 1)
+        .unwrap();
+    let gather = r.kernel("gather").expect("gather is init-checked");
+    let lines: BTreeSet<u32> = gather
+        .sites
+        .iter()
+        .filter(|s| s.kind == InitSiteKind::Read)
+        .filter_map(|s| s.loc.as_ref().map(|l| l.line))
+        .collect();
+    assert_eq!(lines, BTreeSet::from([line]), "{:?}", gather.sites);
+}

@@ -11,10 +11,12 @@
 //! An atomic or reduction reads (`atomicAdd` into bins nobody zeroed is reported) and then
 //! marks; an exchange only marks.
 //!
-//! The host side keeps the shadow: it owns the directory whose address the module's
-//! `__cc_init_dir` holds ([`DIR_SYMBOL`]), allocates a granule's shadow zeroed when an
-//! allocation in it is made, sets bits for what copies, memsets and zeroed allocations write,
-//! and clears them when memory is freed. Memory the host does not know (a null directory
+//! The host side keeps the shadow ([`host::ShadowMap`], one per context, shared by
+//! `cudacheck run --init` and the library's tracked buffers): it owns the directory whose
+//! address the module's `__cc_init_dir` holds ([`DIR_SYMBOL`]), makes a granule's shadow when
+//! an allocation in it is made, sets bits for what copies, memsets and zeroed allocations
+//! write, and clears them (or, where it sees only some allocations, sets them) when memory is
+//! freed. Memory the host does not know (a null directory
 //! entry, the directory itself unset) counts as written: no report comes from memory whose
 //! history was never seen. `__device__` variables (initialized when the module loads) and
 //! the checker's own records are not looked up.
@@ -41,6 +43,7 @@
 //! race in the program) may see either state.
 
 mod emit;
+pub mod host;
 mod record;
 pub mod shadow;
 mod shared;

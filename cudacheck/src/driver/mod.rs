@@ -407,6 +407,19 @@ impl Module {
         Ok(Function { handle: f })
     }
 
+    /// The device address of the module variable `symbol` and its size in bytes
+    /// (`cuModuleGetGlobal`).
+    pub fn global(&self, symbol: &str) -> Result<(u64, usize), DriverError> {
+        let c = CString::new(symbol).map_err(|_| DriverError::new("cuModuleGetGlobal", 500))?;
+        let (mut ptr, mut bytes): (sys::CUdeviceptr, usize) = (0, 0);
+        // SAFETY: `self.handle` is a live module, `c` a NUL-terminated string alive for the
+        // call, `ptr` and `bytes` valid out-pointers.
+        check("cuModuleGetGlobal", unsafe {
+            sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.handle, c.as_ptr())
+        })?;
+        Ok((ptr, bytes))
+    }
+
     /// Do not unload on drop: the module died with its context (a reset).
     pub fn forget(&self) {
         self.forgotten
@@ -702,6 +715,42 @@ pub unsafe fn memset_zero_async(
     check("cuMemsetD8Async", unsafe {
         sys::cuMemsetD8Async(dst, 0, bytes, stream)
     })
+}
+
+/// `cuMemsetD8Async(dst, value, bytes, stream)`; under capture, a memset node of the graph.
+///
+/// # Safety
+///
+/// As [`memset_zero_async`].
+pub unsafe fn memset_d8_async(
+    dst: u64,
+    value: u8,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract.
+    check("cuMemsetD8Async", unsafe {
+        sys::cuMemsetD8Async(dst, value, bytes, stream)
+    })
+}
+
+/// `cuMemcpyHtoD` of `src` to device address `dst`: done when the call returns.
+///
+/// # Safety
+///
+/// `dst` is device memory of the current context with at least `src.len()` bytes that no
+/// running kernel writes.
+pub unsafe fn memcpy_htod(dst: u64, src: &[u8]) -> Result<(), DriverError> {
+    // SAFETY: `src` is live for the call; the rest is the caller's contract.
+    check("cuMemcpyHtoD", unsafe {
+        sys::cuMemcpyHtoD_v2(dst, src.as_ptr().cast(), src.len())
+    })
+}
+
+/// `cuCtxSynchronize`: waits for all work of the current context.
+pub fn ctx_synchronize() -> Result<(), DriverError> {
+    // SAFETY: no arguments; a context is current (the caller bound one).
+    check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
 }
 
 /// `cuDeviceGet`: the device of ordinal `ordinal`.

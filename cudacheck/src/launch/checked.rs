@@ -131,7 +131,9 @@ pub(super) struct Checked<'k> {
     /// init record after the race record, and it gets `init_shadow` bytes of dynamic shared
     /// memory beyond the user's for the shadow of the block's shared memory (the race
     /// checker's shadow and this one never both: a race-checked kernel's shared memory is not
-    /// init-checked). Global memory counts as written: the module's `__cc_init_dir` stays 0.
+    /// init-checked). Global memory of tracked buffers (`alloc_uninit`) is checked through the
+    /// module's `__cc_init_dir`, pointed at the context's directory; all other global memory
+    /// counts as written.
     init: bool,
     init_shadow: u32,
 }
@@ -273,6 +275,15 @@ impl<'k> LaunchPlan<'k> for Checked<'k> {
         }
         if self.init {
             self.init_shadow = init_shadow_for(step, &sites);
+            // Tracked buffers' shadow: the build's `__cc_init_dir` points at the context's
+            // directory from the first tracked buffer on. Not under capture (a synchronous
+            // copy could end it): the build then marks nothing and its launch counts what it
+            // is given as written (`launch_with`).
+            if step.capture == Capture::None && step.loaded.state.init_shadow.any() {
+                step.loaded
+                    .point_init_dir(step.loaded.state.init_shadow.directory())
+                    .map_err(|error| step.refuse(LaunchErrorKind::Driver { error }))?;
+            }
         }
         let bytes = self.record_bytes();
         let stream = step.stream.cu_stream();

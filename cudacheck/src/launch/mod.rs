@@ -303,10 +303,14 @@ impl<'a> Launch<'a> {
     /// synchronizes, and gets extra dynamic shared memory for the shadow of the block's
     /// `__shared__` memory, which counts as unwritten when the block starts.
     ///
-    /// Global memory counts as written: the library does not see every write to a buffer
-    /// (cudarc's copies and memsets, unchecked kernels), and reports nothing rather than a
-    /// read of memory it did not see written. See docs/limits.md; `cudacheck run --init`
-    /// follows every allocation, copy and kernel of the process.
+    /// Global memory is checked in the buffers [`alloc_uninit`](crate::alloc_uninit) made
+    /// ([`TrackedSlice`](crate::TrackedSlice)), which start unwritten; the kernel's stores mark
+    /// what they write there. All other global memory counts as written: the library does not
+    /// see every write to a buffer (cudarc's copies and memsets, kernels launched elsewhere),
+    /// and reports nothing rather than a read of memory it did not see written. A launch that
+    /// is not init-checked counts every tracked buffer it is given as written. See
+    /// docs/limits.md; `cudacheck run --init` follows every allocation, copy and kernel of the
+    /// process.
     #[inline(always)]
     pub fn init(&mut self, on: bool) -> &mut Self {
         self.init = Some(on);
@@ -646,6 +650,9 @@ impl<'a> Launch<'a> {
         if let Some((_, end)) = self.events {
             record_event(end, self.stream)?;
         }
+        if state.init_shadow.any() && !loaded.marks_init() {
+            self.count_written(state);
+        }
         // A captured kernel did not run: the ring names launches that did.
         let seq = match capture {
             Capture::None => {
@@ -654,6 +661,40 @@ impl<'a> Launch<'a> {
             _ => None,
         };
         plan.after(&step, after_launch(sync, capture != Capture::None), seq)
+    }
+
+    /// A launch whose kernel does not mark what it writes in the init shadow, while the
+    /// context tracks buffers (`alloc_uninit`): every tracked buffer an argument points into
+    /// (a buffer's address, an 8-byte scalar's value) counts as written, ordered after the
+    /// kernel on its stream. A pointer the kernel loads from memory is not seen
+    /// (`TrackedSlice::mark_written` says so).
+    #[cold]
+    #[inline(never)]
+    fn count_written(&self, state: &crate::context::ContextState) {
+        let mut words = [0u64; MAX_ARGS];
+        for (w, slot) in words.iter_mut().zip(self.slots()) {
+            *w = match slot.kind {
+                SlotKind::Scalar if slot.size_or_len == 8 => {
+                    let mut b = [0u8; 8];
+                    // SAFETY: a scalar slot's word is the address of a live value of
+                    // `size_or_len` (8) bytes, valid for the launch; read bytewise.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            slot.word as usize as *const u8,
+                            b.as_mut_ptr(),
+                            8,
+                        )
+                    };
+                    u64::from_le_bytes(b)
+                }
+                SlotKind::Scalar => 0,
+                _ => slot.word,
+            };
+        }
+        // The context is current: `launch_bound` made the launch in it.
+        state
+            .init_shadow
+            .launched_unmarked(&words[..self.nargs], self.stream.cu_stream());
     }
 
     /// Argument count and sizes against the CUBIN's parameter table, and buffers against the

@@ -28,7 +28,8 @@ use cudacheck::cudarc::driver::{CudaSlice, CudaStream};
     cluster = (2, 1, 1),
     requires(input.len() >= n as usize, out.len() >= 8),
     instrument = false,
-    races = false
+    races = false,
+    init = false
 )]
 pub fn tile_sum(out: &mut CudaSlice<f32>, input: &CudaSlice<f32>, n: u32);
 
