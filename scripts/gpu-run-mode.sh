@@ -17,8 +17,9 @@
 #         benchset    the benchmark set's kernels (examples/bench_set) bounds-checked by the
 #                     library and by `cudacheck run`, GPU time of each beside plain
 #                     (scripts/run-benchset-compare.py)
-#         benchset-init  the benchmark set's plain launches alone and under `cudacheck run
-#                     --init` (uninitialized reads, bounds too), GPU time of each
+#         benchset-init  the benchmark set's plain launches alone, under `cudacheck run
+#                     --init` (uninitialized reads, bounds too) and the same with every launch
+#                     looking up global memory's shadow, GPU time of each
 #         styles      the styles set (bench/styles/, examples/bench_set --set styles): both
 #                     halves timed plain and bounds-checked, with per-half geometric means
 #         styles-planted  the styles set's planted twins, each bounds-checked: the buffer named,
@@ -105,9 +106,18 @@ case "${1:-}" in
           CUDACHECK_PLAIN_JIT=1 CUDACHECK_REPO="$root" "$bin" run --init -- "$bs" --plain-timed \
             "$b/init.json" > "$b/init.out" 2>&1
           echo "run --init: exit $?"
-          python3 scripts/run-benchset-compare.py --pair '`cudacheck run --init`' "$b/plain.json" \
-            "$b/init.json" | tee "$out/run-benchset-init.md"
-          tail -25 "$b/init.out"
+          CUDACHECK_RUN_INIT_LOOKUPS=always CUDACHECK_PLAIN_JIT=1 CUDACHECK_REPO="$root" \
+            "$bin" run --init -- "$bs" --plain-timed "$b/init-always.json" > "$b/init-always.out" 2>&1
+          echo "run --init, every launch looking up: exit $?"
+          {
+            python3 scripts/run-benchset-compare.py --pair '`cudacheck run --init`' "$b/plain.json" \
+              "$b/init.json"
+            echo
+            python3 scripts/run-benchset-compare.py --pair \
+              '`cudacheck run --init` with CUDACHECK_RUN_INIT_LOOKUPS=always' "$b/plain.json" \
+              "$b/init-always.json"
+          } | tee "$out/run-benchset-init.md"
+          tail -8 "$b/init.out" "$b/init-always.out"
           ;;
         styles | styles-planted | styles-races)
           # One process each; its table and JSON come back beside the logs.

@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 pub const ENV_RACES: &str = "CUDACHECK_RUN_RACES";
 /// Check reads of global memory nothing wrote too (`1`), beside bounds.
 pub const ENV_INIT: &str = "CUDACHECK_RUN_INIT";
+/// With `--init`: `always` makes every checked launch look up global memory's shadow, even one
+/// that can reach only memory known written (what that lookup costs, for measuring it); unset
+/// or anything else, only launches that need it do.
+pub const ENV_INIT_LOOKUPS: &str = "CUDACHECK_RUN_INIT_LOOKUPS";
 /// Bounds-check kernels that carry PTX (`1`, the default) or only validate launches (`0`).
 pub const ENV_BOUNDS: &str = "CUDACHECK_RUN_BOUNDS";
 /// Append one JSON line per finding to this file.
@@ -30,6 +34,7 @@ pub const ENV_STACKS: &str = "CUDACHECK_RUN_STACKS";
 pub const ALL_ENV: &[&str] = &[
     ENV_RACES,
     ENV_INIT,
+    ENV_INIT_LOOKUPS,
     ENV_BOUNDS,
     ENV_JSON,
     ENV_ON_FAULT,

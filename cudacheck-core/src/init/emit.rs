@@ -466,7 +466,7 @@ fn lookup(base: &str, offset: i64, bytes: u64, n: u32) -> String {
          cvt.u32.u64 %__cci_b, %__cci_a;\n\t\
          and.b32 %__cci_b, %__cci_b, 31;\n\t\
          shl.b32 %__cci_m, {ones}, %__cci_b;\n\t\
-         ld.volatile.global.u32 %__cci_w, [%__cci_t];\n\t",
+         ld.global.u32 %__cci_w, [%__cci_t];\n\t",
         dmask = DIR_ENTRIES - 1,
         tmask = TABLE_ENTRIES - 1,
         wmask = (GRANULE_BYTES - 1) & !31,
@@ -474,7 +474,10 @@ fn lookup(base: &str, offset: i64, bytes: u64, n: u32) -> String {
 }
 
 /// Records the first unwritten read of the launch (first wins), counts every one, and goes
-/// back: the read runs as the program wrote it.
+/// back: the read runs as the program wrote it. A global shadow word is read through L1 on
+/// the way in ([`lookup`]): bits are only set during a launch, so a cached word's set bits are
+/// set, but one may lack bits another block set since; the word is read again past L1
+/// (`ld.volatile`) before anything is recorded.
 fn cold_block(n: u32, site: u32, bytes: u64, shared: bool) -> String {
     // A shared access records its shared-window address and space 1.
     let (addr, space) = if shared {
@@ -482,8 +485,19 @@ fn cold_block(n: u32, site: u32, bytes: u64, shared: bool) -> String {
     } else {
         ("", 0)
     };
+    let again = if shared {
+        String::new()
+    } else {
+        format!(
+            "ld.volatile.global.u32 %__cci_w, [%__cci_t];\n\t\
+             and.b32 %__cci_x, %__cci_w, %__cci_m;\n\t\
+             setp.eq.u32 %__cci_p, %__cci_x, %__cci_m;\n\t\
+             @%__cci_p bra $__cci_b{n};\n\t"
+        )
+    };
     format!(
         "$__cci_c{n}:\n\t\
+         {again}\
          atom.global.add.u32 %__cci_x, [%__cci_rec+4], 1;\n\t\
          atom.global.cas.b32 %__cci_x, [%__cci_rec], 0, 1;\n\t\
          setp.ne.u32 %__cci_p, %__cci_x, 0;\n\t\

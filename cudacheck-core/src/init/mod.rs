@@ -37,10 +37,14 @@
 //! no shared memory, and says why ([`InitCoverage::shared_not_checked`]).
 //! Accesses wider than 32 bytes and `cp.async` with a source size are listed unchecked.
 //!
-//! The shadow word is read with `ld.volatile` (never from a stale L1 line, on every target),
+//! The shadow word is read through L1 first: bits are only set while a kernel runs (a free or
+//! an allocation clears them between launches, when L1 holds nothing of the launch before), so
+//! the set bits of a cached word are set. A read whose cached word lacks some bits reads it
+//! again with `ld.volatile` (never from a stale L1 line, on every target) before it records,
 //! so a write another block made earlier in the same launch is seen once it reached L2; two
 //! threads writing and reading one byte in the same few cycles with nothing ordering them (a
-//! race in the program) may see either state.
+//! race in the program) may see either state. A store whose cached word lacks its bits sets
+//! them with `red.or` (at L2), which sets nothing twice.
 
 mod emit;
 pub mod host;

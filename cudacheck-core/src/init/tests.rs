@@ -41,6 +41,16 @@ fn reads_are_checked_and_writes_marked() {
     )));
     // The store's address keeps its constant offset.
     assert!(out.ptx.contains("add.s64 %__cci_a, %rd9, 4;"));
+    // The shadow word is read through L1; the read's cold block reads it again past L1 and
+    // goes back without recording when its bits are set by now.
+    assert_eq!(out.ptx.matches("ld.global.u32 %__cci_w, [%__cci_t];").count(), 2);
+    let cold = out.ptx.find("$__cci_c1:").unwrap();
+    let again = out.ptx[cold..]
+        .find("ld.volatile.global.u32 %__cci_w, [%__cci_t];")
+        .unwrap();
+    let record = out.ptx[cold..].find("atom.global.add.u32 %__cci_x, [%__cci_rec+4]").unwrap();
+    assert!(again < record);
+    assert!(out.ptx[cold + again..cold + record].contains("@%__cci_p bra $__cci_b1;"));
 }
 
 #[test]
@@ -208,5 +218,6 @@ fn a_shared_only_build_leaves_global_memory_alone() {
     assert!(shared.ptx.contains("red.shared.or.b32"));
     assert!(!shared.ptx.contains("red.global.or.b32"));
     assert!(full.ptx.contains("red.global.or.b32"));
-    assert!(!shared.ptx.contains("ld.volatile.global.u32 %__cci_w"));
+    assert!(!shared.ptx.contains("ld.global.u32 %__cci_w"));
+    assert!(full.ptx.contains("ld.global.u32 %__cci_w"));
 }

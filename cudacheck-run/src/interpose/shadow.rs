@@ -359,6 +359,13 @@ pub fn needs_global(words: Option<&[u64]>, stream: CUstream) -> bool {
     if !on() {
         return false;
     }
+    static ALWAYS: OnceLock<bool> = OnceLock::new();
+    let always = *ALWAYS.get_or_init(|| {
+        std::env::var(crate::protocol::ENV_INIT_LOOKUPS).as_deref() == Ok("always")
+    });
+    if always {
+        return true;
+    }
     let Some(ctx) = current() else { return true };
     let mut all = contexts().lock().unwrap_or_else(|p| p.into_inner());
     let Some(c) = all.get_mut(&(ctx as usize)) else {
