@@ -51,7 +51,8 @@ extern "C" __global__ void suffix_pairs(const float* __restrict__ x, float* __re
         s += x[j >> 1];
 #endif
     }
-    y[t] = s;
+    if (t < m)
+        y[t] = s;
 }
 
 // Each element takes the first of its group of four: `x[i & ~3]`, a 32-bit grid-stride loop.

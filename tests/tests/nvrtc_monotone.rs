@@ -124,3 +124,102 @@ fn nvrtc_the_styles_bit_mask_is_hoisted() {
     }
     assemble_ptx(&on.ptx, arch, &src.name).expect("assembles");
 }
+
+/// The launches `gpu_monotone.rs` makes, as the runtime builds for them: the host-checked
+/// build of the launch's block, and, where some of its host checks fail for the launch's
+/// values, the build that checks those on the device. Printed per kernel and twin: the host
+/// checks that fail, and the coverage. For the healthy kernels, every device check is hoisted
+/// but a remainder loop's (at most three iterations); each planted twin's overrun is checked
+/// on the device.
+#[test]
+fn nvrtc_the_gpu_tests_launches_keep_no_check_in_their_loops() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    use cudacheck_core::instrument::{LaunchValues, UNKNOWN_LEN};
+    let arch: Arch = "sm_90".parse().unwrap();
+    // (kernel, grid, args: Ok(buffer bytes) or Err(scalar, bytes), the planted buffer,
+    // device checks a healthy launch may leave unhoisted: an unrolled loop's remainder's).
+    type Arg = Result<u64, (u64, u32)>;
+    let n = (1u64 << 20) + 8 * 37;
+    let launches: [(&str, u32, Vec<Arg>, usize, u32); 4] = [
+        (
+            "mask_bytes",
+            264,
+            vec![Ok(4 * n), Ok(n / 8), Ok(4 * n), Err((n, 8))],
+            1,
+            1,
+        ),
+        (
+            "box_clamp",
+            391,
+            vec![Ok(400_000), Ok(400_000), Err((100_000, 4)), Err((4, 4))],
+            0,
+            0,
+        ),
+        (
+            "suffix_pairs",
+            12,
+            vec![Ok(6000), Ok(12_000), Err((3000, 4))],
+            0,
+            1,
+        ),
+        (
+            "quad_first",
+            132,
+            vec![Ok(800_000), Ok(800_000), Err((200_000, 4))],
+            0,
+            0,
+        ),
+    ];
+    for planted in [false, true] {
+        let (_, ptx) = ptx(planted, arch);
+        let shape = InstrumentOptions::new()
+            .host_checks(true)
+            .block([256, 1, 1]);
+        let host = instrument_ptx_with(&ptx, &shape).unwrap();
+        for (name, grid, args, bad, in_loops) in &launches {
+            let scalars: Vec<Option<(u64, u32)>> = args.iter().map(|a| a.err()).collect();
+            let lens: Vec<u64> = args.iter().map(|a| a.unwrap_or(UNKNOWN_LEN)).collect();
+            let v = LaunchValues {
+                grid: [*grid, 1, 1],
+                block: [256, 1, 1],
+                scalars: &scalars,
+                lens: &lens,
+            };
+            let k = host.kernels.iter().find(|k| k.name == *name).unwrap();
+            let failing = k.failing_host_checks(&v).expect("few fail");
+            let failing_on_bad = k
+                .host_checks
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| failing.contains(*i) && c.param == *bad as u32)
+                .count();
+            let build = instrument_ptx_with(&ptx, &shape.on_device(failing)).unwrap();
+            let kb = build.kernels.iter().find(|k| k.name == *name).unwrap();
+            let c = &kb.coverage;
+            println!(
+                "{name} (planted: {planted}): {} host checks fail ({failing_on_bad} on the planted buffer); {c:?}",
+                failing.len()
+            );
+            let left = c.checked - c.hoisted;
+            if planted {
+                let sites = kb
+                    .sites
+                    .iter()
+                    .filter(|s| s.target == cudacheck_core::instrument::Target::Param(*bad as u32))
+                    .count();
+                assert!(
+                    sites > 0,
+                    "{name}: the overrun buffer is checked on the device"
+                );
+            } else {
+                assert!(
+                    left <= *in_loops,
+                    "{name}: {left} device checks in loops: {c:?}"
+                );
+            }
+            assemble_ptx(&build.ptx, arch, name).expect("assembles");
+        }
+    }
+}

@@ -241,6 +241,9 @@ pub(crate) struct Hoisted {
     /// both ends for that value to be exact.
     mono: Option<Mono>,
     req: Vec<Bounded>,
+    /// For a monotone address: its line's start in each member (the tree holds the line
+    /// starting at 0; an unrolled loop's copies differ only there and share one check).
+    starts: Vec<Val>,
 }
 
 impl Hoisted {
@@ -477,6 +480,27 @@ impl Analysis<'_> {
                 }
                 None => continue,
             };
+            // A monotone address's tree with its line starting at 0, the start aside.
+            let zero = Val::Imm(0);
+            let starts: Vec<Val> = mono
+                .as_ref()
+                .and_then(|m| m.leaf())
+                .map(|l| l.a.clone())
+                .into_iter()
+                .collect();
+            let (mono, req) = if starts.is_empty() {
+                (mono, req)
+            } else {
+                (
+                    mono.map(|m| m.with_start(&zero)),
+                    req.iter()
+                        .map(|r| Bounded {
+                            m: r.m.with_start(&zero),
+                            ..r.clone()
+                        })
+                        .collect(),
+                )
+            };
             let block = cfg.block_of(stmt)?;
             let h = Hoisted {
                 members: vec![(stmt, operand)],
@@ -491,11 +515,13 @@ impl Analysis<'_> {
                 after_test: block != test_block && cfg.dominates(test_block, block),
                 mono,
                 req,
+                starts,
             };
             branching |= !c.redirected;
             match hoisted.iter_mut().find(|o: &&mut Hoisted| o.joins(&h)) {
                 Some(o) => {
                     o.members.push((stmt, operand));
+                    o.starts.extend(h.starts);
                     o.lo = o.lo.min(h.lo);
                     o.hi = o.hi.max(h.hi);
                 }
@@ -1513,6 +1539,41 @@ impl Gen {
         base: &dyn Fn(&Origin, &str) -> String,
         limit: &dyn Fn(&Origin, u64, &str) -> (String, String),
     ) {
+        // The line's lowest and highest value over every member and iteration, which
+        // bracket every value it takes; the tree, monotone in it, is evaluated at both
+        // (module docs of `monotone.rs`), in place of the first and the last iteration.
+        let seeded = self.memo.len();
+        if let Some(leaf) = m.leaf().filter(|_| !h.starts.is_empty()) {
+            let b = leaf.b.as_ref().expect("a leaf has a slope");
+            let p = term(self, b, leaf.k);
+            if !leaf.k.is_some_and(|k| k.abs() < 1 << 28) {
+                self.bounded(&p);
+            }
+            let (lo, hi) = (self.tmp(), self.tmp());
+            self.line(&format!("min.s64 {lo}, {p}, 0;\n\tmax.s64 {hi}, {p}, 0;"));
+            let (mut a_lo, mut a_hi) = (None::<String>, None::<String>);
+            for a in &h.starts {
+                let x = self.val(a);
+                self.bounded(&x);
+                for (acc, op) in [(&mut a_lo, "min"), (&mut a_hi, "max")] {
+                    *acc = Some(match acc.take() {
+                        None => x.clone(),
+                        Some(y) => {
+                            let e = self.tmp();
+                            self.line(&format!("{op}.s64 {e}, {y}, {x};"));
+                            e
+                        }
+                    });
+                }
+            }
+            let (a_lo, a_hi) = (a_lo.expect("a start"), a_hi.expect("a start"));
+            self.line(&format!(
+                "add.s64 {lo}, {lo}, {a_lo};\n\tadd.s64 {hi}, {hi}, {a_hi};"
+            ));
+            let line = Mono::line(leaf.clone());
+            self.memo.push(((line.clone(), false, h.after_test), lo));
+            self.memo.push(((line, true, h.after_test), hi));
+        }
         for last in [false, true] {
             for r in &h.req {
                 let x = self.mono_at(&r.m, last, h.after_test, &h.req, term);
@@ -1541,6 +1602,8 @@ impl Gen {
             }
             self.fail_if("ge.u64", &o, &lim);
         }
+        // What was computed from the seeded line serves this access only.
+        self.memo.truncate(seeded);
     }
 
     /// Fails unless `x` lies in `[-LIMIT, LIMIT]` (`monotone.rs`: sums of two such values
@@ -1960,28 +2023,33 @@ mod tests {
         below: u64,
     ) -> Outcome {
         let f = function(body);
-        let load = f
-            .stmts
-            .iter()
-            .position(|s| matches!(&s.kind, StmtKind::Instr(i) if is_load(i)))
-            .unwrap();
         let origin = Origin::Param {
             index: 0,
             offset: 0,
             space: super::super::ptx::Space::Global,
         };
-        let i = f.instr(load).unwrap();
-        let operand = i.operands.iter().position(|o| o.contains('[')).unwrap();
-        let c: BTreeMap<(usize, usize), Candidate> = [(
-            (load, operand),
-            Candidate {
-                origin,
-                bytes: 4,
-                group: None,
-                redirected: false,
-            },
-        )]
-        .into();
+        // Every load is a candidate, from the one buffer.
+        let c: BTreeMap<(usize, usize), Candidate> = f
+            .stmts
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| match &s.kind {
+                StmtKind::Instr(i) if is_load(i) => {
+                    let operand = i.operands.iter().position(|o| o.contains('['))?;
+                    Some((k, operand))
+                }
+                _ => None,
+            })
+            .map(|key| {
+                let c = Candidate {
+                    origin: origin.clone(),
+                    bytes: 4,
+                    group: None,
+                    redirected: false,
+                };
+                (key, c)
+            })
+            .collect();
         let vs = plan_of(&f, &c);
         assert_eq!(vs.len(), 1, "the loop is versioned: {body}");
         let v = &vs[0];
@@ -2387,5 +2455,51 @@ $L__BB0_2:
 	@%p2 bra $L__BB0_2;
 	ret;";
         sound(body, &["%r5", "%r3", "%r8", "%r4"], &[], false);
+    }
+
+    #[test]
+    fn an_unrolled_loops_copies_of_a_mask_word_share_one_check() {
+        // Two copies, at the counter and one stride ahead: one check over both.
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	shr.u64 %rd6, %rd9, 3;
+	and.b64 %rd7, %rd6, 2305843009213693948;
+	add.s64 %rd8, %rd30, %rd7;
+	ld.global.u32 %r2, [%rd8];
+	add.s64 %rd10, %rd9, %rd3;
+	shr.u64 %rd11, %rd10, 3;
+	and.b64 %rd12, %rd11, 2305843009213693948;
+	add.s64 %rd13, %rd30, %rd12;
+	ld.global.u32 %r3, [%rd13];
+	add.s64 %rd9, %rd10, %rd3;
+	setp.lt.s64 %p2, %rd9, %rd4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        let f = function(body);
+        let c: BTreeMap<(usize, usize), Candidate> = f
+            .stmts
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(&s.kind, StmtKind::Instr(i) if is_load(i)))
+            .map(|(k, _)| {
+                let c = Candidate {
+                    origin: Origin::Param {
+                        index: 0,
+                        offset: 0,
+                        space: super::super::ptx::Space::Global,
+                    },
+                    bytes: 4,
+                    group: None,
+                    redirected: false,
+                };
+                ((k, 1), c)
+            })
+            .collect();
+        let v = plan_of(&f, &c);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].hoisted.len(), 1, "{:?}", v[0].hoisted);
+        assert_eq!(v[0].hoisted[0].members.len(), 2);
+        sound(body, &["%rd9", "%rd3", "%rd4"], &[], true);
     }
 }

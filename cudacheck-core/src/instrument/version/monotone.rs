@@ -124,6 +124,40 @@ impl Mono {
         Mono::Max(Box::new(self), v)
     }
 
+    /// The line of the iteration inside (the leaf, where it has a slope).
+    pub(super) fn leaf(&self) -> Option<&Aff> {
+        match self {
+            Mono::Line(a) => a.b.is_some().then_some(a),
+            Mono::Plus(m, _)
+            | Mono::Minus(_, m)
+            | Mono::Times(m, _)
+            | Mono::Shr(m, _)
+            | Mono::Floor(m, _)
+            | Mono::Min(m, _)
+            | Mono::Max(m, _) => m.leaf(),
+        }
+    }
+
+    /// The same function of a line starting at `a` instead (an unrolled loop's copies of
+    /// one access differ only there).
+    pub(super) fn with_start(&self, a: &Val) -> Mono {
+        let inner = |m: &Mono| Box::new(m.with_start(a));
+        match self {
+            Mono::Line(l) if l.b.is_some() => Mono::Line(Aff {
+                a: a.clone(),
+                ..l.clone()
+            }),
+            Mono::Line(_) => self.clone(),
+            Mono::Plus(m, v) => Mono::Plus(inner(m), v.clone()),
+            Mono::Minus(v, m) => Mono::Minus(v.clone(), inner(m)),
+            Mono::Times(m, v) => Mono::Times(inner(m), v.clone()),
+            Mono::Shr(m, k) => Mono::Shr(inner(m), *k),
+            Mono::Floor(m, k) => Mono::Floor(inner(m), *k),
+            Mono::Min(m, v) => Mono::Min(inner(m), v.clone()),
+            Mono::Max(m, v) => Mono::Max(inner(m), v.clone()),
+        }
+    }
+
     /// Whether a line inside needs the iteration count at the last iteration (its slope is
     /// no known multiple of the counter's step).
     pub(super) fn needs_j(&self) -> bool {
