@@ -89,6 +89,22 @@
 //! iteration's access is in bounds, which is what its own check would have found. An 8- or
 //! 16-byte access also requires `a + offset` and `B` to be multiples of its width.
 //! A guarded (`@%p`) access may run in fewer iterations: the precheck covers all of them.
+//!
+//! **The exact last iteration.** Where the precheck computes `J` anyway, and always for a
+//! loop whose counter steps by a sum of registers (a grid-stride loop unrolled by NVRTC:
+//! `i += 4 * stride`, its copies reading at `i + stride`, `i + 2 * stride`, ...), the
+//! counter's advance is `S*J` exactly (`|S| <= 2^32`, `J <= 2^30`) rather than the bound
+//! `B - 1 - c0`: the copies ahead of the counter are in the buffer in the last iteration
+//! only because the loop leaves before they would not be, which the bound does not see. A
+//! 64-bit counter's advance is then required below `2^34`, so that its multiples by small
+//! constants need no overflow test.
+//!
+//! **Not affine, monotone.** An address built from a line through operations monotone in it
+//! (`(i >> 3) & ~3`, `min(max(i + d, 0), w - 1)`, `x[j >> 1]` going down) is hoisted too:
+//! its range is bracketed by its values at the line's least and greatest value, computed on
+//! the device (`monotone.rs`, which gives the argument). An unrolled loop's copies of such an
+//! access, differing only in the line's start, share one check. Not for 8- and 16-byte
+//! accesses, whose alignment a shift need not keep.
 
 use std::collections::BTreeMap;
 

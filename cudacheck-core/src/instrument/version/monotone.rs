@@ -8,23 +8,30 @@
 //! width). Its leaf is a line `a + b*j` (a [`Aff`], which says exactly that: modulo `2^w`),
 //! and every other node applies to one monotone operand a function that is non-decreasing
 //! or non-increasing in it, with everything else invariant: `+ v`, `v -`, `* v`, `floor(x /
-//! 2^k)`, `floor(x / 2^k) * 2^k`, `min(x, v)`, `max(x, v)`. A composition of monotone
-//! functions with a line is monotone, so over the iterations `0..=J` every node's value lies
-//! between its values at `0` and at `J`. Hence:
+//! 2^k)`, `floor(x / 2^k) * 2^k`, `min(x, v)`, `max(x, v)`. So every node is a monotone
+//! function of the leaf's value, and over any set of leaf values lying in `[lo, hi]` each
+//! node's values lie between its values at `lo` and at `hi`. The precheck takes for `lo` and
+//! `hi` the leaf's least and greatest value over the iterations `0..=J` (`a + min(0, b*J)`
+//! and `a + max(0, b*J)`), and over the members of an unrolled loop, whose copies of one
+//! access differ only in the leaf's start `a` (the least and greatest start). Hence:
 //!
 //! - a [`Bounded`] requirement (a node's value in `[lo, hi]`) that the precheck finds true
-//!   at both ends holds in every iteration; that is how an operation that reads its operand
-//!   as a number (`shr`, `min`, `cvt` to a wider type, an `and` with high bits clear) is
-//!   proven to read exactly `E(j)`: the register is `E(j)` modulo `2^w` and `E(j)` lies in
-//!   the reading's range;
-//! - the precheck computes each node at both ends in 64-bit arithmetic, and fails unless
-//!   every value and operand it adds or multiplies lies in `[-2^62, 2^62]`, so its
-//!   arithmetic is exact; an address whose offsets at both ends lie in the buffer has every
-//!   iteration's offset in the buffer.
+//!   at both ends holds in every iteration of every member; that is how an operation that
+//!   reads its operand as a number (`shr`, `min`, `cvt` to a wider type, an `and` with high
+//!   bits clear) is proven to read exactly `E(j)`: the register is `E(j)` modulo `2^w` and
+//!   `E(j)` lies in the reading's range;
+//! - the precheck computes each node at both ends in 64-bit arithmetic exactly: it fails
+//!   unless both operands of every sum lie in `[-LIMIT, LIMIT]` (tested, or implied by a
+//!   requirement it tests), and unless every product fits 64 signed bits; an address whose
+//!   offsets at both ends lie in the buffer has every iteration's offset in the buffer.
+//!
+//! All of it is one straight-line block whose failures are or-ed into one predicate, and the
+//! fast loop runs only when none failed: a value computed after a failed test does not
+//! matter, so a test may rely on the requirements tested anywhere in the block.
 //!
 //! Whether an operation keeps the modular claim (the register is `E(j)` modulo `2^w`) is
-//! argued at each constructor below; [`super::Analysis::monotone`] builds a `Mono` only
-//! through them.
+//! argued at each constructor below; `Analysis::monotone` (`version.rs`) builds a `Mono`
+//! only through them.
 
 use super::{ext, Aff, Val};
 
