@@ -2010,6 +2010,35 @@ mod tests {
         }
     }
 
+    /// Every load of `f` as a candidate, 4 bytes from parameter 0.
+    fn loads(f: &Function) -> BTreeMap<(usize, usize), Candidate> {
+        let origin = Origin::Param {
+            index: 0,
+            offset: 0,
+            space: super::super::ptx::Space::Global,
+        };
+        f.stmts
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| match &s.kind {
+                StmtKind::Instr(i) if is_load(i) => {
+                    let operand = i.operands.iter().position(|o| o.contains('['))?;
+                    Some((k, operand))
+                }
+                _ => None,
+            })
+            .map(|key| {
+                let c = Candidate {
+                    origin: origin.clone(),
+                    bytes: 4,
+                    group: None,
+                    redirected: false,
+                };
+                (key, c)
+            })
+            .collect()
+    }
+
     /// What [`soundness`] found over its entry states.
     struct Outcome {
         /// Entries the precheck let run the fast loop.
@@ -2039,33 +2068,7 @@ mod tests {
         below: u64,
     ) -> Outcome {
         let f = function(body);
-        let origin = Origin::Param {
-            index: 0,
-            offset: 0,
-            space: super::super::ptx::Space::Global,
-        };
-        // Every load is a candidate, from the one buffer.
-        let c: BTreeMap<(usize, usize), Candidate> = f
-            .stmts
-            .iter()
-            .enumerate()
-            .filter_map(|(k, s)| match &s.kind {
-                StmtKind::Instr(i) if is_load(i) => {
-                    let operand = i.operands.iter().position(|o| o.contains('['))?;
-                    Some((k, operand))
-                }
-                _ => None,
-            })
-            .map(|key| {
-                let c = Candidate {
-                    origin: origin.clone(),
-                    bytes: 4,
-                    group: None,
-                    redirected: false,
-                };
-                (key, c)
-            })
-            .collect();
+        let c = loads(&f);
         let vs = plan_of(&f, &c);
         assert_eq!(vs.len(), 1, "the loop is versioned: {body}");
         let v = &vs[0];
@@ -2493,26 +2496,7 @@ $L__BB0_2:
 	@%p2 bra $L__BB0_2;
 	ret;";
         let f = function(body);
-        let c: BTreeMap<(usize, usize), Candidate> = f
-            .stmts
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| matches!(&s.kind, StmtKind::Instr(i) if is_load(i)))
-            .map(|(k, _)| {
-                let c = Candidate {
-                    origin: Origin::Param {
-                        index: 0,
-                        offset: 0,
-                        space: super::super::ptx::Space::Global,
-                    },
-                    bytes: 4,
-                    group: None,
-                    redirected: false,
-                };
-                ((k, 1), c)
-            })
-            .collect();
-        let v = plan_of(&f, &c);
+        let v = plan_of(&f, &loads(&f));
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].hoisted.len(), 1, "{:?}", v[0].hoisted);
         assert_eq!(v[0].hoisted[0].members.len(), 2);

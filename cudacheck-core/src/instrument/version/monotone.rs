@@ -131,17 +131,26 @@ impl Mono {
         Mono::Max(Box::new(self), v)
     }
 
-    /// The line of the iteration inside (the leaf, where it has a slope).
-    pub(super) fn leaf(&self) -> Option<&Aff> {
+    /// The one operand that varies, of a node other than a line.
+    fn operand(&self) -> Option<&Mono> {
         match self {
-            Mono::Line(a) => a.b.is_some().then_some(a),
+            Mono::Line(_) => None,
             Mono::Plus(m, _)
             | Mono::Minus(_, m)
             | Mono::Times(m, _)
             | Mono::Shr(m, _)
             | Mono::Floor(m, _)
             | Mono::Min(m, _)
-            | Mono::Max(m, _) => m.leaf(),
+            | Mono::Max(m, _) => Some(m),
+        }
+    }
+
+    /// The line of the iteration inside (the leaf, where it has a slope).
+    pub(super) fn leaf(&self) -> Option<&Aff> {
+        match (self, self.operand()) {
+            (Mono::Line(a), _) => a.b.is_some().then_some(a),
+            (_, Some(m)) => m.leaf(),
+            (_, None) => None,
         }
     }
 
@@ -168,15 +177,10 @@ impl Mono {
     /// Whether a line inside needs the iteration count at the last iteration (its slope is
     /// no known multiple of the counter's step).
     pub(super) fn needs_j(&self) -> bool {
-        match self {
-            Mono::Line(a) => a.b.is_some() && a.k.is_none(),
-            Mono::Plus(m, _)
-            | Mono::Minus(_, m)
-            | Mono::Times(m, _)
-            | Mono::Shr(m, _)
-            | Mono::Floor(m, _)
-            | Mono::Min(m, _)
-            | Mono::Max(m, _) => m.needs_j(),
+        match (self, self.operand()) {
+            (Mono::Line(a), _) => a.b.is_some() && a.k.is_none(),
+            (_, Some(m)) => m.needs_j(),
+            (_, None) => false,
         }
     }
 
