@@ -310,3 +310,73 @@ fn nvrtc_host_checks_styles_tune_planted_twins_are_not_passed() {
         );
     }
 }
+
+/// The build each launch runs when some of its host checks fail: those accesses checked on
+/// the device (`InstrumentOptions::on_device`). Printed per kernel: how many fail, and that
+/// build's device checks, those hoisted before a versioned loop, and the versioned loops.
+/// `apply_bitmask`'s mask words (`(i >> 3) & ~3` of a 64-bit grid-stride counter, monotone,
+/// not affine) are hoisted with the rest of its unrolled loop: only its remainder loop's three
+/// accesses keep their checks.
+#[test]
+fn nvrtc_host_checks_styles_tune_device_builds_are_versioned() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    use cudacheck::nvrtc::{compile, CompileOptions};
+    use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions, LaunchValues};
+    let arch: Arch = "sm_90".parse().unwrap();
+    for l in launches() {
+        let src = CudaSource::from_file(repo_root().join("bench/styles").join(l.file)).unwrap();
+        let opts = CompileOptions {
+            ptx: true,
+            ..CompileOptions::new(arch)
+        };
+        let ptx = compile(&src, &opts).unwrap().ptx.unwrap();
+        let shape = InstrumentOptions::new().host_checks(true).block(l.block);
+        let host = instrument_ptx_with(&ptx, &shape).unwrap();
+        let k = host.kernels.iter().find(|k| k.name == l.kernel).unwrap();
+        let scalars: Vec<Option<(u64, u32)>> = l
+            .args
+            .iter()
+            .map(|a| match *a {
+                Arg::I32(x) => Some((u64::from(x as u32), 4)),
+                Arg::I64(x) => Some((x as u64, 8)),
+                Arg::F32(x) => Some((u64::from(x.to_bits()), 4)),
+                Arg::Buf(_) => None,
+            })
+            .collect();
+        let lens: Vec<u64> = l
+            .args
+            .iter()
+            .map(|a| match *a {
+                Arg::Buf(n) => n,
+                _ => cudacheck_core::instrument::UNKNOWN_LEN,
+            })
+            .collect();
+        let v = LaunchValues {
+            grid: l.grid,
+            block: l.block,
+            scalars: &scalars,
+            lens: &lens,
+        };
+        let set = k.failing_host_checks(&v).expect("at most 256 fail");
+        let device = instrument_ptx_with(&ptx, &shape.on_device(set)).unwrap();
+        let c = &device
+            .kernels
+            .iter()
+            .find(|k| k.name == l.kernel)
+            .unwrap()
+            .coverage;
+        println!(
+            "{}: {} host checks fail; device build: {} device checks, {} hoisted, {} versioned loops",
+            l.kernel,
+            set.len(),
+            c.checked,
+            c.hoisted,
+            c.versioned_loops
+        );
+        if l.kernel == "apply_bitmask" {
+            assert!(c.checked - c.hoisted <= 3, "{c:?}");
+        }
+    }
+}
