@@ -1607,15 +1607,18 @@ impl Gen {
             if !monotone::within_limit(m, &h.req) {
                 self.bounded(&e);
             }
-            let o = self.tmp();
-            if h.lo == 0 {
-                self.line(&format!("sub.s64 {o}, {e}, {b};"));
+            // The first byte, within `LIMIT` as the base is: their difference is exact (or
+            // `2^63`, which reads as past every limit).
+            let start = if h.lo == 0 {
+                e
             } else {
-                self.line(&format!(
-                    "add.s64 {o}, {e}, {};\n\tsub.s64 {o}, {o}, {b};",
-                    h.lo
-                ));
-            }
+                let x = self.tmp();
+                self.line(&format!("add.s64 {x}, {e}, {};", h.lo));
+                self.bounded(&x);
+                x
+            };
+            let o = self.tmp();
+            self.line(&format!("sub.s64 {o}, {start}, {b};"));
             self.fail_if("ge.u64", &o, &lim);
         }
         // What was computed from the seeded line serves this access only.
