@@ -14,7 +14,7 @@ use cudacheck::nvrtc::CudaSource;
 use cudacheck::Kernel;
 use cudacheck_core::instrument::{InstrumentedKernel, Target};
 use cudacheck_core::Arch;
-use cudacheck_tests::host_checks::{failing, Arg};
+use cudacheck_tests::host_checks::{failing, failing_set, Arg};
 use cudacheck_tests::{nvrtc_or_skip, repo_root};
 
 /// One benchmark launch of a `tune` kernel, as `styles.rs` makes it.
@@ -323,7 +323,7 @@ fn nvrtc_host_checks_styles_tune_device_builds_are_versioned() {
         return;
     }
     use cudacheck::nvrtc::{compile, CompileOptions};
-    use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions, LaunchValues};
+    use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
     let arch: Arch = "sm_90".parse().unwrap();
     for l in launches() {
         let src = CudaSource::from_file(repo_root().join("bench/styles").join(l.file)).unwrap();
@@ -335,31 +335,7 @@ fn nvrtc_host_checks_styles_tune_device_builds_are_versioned() {
         let shape = InstrumentOptions::new().host_checks(true).block(l.block);
         let host = instrument_ptx_with(&ptx, &shape).unwrap();
         let k = host.kernels.iter().find(|k| k.name == l.kernel).unwrap();
-        let scalars: Vec<Option<(u64, u32)>> = l
-            .args
-            .iter()
-            .map(|a| match *a {
-                Arg::I32(x) => Some((u64::from(x as u32), 4)),
-                Arg::I64(x) => Some((x as u64, 8)),
-                Arg::F32(x) => Some((u64::from(x.to_bits()), 4)),
-                Arg::Buf(_) => None,
-            })
-            .collect();
-        let lens: Vec<u64> = l
-            .args
-            .iter()
-            .map(|a| match *a {
-                Arg::Buf(n) => n,
-                _ => cudacheck_core::instrument::UNKNOWN_LEN,
-            })
-            .collect();
-        let v = LaunchValues {
-            grid: l.grid,
-            block: l.block,
-            scalars: &scalars,
-            lens: &lens,
-        };
-        let set = k.failing_host_checks(&v).expect("at most 256 fail");
+        let set = failing_set(k, l.grid, l.block, &l.args);
         let device = instrument_ptx_with(&ptx, &shape.on_device(set)).unwrap();
         let c = &device
             .kernels

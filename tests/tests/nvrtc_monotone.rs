@@ -136,38 +136,43 @@ fn nvrtc_the_gpu_tests_launches_keep_no_check_in_their_loops() {
     if !nvrtc_or_skip() {
         return;
     }
-    use cudacheck_core::instrument::{LaunchValues, UNKNOWN_LEN};
+    use cudacheck_tests::host_checks::{failing_set, Arg::*};
     let arch: Arch = "sm_90".parse().unwrap();
-    // (kernel, grid, args: Ok(buffer bytes) or Err(scalar, bytes), the planted buffer,
-    // device checks a healthy launch may leave unhoisted: an unrolled loop's remainder's).
-    type Arg = Result<u64, (u64, u32)>;
+    // (kernel, grid, args, the planted buffer, device checks a healthy launch may leave
+    // unhoisted: an unrolled loop's remainder's).
     let n = (1u64 << 20) + 8 * 37;
-    let launches: [(&str, u32, Vec<Arg>, usize, u32); 4] = [
+    let launches: [(
+        &str,
+        u32,
+        Vec<cudacheck_tests::host_checks::Arg>,
+        usize,
+        u32,
+    ); 4] = [
         (
             "mask_bytes",
             264,
-            vec![Ok(4 * n), Ok(n / 8), Ok(4 * n), Err((n, 8))],
+            vec![Buf(4 * n), Buf(n / 8), Buf(4 * n), I64(n as i64)],
             1,
             1,
         ),
         (
             "box_clamp",
             391,
-            vec![Ok(400_000), Ok(400_000), Err((100_000, 4)), Err((4, 4))],
+            vec![Buf(400_000), Buf(400_000), I32(100_000), I32(4)],
             0,
             0,
         ),
         (
             "suffix_pairs",
             12,
-            vec![Ok(6000), Ok(12_000), Err((3000, 4))],
+            vec![Buf(6000), Buf(12_000), I32(3000)],
             0,
             1,
         ),
         (
             "quad_first",
             132,
-            vec![Ok(800_000), Ok(800_000), Err((200_000, 4))],
+            vec![Buf(800_000), Buf(800_000), I32(200_000)],
             0,
             0,
         ),
@@ -179,16 +184,8 @@ fn nvrtc_the_gpu_tests_launches_keep_no_check_in_their_loops() {
             .block([256, 1, 1]);
         let host = instrument_ptx_with(&ptx, &shape).unwrap();
         for (name, grid, args, bad, in_loops) in &launches {
-            let scalars: Vec<Option<(u64, u32)>> = args.iter().map(|a| a.err()).collect();
-            let lens: Vec<u64> = args.iter().map(|a| a.unwrap_or(UNKNOWN_LEN)).collect();
-            let v = LaunchValues {
-                grid: [*grid, 1, 1],
-                block: [256, 1, 1],
-                scalars: &scalars,
-                lens: &lens,
-            };
             let k = host.kernels.iter().find(|k| k.name == *name).unwrap();
-            let failing = k.failing_host_checks(&v).expect("few fail");
+            let failing = failing_set(k, [*grid, 1, 1], [256, 1, 1], args);
             let failing_on_bad = k
                 .host_checks
                 .iter()
