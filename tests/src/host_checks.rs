@@ -2,7 +2,9 @@
 //! arguments, grid and block: which fail, and why (each with its expression and the interval
 //! the host computes for it).
 
-use cudacheck_core::instrument::{HostCheck, InstrumentedKernel, LaunchValues, UNKNOWN_LEN};
+use cudacheck_core::instrument::{
+    HostCheck, HostCheckSet, InstrumentedKernel, LaunchValues, UNKNOWN_LEN,
+};
 
 /// One argument of a launch: a buffer of so many bytes, or a scalar.
 #[derive(Clone, Copy, Debug)]
@@ -26,22 +28,7 @@ pub fn failing(
     block: [u32; 3],
     args: &[Arg],
 ) -> Vec<String> {
-    let scalars: Vec<Option<(u64, u32)>> = args
-        .iter()
-        .map(|a| match *a {
-            Arg::Buf(_) => None,
-            Arg::I32(x) => Some((u64::from(x as u32), 4)),
-            Arg::I64(x) => Some((x as u64, 8)),
-            Arg::F32(x) => Some((u64::from(x.to_bits()), 4)),
-        })
-        .collect();
-    let lens: Vec<u64> = args
-        .iter()
-        .map(|a| match *a {
-            Arg::Buf(n) => n,
-            _ => UNKNOWN_LEN,
-        })
-        .collect();
+    let (scalars, lens) = values(args);
     let v = LaunchValues {
         grid,
         block,
@@ -54,6 +41,50 @@ pub fn failing(
         .filter(|c| !c.holds(&v))
         .map(|c| describe(c, &v))
         .collect()
+}
+
+/// The host checks of `ik` that fail for the launch, as the set a build checks on the device
+/// instead (`InstrumentOptions::on_device`), as the runtime makes it for such a launch.
+///
+/// # Panics
+///
+/// When more fail than a set holds (the fully checked build serves such a launch).
+pub fn failing_set(
+    ik: &InstrumentedKernel,
+    grid: [u32; 3],
+    block: [u32; 3],
+    args: &[Arg],
+) -> HostCheckSet {
+    let (scalars, lens) = values(args);
+    let v = LaunchValues {
+        grid,
+        block,
+        scalars: &scalars,
+        lens: &lens,
+    };
+    ik.failing_host_checks(&v)
+        .unwrap_or_else(|| panic!("{}: too many host checks fail", ik.name))
+}
+
+/// A launch's scalar arguments (value and bytes) and buffer lengths, by parameter.
+fn values(args: &[Arg]) -> (Vec<Option<(u64, u32)>>, Vec<u64>) {
+    let scalars = args
+        .iter()
+        .map(|a| match *a {
+            Arg::Buf(_) => None,
+            Arg::I32(x) => Some((u64::from(x as u32), 4)),
+            Arg::I64(x) => Some((x as u64, 8)),
+            Arg::F32(x) => Some((u64::from(x.to_bits()), 4)),
+        })
+        .collect();
+    let lens = args
+        .iter()
+        .map(|a| match *a {
+            Arg::Buf(n) => n,
+            _ => UNKNOWN_LEN,
+        })
+        .collect();
+    (scalars, lens)
 }
 
 fn describe(c: &HostCheck, v: &LaunchValues<'_>) -> String {

@@ -14,7 +14,7 @@ use cudacheck::nvrtc::CudaSource;
 use cudacheck::Kernel;
 use cudacheck_core::instrument::{InstrumentedKernel, Target};
 use cudacheck_core::Arch;
-use cudacheck_tests::host_checks::{failing, Arg};
+use cudacheck_tests::host_checks::{failing, failing_set, Arg};
 use cudacheck_tests::{nvrtc_or_skip, repo_root};
 
 /// One benchmark launch of a `tune` kernel, as `styles.rs` makes it.
@@ -308,5 +308,51 @@ fn nvrtc_host_checks_styles_tune_planted_twins_are_not_passed() {
             l.kernel,
             l.planted
         );
+    }
+}
+
+/// The build each launch runs when some of its host checks fail: those accesses checked on
+/// the device (`InstrumentOptions::on_device`). Printed per kernel: how many fail, and that
+/// build's device checks, those hoisted before a versioned loop, and the versioned loops.
+/// `apply_bitmask`'s mask words (`(i >> 3) & ~3` of a 64-bit grid-stride counter, monotone,
+/// not affine) are hoisted with the rest of its unrolled loop: only its remainder loop's three
+/// accesses keep their checks.
+#[test]
+fn nvrtc_host_checks_styles_tune_device_builds_are_versioned() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    use cudacheck::nvrtc::{compile, CompileOptions};
+    use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
+    let arch: Arch = "sm_90".parse().unwrap();
+    for l in launches() {
+        let src = CudaSource::from_file(repo_root().join("bench/styles").join(l.file)).unwrap();
+        let opts = CompileOptions {
+            ptx: true,
+            ..CompileOptions::new(arch)
+        };
+        let ptx = compile(&src, &opts).unwrap().ptx.unwrap();
+        let shape = InstrumentOptions::new().host_checks(true).block(l.block);
+        let host = instrument_ptx_with(&ptx, &shape).unwrap();
+        let k = host.kernels.iter().find(|k| k.name == l.kernel).unwrap();
+        let set = failing_set(k, l.grid, l.block, &l.args);
+        let device = instrument_ptx_with(&ptx, &shape.on_device(set)).unwrap();
+        let c = &device
+            .kernels
+            .iter()
+            .find(|k| k.name == l.kernel)
+            .unwrap()
+            .coverage;
+        println!(
+            "{}: {} host checks fail; device build: {} device checks, {} hoisted, {} versioned loops",
+            l.kernel,
+            set.len(),
+            c.checked,
+            c.hoisted,
+            c.versioned_loops
+        );
+        if l.kernel == "apply_bitmask" {
+            assert!(c.checked - c.hoisted <= 3, "{c:?}");
+        }
     }
 }

@@ -89,9 +89,28 @@
 //! iteration's access is in bounds, which is what its own check would have found. An 8- or
 //! 16-byte access also requires `a + offset` and `B` to be multiples of its width.
 //! A guarded (`@%p`) access may run in fewer iterations: the precheck covers all of them.
+//!
+//! **The exact last iteration.** Where the precheck computes `J` anyway, and always for a
+//! loop whose counter steps by a sum of registers (a grid-stride loop unrolled by NVRTC:
+//! `i += 4 * stride`, its copies reading at `i + stride`, `i + 2 * stride`, ...), the
+//! counter's advance is `S*J` exactly (`|S| <= 2^32`, `J <= 2^30`) rather than the bound
+//! `B - 1 - c0`: the copies ahead of the counter are in the buffer in the last iteration
+//! only because the loop leaves before they would not be, which the bound does not see. A
+//! 64-bit counter's advance is then required below `2^34`, so that its multiples by small
+//! constants need no overflow test.
+//!
+//! **Not affine, monotone.** An address built from a line through operations monotone in it
+//! (`(i >> 3) & ~3`, `min(max(i + d, 0), w - 1)`, `x[j >> 1]` going down) is hoisted too:
+//! its range is bracketed by its values at the line's least and greatest value, computed on
+//! the device (`monotone.rs`, which gives the argument). An unrolled loop's copies of such an
+//! access, differing only in the line's start, share one check. Not for 8- and 16-byte
+//! accesses, whose alignment a shift need not keep.
 
 use std::collections::BTreeMap;
 
+mod monotone;
+
+use self::monotone::{Bounded, Mono};
 use super::analyze::Origin;
 use super::ptx::{Function, Space, StmtKind};
 use crate::ir::{
@@ -195,6 +214,13 @@ impl Aff {
     }
 }
 
+/// A register's value in the loop: a line, or a value monotone in the iteration
+/// (`monotone.rs`).
+enum Desc {
+    Line(Aff),
+    Mono(Mono),
+}
+
 /// The exact value `a + b*J` must lie in the `bits`-bit range read `signed` or not (`k` as in
 /// [`Aff`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -226,6 +252,14 @@ pub(crate) struct Hoisted {
     align: u64,
     /// The accesses run only in iterations whose test went on (`J - 1`).
     after_test: bool,
+    /// Where the address is no line but monotone in the iteration (`monotone.rs`): its
+    /// value (`base` and `step` are then unused), and what the precheck must find true at
+    /// both ends for that value to be exact.
+    mono: Option<Mono>,
+    req: Vec<Bounded>,
+    /// For a monotone address: its line's start in each member (the tree holds the line
+    /// starting at 0; an unrolled loop's copies differ only there and share one check).
+    starts: Vec<Val>,
 }
 
 impl Hoisted {
@@ -238,6 +272,8 @@ impl Hoisted {
             && self.k == other.k
             && self.windows == other.windows
             && self.after_test == other.after_test
+            && self.mono == other.mono
+            && self.req == other.req
             && self.align == other.align
             && (self.align == 0 || (self.lo - other.lo).rem_euclid(self.align as i64) == 0)
     }
@@ -443,11 +479,45 @@ impl Analysis<'_> {
                 continue;
             }
             let mut windows = Vec::new();
-            let Some(aff) = self.describe(base, stmt, &trip, &mut windows, 0) else {
-                continue;
+            let wide = c.group.is_none() && c.bytes >= 8 && c.bytes.is_power_of_two();
+            let (aff, mono, req) = match self.describe(base, stmt, &trip, &mut windows, 0) {
+                Some(aff) => (aff, None, Vec::new()),
+                // Not a line: monotone in the iteration, bounded by its two ends. Not for
+                // accesses that need their alignment checked (a shift need not keep it), nor
+                // offsets the precheck's exact arithmetic could not add.
+                None if !wide && offset.unsigned_abs() < 1 << 40 => {
+                    windows.clear();
+                    let mut req = Vec::new();
+                    let Some(m) = self.monotone(base, stmt, &trip, &mut windows, &mut req, 0)
+                    else {
+                        continue;
+                    };
+                    (Aff::fixed(Val::Imm(0)), Some(m), req)
+                }
+                None => continue,
+            };
+            // A monotone address's tree with its line starting at 0, the start aside.
+            let zero = Val::Imm(0);
+            let starts: Vec<Val> = mono
+                .as_ref()
+                .and_then(|m| m.leaf())
+                .map(|l| l.a.clone())
+                .into_iter()
+                .collect();
+            let (mono, req) = if starts.is_empty() {
+                (mono, req)
+            } else {
+                (
+                    mono.map(|m| m.with_start(&zero)),
+                    req.iter()
+                        .map(|r| Bounded {
+                            m: r.m.with_start(&zero),
+                            ..r.clone()
+                        })
+                        .collect(),
+                )
             };
             let block = cfg.block_of(stmt)?;
-            let wide = c.group.is_none() && c.bytes >= 8 && c.bytes.is_power_of_two();
             let h = Hoisted {
                 members: vec![(stmt, operand)],
                 origin: c.origin.clone(),
@@ -459,11 +529,15 @@ impl Analysis<'_> {
                 k: aff.k,
                 windows,
                 after_test: block != test_block && cfg.dominates(test_block, block),
+                mono,
+                req,
+                starts,
             };
             branching |= !c.redirected;
             match hoisted.iter_mut().find(|o: &&mut Hoisted| o.joins(&h)) {
                 Some(o) => {
                     o.members.push((stmt, operand));
+                    o.starts.extend(h.starts);
                     o.lo = o.lo.min(h.lo);
                     o.hi = o.hi.max(h.hi);
                 }
@@ -690,36 +764,8 @@ impl Analysis<'_> {
                 k,
             })
         };
-        // A narrow value read as a wider one (see the module docs). `b*j` stays `k` times the
-        // counter's advance only where that is exact: no slope, or the counter's own (its
-        // exact step is the signed reading of its width's bits).
-        let counter_bits = match &t.c0 {
-            Val::Ext { bits, .. } => *bits,
-            _ => 64,
-        };
-        let widen = |x: Aff, from: u32, signed: bool, win: &mut Vec<Window>| -> Aff {
-            let a = ext(x.a, from, signed);
-            match x.b {
-                None => Aff::fixed(a),
-                Some(b) => {
-                    let b = ext(b, from, true);
-                    let k = x.k.filter(|&k| k == 0 || (k == 1 && from == counter_bits));
-                    // The counter itself, before its update, read as its test reads it: its
-                    // values are among the tested ones (or its entry value), which the trip's
-                    // own condition keeps in this range.
-                    if k == Some(1) && a == t.c0 && signed == t.signed {
-                        return Aff { a, b: Some(b), k };
-                    }
-                    win.push(Window {
-                        a: a.clone(),
-                        b: b.clone(),
-                        k,
-                        bits: from,
-                        signed,
-                    });
-                    Aff { a, b: Some(b), k }
-                }
-            }
+        let widen = |x: Aff, from: u32, signed: bool, win: &mut Vec<Window>| {
+            self.widen(x, from, signed, t, win)
         };
         // The bits of a 32- or 64-bit type.
         let ty_bits = |t: Ty| -> Option<u32> {
@@ -792,6 +838,264 @@ impl Analysis<'_> {
         })
     }
 
+    /// A narrow value read as a wider one (see the module docs). `b*j` stays `k` times the
+    /// counter's advance only where that is exact: no slope, or the counter's own (its
+    /// exact step is the signed reading of its width's bits).
+    fn widen(&self, x: Aff, from: u32, signed: bool, t: &Trip, win: &mut Vec<Window>) -> Aff {
+        let counter_bits = match &t.c0 {
+            Val::Ext { bits, .. } => *bits,
+            _ => 64,
+        };
+        let a = ext(x.a, from, signed);
+        match x.b {
+            None => Aff::fixed(a),
+            Some(b) => {
+                let b = ext(b, from, true);
+                let k = x.k.filter(|&k| k == 0 || (k == 1 && from == counter_bits));
+                // The counter itself, before its update, read as its test reads it: its
+                // values are among the tested ones (or its entry value), which the trip's
+                // own condition keeps in this range.
+                if k == Some(1) && a == t.c0 && signed == t.signed {
+                    return Aff { a, b: Some(b), k };
+                }
+                win.push(Window {
+                    a: a.clone(),
+                    b: b.clone(),
+                    k,
+                    bits: from,
+                    signed,
+                });
+                Aff { a, b: Some(b), k }
+            }
+        }
+    }
+
+    /// `reg`'s value where statement `at` reads it as a [`Mono`], where it is no line: an
+    /// affine value taken through operations monotone in it (`monotone.rs`). Requirements
+    /// that operands read exactly go to `req`, those of the lines inside to `win`.
+    fn monotone(
+        &self,
+        reg: &str,
+        at: usize,
+        t: &Trip,
+        win: &mut Vec<Window>,
+        req: &mut Vec<Bounded>,
+        depth: u32,
+    ) -> Option<Mono> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let bits = self.bits(reg)?;
+        let [d] = self.defs_in_loop(reg)[..] else {
+            return None;
+        };
+        if self.phase(d, at)? != 1 {
+            return None;
+        }
+        let i = self.f.instr(d)?;
+        let float = |t: Option<Ty>| t.is_some_and(Ty::float);
+        let plain = match i.op {
+            Op::Arith(a) => {
+                !a.carry_in && !a.carry_out && !a.sat && a.half != Some(Half::Hi) && !float(a.ty)
+            }
+            Op::Mov(t) => !float(t),
+            Op::Convert(c) => !c.sat,
+            _ => false,
+        };
+        if i.guard.is_some() || !plain {
+            return None;
+        }
+        let ops: Vec<Operand<'_>> = i.operands.iter().map(|o| Operand::parse(o)).collect();
+        // An operand: a line (with its windows) where it is one, else a monotone value.
+        let opnd = |n: usize, win: &mut Vec<Window>, req: &mut Vec<Bounded>| -> Option<Desc> {
+            Some(match ops.get(n)? {
+                Operand::Reg(r) => {
+                    let mut w = Vec::new();
+                    match self.describe(r, d, t, &mut w, depth + 1) {
+                        Some(a) => {
+                            win.extend(w);
+                            Desc::Line(a)
+                        }
+                        None => Desc::Mono(self.monotone(r, d, t, win, req, depth + 1)?),
+                    }
+                }
+                Operand::Imm(v) => Desc::Line(Aff::fixed(Val::Imm(i64::try_from(*v).ok()?))),
+                Operand::Special(s)
+                    if ["%tid", "%ntid", "%ctaid", "%nctaid"]
+                        .iter()
+                        .any(|p| s.starts_with(p)) =>
+                {
+                    Desc::Line(Aff::fixed(Val::Special(s.to_string())))
+                }
+                _ => return None,
+            })
+        };
+        // The operand read exactly in `w` bits, `signed` or not: a line through the
+        // window of its widening (32 bits) or a requirement on it (64), a monotone value
+        // through a requirement.
+        let exact =
+            |x: Desc, w: u32, signed: bool, win: &mut Vec<Window>, req: &mut Vec<Bounded>| {
+                let m = match x {
+                    Desc::Line(a) if w < 64 => Mono::line(self.widen(a, w, signed, t, win)),
+                    Desc::Line(a) => Mono::line(a),
+                    Desc::Mono(m) => m,
+                };
+                req.push(m.read(w, signed));
+                m
+            };
+        // One monotone operand and one invariant, in either order: (monotone, invariant,
+        // whether the monotone one came second).
+        let split = |x: Desc, y: Desc| -> Option<(Desc, Val, bool)> {
+            let fixed = |d: &Desc| matches!(d, Desc::Line(a) if a.b.is_none());
+            match (x, y) {
+                (Desc::Line(a), y) if a.b.is_none() && !fixed(&y) => Some((y, a.a, true)),
+                (x, Desc::Line(b)) if b.b.is_none() && !fixed(&x) => Some((x, b.a, false)),
+                _ => None,
+            }
+        };
+        let mono = |x: Desc| match x {
+            Desc::Mono(m) => Some(m),
+            Desc::Line(_) => None,
+        };
+        let imm = |n: usize| match ops.get(n) {
+            Some(Operand::Imm(v)) => Some(*v),
+            _ => None,
+        };
+        let rep = |v: Val| monotone::representative(v, bits);
+        use ArithOp::*;
+        Some(match i.op {
+            Op::Mov(_) => mono(opnd(1, win, req)?)?,
+            Op::Arith(a) if matches!(a.op, Add | Sub) => {
+                let (x, y) = (opnd(1, win, req)?, opnd(2, win, req)?);
+                let (m, v, second) = split(x, y)?;
+                let m = mono(m)?;
+                match (a.op, second) {
+                    (Add, _) => m.plus(rep(v)),
+                    (_, false) => m.plus(sub(Val::Imm(0), rep(v))),
+                    (_, true) => m.minus_from(rep(v)),
+                }
+            }
+            Op::Arith(a) if a.op == Neg => mono(opnd(1, win, req)?)?.minus_from(Val::Imm(0)),
+            Op::Arith(a) if a.op == Shl => {
+                let n = u32::try_from(imm(2)?).ok().filter(|&n| n < bits.min(62))?;
+                mono(opnd(1, win, req)?)?.times(Val::Imm(1i64 << n))
+            }
+            Op::Arith(a) if matches!(a.op, Mul | Mad) && a.half == Some(Half::Lo) => {
+                let (m, v, _) = split(opnd(1, win, req)?, opnd(2, win, req)?)?;
+                let p = mono(m)?.times(rep(v));
+                if a.op == Mad {
+                    let Desc::Line(c) = opnd(3, win, req)? else {
+                        return None;
+                    };
+                    if c.b.is_some() {
+                        return None;
+                    }
+                    p.plus(rep(c.a))
+                } else {
+                    p
+                }
+            }
+            Op::Arith(a) if matches!(a.op, Mul | Mad) && a.half == Some(Half::Wide) => {
+                let from = a.ty.and_then(|t| t.int_bits()).filter(|&b| b == 32)?;
+                if bits != 64 {
+                    return None;
+                }
+                let signed = a.ty.is_some_and(Ty::signed);
+                let (m, v, _) = split(opnd(1, win, req)?, opnd(2, win, req)?)?;
+                let m = exact(m, from, signed, win, req);
+                let p = m.times(ext(v, from, signed));
+                if a.op == Mad {
+                    let Desc::Line(c) = opnd(3, win, req)? else {
+                        return None;
+                    };
+                    if c.b.is_some() {
+                        return None;
+                    }
+                    p.plus(c.a)
+                } else {
+                    p
+                }
+            }
+            Op::Arith(a) if a.op == Shr => {
+                let n = u32::try_from(imm(2)?).ok().filter(|&n| n < bits)?;
+                let signed = a.ty.is_some_and(Ty::signed);
+                exact(opnd(1, win, req)?, bits, signed, win, req).shr(n)
+            }
+            Op::Arith(a) if a.op == And => {
+                let (x, mask) = match (imm(1), imm(2)) {
+                    (None, Some(m)) => (opnd(1, win, req)?, m),
+                    (Some(m), None) => (opnd(2, win, req)?, m),
+                    _ => return None,
+                };
+                let (k, h) = monotone::low_clear_mask(mask as u64, bits)?;
+                let m = if h >= bits {
+                    match x {
+                        // Any representatives of the line's ends keep the modular claim;
+                        // the signed ones keep small negative values small.
+                        Desc::Line(a) => Mono::line(Aff {
+                            a: rep(a.a),
+                            b: a.b.map(rep),
+                            k: a.k,
+                        }),
+                        Desc::Mono(m) => m,
+                    }
+                } else {
+                    // Exact in `[0, 2^h)` (which is within the unsigned reading): the mask
+                    // clears nothing above the low bits.
+                    let m = match x {
+                        Desc::Line(a) if bits < 64 => {
+                            Mono::line(self.widen(a, bits, false, t, win))
+                        }
+                        Desc::Line(a) => Mono::line(a),
+                        Desc::Mono(m) => m,
+                    };
+                    req.push(Bounded {
+                        m: m.clone(),
+                        lo: 0,
+                        hi: (1i64 << h) - 1,
+                    });
+                    m
+                };
+                m.floor(k)
+            }
+            Op::Arith(a) if matches!(a.op, Min | Max) => {
+                let signed = a.ty.is_some_and(Ty::signed);
+                let (x, v, _) = split(opnd(1, win, req)?, opnd(2, win, req)?)?;
+                let m = exact(x, bits, signed, win, req);
+                let v = if bits < 64 {
+                    ext(v, bits, signed)
+                } else {
+                    let fixed = Mono::line(Aff::fixed(v.clone()));
+                    req.push(fixed.read(64, signed));
+                    v
+                };
+                if a.op == Min {
+                    m.min(v)
+                } else {
+                    m.max(v)
+                }
+            }
+            Op::Convert(Convert {
+                to: Some(dst),
+                from: Some(src),
+                sat: false,
+                ..
+            }) => {
+                let (db, sb) = (dst.int_bits()?, src.int_bits()?);
+                if !matches!(db, 32 | 64) || !matches!(sb, 32 | 64) {
+                    return None;
+                }
+                let x = opnd(1, win, req)?;
+                if db <= sb {
+                    mono(x)?
+                } else {
+                    exact(x, sb, src.signed(), win, req)
+                }
+            }
+            _ => return None,
+        })
+    }
+
     fn trip(&self, t: &crate::ir::ExitTest) -> Option<Trip> {
         let c = self.l.ivs.get(t.iv)?;
         let wide = self.bits(&c.reg)?;
@@ -858,6 +1162,13 @@ impl Analysis<'_> {
 pub(crate) struct Gen {
     pub code: String,
     pub regs: u32,
+    /// The values of monotone nodes this precheck computed already, by node, end, and
+    /// the placement of the access (straight-line code: each stays valid to its end).
+    memo: Vec<((Mono, bool, bool), String)>,
+    /// Values computed already in this precheck ([`Gen::val`]), and registers tested within
+    /// `LIMIT` already ([`Gen::bounded`]).
+    vals: Vec<(Val, String)>,
+    bounded: Vec<String>,
 }
 
 impl Gen {
@@ -865,6 +1176,9 @@ impl Gen {
         Gen {
             code: String::new(),
             regs: 0,
+            memo: Vec::new(),
+            vals: Vec::new(),
+            bounded: Vec::new(),
         }
     }
 
@@ -879,7 +1193,18 @@ impl Gen {
         self.code.push_str("\n\t");
     }
 
+    /// `v` in a register: computed once per precheck (straight-line code, and no register
+    /// `val` returns is written again).
     fn val(&mut self, v: &Val) -> String {
+        if let Some((_, d)) = self.vals.iter().find(|(w, _)| w == v) {
+            return d.clone();
+        }
+        let d = self.value(v);
+        self.vals.push((v.clone(), d.clone()));
+        d
+    }
+
+    fn value(&mut self, v: &Val) -> String {
         let d = self.tmp();
         let code = match v {
             Val::Imm(k) => format!("mov.b64 {d}, {k};"),
@@ -933,10 +1258,11 @@ impl Gen {
         self.fail_if("gt.s64", v, &hi.to_string());
     }
 
-    /// `x * k` for a counter's advance `x` (below `2^34` in magnitude for a counter of at
-    /// most 32 bits) and a small constant `k`: no overflow to check then.
-    fn scaled(&mut self, x: &str, k: i64, narrow: bool) -> String {
-        if narrow && k.unsigned_abs() < 1 << 28 {
+    /// `x * k` for a counter's advance `x` (below `2^34` in magnitude: for a counter of at
+    /// most 32 bits by its width, for a 64-bit one tested so) and a small constant `k`: no
+    /// overflow to check then.
+    fn scaled(&mut self, x: &str, k: i64) -> String {
+        if k.unsigned_abs() < 1 << 28 {
             if k == 1 {
                 return x.to_string();
             }
@@ -973,6 +1299,9 @@ impl Gen {
         limit: &dyn Fn(&Origin, u64, &str) -> (String, String),
     ) {
         let t = &v.trip;
+        self.memo.clear();
+        self.vals.clear();
+        self.bounded.clear();
         self.line("mov.pred %__cc_hf, 0;");
         let c0 = self.val(&t.c0);
         let s = self.val(&t.step);
@@ -994,10 +1323,16 @@ impl Gen {
         // `[end, 0]`), for accesses before or after the test; and `J` where asked for.
         let mut advance: [Option<String>; 2] = [None, None];
         let mut iterations: [Option<String>; 2] = [None, None];
-        let needs_j = v
-            .hoisted
-            .iter()
-            .any(|h| h.k.is_none() || h.windows.iter().any(|w| w.k.is_none()));
+        // An unrolled loop (a step of several registers: a grid-stride loop's) reads ahead of its counter, which the counter's advance bounds only loosely (by the
+        // bound plus the unrolled strides); its exact last iteration is one division away.
+        let unrolled = matches!(t.step, Val::Add(..));
+        let needs_j = unrolled
+            || v.hoisted.iter().any(|h| {
+                h.k.is_none()
+                    || h.windows.iter().any(|w| w.k.is_none())
+                    || h.mono.as_ref().is_some_and(Mono::needs_j)
+                    || h.req.iter().any(|r| r.m.needs_j())
+            });
         match t.kind {
             TripKind::Up | TripKind::Down => {
                 let up = t.kind == TripKind::Up;
@@ -1091,6 +1426,16 @@ impl Gen {
                         }
                     }
                     iterations = self.per_test(&j, v);
+                    // With the last iterations at hand, the counter's advance there exactly:
+                    // `S*J` (`|S| <= 2^32`, `J <= 2^30`: no overflow), no looser than the
+                    // bound above and tighter where an unrolled loop reads ahead.
+                    for (adv, ja) in advance.iter_mut().zip(&iterations) {
+                        if let (Some(_), Some(ja)) = (adv.as_ref(), ja) {
+                            let m = self.tmp();
+                            self.line(&format!("mul.lo.s64 {m}, {ja}, {s};"));
+                            *adv = Some(m);
+                        }
+                    }
                 }
             }
             TripKind::Ne => {
@@ -1130,16 +1475,26 @@ impl Gen {
                 }
             }
         }
+        // A 64-bit counter's advance within `2^34` too, as a narrower one's is by its
+        // width, so that its multiples by constants need no overflow test (`scaled`).
+        if t.bits == 64 {
+            let lim = 1i64 << 34;
+            for m in advance.iter().flatten() {
+                self.fail_if("gt.s64", m, &lim.to_string());
+                self.fail_if("lt.s64", m, &(-lim).to_string());
+            }
+        }
         for h in &v.hoisted {
             let at = usize::from(h.after_test);
-            // `a + b*j` at the last iteration, for a line with slope `k` times the counter's.
-            let end = |g: &mut Gen, a: &str, b: &Val, k: Option<i64>| -> String {
-                let p = match k {
+            // `b*j` at the last iteration: for a slope `k` times the counter's, through the
+            // counter's advance; else through the iteration count.
+            let term = |g: &mut Gen, b: &Val, k: Option<i64>| -> String {
+                match k {
                     Some(k) => {
                         let m = advance[at]
                             .clone()
                             .expect("advance computed for every access");
-                        g.scaled(&m, k, t.bits <= 32)
+                        g.scaled(&m, k)
                     }
                     None => {
                         let j = iterations[at]
@@ -1148,7 +1503,11 @@ impl Gen {
                         let b = g.val(b);
                         g.product(&b, &j)
                     }
-                };
+                }
+            };
+            // `a + b*j` at the last iteration.
+            let end = |g: &mut Gen, a: &str, b: &Val, k: Option<i64>| -> String {
+                let p = term(g, b, k);
                 let e = g.tmp();
                 g.line(&format!("add.s64 {e}, {a}, {p};"));
                 e
@@ -1157,6 +1516,10 @@ impl Gen {
                 let a = self.val(&w.a);
                 let e = end(self, &a, &w.b, w.k);
                 self.in_range(&e, w.bits, w.signed);
+            }
+            if let Some(m) = &h.mono {
+                self.monotone(h, m, &term, base, limit);
+                continue;
             }
             let start = self.val(&add(h.base.clone(), Val::Imm(h.lo)));
             let (b, l) = (self.tmp(), self.tmp());
@@ -1176,6 +1539,200 @@ impl Gen {
                     h.align - 1
                 ));
                 self.fail_if("ne.u64", &m, "0");
+            }
+        }
+    }
+
+    /// The precheck of a hoisted access whose address is monotone in the iteration
+    /// (`monotone.rs`): its requirements, then its offsets at the first and the last
+    /// iteration, each tested as the access's own check would. `term` is `b*j` of a line at
+    /// the access's last iteration.
+    fn monotone(
+        &mut self,
+        h: &Hoisted,
+        m: &Mono,
+        term: &dyn Fn(&mut Gen, &Val, Option<i64>) -> String,
+        base: &dyn Fn(&Origin, &str) -> String,
+        limit: &dyn Fn(&Origin, u64, &str) -> (String, String),
+    ) {
+        // The line's lowest and highest value over every member and iteration, which
+        // bracket every value it takes; the tree, monotone in it, is evaluated at both
+        // (module docs of `monotone.rs`), in place of the first and the last iteration.
+        let seeded = self.memo.len();
+        if let Some(leaf) = m.leaf().filter(|_| !h.starts.is_empty()) {
+            let b = leaf.b.as_ref().expect("a leaf has a slope");
+            let p = term(self, b, leaf.k);
+            if !leaf.k.is_some_and(|k| k.abs() < 1 << 28) {
+                self.bounded(&p);
+            }
+            let (lo, hi) = (self.tmp(), self.tmp());
+            self.line(&format!("min.s64 {lo}, {p}, 0;\n\tmax.s64 {hi}, {p}, 0;"));
+            let (mut a_lo, mut a_hi) = (None::<String>, None::<String>);
+            for a in &h.starts {
+                let x = self.val(a);
+                self.bounded(&x);
+                for (acc, op) in [(&mut a_lo, "min"), (&mut a_hi, "max")] {
+                    *acc = Some(match acc.take() {
+                        None => x.clone(),
+                        Some(y) => {
+                            let e = self.tmp();
+                            self.line(&format!("{op}.s64 {e}, {y}, {x};"));
+                            e
+                        }
+                    });
+                }
+            }
+            let (a_lo, a_hi) = (a_lo.expect("a start"), a_hi.expect("a start"));
+            self.line(&format!(
+                "add.s64 {lo}, {lo}, {a_lo};\n\tadd.s64 {hi}, {hi}, {a_hi};"
+            ));
+            let line = Mono::line(leaf.clone());
+            self.memo.push(((line.clone(), false, h.after_test), lo));
+            self.memo.push(((line, true, h.after_test), hi));
+        }
+        for last in [false, true] {
+            for r in &h.req {
+                let x = self.mono_at(&r.m, last, h.after_test, &h.req, term);
+                self.fail_if("lt.s64", &x, &r.lo.to_string());
+                self.fail_if("gt.s64", &x, &r.hi.to_string());
+            }
+        }
+        let (b, l) = (self.tmp(), self.tmp());
+        self.code.push_str(&base(&h.origin, &b));
+        self.bounded(&b);
+        let (code, lim) = limit(&h.origin, (h.hi - h.lo) as u64, &l);
+        self.code.push_str(&code);
+        for last in [false, true] {
+            let e = self.mono_at(m, last, h.after_test, &h.req, term);
+            if !monotone::within_limit(m, &h.req) {
+                self.bounded(&e);
+            }
+            // The first byte, within `LIMIT` as the base is: their difference is exact (or
+            // `2^63`, which reads as past every limit).
+            let start = if h.lo == 0 {
+                e
+            } else {
+                let x = self.tmp();
+                self.line(&format!("add.s64 {x}, {e}, {};", h.lo));
+                self.bounded(&x);
+                x
+            };
+            let o = self.tmp();
+            self.line(&format!("sub.s64 {o}, {start}, {b};"));
+            self.fail_if("ge.u64", &o, &lim);
+        }
+        // What was computed from the seeded line serves this access only.
+        self.memo.truncate(seeded);
+    }
+
+    /// Fails unless `x` lies in `[-LIMIT, LIMIT]` (`monotone.rs`: sums of two such values
+    /// are exact).
+    fn bounded(&mut self, x: &str) {
+        if self.bounded.iter().any(|b| b == x) {
+            return;
+        }
+        self.bounded.push(x.to_string());
+        self.fail_if("lt.s64", x, &(-monotone::LIMIT).to_string());
+        self.fail_if("gt.s64", x, &monotone::LIMIT.to_string());
+    }
+
+    /// `m` at the first iteration, or at the access's last (`term` as in [`Gen::monotone`]),
+    /// exactly (in 64 signed bits): every operand of a sum kept within `LIMIT` and every
+    /// product tested for overflow, or the precheck fails.
+    fn mono_at(
+        &mut self,
+        m: &Mono,
+        last: bool,
+        after: bool,
+        req: &[Bounded],
+        term: &dyn Fn(&mut Gen, &Val, Option<i64>) -> String,
+    ) -> String {
+        let key = (m.clone(), last, after);
+        if let Some((_, d)) = self.memo.iter().find(|(k, _)| *k == key) {
+            return d.clone();
+        }
+        let d = self.mono_node(m, last, after, req, term);
+        self.memo.push((key, d.clone()));
+        d
+    }
+
+    fn mono_node(
+        &mut self,
+        m: &Mono,
+        last: bool,
+        after: bool,
+        req: &[Bounded],
+        term: &dyn Fn(&mut Gen, &Val, Option<i64>) -> String,
+    ) -> String {
+        // Each value is exact in 64 signed bits: the operands of a sum within `LIMIT`
+        // (tested, unless the requirements, tested on their exact values, keep them there),
+        // products tested for overflow.
+        let sum = |g: &mut Gen, x: (&str, bool), y: (&str, bool), op: &str| {
+            for (v, known) in [x, y] {
+                if !known {
+                    g.bounded(v);
+                }
+            }
+            let e = g.tmp();
+            g.line(&format!("{op}.s64 {e}, {}, {};", x.0, y.0));
+            e
+        };
+        let within = |x: &Mono| monotone::within_limit(x, req);
+        match m {
+            Mono::Line(a) => {
+                let x = self.val(&a.a);
+                match (&a.b, last) {
+                    // `k` times an advance below `2^34` (`scaled`): below `2^62`.
+                    (Some(b), true) => {
+                        let p = term(self, b, a.k);
+                        sum(
+                            self,
+                            (&x, false),
+                            (&p, a.k.is_some_and(|k| k.abs() < 1 << 28)),
+                            "add",
+                        )
+                    }
+                    _ => x,
+                }
+            }
+            Mono::Plus(x, v) => {
+                let e = self.mono_at(x, last, after, req, term);
+                let y = self.val(v);
+                sum(self, (&e, within(x)), (&y, false), "add")
+            }
+            Mono::Minus(v, x) => {
+                let e = self.mono_at(x, last, after, req, term);
+                let y = self.val(v);
+                sum(self, (&y, false), (&e, within(x)), "sub")
+            }
+            Mono::Times(x, v) => {
+                let x = self.mono_at(x, last, after, req, term);
+                let y = self.val(v);
+                self.product(&x, &y)
+            }
+            Mono::Shr(x, k) => {
+                let x = self.mono_at(x, last, after, req, term);
+                let e = self.tmp();
+                self.line(&format!("shr.s64 {e}, {x}, {k};"));
+                e
+            }
+            Mono::Floor(x, k) => {
+                let x = self.mono_at(x, last, after, req, term);
+                let e = self.tmp();
+                self.line(&format!("and.b64 {e}, {x}, {};", !((1i64 << k) - 1)));
+                e
+            }
+            Mono::Min(x, v) | Mono::Max(x, v) => {
+                let x = self.mono_at(x, last, after, req, term);
+                let y = self.val(v);
+                let e = self.tmp();
+                let op = if matches!(m, Mono::Min(..)) {
+                    "min"
+                } else {
+                    "max"
+                };
+                self.line(&format!("{op}.s64 {e}, {x}, {y};"));
+                e
             }
         }
     }
@@ -1306,6 +1863,7 @@ mod tests {
                         And => v(1) & v(2),
                         Or => v(1) | v(2),
                         Max => read(v(1), ty).max(read(v(2), ty)) as u64,
+                        Min => read(v(1), ty).min(read(v(2), ty)) as u64,
                         Mul | Mad => {
                             // The operands read as the type says (`.wide` widens them so);
                             // `.lo` keeps the low bits whatever the reading.
@@ -1455,6 +2013,35 @@ mod tests {
         }
     }
 
+    /// Every load of `f` as a candidate, 4 bytes from parameter 0.
+    fn loads(f: &Function) -> BTreeMap<(usize, usize), Candidate> {
+        let origin = Origin::Param {
+            index: 0,
+            offset: 0,
+            space: super::super::ptx::Space::Global,
+        };
+        f.stmts
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| match &s.kind {
+                StmtKind::Instr(i) if is_load(i) => {
+                    let operand = i.operands.iter().position(|o| o.contains('['))?;
+                    Some((k, operand))
+                }
+                _ => None,
+            })
+            .map(|key| {
+                let c = Candidate {
+                    origin: origin.clone(),
+                    bytes: 4,
+                    group: None,
+                    redirected: false,
+                };
+                (key, c)
+            })
+            .collect()
+    }
+
     /// What [`soundness`] found over its entry states.
     struct Outcome {
         /// Entries the precheck let run the fast loop.
@@ -1484,28 +2071,7 @@ mod tests {
         below: u64,
     ) -> Outcome {
         let f = function(body);
-        let load = f
-            .stmts
-            .iter()
-            .position(|s| matches!(&s.kind, StmtKind::Instr(i) if is_load(i)))
-            .unwrap();
-        let origin = Origin::Param {
-            index: 0,
-            offset: 0,
-            space: super::super::ptx::Space::Global,
-        };
-        let i = f.instr(load).unwrap();
-        let operand = i.operands.iter().position(|o| o.contains('[')).unwrap();
-        let c: BTreeMap<(usize, usize), Candidate> = [(
-            (load, operand),
-            Candidate {
-                origin,
-                bytes: 4,
-                group: None,
-                redirected: false,
-            },
-        )]
-        .into();
+        let c = loads(&f);
         let vs = plan_of(&f, &c);
         assert_eq!(vs.len(), 1, "the loop is versioned: {body}");
         let v = &vs[0];
@@ -1819,5 +2385,124 @@ $L__BB0_2:
 	@%p2 bra $L__BB0_2;
 	ret;";
         sound(body, &["%rd9", "%rd3", "%rd4"], &[], false);
+    }
+
+    #[test]
+    fn a_mask_word_of_a_64_bit_grid_stride_counter() {
+        // `mask[i >> 5]` as NVVM writes it: the byte offset `(i >> 3) & ~3`, high bits
+        // cleared too: monotone, not affine.
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	shr.u64 %rd6, %rd9, 3;
+	and.b64 %rd7, %rd6, 2305843009213693948;
+	add.s64 %rd8, %rd30, %rd7;
+	ld.global.u32 %r2, [%rd8];
+	add.s64 %rd9, %rd9, %rd3;
+	setp.lt.s64 %p2, %rd9, %rd4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        sound(body, &["%rd9", "%rd3", "%rd4"], &[], false);
+    }
+
+    #[test]
+    fn an_unrolled_loop_reads_its_mask_words_ahead_of_the_counter() {
+        // Unrolled by two: the second copy reads at the counter plus one stride, which the
+        // exact last iteration bounds (a division), the counter's advance only loosely.
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	add.s64 %rd10, %rd9, %rd3;
+	shr.u64 %rd6, %rd10, 3;
+	and.b64 %rd7, %rd6, 2305843009213693948;
+	add.s64 %rd8, %rd30, %rd7;
+	ld.global.u32 %r2, [%rd8];
+	add.s64 %rd9, %rd10, %rd3;
+	setp.lt.s64 %p2, %rd9, %rd4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        sound(body, &["%rd9", "%rd3", "%rd4"], &[], true);
+    }
+
+    #[test]
+    fn a_window_clamped_at_both_edges() {
+        // `x[min(max(i + d, 0), w - 1)]`, a 32-bit index read signed, widened.
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	add.s32 %r6, %r5, %r7;
+	max.s32 %r8, %r6, 0;
+	min.s32 %r9, %r8, %r3;
+	mul.wide.s32 %rd6, %r9, 4;
+	add.s64 %rd7, %rd30, %rd6;
+	ld.global.f32 %f1, [%rd7];
+	add.s32 %r5, %r5, 1;
+	setp.lt.s32 %p2, %r5, %r4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        sound(body, &["%r5", "%r7", "%r3", "%r4"], &[], false);
+    }
+
+    #[test]
+    fn a_descending_loop_reads_half_its_counter() {
+        // `x[i / 2]` for `i` from `n` down past `b`, an unsigned shift of a 32-bit counter.
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	shr.u32 %r6, %r5, 1;
+	mul.wide.u32 %rd6, %r6, 4;
+	add.s64 %rd7, %rd30, %rd6;
+	ld.global.f32 %f1, [%rd7];
+	add.s32 %r5, %r5, -1;
+	setp.gt.s32 %p2, %r5, %r4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        sound(body, &["%r5", "%r4"], &[], false);
+    }
+
+    #[test]
+    fn a_block_of_four_rounded_down_and_offset() {
+        // `x[(i & ~3) + c]` through a 32-bit signed index: `and` with the high bits set
+        // needs no reading of its operand.
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	and.b32 %r6, %r5, -4;
+	add.s32 %r7, %r6, %r3;
+	mul.wide.s32 %rd6, %r7, 4;
+	add.s64 %rd7, %rd30, %rd6;
+	ld.global.f32 %f1, [%rd7];
+	add.s32 %r5, %r5, %r8;
+	setp.lt.s32 %p2, %r5, %r4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        sound(body, &["%r5", "%r3", "%r8", "%r4"], &[], false);
+    }
+
+    #[test]
+    fn an_unrolled_loops_copies_of_a_mask_word_share_one_check() {
+        // Two copies, at the counter and one stride ahead: one check over both.
+        let body = "
+	mov.u32 %r1, %r1;
+$L__BB0_2:
+	shr.u64 %rd6, %rd9, 3;
+	and.b64 %rd7, %rd6, 2305843009213693948;
+	add.s64 %rd8, %rd30, %rd7;
+	ld.global.u32 %r2, [%rd8];
+	add.s64 %rd10, %rd9, %rd3;
+	shr.u64 %rd11, %rd10, 3;
+	and.b64 %rd12, %rd11, 2305843009213693948;
+	add.s64 %rd13, %rd30, %rd12;
+	ld.global.u32 %r3, [%rd13];
+	add.s64 %rd9, %rd10, %rd3;
+	setp.lt.s64 %p2, %rd9, %rd4;
+	@%p2 bra $L__BB0_2;
+	ret;";
+        let f = function(body);
+        let v = plan_of(&f, &loads(&f));
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].hoisted.len(), 1, "{:?}", v[0].hoisted);
+        assert_eq!(v[0].hoisted[0].members.len(), 2);
+        sound(body, &["%rd9", "%rd3", "%rd4"], &[], true);
     }
 }
