@@ -231,7 +231,8 @@ fn nvrtc_coverage_for_a_launch_shape_is_that_of_its_build() {
                         .host_checks(true),
                 )
                 .unwrap();
-                let r = race_ptx(&inst.ptx, &RaceOptions::new(shared)).unwrap();
+                let r =
+                    race_ptx(&inst.ptx, &RaceOptions::new(shared).block([block, 1, 1])).unwrap();
                 let bounds = inst.kernel(&name).unwrap().coverage.clone();
                 (bounds, r.kernel(&name).unwrap().coverage.clone())
             };

@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::index::{may_overlap, Index, Shape};
 use crate::ir::read::Function;
 use crate::ir::Cfg;
 
@@ -29,12 +30,25 @@ pub(super) enum Use {
     Any,
 }
 
-/// One access as the pruning sees it: its statement, its array (`None`: any), its use.
+/// One access as the pruning sees it: its statement, its array (`None`: any), its use, and
+/// the bytes it touches as a function of the thread, where they are known (`index.rs`).
 #[derive(Clone, Debug)]
 pub(super) struct Touch {
     pub stmt: usize,
     pub array: Option<String>,
     pub used: Use,
+    pub index: Option<Index>,
+}
+
+/// Why an access needs no check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Proof {
+    /// Nothing of its barrier intervals touches its array in a conflicting way (or it is
+    /// never reached).
+    NoConflict,
+    /// Something does, but no other thread of the block can touch its bytes there: their
+    /// element indices differ for every two threads (`index.rs`).
+    ThreadPrivate,
 }
 
 /// Walks every statement reachable from `start` without crossing a statement of `stops`:
@@ -150,13 +164,16 @@ fn alias(a: &Option<String>, b: &Option<String>) -> bool {
     a.is_none() || b.is_none() || a == b
 }
 
-/// The statements of `touches` whose race check can be left out (see the module docs);
-/// `barriers` are the block barriers' statements, each with whether it is guarded.
+/// The statements of `touches` whose race check can be left out, each with why (see the
+/// module docs); `barriers` are the block barriers' statements, each with whether it is
+/// guarded; `shape` the launch's block, where the build is made for one (without it, element
+/// indices prove nothing).
 pub(super) fn unneeded(
     f: &Function,
     barriers: &[(usize, bool)],
     touches: &[Touch],
-) -> BTreeSet<usize> {
+    shape: Option<Shape>,
+) -> BTreeMap<usize, Proof> {
     let cfg = Cfg::new(f);
     let wanted: BTreeSet<usize> = touches.iter().map(|t| t.stmt).collect();
     let ivs = intervals_of(&cfg, barriers, &wanted);
@@ -167,24 +184,28 @@ pub(super) fn unneeded(
             by_interval.entry(i).or_default().push(t);
         }
     }
-    let conflicts = |a: Use, b: Use| {
+    let conflicts = |a: &Touch, b: &Touch| {
         use Use::*;
-        !matches!((a, b), (Read, Read) | (Atomic, Atomic))
+        alias(&a.array, &b.array) && !matches!((a.used, b.used), (Read, Read) | (Atomic, Atomic))
     };
-    touches
-        .iter()
-        .filter(|t| matches!(t.used, Use::Read | Use::Atomic))
-        .filter(|t| {
-            let Some(mine) = ivs.get(&t.stmt) else {
-                // Never reached: nothing to check.
-                return true;
-            };
-            !mine.iter().any(|i| {
-                by_interval[i]
-                    .iter()
-                    .any(|o| alias(&t.array, &o.array) && conflicts(t.used, o.used))
-            })
-        })
-        .map(|t| t.stmt)
-        .collect()
+    let apart = |a: &Touch, b: &Touch| match (shape, &a.index, &b.index) {
+        (Some(s), Some(x), Some(y)) => !may_overlap(x, y, s),
+        _ => false,
+    };
+    let mut out = BTreeMap::new();
+    for t in touches {
+        let Some(mine) = ivs.get(&t.stmt) else {
+            // Never reached: nothing to check.
+            out.insert(t.stmt, Proof::NoConflict);
+            continue;
+        };
+        let others = || mine.iter().flat_map(|i| by_interval[i].iter().copied());
+        // Another thread may run the same statement: a write meets itself.
+        if !others().any(|o| conflicts(t, o)) {
+            out.insert(t.stmt, Proof::NoConflict);
+        } else if !others().any(|o| conflicts(t, o) && !apart(t, o)) {
+            out.insert(t.stmt, Proof::ThreadPrivate);
+        }
+    }
+    out
 }

@@ -98,6 +98,7 @@
 
 mod cost;
 mod emit;
+mod index;
 mod intervals;
 mod record;
 #[cfg(test)]
@@ -130,6 +131,11 @@ pub struct RaceOptions {
     /// The dynamic shared memory the user's launches give (`extern __shared__` arrays): the
     /// shadow goes after it.
     pub dynamic_shared_bytes: u32,
+    /// The block every launch of the build has, when the build is made for one: with it,
+    /// accesses whose element indices no two threads of such a block share in their barrier
+    /// interval need no check (`intervals.rs`, `index.rs`). A build made for one block must
+    /// not run with another.
+    pub block: Option<[u32; 3]>,
 }
 
 impl RaceOptions {
@@ -137,6 +143,15 @@ impl RaceOptions {
     pub const fn new(dynamic_shared_bytes: u32) -> Self {
         RaceOptions {
             dynamic_shared_bytes,
+            block: None,
+        }
+    }
+
+    /// For launches of exactly this block (`[x, y, z]`) only.
+    pub const fn block(self, block: [u32; 3]) -> Self {
+        RaceOptions {
+            block: Some(block),
+            ..self
         }
     }
 }
@@ -155,6 +170,33 @@ pub struct RaceSite {
     pub array: Option<String>,
     /// Bytes accessed (0 for barriers).
     pub bytes: u32,
+    /// For an access: why it has no check, when it is proven unable to race.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proven: Option<RaceProof>,
+}
+
+/// Why a shared access needs no race check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RaceProof {
+    /// Nothing in its barrier intervals can conflict with it: no write or atomic of its array
+    /// for a read, no plain access for an atomic.
+    NoConflict,
+    /// Other accesses of its array in its barrier intervals can conflict, but none of another
+    /// thread of the block can touch its bytes there: the element indices, affine in the
+    /// thread index within the guards' range, differ for every two threads (for the launch's
+    /// block shape, which the build is made for).
+    ThreadPrivate,
+}
+
+impl fmt::Display for RaceProof {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RaceProof::NoConflict => "nothing in its barrier interval conflicts",
+            RaceProof::ThreadPrivate => "proven thread-private in its interval",
+        })
+    }
 }
 
 /// What a [`RaceSite`] is.
@@ -206,6 +248,9 @@ pub struct RaceCoverage {
     /// intervals can conflict with them (`intervals.rs`).
     #[serde(default)]
     pub proven: u32,
+    /// Of `proven`, those proven thread-private ([`RaceProof::ThreadPrivate`]).
+    #[serde(default)]
+    pub thread_private: u32,
     /// Block barriers with a divergence check.
     pub barriers: u32,
     /// `__syncwarp` calls with a mask check.
@@ -240,10 +285,19 @@ pub struct RaceKernel {
     /// records).
     #[serde(default = "all_records")]
     pub shadow_records: u32,
+    /// Whether the shadow covers the dynamic shared memory too: not where no checked access
+    /// can touch it (every access of its arrays is proven unable to race), and then its size
+    /// follows the static arrays alone.
+    #[serde(default = "covers_dynamic")]
+    pub shadow_dynamic: bool,
 }
 
 const fn all_records() -> u32 {
     3
+}
+
+const fn covers_dynamic() -> bool {
+    true
 }
 
 impl RaceKernel {
@@ -253,7 +307,11 @@ impl RaceKernel {
         shadow_bytes_with(
             self.shadow_records,
             static_shared_bytes,
-            dynamic_shared_bytes,
+            if self.shadow_dynamic {
+                dynamic_shared_bytes
+            } else {
+                0
+            },
         )
     }
 
@@ -356,9 +414,17 @@ pub fn render_race_report(file_name: &str, kernels: &[RaceKernel]) -> String {
         if c.proven > 0 {
             let _ = write!(
                 out,
-                " ({} of them cannot race: nothing in their barrier interval conflicts)",
+                " ({} of them cannot race: nothing in their barrier interval conflicts",
                 c.proven
             );
+            if c.thread_private > 0 {
+                let _ = write!(
+                    out,
+                    " or, for {}, they are proven thread-private in their interval",
+                    c.thread_private
+                );
+            }
+            out.push(')');
         }
         let _ = write!(
             out,
