@@ -5,14 +5,39 @@
 //! sure of it: threads that meet at different barrier instructions are reported and stopped
 //! there). So two accesses of one epoch start from the same barrier instruction (or the entry)
 //! and are both reachable from it without crossing another barrier: the *interval* of that
-//! barrier. An access can only race with accesses that share an interval with it. A read of an
-//! array that no write or atomic of any of its intervals can touch cannot race, and neither can
-//! an atomic that no plain read or write of its intervals can touch: neither gets a check (the
-//! tiles of a GEMM are written in one interval and read in the next; a histogram's atomics have
-//! an interval to themselves). Writes keep theirs: two threads may run the same store.
-//! Arrays are told apart by the symbol the address leads back to; every `extern` array is one
-//! (they share the dynamic shared memory), and an access whose array is unknown may touch any.
-//! A call into a function that touches shared memory counts as a read and a write of anything.
+//! barrier. An access can only race with accesses that share an interval with it (itself
+//! included: two threads may run the same statement), and only with those of another thread
+//! that touch a byte it touches, at least one of the two writing, not both atomic.
+//!
+//! An access needs no check when no access of any of its intervals can be such a partner
+//! ([`Proof`]), for one of two reasons:
+//!
+//! - **No conflicting access of its array** ([`Proof::NoConflict`]): a read of an array that no
+//!   write or atomic of its intervals can touch, an atomic that no plain read or write can (the
+//!   tiles of a GEMM are written in one interval and read in the next; a histogram's atomics
+//!   have an interval to themselves). A write always meets itself here. Arrays are told apart
+//!   by the symbol the address leads back to; every `extern` array is one (they share the
+//!   dynamic shared memory), and an access whose array is unknown may touch any. A call into a
+//!   function that touches shared memory counts as a read and a write of anything.
+//! - **Thread-private indices** ([`Proof::ThreadPrivate`]): every conflicting access of its
+//!   intervals, itself included, has an element index the proof can read (`index.rs`), and for
+//!   every pair the bytes of two *different* threads never meet. The index is affine in
+//!   `%tid.x` with a constant offset, `%tid.x` ranging over the block narrowed by the
+//!   comparisons with constants that dominate the access (`if (tid < S)`); or it is a block-stride
+//!   loop's `tid.x + k + n * ntid.x`, which two threads share only with the same `tid.x` when
+//!   `ntid.x` divides 2^32. So the tree step `if (t < S) s[t] += s[t + S]` needs no check
+//!   (the writer `a < S` writes `s[a]`, another thread `b < S` reads `s[b + S]`, and `a = b + S`
+//!   is out of the range), nor the row cache a block-stride loop reads and rewrites in place.
+//!   The proof holds for one block shape, the one the build is made for
+//!   ([`super::RaceOptions::block`]: a race-checked build serves launches of one shape, which
+//!   the launch checks before choosing it): `%tid.x` tells threads apart only in a block of one
+//!   row (`ntid.y == ntid.z == 1`); in a block of several rows two threads share each value of
+//!   it, and then only offsets that keep their bytes apart prove anything. Without a shape
+//!   nothing is proven this way.
+//!
+//! Both are decided per pair and hold in both directions, so a race always keeps the checks of
+//! both its accesses (the second one finds the first one's record: a race with one side
+//! unchecked would go unseen).
 
 use std::collections::{BTreeMap, BTreeSet};
 
