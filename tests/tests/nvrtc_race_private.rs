@@ -7,35 +7,20 @@
 
 use std::collections::BTreeSet;
 
-use cudacheck::nvrtc::{assemble_ptx, compile, CompileOptions, CudaSource};
-use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
-use cudacheck_core::race::{race_ptx, RaceKernel, RaceOptions, RaceProof, RaceSiteKind};
-use cudacheck_core::Arch;
-use cudacheck_tests::{nvrtc_or_skip, repo_root};
+use cudacheck::nvrtc::CudaSource;
+use cudacheck_core::race::{RaceKernel, RaceProof, RaceSiteKind};
+use cudacheck_tests::{
+    nvrtc_or_skip, race_build, race_build_for, race_launches, repo_root, RaceLaunch,
+};
 
 fn file(path: &str) -> CudaSource {
     CudaSource::from_file(repo_root().join(path)).unwrap()
 }
 
 /// The race-checked kernel `name` of `src` as a launch with `block` and `dynamic` bytes of
-/// dynamic shared memory builds it.
+/// dynamic shared memory builds it (assembled: ptxas accepts it).
 fn build(src: &CudaSource, name: &str, block: [u32; 3], dynamic: u32) -> RaceKernel {
-    let arch: Arch = "sm_90".parse().unwrap();
-    let opts = CompileOptions {
-        ptx: true,
-        ..CompileOptions::new(arch)
-    };
-    let ptx = compile(src, &opts).unwrap().ptx.unwrap();
-    let inst = instrument_ptx_with(
-        &ptx,
-        &InstrumentOptions::new()
-            .block(block)
-            .dynamic_shared_bytes(dynamic)
-            .host_checks(true),
-    )
-    .unwrap();
-    let r = race_ptx(&inst.ptx, &RaceOptions::new(dynamic).block(block)).unwrap();
-    assemble_ptx(&r.ptx, arch, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let r = race_build_for(src, "sm_90".parse().unwrap(), block, dynamic);
     let k = r
         .kernels
         .iter()
@@ -79,31 +64,6 @@ fn marked(src: &CudaSource, marker: &str, from: usize, to: usize) -> BTreeSet<u3
         .collect()
 }
 
-/// Each kernel of a file with the range of its lines (0-based, the signature to the next
-/// kernel's) and its `// launch:` block and dynamic shared bytes.
-fn planted(src: &CudaSource) -> Vec<(String, usize, usize, u32, u32)> {
-    let lines: Vec<&str> = src.text.lines().collect();
-    let mut out: Vec<(String, usize, usize, u32, u32)> = Vec::new();
-    for (k, l) in lines.iter().enumerate() {
-        if let Some(rest) = l.strip_prefix("extern \"C\" __global__ void ") {
-            let name = rest.split('(').next().unwrap().trim().to_string();
-            let field = |f: &str| -> u32 {
-                lines[k - 1]
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix(&format!("{f}=")))
-                    .unwrap()
-                    .parse()
-                    .unwrap()
-            };
-            if let Some(last) = out.last_mut() {
-                last.2 = k;
-            }
-            out.push((name, k, lines.len(), field("block"), field("shared")));
-        }
-    }
-    out
-}
-
 /// Every planted race keeps a check on both of its marked lines in the build of its own
 /// launch shape (and in a one-row block twice as wide, where the index proof has the most
 /// room), and the kernels whose race is between statements of one line keep a check there.
@@ -113,14 +73,20 @@ fn nvrtc_planted_races_keep_their_checks_with_the_index_proof() {
         return;
     }
     let src = file("tests/cuda/races/planted.cu");
-    let kernels = planted(&src);
+    let kernels = race_launches(&src);
     let races: Vec<_> = kernels
         .iter()
-        .filter(|(name, ..)| name.starts_with("race_"))
+        .filter(|l| l.name.starts_with("race_"))
         .collect();
     assert_eq!(races.len(), 14, "{races:?}");
-    for (name, from, to, block, shared) in races {
-        let want = marked(&src, "// RACE-", *from, *to);
+    for RaceLaunch {
+        name,
+        lines: at,
+        block,
+        shared,
+    } in races
+    {
+        let want = marked(&src, "// RACE-", at.start, at.end);
         assert!(!want.is_empty(), "{name}: no marked line");
         for b in [*block, *block * 2] {
             let k = build(&src, name, [b, 1, 1], *shared);
@@ -145,7 +111,8 @@ fn nvrtc_correct_race_kernels_prove_thread_private_accesses() {
     }
     let src = file("tests/cuda/races/correct.cu");
     let mut private = 0;
-    for (name, _, _, block, shared) in planted(&src) {
+    for l in race_launches(&src) {
+        let (name, block, shared) = (l.name, l.block, l.shared);
         let k = build(&src, &name, [block, 1, 1], shared);
         private += k.coverage.thread_private;
         assert!(k.coverage.thread_private <= k.coverage.proven, "{name}");
@@ -184,19 +151,7 @@ fn nvrtc_block_reduce_sum_tree_is_thread_private() {
         .unwrap();
     assert_eq!(last.proven, Some(RaceProof::NoConflict));
     // Without the launch shape nothing is proven by the indices.
-    let arch: Arch = "sm_90".parse().unwrap();
-    let ptx = compile(
-        &src,
-        &CompileOptions {
-            ptx: true,
-            ..CompileOptions::new(arch)
-        },
-    )
-    .unwrap()
-    .ptx
-    .unwrap();
-    let inst = instrument_ptx_with(&ptx, &InstrumentOptions::new().host_checks(true)).unwrap();
-    let r = race_ptx(&inst.ptx, &RaceOptions::new(0)).unwrap();
+    let r = race_build(&src, "sm_90".parse().unwrap(), 0);
     let shapeless = r
         .kernels
         .iter()
