@@ -777,7 +777,7 @@ impl<'a> KernelRace<'a> {
         // out.
         self.shadow_dynamic = self.plans.iter().any(|(k, _, plan)| match plan {
             Plan::Access { array, .. } if !proofs.contains_key(k) => {
-                self.alias_key(array).is_none_or(|a| a == DYNAMIC)
+                self.alias_key(array).map_or(true, |a| a == DYNAMIC)
             }
             _ => false,
         }) || !self.shared_calls.is_empty();
