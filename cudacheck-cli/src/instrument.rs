@@ -85,8 +85,8 @@ fn init_entry(k: &InitKernel) -> InitEntry {
 struct RaceEntry {
     /// Shared-memory accesses race-checked.
     checked: u32,
-    /// Of `checked`, those that cannot race (nothing in their barrier interval conflicts):
-    /// no check runs for them.
+    /// Of `checked`, those that cannot race (nothing in their barrier interval conflicts, or
+    /// they are proven thread-private there): no check runs for them.
     proven: u32,
     /// Of `proven`, those proven thread-private in their barrier interval (no other thread
     /// of the block can touch their bytes there).

@@ -251,7 +251,8 @@ pub struct RaceCoverage {
     /// Shared accesses with a shadow check.
     pub checked: u32,
     /// Of `checked`, those that cannot race and have no check: nothing in their barrier
-    /// intervals can conflict with them (`intervals.rs`).
+    /// intervals can conflict with them, or nothing of another thread there can touch their
+    /// bytes (`intervals.rs`; each site says which, [`RaceSite::proven`]).
     #[serde(default)]
     pub proven: u32,
     /// Of `proven`, those proven thread-private ([`RaceProof::ThreadPrivate`]).
