@@ -85,9 +85,14 @@ fn init_entry(k: &InitKernel) -> InitEntry {
 struct RaceEntry {
     /// Shared-memory accesses race-checked.
     checked: u32,
-    /// Of `checked`, those that cannot race (nothing in their barrier interval conflicts):
-    /// no check runs for them.
+    /// Of `checked`, those that cannot race (nothing in their barrier interval conflicts, or
+    /// they are proven thread-private there): no check runs for them.
     proven: u32,
+    /// Of `proven`, those proven thread-private in their barrier interval (no other thread
+    /// of the block can touch their bytes there).
+    thread_private: u32,
+    /// Every access with no check, and why.
+    proven_accesses: Vec<ProvenEntry>,
     /// Block barriers with a divergence check.
     barriers: u32,
     /// `__syncwarp` calls with a mask check.
@@ -98,11 +103,44 @@ struct RaceEntry {
     unchecked: Vec<UncheckedEntry>,
 }
 
+/// A shared access with no race check, as the JSON lists it.
+#[derive(Debug, Serialize)]
+struct ProvenEntry {
+    file: String,
+    line: u32,
+    column: u32,
+    /// `read`, `write` or `atomic`.
+    access: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    array: Option<String>,
+    /// Why it cannot race.
+    why: String,
+}
+
 fn race_entry(k: &RaceKernel) -> RaceEntry {
     let c = &k.coverage;
     RaceEntry {
         checked: c.checked,
         proven: c.proven,
+        thread_private: c.thread_private,
+        proven_accesses: k
+            .sites
+            .iter()
+            .filter_map(|s| {
+                let why = s.proven?;
+                let (file, line, column) = s.loc.as_ref().map_or((String::new(), 0, 0), |l| {
+                    (l.file.clone(), l.line, l.column)
+                });
+                Some(ProvenEntry {
+                    file,
+                    line,
+                    column,
+                    access: s.kind.to_string(),
+                    array: s.array.clone(),
+                    why: why.to_string(),
+                })
+            })
+            .collect(),
         barriers: c.barriers,
         warp_syncs: c.warp_syncs,
         not_checked: c.not_checked.clone(),
@@ -182,8 +220,11 @@ fn with_races(
     if !args.races {
         return Ok((Vec::new(), inst_ptx));
     }
-    let r = race_ptx(&inst_ptx, &RaceOptions::new(args.dynamic_smem.unwrap_or(0)))
-        .map_err(|e| e.to_string())?;
+    let mut opts = RaceOptions::new(args.dynamic_smem.unwrap_or(0));
+    if let Some(b) = args.block {
+        opts = opts.block([b.x, b.y, b.z]);
+    }
+    let r = race_ptx(&inst_ptx, &opts).map_err(|e| e.to_string())?;
     if let Err(e) = assemble_ptx(&r.ptx, args.arch, name) {
         if args.ptx {
             // What ptxas refused, for the report that follows.

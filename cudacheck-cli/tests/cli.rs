@@ -633,6 +633,37 @@ extern "C" __global__ void no_shared(float* out) { out[threadIdx.x] = 1.0f; }
         "{out}"
     );
     assert!(out.contains("kernel `named`: not race-checked: "), "{out}");
+    // For one block shape, the write `s[threadIdx.x]` is proven thread-private, and the JSON
+    // says which access and why.
+    let (code, out, err) = cudacheck(&["instrument", "--races", "--json", "--block", "256", path]);
+    assert_eq!(code, 0, "{err}{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let t = v["files"][0]["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "tile_sum")
+        .cloned()
+        .unwrap();
+    assert_eq!(t["races"]["proven"], 3, "{t}");
+    assert_eq!(t["races"]["thread_private"], 1, "{t}");
+    let proven = t["races"]["proven_accesses"].as_array().unwrap();
+    assert_eq!(proven.len(), 3, "{t}");
+    let private: Vec<_> = proven
+        .iter()
+        .filter(|p| p["why"] == "proven thread-private in its interval")
+        .collect();
+    assert_eq!(private.len(), 1, "{t}");
+    assert_eq!(
+        (private[0]["line"].as_u64(), private[0]["access"].as_str()),
+        (Some(3), Some("write"))
+    );
+    let (code, out, err) = cudacheck(&["instrument", "--races", "--block", "256", path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("3 of them cannot race: nothing in their barrier interval conflicts or, for 1, they are proven thread-private in their interval"),
+        "{out}"
+    );
     // Without --races, no race fields.
     let (_, out, _) = cudacheck(&["instrument", "--json", path]);
     assert!(!out.contains("\"races\""), "{out}");

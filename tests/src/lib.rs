@@ -258,22 +258,94 @@ pub fn race_build(
     arch: cudacheck_core::Arch,
     dynamic: u32,
 ) -> cudacheck_core::race::RacePtx {
+    race_build_with(
+        src,
+        arch,
+        cudacheck_core::instrument::InstrumentOptions::new().host_checks(true),
+        cudacheck_core::race::RaceOptions::new(dynamic),
+    )
+}
+
+/// [`race_build`] as a launch of one shape builds it: the bounds rewrite and the race rewrite
+/// both made for `block` and `dynamic` bytes of dynamic shared memory (the race rewrite then
+/// proves accesses thread-private for that block). Panics naming the file on any failure.
+pub fn race_build_for(
+    src: &CudaSource,
+    arch: cudacheck_core::Arch,
+    block: [u32; 3],
+    dynamic: u32,
+) -> cudacheck_core::race::RacePtx {
+    race_build_with(
+        src,
+        arch,
+        cudacheck_core::instrument::InstrumentOptions::new()
+            .block(block)
+            .dynamic_shared_bytes(dynamic)
+            .host_checks(true),
+        cudacheck_core::race::RaceOptions::new(dynamic).block(block),
+    )
+}
+
+fn race_build_with(
+    src: &CudaSource,
+    arch: cudacheck_core::Arch,
+    bounds: cudacheck_core::instrument::InstrumentOptions,
+    races: cudacheck_core::race::RaceOptions,
+) -> cudacheck_core::race::RacePtx {
     use cudacheck::nvrtc::{assemble_ptx, compile, CompileOptions};
-    use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
     let opts = CompileOptions {
         ptx: true,
         ..CompileOptions::new(arch)
     };
     let out = compile(src, &opts).unwrap_or_else(|e| panic!("{}: {e}", src.name));
     let ptx = out.ptx.expect("asked for PTX");
-    let inst = instrument_ptx_with(&ptx, &InstrumentOptions::new().host_checks(true))
+    let inst = cudacheck_core::instrument::instrument_ptx_with(&ptx, &bounds)
         .unwrap_or_else(|e| panic!("{}: {e}", src.name));
-    let r =
-        cudacheck_core::race::race_ptx(&inst.ptx, &cudacheck_core::race::RaceOptions::new(dynamic))
-            .unwrap_or_else(|e| panic!("{}: {e}", src.name));
+    let r = cudacheck_core::race::race_ptx(&inst.ptx, &races)
+        .unwrap_or_else(|e| panic!("{}: {e}", src.name));
     assemble_ptx(&r.ptx, arch, &src.name)
         .unwrap_or_else(|e| panic!("{} ({}): {e}", src.name, arch.sm_name()));
     r
+}
+
+/// One kernel of a race test file (`tests/cuda/races/`): its name, its lines (0-based, from
+/// its signature to the next kernel's) and its `// launch:` line's block and dynamic shared
+/// bytes (the line directly above the signature).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceLaunch {
+    pub name: String,
+    pub lines: std::ops::Range<usize>,
+    pub block: u32,
+    pub shared: u32,
+}
+
+/// Every kernel of a race test file with its launch line ([`RaceLaunch`]).
+pub fn race_launches(src: &CudaSource) -> Vec<RaceLaunch> {
+    let lines: Vec<&str> = src.text.lines().collect();
+    let mut out: Vec<RaceLaunch> = Vec::new();
+    for (k, l) in lines.iter().enumerate() {
+        if let Some(rest) = l.strip_prefix("extern \"C\" __global__ void ") {
+            let name = rest.split('(').next().unwrap().trim().to_string();
+            let field = |f: &str| -> u32 {
+                lines[k - 1]
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix(&format!("{f}=")))
+                    .unwrap_or_else(|| panic!("{name}: no `{f}=` on the launch line"))
+                    .parse()
+                    .unwrap()
+            };
+            if let Some(last) = out.last_mut() {
+                last.lines.end = k;
+            }
+            out.push(RaceLaunch {
+                lines: k..lines.len(),
+                block: field("block"),
+                shared: field("shared"),
+                name,
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@ use cudacheck::Kernel;
 use cudacheck_core::instrument::{instrument_ptx_with, InstrumentOptions};
 use cudacheck_core::race::{race_ptx, RaceOptions, RaceSiteKind};
 use cudacheck_core::Arch;
-use cudacheck_tests::{kernel_files, nvrtc_or_skip, race_build, repo_root};
+use cudacheck_tests::{
+    kernel_files, nvrtc_or_skip, race_build, race_launches, repo_root, RaceLaunch,
+};
 
 fn file(path: &str) -> CudaSource {
     CudaSource::from_file(repo_root().join(path)).unwrap()
@@ -149,27 +151,6 @@ fn nvrtc_planted_and_correct_race_kernels_are_checked_in_full_on_their_lines() {
     }
 }
 
-/// Each kernel of a race test file with its `// launch:` block and dynamic shared bytes.
-fn launches(src: &CudaSource) -> Vec<(String, u32, u32)> {
-    let lines: Vec<&str> = src.text.lines().collect();
-    let mut out = Vec::new();
-    for (k, l) in lines.iter().enumerate() {
-        if let Some(rest) = l.strip_prefix("extern \"C\" __global__ void ") {
-            let name = rest.split('(').next().unwrap().trim().to_string();
-            let field = |f: &str| -> u32 {
-                lines[k - 1]
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix(&format!("{f}=")))
-                    .unwrap()
-                    .parse()
-                    .unwrap()
-            };
-            out.push((name, field("block"), field("shared")));
-        }
-    }
-    out
-}
-
 /// A barrier report shows its calls with a caret under the column (`BarrierCall::column`):
 /// every barrier site's column is that of the `__syncthreads`/`__syncwarp` call on its line.
 #[test]
@@ -221,7 +202,13 @@ fn nvrtc_coverage_for_a_launch_shape_is_that_of_its_build() {
             ..CompileOptions::new(arch)
         };
         let ptx = compile(&src, &opts).unwrap().ptx.unwrap();
-        for (name, block, shared) in launches(&src) {
+        for RaceLaunch {
+            name,
+            block,
+            shared,
+            ..
+        } in race_launches(&src)
+        {
             let by_hand = {
                 let inst = instrument_ptx_with(
                     &ptx,
@@ -231,7 +218,8 @@ fn nvrtc_coverage_for_a_launch_shape_is_that_of_its_build() {
                         .host_checks(true),
                 )
                 .unwrap();
-                let r = race_ptx(&inst.ptx, &RaceOptions::new(shared)).unwrap();
+                let r =
+                    race_ptx(&inst.ptx, &RaceOptions::new(shared).block([block, 1, 1])).unwrap();
                 let bounds = inst.kernel(&name).unwrap().coverage.clone();
                 (bounds, r.kernel(&name).unwrap().coverage.clone())
             };

@@ -29,6 +29,9 @@ pub struct RaceCost {
     pub warp: Vec<u32>,
     /// 64-bit records per shadow word ([`super::RaceKernel::shadow_records`]).
     pub records: u32,
+    /// Whether the shadow covers the dynamic shared memory
+    /// ([`super::RaceKernel::shadow_dynamic`]).
+    pub shadow_dynamic: bool,
 }
 
 impl RaceCost {
@@ -37,7 +40,12 @@ impl RaceCost {
         if self.prologue == 0 {
             return 0;
         }
-        super::shadow_bytes_with(self.records, self.static_shared_bytes, dynamic_shared_bytes)
+        let dynamic = if self.shadow_dynamic {
+            dynamic_shared_bytes
+        } else {
+            0
+        };
+        super::shadow_bytes_with(self.records, self.static_shared_bytes, dynamic)
     }
 }
 

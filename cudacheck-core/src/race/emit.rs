@@ -6,10 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::cost::{self, RaceCost};
+use super::index;
 use super::intervals;
 use super::record::{bits, RaceEventKind};
 use super::{
-    RaceCoverage, RaceKernel, RaceOptions, RacePtx, RaceSite, RaceSiteKind, RaceUnchecked,
+    RaceCoverage, RaceKernel, RaceOptions, RaceProof, RacePtx, RaceSite, RaceSiteKind,
+    RaceUnchecked,
 };
 use crate::ir::edit::Edits;
 use crate::ir::read::{Function, Instr, Loc, Module, Space, StmtKind};
@@ -49,6 +51,9 @@ const RUNTIME: &str = "
 
 /// The registers a race-checked kernel declares (`%__ccr_*`).
 const DECLS: &str = "\n\t.reg .b32 %__ccr_T, %__ccr_B, %__ccr_lo, %__ccr_nw, %__ccr_nw8, %__ccr_W, %__ccr_sh, %__ccr_a, %__ccr_w, %__ccr_N, %__ccr_n;\n\t.reg .b32 %__ccr_t<10>;\n\t.reg .b64 %__ccr_E, %__ccr_me, %__ccr_x, %__ccr_y, %__ccr_z, %__ccr_d, %__ccr_rec;\n\t.reg .b64 %__ccr_u<4>;\n\t.reg .pred %__ccr_on, %__ccr_left, %__ccr_q<8>, %__ccr_rp;\n\t.reg .b32 %__ccr_r;\n";
+
+/// The alias key of every `extern` array: they all start the dynamic shared memory.
+const DYNAMIC: &str = "<dynamic>";
 
 /// What one statement gets.
 enum Plan {
@@ -180,6 +185,8 @@ struct KernelRace<'a> {
     /// Every thread meets the kernel's barriers in one order (`intervals::fixed_order`): the
     /// barriers need no divergence check.
     fixed_order: bool,
+    /// A checked access may touch the dynamic shared memory: the shadow covers it.
+    shadow_dynamic: bool,
     sites: Vec<RaceSite>,
     /// The site of each barrier statement by its place in the source: the compiler's copies of
     /// one `__syncthreads()` (a loop unrolled with a remainder, a peeled first round) are one
@@ -221,6 +228,7 @@ impl<'a> KernelRace<'a> {
             shared_calls: Vec::new(),
             pruned: BTreeSet::new(),
             fixed_order: false,
+            shadow_dynamic: true,
             sites: Vec::new(),
             barrier_sites: BTreeMap::new(),
             coverage: RaceCoverage::default(),
@@ -249,8 +257,18 @@ impl<'a> KernelRace<'a> {
             return Trace::Unknown;
         };
         let mut all = Trace::Neutral;
+        // Copies of one definition (a loop the bounds rewrite versioned keeps its registers)
+        // compute one value: traced once, since the second would find its operands seen.
+        let mut traced: Vec<&Instr> = Vec::new();
         for &k in ds {
             let Some(i) = self.f.instr(k) else { continue };
+            if traced
+                .iter()
+                .any(|d| d.op == i.op && d.operands == i.operands && d.guard == i.guard)
+            {
+                continue;
+            }
+            traced.push(i);
             let t = self.trace_instr(i, depth, seen);
             all = match (all, t) {
                 (Trace::Unknown, _) | (_, Trace::Unknown) => Trace::Unknown,
@@ -356,6 +374,7 @@ impl<'a> KernelRace<'a> {
             inlined_at,
             array: array.map(|a| demangle_var(&a)),
             bytes: bytes as u32,
+            proven: None,
         });
         Some(id)
     }
@@ -656,26 +675,50 @@ impl<'a> KernelRace<'a> {
     fn alias_key(&self, array: &Option<String>) -> Option<String> {
         let a = array.as_ref()?;
         match self.m.var(self.f, a) {
-            Some(v) if v.bytes.is_none() => Some("<dynamic>".to_string()),
+            Some(v) if v.bytes.is_none() => Some(DYNAMIC.to_string()),
             _ => Some(a.clone()),
         }
     }
 
-    /// Leaves out the checks of accesses that cannot race (`intervals.rs`).
+    /// Leaves out the checks of accesses that cannot race (`intervals.rs`, `index.rs`).
     fn prune(&mut self) {
+        let shape = self.opts.block.and_then(index::Shape::of);
+        let reader = shape.map(|s| index::Reader::new(&self.facts, s));
         let mut touches = Vec::new();
         let mut barriers = Vec::new();
         for (k, _, plan) in &self.plans {
             match plan {
-                Plan::Access { kind, array, .. } => touches.push(intervals::Touch {
-                    stmt: *k,
-                    array: self.alias_key(array),
-                    used: match kind {
-                        RaceSiteKind::Read => intervals::Use::Read,
-                        RaceSiteKind::Write => intervals::Use::Write,
-                        _ => intervals::Use::Atomic,
-                    },
-                }),
+                Plan::Access {
+                    kind,
+                    array,
+                    operand,
+                    bytes,
+                    generic,
+                    ..
+                } => {
+                    let index = reader
+                        .as_ref()
+                        .filter(|_| !*generic)
+                        .and_then(|r| {
+                            let i = self.f.instr(*k)?;
+                            let addr = Address::parse(i.operands.get(*operand)?)?;
+                            r.form(&self.facts.cfg, *k, &addr)
+                        })
+                        .map(|form| index::Index {
+                            form,
+                            bytes: *bytes as i64,
+                        });
+                    touches.push(intervals::Touch {
+                        stmt: *k,
+                        array: self.alias_key(array),
+                        used: match kind {
+                            RaceSiteKind::Read => intervals::Use::Read,
+                            RaceSiteKind::Write => intervals::Use::Write,
+                            _ => intervals::Use::Atomic,
+                        },
+                        index,
+                    })
+                }
                 Plan::Barrier { .. } => {
                     let guarded = self.f.instr(*k).is_some_and(|i| i.guard.is_some());
                     barriers.push((*k, guarded));
@@ -688,6 +731,7 @@ impl<'a> KernelRace<'a> {
                 stmt: k,
                 array: None,
                 used: intervals::Use::Any,
+                index: None,
             });
         }
         // Statements with several shared accesses keep them all.
@@ -696,15 +740,36 @@ impl<'a> KernelRace<'a> {
             *per_stmt.entry(t.stmt).or_default() += 1;
         }
         self.fixed_order = intervals::fixed_order(&self.facts.cfg, &barriers);
-        self.pruned = intervals::unneeded(&self.facts.cfg, &barriers, &touches)
-            .into_iter()
-            .filter(|k| per_stmt.get(k) == Some(&1))
-            .collect();
-        self.coverage.proven = self
-            .plans
-            .iter()
-            .filter(|(k, _, p)| matches!(p, Plan::Access { .. }) && self.pruned.contains(k))
-            .count() as u32;
+        let proofs: BTreeMap<usize, intervals::Proof> =
+            intervals::unneeded(&self.facts.cfg, &barriers, &touches, shape)
+                .into_iter()
+                .filter(|(k, _)| per_stmt.get(k) == Some(&1))
+                .collect();
+        for (k, _, plan) in &self.plans {
+            let (Plan::Access { id, .. }, Some(p)) = (plan, proofs.get(k)) else {
+                continue;
+            };
+            let proof = match p {
+                intervals::Proof::NoConflict => RaceProof::NoConflict,
+                intervals::Proof::ThreadPrivate => RaceProof::ThreadPrivate,
+            };
+            if let Some(site) = self.sites.iter_mut().find(|s| s.id == *id) {
+                site.proven = Some(proof);
+            }
+            self.coverage.proven += 1;
+            if proof == RaceProof::ThreadPrivate {
+                self.coverage.thread_private += 1;
+            }
+        }
+        // Where no checked access can touch the dynamic shared memory, the shadow leaves it
+        // out.
+        self.shadow_dynamic = self.plans.iter().any(|(k, _, plan)| match plan {
+            Plan::Access { array, .. } if !proofs.contains_key(k) => {
+                self.alias_key(array).map_or(true, |a| a == DYNAMIC)
+            }
+            _ => false,
+        }) || !self.shared_calls.is_empty();
+        self.pruned = proofs.into_keys().collect();
     }
 
     /// Records per shadow word: the last write (`W`) and, when the kernel has a read that is
@@ -752,6 +817,7 @@ impl<'a> KernelRace<'a> {
             .map_or(0, |(body, _)| cost::instructions(body));
         cost.clear_loop = clear;
         cost.records = self.records();
+        cost.shadow_dynamic = self.shadow_dynamic;
         cost.prologue = cost::instructions(&prologue) - clear;
         edits.insert(first, prologue);
         let mut label = 0u32;
@@ -876,7 +942,7 @@ impl<'a> KernelRace<'a> {
             "\tmov.u32 %__ccr_t8, __ccr_dyn;\n\
              \tadd.u32 %__ccr_sh, %__ccr_t8, {};\n\
              \tand.b32 %__ccr_sh, %__ccr_sh, -16;\n\
-             \tsub.u32 %__ccr_t0, %__ccr_sh, %__ccr_lo;\n\
+             \tsub.u32 %__ccr_t0, {}, %__ccr_lo;\n\
              \tshr.u32 %__ccr_nw, %__ccr_t0, 2;\n\
              \tshl.b32 %__ccr_nw8, %__ccr_nw, 3;\n\
              \tadd.u32 %__ccr_W, %__ccr_sh, 48;\n\
@@ -906,6 +972,12 @@ impl<'a> KernelRace<'a> {
              $__ccr_cleared:\n\
              \tbarrier.sync 0;\n",
             u64::from(udyn) + 15,
+            // The words the shadow covers: up to its own start, or only the static arrays.
+            if self.shadow_dynamic || udyn == 0 {
+                "%__ccr_sh"
+            } else {
+                "%__ccr_t8"
+            },
             8 * self.records(),
             super::RACE_RECORD_OFFSET + 64,
         );
@@ -1085,6 +1157,7 @@ impl<'a> KernelRace<'a> {
             name: demangle(&self.f.name),
             shadow: changed && (coverage.checked > 0 || coverage.barriers > 0),
             shadow_records: records,
+            shadow_dynamic: self.shadow_dynamic,
             sites: self.sites,
             coverage,
         }

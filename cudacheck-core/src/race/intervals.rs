@@ -5,17 +5,43 @@
 //! sure of it: threads that meet at different barrier instructions are reported and stopped
 //! there). So two accesses of one epoch start from the same barrier instruction (or the entry)
 //! and are both reachable from it without crossing another barrier: the *interval* of that
-//! barrier. An access can only race with accesses that share an interval with it. A read of an
-//! array that no write or atomic of any of its intervals can touch cannot race, and neither can
-//! an atomic that no plain read or write of its intervals can touch: neither gets a check (the
-//! tiles of a GEMM are written in one interval and read in the next; a histogram's atomics have
-//! an interval to themselves). Writes keep theirs: two threads may run the same store.
-//! Arrays are told apart by the symbol the address leads back to; every `extern` array is one
-//! (they share the dynamic shared memory), and an access whose array is unknown may touch any.
-//! A call into a function that touches shared memory counts as a read and a write of anything.
+//! barrier. An access can only race with accesses that share an interval with it (itself
+//! included: two threads may run the same statement), and only with those of another thread
+//! that touch a byte it touches, at least one of the two writing, not both atomic.
+//!
+//! An access needs no check when no access of any of its intervals can be such a partner
+//! ([`Proof`]), for one of two reasons:
+//!
+//! - **No conflicting access of its array** ([`Proof::NoConflict`]): a read of an array that no
+//!   write or atomic of its intervals can touch, an atomic that no plain read or write can (the
+//!   tiles of a GEMM are written in one interval and read in the next; a histogram's atomics
+//!   have an interval to themselves). A write always meets itself here. Arrays are told apart
+//!   by the symbol the address leads back to; every `extern` array is one (they share the
+//!   dynamic shared memory), and an access whose array is unknown may touch any. A call into a
+//!   function that touches shared memory counts as a read and a write of anything.
+//! - **Thread-private indices** ([`Proof::ThreadPrivate`]): every conflicting access of its
+//!   intervals, itself included, has an element index the proof can read (`index.rs`), and for
+//!   every pair the bytes of two *different* threads never meet. The index is affine in
+//!   `%tid.x` with a constant offset, `%tid.x` ranging over the block narrowed by the
+//!   comparisons with constants that dominate the access (`if (tid < S)`); or it is a block-stride
+//!   loop's `tid.x + k + n * ntid.x`, which two threads share only with the same `tid.x` when
+//!   `ntid.x` divides 2^32. So the tree step `if (t < S) s[t] += s[t + S]` needs no check
+//!   (the writer `a < S` writes `s[a]`, another thread `b < S` reads `s[b + S]`, and `a = b + S`
+//!   is out of the range), nor the row cache a block-stride loop reads and rewrites in place.
+//!   The proof holds for one block shape, the one the build is made for
+//!   ([`super::RaceOptions::block`]: a race-checked build serves launches of one shape, which
+//!   the launch checks before choosing it): `%tid.x` tells threads apart only in a block of one
+//!   row (`ntid.y == ntid.z == 1`); in a block of several rows two threads share each value of
+//!   it, and then only offsets that keep their bytes apart prove anything. Without a shape
+//!   nothing is proven this way.
+//!
+//! Both are decided per pair and hold in both directions, so a race always keeps the checks of
+//! both its accesses (the second one finds the first one's record: a race with one side
+//! unchecked would go unseen).
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::index::{may_overlap, Index, Shape};
 use crate::ir::Cfg;
 
 /// How an access touches its array, for the pruning.
@@ -28,12 +54,25 @@ pub(super) enum Use {
     Any,
 }
 
-/// One access as the pruning sees it: its statement, its array (`None`: any), its use.
+/// One access as the pruning sees it: its statement, its array (`None`: any), its use, and
+/// the bytes it touches as a function of the thread, where they are known (`index.rs`).
 #[derive(Clone, Debug)]
 pub(super) struct Touch {
     pub stmt: usize,
     pub array: Option<String>,
     pub used: Use,
+    pub index: Option<Index>,
+}
+
+/// Why an access needs no check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Proof {
+    /// Nothing of its barrier intervals touches its array in a conflicting way (or it is
+    /// never reached).
+    NoConflict,
+    /// Something does, but no other thread of the block can touch its bytes there: their
+    /// element indices differ for every two threads (`index.rs`).
+    ThreadPrivate,
 }
 
 /// Walks every statement reachable from `start` without crossing a statement of `stops`:
@@ -148,13 +187,16 @@ fn alias(a: &Option<String>, b: &Option<String>) -> bool {
     a.is_none() || b.is_none() || a == b
 }
 
-/// The statements of `touches` whose race check can be left out (see the module docs);
-/// `barriers` are the block barriers' statements, each with whether it is guarded.
+/// The statements of `touches` whose race check can be left out, each with why (see the
+/// module docs); `barriers` are the block barriers' statements, each with whether it is
+/// guarded; `shape` the launch's block, where the build is made for one (without it, element
+/// indices prove nothing).
 pub(super) fn unneeded(
     cfg: &Cfg,
     barriers: &[(usize, bool)],
     touches: &[Touch],
-) -> BTreeSet<usize> {
+    shape: Option<Shape>,
+) -> BTreeMap<usize, Proof> {
     let wanted: BTreeSet<usize> = touches.iter().map(|t| t.stmt).collect();
     let ivs = intervals_of(cfg, barriers, &wanted);
     // Per interval, what touches it.
@@ -164,24 +206,28 @@ pub(super) fn unneeded(
             by_interval.entry(i).or_default().push(t);
         }
     }
-    let conflicts = |a: Use, b: Use| {
+    let conflicts = |a: &Touch, b: &Touch| {
         use Use::*;
-        !matches!((a, b), (Read, Read) | (Atomic, Atomic))
+        alias(&a.array, &b.array) && !matches!((a.used, b.used), (Read, Read) | (Atomic, Atomic))
     };
-    touches
-        .iter()
-        .filter(|t| matches!(t.used, Use::Read | Use::Atomic))
-        .filter(|t| {
-            let Some(mine) = ivs.get(&t.stmt) else {
-                // Never reached: nothing to check.
-                return true;
-            };
-            !mine.iter().any(|i| {
-                by_interval[i]
-                    .iter()
-                    .any(|o| alias(&t.array, &o.array) && conflicts(t.used, o.used))
-            })
-        })
-        .map(|t| t.stmt)
-        .collect()
+    let apart = |a: &Touch, b: &Touch| match (shape, &a.index, &b.index) {
+        (Some(s), Some(x), Some(y)) => !may_overlap(x, y, s),
+        _ => false,
+    };
+    let mut out = BTreeMap::new();
+    for t in touches {
+        let Some(mine) = ivs.get(&t.stmt) else {
+            // Never reached: nothing to check.
+            out.insert(t.stmt, Proof::NoConflict);
+            continue;
+        };
+        let others = || mine.iter().flat_map(|i| by_interval[i].iter().copied());
+        // Another thread may run the same statement: a write meets itself.
+        if !others().any(|o| conflicts(t, o)) {
+            out.insert(t.stmt, Proof::NoConflict);
+        } else if !others().any(|o| conflicts(t, o) && !apart(t, o)) {
+            out.insert(t.stmt, Proof::ThreadPrivate);
+        }
+    }
+    out
 }

@@ -554,3 +554,118 @@ fn each_kernel_builds_one_graph_and_one_definitions_map() {
     assert_eq!(defs() - d0, 2, "one definitions map per kernel");
     assert_eq!(cfgs() - c0, 2, "one graph per kernel");
 }
+
+/// A tree step `if (t <= last) s[t] += s[t + 128]` after `s[t] = ...` and a barrier, in the
+/// form NVRTC writes it (64-bit addresses from `mul.wide` of `%tid.x`).
+fn tree_step(last: u32) -> String {
+    kernel(
+        "",
+        &format!(
+            "\tmov.u32 %r1, %tid.x;\n\tmul.wide.s32 %rd1, %r1, 4;\n\tmov.u64 %rd2, tile;\n\
+             \tadd.s64 %rd3, %rd2, %rd1;\n\tst.shared.f32 [%rd3], %f1;\n\tbar.sync 0;\n\
+             \tsetp.gt.s32 %p1, %r1, {last};\n\t@%p1 bra $L_done;\n\
+             \tld.shared.f32 %f2, [%rd3];\n\tld.shared.f32 %f3, [%rd3+512];\n\
+             \tadd.f32 %f4, %f2, %f3;\n\tst.shared.f32 [%rd3], %f4;\n$L_done:\n\tbar.sync 0;"
+        ),
+    )
+}
+
+fn proofs(k: &RaceKernel) -> Vec<Option<RaceProof>> {
+    k.sites
+        .iter()
+        .filter(|s| s.bytes > 0)
+        .map(|s| s.proven)
+        .collect()
+}
+
+#[test]
+fn tree_step_accesses_are_thread_private_for_a_one_row_block() {
+    let ptx = tree_step(127);
+    let r = race_ptx(&ptx, &RaceOptions::new(0).block([256, 1, 1])).unwrap();
+    let k = &r.kernels[0];
+    assert_eq!(
+        proofs(k),
+        [Some(RaceProof::ThreadPrivate); 4],
+        "{:?}",
+        k.sites
+    );
+    assert_eq!((k.coverage.proven, k.coverage.thread_private), (4, 4));
+    assert_eq!(k.shadow_records, 1);
+    assert!(
+        !r.ptx.contains("atom.shared.exch.b64"),
+        "a write is still checked"
+    );
+    // Without the launch's block, nothing is proven by the indices: the writes keep their
+    // checks, and the reads too (the interval has a write of `tile`).
+    let k = race(&ptx).kernels.remove(0);
+    assert_eq!(proofs(&k), [None; 4]);
+}
+
+#[test]
+fn a_tree_step_whose_guard_lets_a_reader_meet_a_writer_keeps_its_checks() {
+    // `t <= 128`: thread 0 reads s[128], which thread 128 writes in the same interval.
+    let r = race_ptx(&tree_step(128), &RaceOptions::new(0).block([256, 1, 1])).unwrap();
+    let k = &r.kernels[0];
+    // The first write (alone in its interval) and the read of s[t] (only its own thread
+    // writes s[t]) are private; the racing read of s[t + 128] and the write of s[t] are not.
+    assert_eq!(
+        proofs(k),
+        [
+            Some(RaceProof::ThreadPrivate),
+            Some(RaceProof::ThreadPrivate),
+            None,
+            None
+        ],
+        "{:?}",
+        k.sites
+    );
+}
+
+#[test]
+fn an_index_in_tid_x_is_not_private_in_a_block_of_two_rows() {
+    let r = race_ptx(&tree_step(127), &RaceOptions::new(0).block([128, 2, 1])).unwrap();
+    let k = &r.kernels[0];
+    // Both rows write s[t]; the read of s[t + 128] meets no write of either row.
+    assert_eq!(
+        proofs(k),
+        [None, None, Some(RaceProof::ThreadPrivate), None],
+        "{:?}",
+        k.sites
+    );
+}
+
+/// `for (c = t; c < n; c += step) s[c] = s[c] * 2` with `step` from `%ntid.x` or not.
+fn stride_loop(step: &str) -> String {
+    kernel(
+        "",
+        &format!(
+            "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, {step};\n\tmov.u64 %rd2, tile;\n\
+             \tmov.u32 %r3, %r1;\n$L_loop:\n\tmul.wide.s32 %rd1, %r3, 4;\n\
+             \tadd.s64 %rd3, %rd2, %rd1;\n\tld.shared.f32 %f1, [%rd3];\n\
+             \tadd.f32 %f2, %f1, %f1;\n\tst.shared.f32 [%rd3], %f2;\n\
+             \tadd.s32 %r3, %r3, %r2;\n\tsetp.lt.s32 %p1, %r3, 256;\n\t@%p1 bra $L_loop;"
+        ),
+    )
+}
+
+#[test]
+fn block_stride_loops_are_private_only_when_stepped_by_a_power_of_two_block() {
+    let opts = |x| RaceOptions::new(0).block([x, 1, 1]);
+    let k = race_ptx(&stride_loop("%ntid.x"), &opts(64))
+        .unwrap()
+        .kernels
+        .remove(0);
+    assert_eq!(proofs(&k), [Some(RaceProof::ThreadPrivate); 2]);
+    // 96 does not divide 2^32: `t + 96 n` wraps onto other threads' residues.
+    let k = race_ptx(&stride_loop("%ntid.x"), &opts(96))
+        .unwrap()
+        .kernels
+        .remove(0);
+    assert_eq!(proofs(&k), [None; 2]);
+    // A step that is not the block's width.
+    let k = race_ptx(&stride_loop("32"), &opts(64))
+        .unwrap()
+        .kernels
+        .remove(0);
+    assert_eq!(proofs(&k), [None; 2]);
+}

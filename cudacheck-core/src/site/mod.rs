@@ -25,7 +25,7 @@ use crate::ir::read::Module;
 pub use init_table::{InitCoverage, InitKernel, InitSite, InitSiteKind, InitUnchecked};
 pub use names::{callee, demangle, demangle_var};
 pub use race_table::{
-    shadow_bytes, shadow_bytes_with, RaceCoverage, RaceKernel, RaceSite, RaceSiteKind,
+    shadow_bytes, shadow_bytes_with, RaceCoverage, RaceKernel, RaceProof, RaceSite, RaceSiteKind,
     RaceUnchecked,
 };
 pub use reason::SkipReason;

@@ -21,6 +21,33 @@ pub struct RaceSite {
     pub array: Option<String>,
     /// Bytes accessed (0 for barriers).
     pub bytes: u32,
+    /// For an access: why it has no check, when it is proven unable to race.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proven: Option<RaceProof>,
+}
+
+/// Why a shared access needs no race check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RaceProof {
+    /// Nothing in its barrier intervals can conflict with it: no write or atomic of its array
+    /// for a read, no plain access for an atomic.
+    NoConflict,
+    /// Other accesses of its array in its barrier intervals can conflict, but none of another
+    /// thread of the block can touch its bytes there: the element indices, affine in the
+    /// thread index within the guards' range, differ for every two threads (for the launch's
+    /// block shape, which the build is made for).
+    ThreadPrivate,
+}
+
+impl fmt::Display for RaceProof {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RaceProof::NoConflict => "nothing in its barrier interval conflicts",
+            RaceProof::ThreadPrivate => "proven thread-private in its interval",
+        })
+    }
 }
 
 /// What a [`RaceSite`] is.
@@ -69,9 +96,13 @@ pub struct RaceCoverage {
     /// Shared accesses with a shadow check.
     pub checked: u32,
     /// Of `checked`, those that cannot race and have no check: nothing in their barrier
-    /// intervals can conflict with them (`intervals.rs`).
+    /// intervals can conflict with them, or nothing of another thread there can touch their
+    /// bytes (`intervals.rs`; each site says which, [`RaceSite::proven`]).
     #[serde(default)]
     pub proven: u32,
+    /// Of `proven`, those proven thread-private ([`RaceProof::ThreadPrivate`]).
+    #[serde(default)]
+    pub thread_private: u32,
     /// Block barriers with a divergence check.
     pub barriers: u32,
     /// `__syncwarp` calls with a mask check.
@@ -106,10 +137,19 @@ pub struct RaceKernel {
     /// records).
     #[serde(default = "all_records")]
     pub shadow_records: u32,
+    /// Whether the shadow covers the dynamic shared memory too: not where no checked access
+    /// can touch it (every access of its arrays is proven unable to race), and then its size
+    /// follows the static arrays alone.
+    #[serde(default = "covers_dynamic")]
+    pub shadow_dynamic: bool,
 }
 
 const fn all_records() -> u32 {
     3
+}
+
+const fn covers_dynamic() -> bool {
+    true
 }
 
 impl RaceKernel {
@@ -119,7 +159,11 @@ impl RaceKernel {
         shadow_bytes_with(
             self.shadow_records,
             static_shared_bytes,
-            dynamic_shared_bytes,
+            if self.shadow_dynamic {
+                dynamic_shared_bytes
+            } else {
+                0
+            },
         )
     }
 

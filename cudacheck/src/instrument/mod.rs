@@ -150,7 +150,8 @@ pub(crate) fn instrument(
     if let Some(s) = shape.filter(|s| s.races) {
         let r = cudacheck_core::race::race_ptx(
             &inst.ptx,
-            &cudacheck_core::race::RaceOptions::new(s.dynamic_shared_bytes),
+            &cudacheck_core::race::RaceOptions::new(s.dynamic_shared_bytes)
+                .block(s.block.to_array()),
         )
         .map_err(|e| BuildError::Ptx(e.into()))?;
         for k in &mut inst.kernels {
