@@ -412,10 +412,11 @@ impl ShadowMap {
     }
 
     /// Whether a launch needs global memory init-checked: some tracked allocation it can reach
-    /// ([`ShadowMap::reached`]) may hold unwritten bytes. One not known full whose writes
-    /// reached its next scan count is scanned on the device first (on `stream`, waiting for
-    /// it); the next scan of one found short waits for twice its writes, so a buffer that stays
-    /// short costs a scan at its 1st, 2nd, 4th, 8th... write.
+    /// (one `words`, the launch's arguments 8 bytes at a time, point into; every one when
+    /// `None`) may hold unwritten bytes. One not known full whose writes reached its next scan
+    /// count is scanned on the device first (on `stream`, waiting for it); the next scan of one
+    /// found short waits for twice its writes, so a buffer that stays short costs a scan at its
+    /// 1st, 2nd, 4th, 8th... write.
     pub fn needs_global<D: ShadowDevice>(
         &mut self,
         dev: &mut D,
