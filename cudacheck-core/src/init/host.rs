@@ -437,7 +437,10 @@ impl ShadowMap {
             let full = dev.all_set(&spans, stream);
             if let Some(a) = self.allocs.get_mut(&b) {
                 a.full = full;
-                a.next_scan = a.writes.saturating_mul(2).max(a.next_scan.saturating_mul(2));
+                a.next_scan = a
+                    .writes
+                    .saturating_mul(2)
+                    .max(a.next_scan.saturating_mul(2));
             }
             if !full {
                 return true;
@@ -738,15 +741,19 @@ mod elision_tests {
         assert!(map.needs_global(&mut dev, Some(&words[..1]), ()));
         map.launched_global(Some(&words[..1]));
         map.written(&mut dev, G, 4000, ()); // what its stores set on the device
-        // The reader: `a` is scanned once and found full; `out` was full from the memset.
+                                            // The reader: `a` is scanned once and found full; `out` was full from the memset.
         let before = dev.scans;
         assert!(!map.needs_global(&mut dev, Some(&words), ()));
-        assert_eq!(dev.scans, before, "a write of all of `a` made it full without a scan");
+        assert_eq!(
+            dev.scans, before,
+            "a write of all of `a` made it full without a scan"
+        );
         assert!(!map.needs_global(&mut dev, Some(&words), ()));
     }
 
     #[test]
-    fn a_buffer_a_kernel_filled_is_found_full_by_a_scan_and_one_left_short_is_rescanned_less_often() {
+    fn a_buffer_a_kernel_filled_is_found_full_by_a_scan_and_one_left_short_is_rescanned_less_often()
+    {
         let (mut dev, mut map) = (Model::default(), ShadowMap::new(Untracked::Unwritten));
         map.allocated(&mut dev, G, 4000, true, Some(()));
         // A kernel's stores, as the device marks them (not a host write of the map's).

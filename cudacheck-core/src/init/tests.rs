@@ -43,12 +43,19 @@ fn reads_are_checked_and_writes_marked() {
     assert!(out.ptx.contains("add.s64 %__cci_a, %rd9, 4;"));
     // The shadow word is read through L1; the read's cold block reads it again past L1 and
     // goes back without recording when its bits are set by now.
-    assert_eq!(out.ptx.matches("ld.global.u32 %__cci_w, [%__cci_t];").count(), 2);
+    assert_eq!(
+        out.ptx
+            .matches("ld.global.u32 %__cci_w, [%__cci_t];")
+            .count(),
+        2
+    );
     let cold = out.ptx.find("$__cci_c1:").unwrap();
     let again = out.ptx[cold..]
         .find("ld.volatile.global.u32 %__cci_w, [%__cci_t];")
         .unwrap();
-    let record = out.ptx[cold..].find("atom.global.add.u32 %__cci_x, [%__cci_rec+4]").unwrap();
+    let record = out.ptx[cold..]
+        .find("atom.global.add.u32 %__cci_x, [%__cci_rec+4]")
+        .unwrap();
     assert!(again < record);
     assert!(out.ptx[cold + again..cold + record].contains("@%__cci_p bra $__cci_b1;"));
 }
@@ -205,7 +212,8 @@ fn reports_name_what_is_checked() {
 #[test]
 fn a_shared_only_build_leaves_global_memory_alone() {
     // Global reads and writes: nothing left to check, the build is the bounds-checked one.
-    let body = "ld.global.f32 %f1, [%rd8];\nadd.f32 %f2, %f1, 0f3F800000;\nst.global.f32 [%rd9+4], %f2;";
+    let body =
+        "ld.global.f32 %f1, [%rd8];\nadd.f32 %f2, %f1, 0f3F800000;\nst.global.f32 [%rd9+4], %f2;";
     let bounds = instrument_ptx(&kernel(body)).unwrap();
     let out = init_ptx_with(&bounds.ptx, &InitOptions::default().shared_only()).unwrap();
     assert_eq!(out.ptx, bounds.ptx);
