@@ -79,6 +79,35 @@ fn expect_oob(
     println!("{name}:\n{text}\n");
 }
 
+/// `k(x, y, n[, extra])` over `grid` blocks of [`BLOCK`], bounds-checked when `on`.
+#[allow(clippy::too_many_arguments)]
+fn run_xy(
+    s: &Arc<CudaStream>,
+    k: &Kernel,
+    grid: u32,
+    on: bool,
+    x: &CudaSlice<f32>,
+    y: &mut CudaSlice<f32>,
+    n: usize,
+    extra: Option<i32>,
+) -> Result<(), Error> {
+    let n = n as i32;
+    let mut launch = k.launch(s);
+    let mut l = launch
+        .grid(grid)
+        .block(BLOCK)
+        .instrument(on)
+        .arg(x)
+        .arg_mut(y)
+        .arg(&n);
+    if let Some(e) = &extra {
+        l = l.arg(e);
+    }
+    // SAFETY: the kernels of `tests/cuda/monotone.cu` taking `(x, y, n[, extra])`, with
+    // buffers of the lengths they read and write.
+    unsafe { l.run() }
+}
+
 const BLOCK: u32 = 256;
 
 #[test]
@@ -153,33 +182,12 @@ fn gpu_monotone_loops_run_checked_and_name_their_planted_overruns() {
     let k = kernel("box_clamp", false);
     same("box_clamp", &want, |on| {
         let mut y = up(&s, &vec![f32::NAN; n]);
-        unsafe {
-            k.launch(&s)
-                .grid(grid)
-                .block(block)
-                .instrument(on)
-                .arg(&dx)
-                .arg_mut(&mut y)
-                .arg(&(n as i32))
-                .arg(&rad)
-                .run()
-        }
-        .unwrap();
+        run_xy(&s, &k, grid, on, &dx, &mut y, n, Some(rad)).unwrap();
         s.clone_dtoh(&y).unwrap()
     });
     let k = kernel("box_clamp", true);
     let mut y = up(&s, &vec![0.0f32; n]);
-    let r = unsafe {
-        k.launch(&s)
-            .grid(grid)
-            .block(block)
-            .instrument(true)
-            .arg(&dx)
-            .arg_mut(&mut y)
-            .arg(&(n as i32))
-            .arg(&rad)
-            .run()
-    };
+    let r = run_xy(&s, &k, grid, true, &dx, &mut y, n, Some(rad));
     // `min(.., n)`: thread `n - d` reads `x[n]` for `d` of its taps.
     let r2 = rad as u32;
     expect_oob(
@@ -201,31 +209,12 @@ fn gpu_monotone_loops_run_checked_and_name_their_planted_overruns() {
     let k = kernel("suffix_pairs", false);
     same("suffix_pairs", &want, |on| {
         let mut y = up(&s, &vec![f32::NAN; m]);
-        unsafe {
-            k.launch(&s)
-                .grid(grid)
-                .block(block)
-                .instrument(on)
-                .arg(&dx)
-                .arg_mut(&mut y)
-                .arg(&(m as i32))
-                .run()
-        }
-        .unwrap();
+        run_xy(&s, &k, grid, on, &dx, &mut y, m, None).unwrap();
         s.clone_dtoh(&y).unwrap()
     });
     let k = kernel("suffix_pairs", true);
     let mut y = up(&s, &vec![0.0f32; m]);
-    let r = unsafe {
-        k.launch(&s)
-            .grid(grid)
-            .block(block)
-            .instrument(true)
-            .arg(&dx)
-            .arg_mut(&mut y)
-            .arg(&(m as i32))
-            .run()
-    };
+    let r = run_xy(&s, &k, grid, true, &dx, &mut y, m, None);
     // `x[(j + 2) >> 1]` is `x[m / 2]` for `j = m - 2, m - 1`: twice per thread, once for the
     // last.
     expect_oob(
@@ -245,31 +234,12 @@ fn gpu_monotone_loops_run_checked_and_name_their_planted_overruns() {
     let k = kernel("quad_first", false);
     same("quad_first", &want, |on| {
         let mut y = up(&s, &vec![f32::NAN; n]);
-        unsafe {
-            k.launch(&s)
-                .grid(grid)
-                .block(block)
-                .instrument(on)
-                .arg(&dx)
-                .arg_mut(&mut y)
-                .arg(&(n as i32))
-                .run()
-        }
-        .unwrap();
+        run_xy(&s, &k, grid, on, &dx, &mut y, n, None).unwrap();
         s.clone_dtoh(&y).unwrap()
     });
     let k = kernel("quad_first", true);
     let mut y = up(&s, &vec![0.0f32; n]);
-    let r = unsafe {
-        k.launch(&s)
-            .grid(grid)
-            .block(block)
-            .instrument(true)
-            .arg(&dx)
-            .arg_mut(&mut y)
-            .arg(&(n as i32))
-            .run()
-    };
+    let r = run_xy(&s, &k, grid, true, &dx, &mut y, n, None);
     let stride = u64::from(grid * block);
     let first = n as u64 - 4;
     expect_oob(
@@ -284,17 +254,7 @@ fn gpu_monotone_loops_run_checked_and_name_their_planted_overruns() {
     assert!(!cudacheck::is_poisoned(&s));
     let k = kernel("quad_first", false);
     let mut y = up(&s, &vec![f32::NAN; n]);
-    unsafe {
-        k.launch(&s)
-            .grid(grid)
-            .block(block)
-            .instrument(true)
-            .arg(&dx)
-            .arg_mut(&mut y)
-            .arg(&(n as i32))
-            .run()
-    }
-    .unwrap();
+    run_xy(&s, &k, grid, true, &dx, &mut y, n, None).unwrap();
     let got = s.clone_dtoh(&y).unwrap();
     assert!(got
         .iter()
